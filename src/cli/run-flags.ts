@@ -1,0 +1,61 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { parseRunOptions, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import type { Settings } from '../config/settings.js';
+
+const int = (flag: string) => (value: string) => {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${flag} takes a whole number, got "${value}"`);
+  return Number(value);
+};
+const fraction = (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`takes a number from 0 to 1, got "${value}"`);
+  return n;
+};
+const param = (value: string, previous: Record<string, unknown> = {}) => {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`--param takes key=value, got "${value}"`);
+  const raw = value.slice(eq + 1);
+  let parsed: unknown = raw;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    // Not JSON: the value is the text as written.
+  }
+  return { ...previous, [value.slice(0, eq)]: parsed };
+};
+
+/** The run option flags shared by `score` and `enqueue` (design.md, Run options). */
+export function addRunFlags(command: Command): Command {
+  return command
+    .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')
+    .requiredOption('--out <prefix>', 'where run folders go: a local folder or s3://bucket/prefix')
+    .option('--service <url>', 'Model Query Service base URL (env MODEL_SERVICE_URL; default http://127.0.0.1:47334)')
+    .addOption(new Option('--format <format>', 'output format (default: the input\'s)').choices(['csv', 'jsonl']))
+    .option('--batch-size <rows>', 'rows per predict request (default 1000)', int('--batch-size'))
+    .option('--max-batch-bytes <bytes>', 'JSON bytes per predict request (default 4 MiB)', int('--max-batch-bytes'))
+    .option('--concurrency <n|auto>', 'predict requests in flight (default 4)', (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)))
+    .option('--timeout <ms>', 'time limit per request (default 60000)', int('--timeout'))
+    .option('--retries <n>', 'retries of a request that failed for a passing reason (default 6)', int('--retries'))
+    .option('--max-error-rate <fraction>', 'share of rows that may be quarantined before the run fails (default 0.01)', fraction)
+    .option('--explain', 'keep <target>_explain in the output')
+    .addOption(new Option('--envelope <envelope>', 'predict body: data ({"data": [...]}, the reference server) or array (bare array)').choices(['data', 'array']))
+    .option('--param <key=value>', 'predict params passed to the engine (repeatable; JSON values allowed)', param)
+    .option('--limit <rows>', 'score only the first N rows (a canary)', int('--limit'))
+    .option('--run-id <id>', 'run id and folder name (default: time-based); an unfinished run\'s id resumes it')
+    .option('--strict-columns', 'fail when the input lacks some of the model\'s input columns')
+    .option('--segment-rows <rows>', 'rows per segment, the unit of resuming and of queue work (default 20000)', int('--segment-rows'))
+    .option('--row-id-member <name>', 'row id member the server echoes (default __service_row_id)');
+}
+
+const RUN_FLAG_KEYS = [
+  'service', 'format', 'batchSize', 'maxBatchBytes', 'concurrency', 'timeout', 'retries', 'maxErrorRate',
+  'explain', 'envelope', 'params', 'limit', 'runId', 'strictColumns', 'segmentRows', 'rowIdMember',
+] as const;
+
+/** Run options from flags over settings (environment and config files), validated. */
+export function runOptionsFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptions {
+  const given: RunOptionsInput = {};
+  const renamed: Record<string, unknown> = { ...flags, params: flags.param };
+  for (const key of RUN_FLAG_KEYS) if (renamed[key] !== undefined) (given as Record<string, unknown>)[key] = renamed[key];
+  return parseRunOptions({ ...settings.runDefaults, ...given }, 'options');
+}

@@ -1,0 +1,43 @@
+import { once } from 'node:events';
+import type { Command } from 'commander';
+import { UsageError } from '../errors.js';
+import { formatIssues } from '../config/run-options.js';
+import { createLogger } from '../log.js';
+import { simulatorOptionsSchema } from '../simulator/options.js';
+import { createSimulator } from '../simulator/server.js';
+import { action } from './action.js';
+
+const num = (v: string) => Number(v);
+
+export function registerSimulate(program: Command): void {
+  program
+    .command('simulate')
+    .description('run the bundled Model Query Service simulator until SIGINT/SIGTERM')
+    .option('--port <port>', 'port (0 picks a free one)', num, 47334)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--base-path <path>', 'prefix before /api, e.g. /v1')
+    .option('--envelope <envelope>', 'predict body the simulator accepts: data or array')
+    .option('--legacy-describe', 'answer describe {} with the info shape, as older servers do')
+    .option('--latency-ms <ms>', 'delay before each predict answer', num)
+    .option('--latency-jitter-ms <ms>', 'random extra delay up to this', num)
+    .option('--error-rate <fraction>', 'share of predict requests answered 500', num)
+    .option('--rate-limit-rate <fraction>', 'share answered 429 with Retry-After', num)
+    .option('--retry-after-seconds <s>', 'Retry-After of those 429s', num)
+    .option('--reset-rate <fraction>', 'share whose connection is reset', num)
+    .option('--hang-rate <fraction>', 'share never answered', num)
+    .option('--gateway-error-rate <fraction>', 'share answered 503 with an HTML page', num)
+    .option('--seed <n>', 'seed of the fault draws', num)
+    .option('--row-id-member <name>', 'row id member echoed back')
+    .action(
+      action(async (flags: Record<string, unknown>) => {
+        // The token is a secret: from the environment only, never a flag (flags show in `ps`).
+        const parsed = simulatorOptionsSchema.safeParse({ ...flags, token: process.env.SIMULATOR_TOKEN || undefined });
+        if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error)}`);
+        const log = createLogger({ name: 'simulator' });
+        const simulator = await createSimulator(parsed.data, log);
+        process.stdout.write(`simulator listening on ${simulator.url}\n`);
+        await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
+        await simulator.close();
+      }),
+    );
+}

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { UsageError } from '../errors.js';
+
+/**
+ * The options of one run: flags on `score` and `enqueue`, fields of job data and of
+ * `jobs/*.yaml`. Every default lives here and nowhere else.
+ */
+export const runOptionsSchema = z
+  .object({
+    /** Base URL of the Model Query Service; may carry a path prefix. */
+    service: z.url({ message: 'must be an http(s) URL such as http://127.0.0.1:47334' }).default('http://127.0.0.1:47334'),
+    /** Output format; by default the input's (csv or jsonl). */
+    format: z.enum(['csv', 'jsonl']).optional(),
+    /** Rows per predict request at most. The reference server is built for hundreds to a few thousand. */
+    batchSize: z.int().min(1).max(100_000).default(1000),
+    /** Bytes of JSON per predict request at most; a wide row file gets smaller batches. */
+    maxBatchBytes: z.int().min(1024).default(4 * 1024 * 1024),
+    /** Predict requests in flight at most, across the whole process. `auto` is 8: the reference server's thread pool is about 10. */
+    concurrency: z.union([z.int().min(1).max(256), z.literal('auto')]).default(4),
+    /** Time limit of one request in ms. */
+    timeout: z.int().min(100).default(60_000),
+    /** Retries of a request that failed for a passing reason (overload, network). */
+    retries: z.int().min(0).max(50).default(6),
+    /** Share of rows (0..1) that may be quarantined in errors.jsonl before the run fails. */
+    maxErrorRate: z.number().min(0).max(1).default(0.01),
+    /** Keep `<target>_explain` in the output. */
+    explain: z.boolean().default(false),
+    /** Predict body: `data` wraps rows as {"data": [...]} (the reference server), `array` sends the bare array (the document). */
+    envelope: z.enum(['data', 'array']).default('data'),
+    /** Passed to the engine as predict `params`. */
+    params: z.record(z.string(), z.unknown()).default({}),
+    /** Score only the first N data rows: a canary run. */
+    limit: z.int().min(1).optional(),
+    /** The run's id and folder name; derived from the time when absent. Re-using an unfinished run's id resumes it. */
+    runId: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: 'use letters, digits, ".", "_" and "-" (at most 128)' })
+      .optional(),
+    /** Fail, instead of warning, when the input lacks some of the model's input columns. */
+    strictColumns: z.boolean().default(false),
+    /** Data rows per segment: the unit of work a worker takes and of resuming after a crash. */
+    segmentRows: z.int().min(1).default(20_000),
+    /** The row id member the server echoes (`__<brand>_row_id`; `__mindsdb_row_id` on MindsDB). */
+    rowIdMember: z.string().min(1).default('__service_row_id'),
+  })
+  .strict();
+
+export type RunOptions = z.output<typeof runOptionsSchema>;
+export type RunOptionsInput = z.input<typeof runOptionsSchema>;
+
+/** What `auto` concurrency stands for. */
+export const AUTO_CONCURRENCY = 8;
+
+export function resolveConcurrency(value: RunOptions['concurrency']): number {
+  return value === 'auto' ? AUTO_CONCURRENCY : value;
+}
+
+/** Validates run options, turning zod's issues into one message that names each bad option. */
+export function parseRunOptions(input: unknown, source = 'run options'): RunOptions {
+  const result = runOptionsSchema.safeParse(input);
+  if (result.success) return result.data;
+  throw new UsageError(`${source}: ${formatIssues(result.error)}`);
+}
+
+/** zod issues as `field: problem; field: problem`, with option names as users write them. */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.map(String).join('.');
+      if (issue.code === 'unrecognized_keys') return `unknown option(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+      return path ? `${path}: ${issue.message}` : issue.message;
+    })
+    .join('; ');
+}

@@ -1,0 +1,80 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { BatchScorerError } from '../errors.js';
+import type { S3Settings } from '../storage/s3-settings.js';
+import { s3SettingsFromEnv } from '../storage/s3-settings.js';
+import { formatIssues, runOptionsSchema, type RunOptionsInput } from './run-options.js';
+
+/**
+ * `config/*.yaml`: defaults for this installation, below flags and environment. Secrets
+ * (tokens, passwords) are read from the environment only, never from these files.
+ */
+const configFileSchema = z
+  .object({
+    /** Defaults for run options (see run-options.ts), e.g. `{ concurrency: 8, batchSize: 500 }`. */
+    run: runOptionsSchema.partial().strict().optional(),
+    /** Redis for queue mode. */
+    redis: z.object({ url: z.string().optional(), prefix: z.string().optional() }).strict().optional(),
+    s3: z.object({ endpoint: z.string().optional(), region: z.string().optional(), forcePathStyle: z.boolean().optional() }).strict().optional(),
+    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() }).strict().optional(),
+  })
+  .strict();
+
+type ConfigFile = z.output<typeof configFileSchema>;
+
+/** The settings of a process, resolved once at start. */
+export interface Settings {
+  /** Defaults for run options: config files, then MODEL_SERVICE_URL. Flags override them. */
+  runDefaults: RunOptionsInput;
+  /** MODEL_SERVICE_TOKEN: sent as a bearer token, never logged. */
+  serviceToken?: string;
+  /** REDIS_URL, default redis://127.0.0.1:6379. */
+  redisUrl: string;
+  /** Queue key prefix; a `{hash tag}` keeps a queue's keys on one Redis Cluster slot. */
+  queuePrefix: string;
+  s3: S3Settings;
+  logLevel: string;
+}
+
+/** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = env.CONFIG_DIR ?? 'config'): Settings {
+  const file = readConfigFiles(configDir);
+  const s3 = { ...file.s3, ...definedOnly(s3SettingsFromEnv(env)) };
+  return {
+    runDefaults: { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) },
+    serviceToken: env.MODEL_SERVICE_TOKEN || undefined,
+    redisUrl: env.REDIS_URL ?? file.redis?.url ?? 'redis://127.0.0.1:6379',
+    queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
+    s3,
+    logLevel: env.LOG_LEVEL ?? file.log?.level ?? 'info',
+  };
+}
+
+function readConfigFiles(dir: string): ConfigFile {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => /\.ya?ml$/.test(n)).sort();
+  } catch {
+    return {};
+  }
+  const merged: Record<string, Record<string, unknown>> = {};
+  for (const name of names) {
+    const path = join(dir, name);
+    let doc: unknown;
+    try {
+      doc = parseYaml(readFileSync(path, 'utf8')) ?? {};
+    } catch (err) {
+      throw new BatchScorerError('E_CONFIG', `${path}: not valid YAML: ${(err as Error).message}`, { exitCode: 2 });
+    }
+    const parsed = configFileSchema.safeParse(doc);
+    if (!parsed.success) throw new BatchScorerError('E_CONFIG', `${path}: ${formatIssues(parsed.error)}`, { exitCode: 2 });
+    for (const [section, values] of Object.entries(parsed.data)) merged[section] = { ...merged[section], ...values };
+  }
+  return merged as ConfigFile;
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

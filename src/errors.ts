@@ -1,0 +1,68 @@
+/**
+ * Named errors with stable codes. `code` is what users and scripts match on; `retriable` says
+ * whether trying the same work again later may succeed (BullMQ's UnrecoverableError is derived
+ * from it in queue mode); `exitCode` is what the CLI exits with (2: fix the command or
+ * configuration, 1: the run failed).
+ */
+export type ErrorCode =
+  | 'E_USAGE' // bad flag, option or setting
+  | 'E_CONFIG' // a configuration file or environment variable is invalid
+  | 'E_INPUT_NOT_FOUND' // the input location does not exist
+  | 'E_INPUT' // the input file is malformed (encoding, quoting, empty)
+  | 'E_INPUT_CHANGED' // the input changed while the run was reading it
+  | 'E_STORAGE' // a storage operation failed for a reason that may pass
+  | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
+  | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
+  | 'E_ALIGNMENT' // an answer does not line up with the rows sent
+  | 'E_COLUMNS' // the input's columns do not fit the model
+  | 'E_SERVICE_RETRIABLE' // overload or network: retry with backoff
+  | 'E_SERVICE_FATAL' // the service refused the request and will again
+  | 'E_MODEL_NOT_FOUND' // unknown project, model or version
+  | 'E_MODEL_NOT_READY' // the model is training or in error
+  | 'E_WRONG_ENVELOPE' // the server expects the other body envelope
+  | 'E_UNAUTHORIZED' // credentials missing or refused
+  | 'E_BAD_ROWS' // the engine failed on the rows of this request
+  | 'E_ABORTED'; // the operation was cancelled
+
+export interface BatchScorerErrorOptions {
+  retriable?: boolean;
+  exitCode?: 1 | 2;
+  cause?: unknown;
+}
+
+export class BatchScorerError extends Error {
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+  readonly exitCode: 1 | 2;
+
+  constructor(code: ErrorCode, message: string, options: BatchScorerErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+    this.exitCode = options.exitCode ?? 1;
+  }
+}
+
+/** A flag, option or setting is wrong: the user must change the command or configuration. */
+export class UsageError extends BatchScorerError {
+  constructor(message: string, options: Omit<BatchScorerErrorOptions, 'exitCode'> = {}) {
+    super('E_USAGE', message, { ...options, exitCode: 2 });
+  }
+}
+
+/** The input data is malformed; names the file and, where known, the row, line or byte. */
+export class InputError extends BatchScorerError {
+  constructor(message: string, code: 'E_INPUT' | 'E_INPUT_NOT_FOUND' | 'E_INPUT_CHANGED' = 'E_INPUT') {
+    super(code, message, { exitCode: code === 'E_INPUT_NOT_FOUND' ? 2 : 1 });
+  }
+}
+
+export function isAbortError(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
+}
+
+/** The message of any thrown value, for places that must not throw while reporting. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,23 @@
+import type { RowSyntax } from './row-splitter.js';
+
+/** How an input file is stored: its row syntax and whether it is gzipped. */
+export interface InputFormat {
+  syntax: RowSyntax;
+  gzip: boolean;
+}
+
+/** Gzipped when the name ends in `.gz` or the bytes start with gzip's magic number. */
+export function isGzip(name: string, head: Buffer): boolean {
+  return name.toLowerCase().endsWith('.gz') || (head[0] === 0x1f && head[1] === 0x8b);
+}
+
+/**
+ * The row syntax from the name (`.csv`, `.jsonl`, `.ndjson`, before any `.gz`) or, for other
+ * names, from the first decompressed bytes: a `{` starts a JSON Lines file.
+ */
+export function detectSyntax(name: string, head: Buffer): RowSyntax {
+  const bare = name.toLowerCase().replace(/\.gz$/, '');
+  if (bare.endsWith('.jsonl') || bare.endsWith('.ndjson')) return 'jsonl';
+  if (bare.endsWith('.csv')) return 'csv';
+  return head.toString('utf8').replace(/^\uFEFF/, '').trimStart().startsWith('{') ? 'jsonl' : 'csv';
+}

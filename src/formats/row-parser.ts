@@ -1,0 +1,82 @@
+import Papa from 'papaparse';
+import { InputError } from '../errors.js';
+import type { RawRow, RowSyntax } from './row-splitter.js';
+
+/** A data row read from the input, or the reason it could not be read. */
+export interface InputRow {
+  /** 0-based position among the file's data rows: the order of the output. */
+  index: number;
+  /** 1-based physical line the row starts on. */
+  line: number;
+  /** The values by column: CSV values are the strings as written, JSON Lines values as parsed. */
+  record?: Record<string, unknown>;
+  /** Why the row could not be read (wrong field count, bad JSON); such rows are quarantined. */
+  problem?: string;
+  /** The row's text, kept only for rows with a problem so errors.jsonl can show them. */
+  text?: string;
+}
+
+/** The column names from a file's first row; rejects empty and repeated names. */
+export function parseHeader(row: RawRow, syntax: RowSyntax, fileName: string): string[] {
+  const text = row.bytes.toString('utf8').replace(/^\uFEFF/, '');
+  let columns: string[];
+  if (syntax === 'csv') {
+    const parsed = Papa.parse<string[]>(text, { header: false, newline: '\n' });
+    columns = parsed.data[0] ?? [];
+  } else {
+    const value = parseJson(text);
+    if (!isRecord(value)) throw new InputError(`${fileName}: line ${row.line} is not a JSON object; every JSON Lines row must be one`);
+    columns = Object.keys(value);
+  }
+  const seen = new Set<string>();
+  columns.forEach((name, i) => {
+    if (syntax === 'csv' && name.trim() === '') throw new InputError(`${fileName}: the header's column ${i + 1} has no name; name every column`);
+    if (seen.has(name)) throw new InputError(`${fileName}: the header names column "${name}" twice; column names must be unique`);
+    seen.add(name);
+  });
+  return columns;
+}
+
+/**
+ * Parses raw rows into records keyed by the header. CSV rows go to papaparse together; where its
+ * row split disagrees with ours (odd quoting), each row is parsed alone, so rows never shift.
+ */
+export function parseRows(rows: readonly RawRow[], firstIndex: number, header: readonly string[], syntax: RowSyntax): InputRow[] {
+  const texts = rows.map((r) => r.bytes.toString('utf8'));
+  if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i]!.line));
+  let fields = Papa.parse<string[]>(texts.join('\n'), { header: false, newline: '\n' }).data;
+  if (fields.length !== rows.length) {
+    fields = texts.map((text) => {
+      const one = Papa.parse<string[]>(text, { header: false, newline: '\n' }).data;
+      return one.length === 1 ? one[0]! : [];
+    });
+  }
+  return fields.map((values, i) => {
+    const index = firstIndex + i;
+    const line = rows[i]!.line;
+    if (values.length !== header.length) {
+      return { index, line, text: texts[i], problem: `expected ${header.length} fields, found ${values.length}` };
+    }
+    const record: Record<string, unknown> = {};
+    for (let c = 0; c < header.length; c++) record[header[c]!] = values[c];
+    return { index, line, record };
+  });
+}
+
+function jsonRow(text: string, index: number, line: number): InputRow {
+  const value = parseJson(text);
+  if (isRecord(value)) return { index, line, record: value };
+  return { index, line, text, problem: value === undefined ? 'not valid JSON' : 'not a JSON object' };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

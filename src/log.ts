@@ -1,0 +1,55 @@
+import { pino, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+/**
+ * Paths pino blanks out wherever they appear, so that a token or credential handed to a logger by
+ * mistake never reaches the output.
+ */
+const REDACT_PATHS = [
+  'token',
+  '*.token',
+  'apiToken',
+  '*.apiToken',
+  'password',
+  '*.password',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
+  'secretAccessKey',
+  '*.secretAccessKey',
+  'credentials',
+  '*.credentials',
+];
+
+/**
+ * The one logger of a process, JSON lines on stderr (stdout stays free for `--json` summaries and
+ * data). Children carry run, segment and job ids.
+ */
+export function createLogger(options: { level?: string; name?: string } = {}): Logger {
+  const config: LoggerOptions = {
+    name: options.name ?? 'batch-scorer',
+    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { pid: process.pid },
+  };
+  return pino(config, pino.destination({ fd: 2, sync: false }));
+}
+
+/** A logger that drops everything: for library callers and tests that pass none. */
+export const silentLogger: Logger = pino({ level: 'silent' });
+
+/** A URL as it may be shown: without user info, query string or fragment (they can hold secrets). */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    u.hash = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return '[unparseable url]';
+  }
+}

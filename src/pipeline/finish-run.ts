@@ -1,0 +1,50 @@
+import { BatchScorerError, errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage.js';
+import { assembleOutputs, readSegmentCounts } from './assemble.js';
+import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
+import { runFiles, type PreparedRun } from './prepared-run.js';
+
+/**
+ * Ends a run whose segments are all done: checks the quarantined share, joins the outputs,
+ * writes manifest.json and then `_SUCCESS`, last, and removes the `_work` area.
+ */
+export async function finishRun(
+  storage: Storage,
+  run: PreparedRun,
+  facts: { startedAt: string; queue?: QueueFacts },
+  signal?: AbortSignal,
+): Promise<Manifest> {
+  const folder = runFiles.folder(run.request.out, run.runId);
+  const counts = await readSegmentCounts(storage, run);
+  const { maxErrorRate } = run.request.options;
+  if (counts.rowsQuarantined > Math.floor(counts.rowsIn * maxErrorRate)) {
+    throw new BatchScorerError(
+      'E_ERROR_RATE',
+      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in the segments' errors under ${run.folder}/_work`,
+    );
+  }
+  const outputs = await assembleOutputs(storage, run, counts, signal);
+  const warnings = counts.unechoedRows > 0 ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`] : [];
+  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue });
+  await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
+  await storage.write(runFiles.success(folder), '', { signal });
+  await storage.removePrefix(runFiles.work(folder));
+  return manifest;
+}
+
+/**
+ * Records a failed run: a manifest that says why, and never `_SUCCESS`. `_work` stays, so the
+ * same run id resumes from the segments that finished. Best effort: a failure to write the
+ * manifest is logged, and the original error stays the one reported.
+ */
+export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
+  const manifest = buildManifest(parts);
+  try {
+    await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`);
+  } catch (err) {
+    log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
+  }
+  return manifest;
+}

@@ -1,0 +1,55 @@
+import { createGunzip } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import { InputError } from '../errors.js';
+import { formatLocation, type Location } from '../storage/location.js';
+import type { ObjectInfo, Storage } from '../storage/storage.js';
+
+/** Where to read: the file, its identity at planning (so a changed file is noticed), and its compression. */
+export interface InputSource {
+  location: Location;
+  info: ObjectInfo;
+  gzip: boolean;
+}
+
+/**
+ * The decompressed bytes of `[start, end)` of an input. Plain files are read by range (an S3
+ * ranged GET); gzip has no random access, so a gzipped file is inflated from its start and the
+ * bytes before `start` are dropped.
+ */
+export async function* inputBytes(
+  storage: Storage,
+  source: InputSource,
+  range: { start: number; end: number },
+  signal?: AbortSignal,
+): AsyncGenerator<Buffer> {
+  if (range.end <= range.start) return;
+  if (!source.gzip) {
+    yield* (await storage.read(source.location, { start: range.start, end: range.end, expect: source.info, signal })) as AsyncIterable<Buffer>;
+    return;
+  }
+  const raw = await storage.read(source.location, { expect: source.info, signal });
+  let position = 0;
+  for await (const chunk of gunzip(raw, formatLocation(source.location))) {
+    const from = Math.max(0, range.start - position);
+    const to = Math.min(chunk.length, range.end - position);
+    position += chunk.length;
+    if (from < to) yield chunk.subarray(from, to);
+    if (position >= range.end) break;
+  }
+}
+
+/** Inflates a gzip stream, naming the file when the data is not valid gzip. */
+export async function* gunzip(raw: Readable, name: string): AsyncGenerator<Buffer> {
+  const inflate = createGunzip();
+  raw.on('error', (err) => inflate.destroy(err));
+  raw.pipe(inflate);
+  try {
+    for await (const chunk of inflate as AsyncIterable<Buffer>) yield chunk;
+  } catch (err) {
+    if ((err as { code?: string }).code?.startsWith('Z_')) throw new InputError(`${name}: not valid gzip data (${(err as Error).message})`);
+    throw err;
+  } finally {
+    raw.destroy();
+    inflate.destroy();
+  }
+}

@@ -1,0 +1,61 @@
+/** One output column: which answer member fills it, and its name in the output. */
+export interface OutputColumn {
+  member: string;
+  column: string;
+}
+
+/** A target's columns; `interval` when the model answers `_min`/`_max` (numeric targets). */
+export interface TargetSchema {
+  target: string;
+  interval: boolean;
+  columns: OutputColumn[];
+}
+
+export interface OutputSchema {
+  targets: TargetSchema[];
+  /** Prediction columns, in output order, after the input columns. */
+  columns: string[];
+  warnings: string[];
+}
+
+/** The prefix a clashing target's columns get, repeated until no input column has the name. */
+export const CLASH_PREFIX = 'pred_';
+
+/**
+ * Output columns from the targets and one answer row (the probe), so every segment and worker
+ * writes the same columns. Per target: `<t>`, `<t>_confidence`, `<t>_min` and `<t>_max` when the
+ * model answers them, `<t>_anomaly`, and `<t>_explain` with --explain. When any of a target's
+ * columns has the name of an input column, the input column keeps its name and all of that
+ * target's columns get the prefix `pred_` (again until unique): one rule, the same every time.
+ */
+export function buildOutputSchema(
+  targets: readonly string[],
+  probe: Record<string, unknown>,
+  inputColumns: readonly string[],
+  explain: boolean,
+): OutputSchema {
+  const taken = new Set(inputColumns);
+  const warnings: string[] = [];
+  const schemas = targets.map((target) => {
+    const interval = `${target}_min` in probe && `${target}_max` in probe;
+    const suffixes = ['', '_confidence', ...(interval ? ['_min', '_max'] : []), '_anomaly', ...(explain ? ['_explain'] : [])];
+    let prefix = '';
+    while (suffixes.some((s) => taken.has(`${prefix}${target}${s}`))) prefix += CLASH_PREFIX;
+    if (prefix) warnings.push(`input column(s) clash with the predictions of "${target}": its prediction columns are named ${prefix}${target}*`);
+    const columns = suffixes.map((s) => ({ member: `${target}${s}`, column: `${prefix}${target}${s}` }));
+    columns.forEach((c) => taken.add(c.column));
+    return { target, interval, columns };
+  });
+  return { targets: schemas, columns: schemas.flatMap((t) => t.columns.map((c) => c.column)), warnings };
+}
+
+/**
+ * Targets named by an answer row when describe named none: every member `<t>` that comes with a
+ * `<t>_confidence`.
+ */
+export function targetsFromAnswer(row: Record<string, unknown>): string[] {
+  return Object.keys(row)
+    .filter((k) => k.endsWith('_confidence'))
+    .map((k) => k.slice(0, -'_confidence'.length))
+    .filter((t) => t in row);
+}

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { InputError } from '../errors.js';
+import { detectSyntax, isGzip } from '../formats/input-format.js';
+import { parseHeader } from '../formats/row-parser.js';
+import { RowSplitter, type RawRow, type RowSyntax } from '../formats/row-splitter.js';
+import { Utf8Check } from '../formats/utf8-check.js';
+import { formatLocation, type Location } from '../storage/location.js';
+import type { ObjectInfo, Storage } from '../storage/storage.js';
+import { gunzip } from './input-bytes.js';
+
+/** A slice of the input that one worker scores on its own: whole rows, as a byte range. */
+export interface SegmentPlan {
+  index: number;
+  /** 0-based index of the segment's first data row. */
+  firstRow: number;
+  rows: number;
+  /** Byte range `[start, end)` in the (decompressed) input. */
+  start: number;
+  end: number;
+  /** Physical line of the segment's first row, for messages. */
+  firstLine: number;
+}
+
+/** What one pass over the input found: its identity, shape and the segments to score. */
+export interface InputPlan {
+  location: string;
+  info: ObjectInfo;
+  /** sha256 of the stored bytes; null with --limit, which stops reading early. */
+  sha256: string | null;
+  syntax: RowSyntax;
+  gzip: boolean;
+  columns: string[];
+  /** Data rows to score (all of them, or the first --limit). */
+  rows: number;
+  segments: SegmentPlan[];
+}
+
+export interface PlanOptions {
+  segmentRows: number;
+  limit?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Reads the input once: hashes it, checks it is UTF-8 with balanced quotes, reads the header and
+ * cuts the data rows into segments of `segmentRows` at row boundaries. Nothing is kept but offsets,
+ * so memory does not grow with the file.
+ */
+export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
+  const name = formatLocation(location);
+  const info = await storage.stat(location, options.signal);
+  const raw = await storage.read(location, { expect: info, signal: options.signal });
+  const hash = createHash('sha256');
+  const hashed = (async function* () {
+    for await (const chunk of raw as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      yield chunk;
+    }
+  })();
+
+  const first = await hashed.next();
+  const head: Buffer = first.done ? Buffer.alloc(0) : first.value;
+  const gzip = isGzip(name, head);
+  const rest = (async function* () {
+    if (!first.done) yield head;
+    yield* hashed;
+  })();
+  const bytes = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name) : rest;
+
+  const utf8 = new Utf8Check();
+  let splitter: RowSplitter | undefined;
+  let syntax: RowSyntax = 'csv';
+  let columns: string[] | undefined;
+  const segments: SegmentPlan[] = [];
+  let rows = 0;
+  let limitEnd: number | undefined;
+  const limit = options.limit ?? Infinity;
+
+  const onRow = (row: RawRow) => {
+    if (!columns) {
+      columns = parseHeader(row, syntax, name);
+      return;
+    }
+    if (rows === limit) {
+      limitEnd ??= row.offset;
+      return;
+    }
+    if (rows % options.segmentRows === 0) {
+      segments.push({ index: segments.length, firstRow: rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
+    }
+    segments[segments.length - 1]!.rows++;
+    rows++;
+  };
+
+  let offset = 0;
+  try {
+  for await (const chunk of bytes) {
+    let data = chunk;
+    if (!splitter) {
+      syntax = detectSyntax(name, chunk);
+      const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+      splitter = new RowSplitter(syntax, bom);
+      data = chunk.subarray(bom);
+      offset = bom;
+    }
+    const bad = utf8.push(data);
+    if (bad >= 0) throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${splitter.currentLine}); save the file as UTF-8`);
+    splitter.push(data, onRow);
+    offset += data.length;
+    if (limitEnd !== undefined) break;
+  }
+  if (limitEnd === undefined) {
+    if (utf8.end() >= 0) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
+    const ended = splitter?.end(onRow) ?? {};
+    if (ended.unterminatedQuoteLine !== undefined) {
+      throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
+    }
+  }
+  } finally {
+    raw.destroy();
+  }
+  if (!columns) throw new InputError(`${name}: the file is empty; expected a header row naming the columns`);
+
+  const end = limitEnd ?? offset;
+  segments.forEach((s, i) => (s.end = segments[i + 1]?.start ?? end));
+  return {
+    location: name,
+    info,
+    sha256: limitEnd === undefined ? hash.digest('hex') : null,
+    syntax,
+    gzip,
+    columns,
+    rows,
+    segments,
+  };
+}

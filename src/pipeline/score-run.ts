@@ -1,0 +1,123 @@
+import pLimit from 'p-limit';
+import { resolveConcurrency } from '../config/run-options.js';
+import type { Logger } from '../log.js';
+import { ServiceClient } from '../service/client.js';
+import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
+import type { Storage } from '../storage/storage.js';
+import { readSegmentCounts } from './assemble.js';
+import { finishRun, recordFailure } from './finish-run.js';
+import type { Manifest } from './manifest.js';
+import { newRunId, prepareRun, type RunRequest } from './prepare-run.js';
+import { runFiles, type PreparedRun } from './prepared-run.js';
+import { computeProgress, type RunProgress } from './progress.js';
+import { quarantineAllowance, scoreSegment } from './score-segment.js';
+
+export interface DirectRunContext {
+  storage: Storage;
+  log: Logger;
+  /** MODEL_SERVICE_TOKEN; never logged or written. */
+  token?: string;
+  signal?: AbortSignal;
+  /** Called as rows finish, at most a few times a second. */
+  onProgress?: (progress: RunProgress) => void;
+}
+
+/** Segments scored at once in one process, so the pipe stays full across a segment's end. */
+const SEGMENTS_AT_ONCE = 2;
+const PROGRESS_EVERY_MS = 250;
+
+/**
+ * Scores a whole run in this process (`batch-scorer score`): the same plan, segments and
+ * assembly as queue mode, with segments taken in turn instead of by workers. Finished
+ * segments of a resumed run are kept.
+ */
+export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Promise<Manifest> {
+  const { storage } = ctx;
+  // One failed segment stops the others: their requests are cancelled, not left to finish.
+  const failFast = new AbortController();
+  const signal = ctx.signal ? AbortSignal.any([ctx.signal, failFast.signal]) : failFast.signal;
+  const runId = request.options.runId ?? newRunId();
+  const log = ctx.log.child({ runId });
+  const startedAt = new Date().toISOString();
+  const folder = runFiles.folder(request.out, runId);
+  const concurrency = resolveConcurrency(request.options.concurrency);
+  const client = new ServiceClient({
+    baseUrl: request.options.service,
+    token: ctx.token,
+    timeoutMs: request.options.timeout,
+    retry: { ...DEFAULT_RETRY_POLICY, retries: request.options.retries },
+    connections: concurrency,
+    logger: log,
+  });
+  let run: PreparedRun | undefined;
+  try {
+    run = await prepareRun(request, runId, { storage, client, log, signal });
+    const prepared = run;
+    const todo: number[] = [];
+    for (const s of run.input.segments) if (!(await storage.exists(runFiles.segmentDone(folder, s.index)))) todo.push(s.index);
+
+    const done = todo.length < run.input.segments.length ? await countDone(storage, run, todo) : { rows: 0, quarantined: 0 };
+    const tracker = { rowsDone: done.rows, segmentsDone: run.input.segments.length - todo.length, rowsSince: 0, start: Date.now(), last: 0 };
+    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: done.quarantined };
+    const report = (force = false) => {
+      const now = Date.now();
+      if (!ctx.onProgress || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;
+      tracker.last = now;
+      ctx.onProgress(
+        computeProgress(
+          { rowsDone: tracker.rowsDone, rowsTotal: prepared.input.rows, rowsQuarantined: budget.used, segmentsDone: tracker.segmentsDone, segmentsTotal: prepared.input.segments.length },
+          tracker.rowsSince,
+          now - tracker.start,
+        ),
+      );
+    };
+    const limit = pLimit(concurrency);
+    const segments = pLimit(SEGMENTS_AT_ONCE);
+    const work = {
+      run,
+      storage,
+      client,
+      limit,
+      window: concurrency + 1,
+      budget,
+      log,
+      signal,
+      onRows: (rows: number) => {
+        tracker.rowsDone += rows;
+        tracker.rowsSince += rows;
+        report();
+      },
+    };
+    report(true);
+    const scoring = todo.map((index) =>
+      segments(async () => {
+        signal.throwIfAborted();
+        await scoreSegment(work, index);
+        tracker.segmentsDone++;
+        report();
+      }),
+    );
+    await Promise.all(scoring).catch(async (err: unknown) => {
+      failFast.abort();
+      await Promise.allSettled(scoring);
+      throw err;
+    });
+    signal.throwIfAborted();
+    report(true);
+    const manifest = await finishRun(storage, run, { startedAt }, signal);
+    log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: run.folder }, 'run succeeded');
+    return manifest;
+  } catch (err) {
+    await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+/** Rows already done by the finished segments of a resumed run. */
+async function countDone(storage: Storage, run: PreparedRun, todo: number[]): Promise<{ rows: number; quarantined: number }> {
+  const finished = { ...run, input: { ...run.input, segments: run.input.segments.filter((s) => !todo.includes(s.index)) } };
+  const counts = await readSegmentCounts(storage, finished);
+  return { rows: counts.rowsIn, quarantined: counts.rowsQuarantined };
+}

@@ -1,0 +1,159 @@
+import { once } from 'node:events';
+import { PassThrough, type Writable } from 'node:stream';
+import type { LimitFunction } from 'p-limit';
+import { BatchScorerError, InputError } from '../errors.js';
+import { parseRows } from '../formats/row-parser.js';
+import { createRowWriter } from '../formats/row-writer.js';
+import type { Logger } from '../log.js';
+import type { ServiceClient } from '../service/client.js';
+import { parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage.js';
+import { runFiles, type PreparedRun } from './prepared-run.js';
+import { encodeRequestRow } from './request-row.js';
+import { segmentRows } from './segment-rows.js';
+import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
+import { emptyCounts, type SegmentCounts } from './segment-counts.js';
+
+/** How many rows may still be quarantined before the run must fail; shared by a process's segments. */
+export interface QuarantineBudget {
+  allowed: number;
+  used: number;
+}
+
+/** What a segment needs besides the prepared run; the same in direct and queue mode. */
+export interface SegmentWork {
+  run: PreparedRun;
+  storage: Storage;
+  client: ServiceClient;
+  /** The process-wide limit on predict requests in flight. */
+  limit: LimitFunction;
+  /** Batches a segment keeps ahead of its writer; bounds memory with the limit. */
+  window: number;
+  budget: QuarantineBudget;
+  log: Logger;
+  signal?: AbortSignal;
+  /** Rows finished since the last call (scored or quarantined). */
+  onRows?: (rows: number) => void;
+}
+
+/** The largest share of rows that may be quarantined, as a row count. */
+export function quarantineAllowance(rows: number, maxErrorRate: number): number {
+  return Math.floor(rows * maxErrorRate);
+}
+
+/**
+ * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
+ * and last its counts, whose presence marks the segment done. Reading waits while `window`
+ * batches are unwritten, so memory stays flat however large the file.
+ */
+export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
+  const { run, storage } = work;
+  const segment = run.input.segments[index];
+  if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
+  const folder = parseLocation(run.folder);
+  const counts = emptyCounts();
+  const abort = new AbortController();
+  const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
+  const log = work.log.child({ segment: index });
+
+  const rowsOut = new PassThrough();
+  const errorsOut = new PassThrough();
+  const writes = Promise.all([
+    storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }),
+    storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal }),
+  ]);
+  writes.catch(() => abort.abort());
+
+  const writer = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns);
+  const scorer: BatchScorer = {
+    client: work.client,
+    model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
+    envelope: run.request.options.envelope,
+    params: run.request.options.params,
+    rowIdMember: run.request.options.rowIdMember,
+    schema: run.schema,
+    limit: work.limit,
+    counts,
+    signal,
+  };
+  const { batchSize, maxBatchBytes } = run.request.options;
+  const fromCsv = run.input.syntax === 'csv';
+  const pending: Promise<RowOutcome[]>[] = [];
+  let batch: PendingRow[] = [];
+  let batchBytes = 0;
+
+  const submit = () => {
+    if (batch.length === 0) return;
+    const p = scoreBatch(scorer, batch);
+    p.catch(() => abort.abort());
+    pending.push(p);
+    batch = [];
+    batchBytes = 0;
+  };
+  const flushOne = async () => {
+    const outcomes = await pending.shift()!;
+    await write(outcomes);
+  };
+  const write = async (outcomes: RowOutcome[]) => {
+    const scored: { input: Record<string, unknown>; predictions: unknown[] }[] = [];
+    let errors = '';
+    for (const o of outcomes) {
+      if ('predictions' in o) scored.push({ input: o.row.record!, predictions: o.predictions });
+      else errors += `${JSON.stringify({ row: o.row.index + 1, line: o.row.line, input: o.row.record ?? o.row.text, status: o.error.status ?? null, title: o.error.title ?? null, detail: o.error.detail })}\n`;
+    }
+    counts.rowsScored += scored.length;
+    counts.rowsQuarantined += outcomes.length - scored.length;
+    work.budget.used += outcomes.length - scored.length;
+    await Promise.all([put(rowsOut, writer.lines(scored)), put(errorsOut, errors)]);
+    work.onRows?.(outcomes.length);
+    if (work.budget.used > work.budget.allowed) {
+      throw new BatchScorerError(
+        'E_ERROR_RATE',
+        `more rows were quarantined (${work.budget.used}) than --max-error-rate ${run.request.options.maxErrorRate} allows (${work.budget.allowed} of ${run.input.rows}); see errors.jsonl parts and fix the input or raise --max-error-rate`,
+      );
+    }
+  };
+
+  try {
+    let nextIndex = segment.firstRow;
+    for await (const raw of segmentRows(storage, run.input, index, signal)) {
+      for (const row of parseRows(raw, nextIndex, run.input.columns, run.input.syntax)) {
+        counts.rowsIn++;
+        if (!row.record) {
+          // Quarantined in place, behind the rows before it, so errors stay in input order.
+          submit();
+          pending.push(Promise.resolve([{ row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } }]));
+          continue;
+        }
+        const request = encodeRequestRow(row.record, run.sent, fromCsv, scorer.rowIdMember, row.index);
+        if (batch.length > 0 && (batch.length >= batchSize || batchBytes + request.bytes > maxBatchBytes)) submit();
+        batch.push({ row, request });
+        batchBytes += request.bytes;
+      }
+      nextIndex += raw.length;
+      while (pending.length > work.window) await flushOne();
+    }
+    submit();
+    while (pending.length > 0) await flushOne();
+    if (counts.rowsIn !== segment.rows) {
+      throw new InputError(`${run.input.location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`, 'E_INPUT_CHANGED');
+    }
+    rowsOut.end();
+    errorsOut.end();
+    await writes;
+  } catch (err) {
+    abort.abort();
+    rowsOut.destroy();
+    errorsOut.destroy();
+    await Promise.allSettled([writes, ...pending]);
+    throw err;
+  }
+  await storage.write(runFiles.segmentDone(folder, index), JSON.stringify(counts));
+  log.debug({ counts }, 'segment scored');
+  return counts;
+}
+
+/** Writes with backpressure: waits for the storage upload to drain before taking more. */
+async function put(stream: Writable, text: string): Promise<void> {
+  if (text.length > 0 && !stream.write(text)) await once(stream, 'drain');
+}

@@ -1,0 +1,24 @@
+/** What scoring a segment counted; summed over segments into the manifest. */
+export interface SegmentCounts {
+  rowsIn: number;
+  rowsScored: number;
+  rowsQuarantined: number;
+  /** Predict calls, not counting retries. */
+  requests: number;
+  retries: number;
+  /** Batches split in halves to isolate rows the engine failed on. */
+  splits: number;
+  /** Numeric predictions outside their own interval (`min <= value <= max` broken). */
+  intervalViolations: number;
+  /** Answer rows without the row id echo, aligned by position alone. */
+  unechoedRows: number;
+}
+
+export function emptyCounts(): SegmentCounts {
+  return { rowsIn: 0, rowsScored: 0, rowsQuarantined: 0, requests: 0, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0 };
+}
+
+export function addCounts(into: SegmentCounts, from: SegmentCounts): SegmentCounts {
+  for (const key of Object.keys(into) as (keyof SegmentCounts)[]) into[key] += from[key];
+  return into;
+}

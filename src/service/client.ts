@@ -1,0 +1,158 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request } from 'undici';
+import { BatchScorerError, isAbortError } from '../errors.js';
+import { redactUrl, silentLogger, type Logger } from '../log.js';
+import { modelPathName, type ModelRef } from './model-ref.js';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
+import { classifyHttpError, describeHttpError, parseProblem, ServiceError } from './service-error.js';
+
+/** How predict bodies are wrapped: `data` is the reference server's `{"data": [...]}`, `array` the document's bare array. */
+export type Envelope = 'data' | 'array';
+
+export interface ServiceClientOptions {
+  /** Base URL, possibly with a path prefix (`https://gateway.example/v1`); `/api/projects/...` is appended. */
+  baseUrl: string;
+  /** Bearer token sent as `Authorization`; never logged. */
+  token?: string;
+  /** Per-request time limit in ms, from sending to the last byte of the answer. */
+  timeoutMs: number;
+  retry?: RetryPolicy;
+  /** Keep-alive connections in the pool; set it to the concurrency so no request waits for a socket. */
+  connections?: number;
+  logger?: Logger;
+}
+
+/** Called before each retry, so callers can count retries and report them. */
+export type RetryListener = (info: { attempt: number; delayMs: number; error: ServiceError }) => void;
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  onRetry?: RetryListener;
+}
+
+export interface PredictOptions extends CallOptions {
+  envelope: Envelope;
+  /** Passed to the engine as the body's `params` (data envelope only: the bare array has no room for them). */
+  params?: Record<string, unknown>;
+}
+
+/**
+ * The Model Query Service client: predict and describe over a keep-alive pool, with a time limit
+ * per request, retries by `RetryPolicy`, and errors classified as `ServiceError`.
+ */
+export class ServiceClient {
+  private readonly base: string;
+  private readonly agent: Agent;
+  private readonly policy: RetryPolicy;
+  private readonly log: Logger;
+  private closed = false;
+
+  constructor(private readonly options: ServiceClientOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+    this.policy = options.retry ?? DEFAULT_RETRY_POLICY;
+    this.log = options.logger ?? silentLogger;
+    this.agent = new Agent({ connections: options.connections ?? 16, keepAliveTimeout: 30_000 });
+  }
+
+  /**
+   * Scores rows given as JSON texts (callers encode each row once, and size batches by it);
+   * answers the server's rows as they came: the caller checks alignment.
+   */
+  async predict(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions): Promise<Record<string, unknown>[]> {
+    const array = `[${rowsJson.join(',')}]`;
+    const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
+    const body = options.envelope === 'data' ? `{"data":${array}${params}}` : array;
+    const answer = await this.call('POST', ref, 'predict', body, options);
+    if (!Array.isArray(answer)) {
+      throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
+    }
+    return answer as Record<string, unknown>[];
+  }
+
+  /** Describe with a JSON body on GET, as the reference server requires (`{}` or `{"attribute": ...}`). */
+  describe(ref: ModelRef, body: object, options: CallOptions = {}): Promise<unknown> {
+    return this.call('GET', ref, 'describe', JSON.stringify(body), options);
+  }
+
+  /** The service as it may be shown in logs and manifests. */
+  get displayUrl(): string {
+    return redactUrl(this.base);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.agent.close();
+  }
+
+  private where(ref: ModelRef, op: string): string {
+    return `${this.displayUrl}/api/projects/${ref.project}/models/${modelPathName(ref)}/${op}`;
+  }
+
+  private async call(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
+    let engineFailures = 0;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(method, ref, op, body, options.signal);
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        // An engine failure may be a passing fault of the engine: one more try, then the caller isolates the rows.
+        const again = err.kind === 'retriable' || (err.kind === 'bad-rows' && engineFailures++ < 1);
+        if (!again || attempt > this.policy.retries) throw err;
+        const delayMs = retryDelayMs(this.policy, attempt, err.retryAfterMs);
+        options.onRetry?.({ attempt, delayMs, error: err });
+        this.log.debug({ op, attempt, delayMs, code: err.code, status: err.status }, 'retrying service call');
+        await sleep(delayMs, undefined, { signal: options.signal });
+      }
+    }
+  }
+
+  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, signal?: AbortSignal): Promise<unknown> {
+    const path = `/api/projects/${encodeURIComponent(ref.project)}/models/${encodeURIComponent(modelPathName(ref))}/${op}`;
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const what = `${op} ${this.where(ref, op)}`;
+    let status: number;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    try {
+      const res = await request(this.base + path, {
+        method,
+        body,
+        dispatcher: this.agent,
+        signal: combined,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
+        },
+      });
+      status = res.statusCode;
+      retryAfter = res.headers['retry-after'];
+      text = await res.body.text();
+    } catch (err) {
+      if (signal?.aborted) throw new BatchScorerError('E_ABORTED', `${what}: cancelled`, { cause: err });
+      if (timeout.aborted || isAbortError(err)) {
+        throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, { cause: err });
+      }
+      const code = (err as { code?: string }).code ?? 'unknown';
+      const kind = this.policy.errorCodes.includes(code) ? 'retriable' : 'fatal';
+      throw new ServiceError(kind, `${what}: ${code} ${(err as Error).message}`, { cause: err });
+    }
+    if (status >= 200 && status < 300) {
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${text.slice(0, 80)})`, { status });
+      }
+    }
+    const problem = parseProblem(text);
+    const kind = classifyHttpError(status, problem, this.policy);
+    throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
+      status,
+      title: problem.title,
+      detail: problem.detail ?? problem.message,
+      retryAfterMs: parseRetryAfter(retryAfter),
+    });
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * When and how long to wait before trying a request again, as data (undici's RetryHandler
+ * style), so the rules can be read, tested and overridden in one place.
+ */
+export interface RetryPolicy {
+  /** Tries after the first one; 0 disables retrying. */
+  retries: number;
+  /** HTTP statuses that mean overload or a passing network fault. */
+  statuses: readonly number[];
+  /** Node / undici error codes of a failed connection or a reset. */
+  errorCodes: readonly string[];
+  /** First backoff delay in ms; doubled per attempt up to maxDelayMs, then jittered. */
+  minDelayMs: number;
+  maxDelayMs: number;
+  /** A server's Retry-After above this is capped: a run should not sleep for hours on one header. */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  retries: 6,
+  statuses: [408, 429, 500, 502, 503, 504],
+  errorCodes: [
+    'ECONNRESET',
+    'ECONNREFUSED',
+    'EPIPE',
+    'ETIMEDOUT',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+    'UND_ERR_SOCKET',
+    'UND_ERR_CONNECT_TIMEOUT',
+    'UND_ERR_HEADERS_TIMEOUT',
+    'UND_ERR_BODY_TIMEOUT',
+    'UND_ERR_CLOSED',
+    'E_REQUEST_TIMEOUT',
+  ],
+  minDelayMs: 200,
+  maxDelayMs: 15_000,
+  maxRetryAfterMs: 120_000,
+};
+
+/**
+ * The delay before retry number `attempt` (1-based): exponential with "full jitter" so that many
+ * clients failing together do not come back together; a server's Retry-After wins when given.
+ */
+export function retryDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  retryAfterMs?: number,
+  random: () => number = Math.random,
+): number {
+  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, policy.maxRetryAfterMs);
+  const ceiling = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/** Retry-After as delta-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(text.trim())) return Math.round(Number(text) * 1000);
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}

@@ -1,0 +1,108 @@
+import { BatchScorerError, type ErrorCode } from '../errors.js';
+import type { RetryPolicy } from './retry-policy.js';
+
+/** What a failed service call means for the caller, from service-notes.md's table. */
+export type ServiceErrorKind =
+  | 'retriable' // overload or network: try again after a backoff
+  | 'not-ready' // the model is training or failed training
+  | 'wrong-envelope' // the server wants the other body envelope
+  | 'bad-rows' // the engine failed on these rows: retry once, then bisect
+  | 'not-found' // project, model or version unknown
+  | 'unauthorized'
+  | 'fatal'; // anything else that will fail again
+
+const CODES: Record<ServiceErrorKind, ErrorCode> = {
+  retriable: 'E_SERVICE_RETRIABLE',
+  'not-ready': 'E_MODEL_NOT_READY',
+  'wrong-envelope': 'E_WRONG_ENVELOPE',
+  'bad-rows': 'E_BAD_ROWS',
+  'not-found': 'E_MODEL_NOT_FOUND',
+  unauthorized: 'E_UNAUTHORIZED',
+  fatal: 'E_SERVICE_FATAL',
+};
+
+/** A failed call to the Model Query Service, with the server's title and detail when it sent them. */
+export class ServiceError extends BatchScorerError {
+  readonly kind: ServiceErrorKind;
+  readonly status?: number;
+  readonly title?: string;
+  readonly detail?: string;
+  /** Milliseconds the server asked us to wait (Retry-After). */
+  readonly retryAfterMs?: number;
+
+  constructor(
+    kind: ServiceErrorKind,
+    message: string,
+    facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; cause?: unknown } = {},
+  ) {
+    // Not-ready is retriable at the queue level (a later attempt may find the model trained), and
+    // a wrong envelope, unknown model or refused token is a configuration error: exit code 2.
+    const configuration = kind === 'wrong-envelope' || kind === 'not-found' || kind === 'unauthorized';
+    super(CODES[kind], message, {
+      retriable: kind === 'retriable' || kind === 'not-ready',
+      exitCode: configuration ? 2 : 1,
+      cause: facts.cause,
+    });
+    this.kind = kind;
+    this.status = facts.status;
+    this.title = facts.title;
+    this.detail = facts.detail;
+    this.retryAfterMs = facts.retryAfterMs;
+  }
+}
+
+/** An error body as the reference server writes it; proxies may send HTML instead. */
+export interface ProblemBody {
+  title?: string;
+  detail?: string;
+  message?: string;
+}
+
+export function parseProblem(text: string): ProblemBody {
+  try {
+    const body = JSON.parse(text) as unknown;
+    if (body && typeof body === 'object' && !Array.isArray(body)) {
+      const b = body as Record<string, unknown>;
+      const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined || v === null ? undefined : JSON.stringify(v));
+      return { title: str(b.title), detail: str(b.detail), message: str(b.message) };
+    }
+  } catch {
+    // Not JSON (a proxy's HTML page): the status alone must carry the meaning.
+  }
+  return {};
+}
+
+/** Classifies an HTTP error answer by status and title (service-notes.md, Errors). */
+export function classifyHttpError(status: number, problem: ProblemBody, policy: RetryPolicy): ServiceErrorKind {
+  const title = problem.title ?? '';
+  const text = `${title} ${problem.detail ?? ''} ${problem.message ?? ''}`;
+  if (status === 401 || status === 403) return 'unauthorized';
+  if (status === 404) return 'not-found';
+  if (status === 500) {
+    if (title === 'KeyError' || title === 'TypeError') return 'wrong-envelope';
+    if (/creation not completed|is training|not ready/i.test(text)) return 'not-ready';
+    if (/obsolete|RETRAIN/.test(text)) return 'fatal';
+    if (title === 'MLEngineException') return 'bad-rows';
+  }
+  if (policy.statuses.includes(status)) return 'retriable';
+  return 'fatal';
+}
+
+const HINTS: Partial<Record<ServiceErrorKind, string>> = {
+  'wrong-envelope': 'the server expects the other body envelope: try --envelope array (the document as written) or --envelope data (the reference server)',
+  'not-ready': 'the model is not ready (training or failed): wait for training to finish, or check its status with `batch-scorer describe`',
+  'not-found': 'check the project and model names, and the version after the dot',
+  unauthorized: 'set MODEL_SERVICE_TOKEN to a valid token',
+};
+
+/** The message users see: what we called, what the server said, and what to do about it. */
+export function describeHttpError(
+  what: string,
+  status: number,
+  problem: ProblemBody,
+  kind: ServiceErrorKind,
+): string {
+  const said = [problem.title, problem.detail ?? problem.message].filter(Boolean).join(': ');
+  const hint = HINTS[kind];
+  return `${what}: HTTP ${status}${said ? ` ${said}` : ''}${hint ? ` (${hint})` : ''}`;
+}

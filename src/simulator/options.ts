@@ -1,0 +1,58 @@
+import { z } from 'zod';
+
+/**
+ * Settings of the bundled Model Query Service simulator. The logger is not part of the schema (it
+ * is not data a flag or file can carry): pass it as the second argument of `createSimulator`.
+ */
+export const simulatorOptionsSchema = z
+  .object({
+    /** Interface to listen on; loopback by default so a demo never exposes itself. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** The reference server's default port, so a client's default base URL reaches it; 0 picks a free one. */
+    port: z.number().int().min(0).max(65535).default(47334),
+    /**
+     * Prefix before `/api/...`, as a gateway adds (`/v1`), so clients can be tested against a base
+     * URL that carries a path. Empty, or `/segment(/segment)*` without a trailing slash.
+     */
+    basePath: z
+      .string()
+      .regex(/^(\/[^/?#]+)*$/, 'basePath must be empty or like /v1 (no trailing slash)')
+      .default(''),
+    /**
+     * Predict body shape the simulator accepts: `data` is the reference server
+     * (`{"data": [...], "params": {...}}`), `array` is the interface document as written (a bare
+     * array). The other shape gets the 500 the matching real server gives, so clients can detect it.
+     */
+    envelope: z.enum(['data', 'array']).default('data'),
+    /** Answer describe `{}` with the info shape, as older servers do, instead of the metadata row. */
+    legacyDescribe: z.boolean().default(false),
+    /** Delay before each predict answer the engine gives (not before 429/503/reset/hang), to model compute time. */
+    latencyMs: z.number().min(0).default(0),
+    /** Uniform random extra delay (0..latencyJitterMs) on top of latencyMs, drawn from its own seeded stream. */
+    latencyJitterMs: z.number().min(0).default(0),
+    /** Fraction of predict requests answered 500 InternalServerError, to exercise retries. */
+    errorRate: z.number().min(0).max(1).default(0),
+    /** Fraction of predict requests answered 429 with Retry-After, to exercise backoff. */
+    rateLimitRate: z.number().min(0).max(1).default(0),
+    /** Seconds sent in the Retry-After header of simulated 429s. */
+    retryAfterSeconds: z.number().int().min(0).default(1),
+    /** Fraction of predict requests whose socket is reset without an answer, to exercise network-error handling. */
+    resetRate: z.number().min(0).max(1).default(0),
+    /** Fraction of predict requests never answered, to exercise client time-outs. */
+    hangRate: z.number().min(0).max(1).default(0),
+    /** Fraction of predict requests answered 503 with an HTML body, as a proxy in front of the server would. */
+    gatewayErrorRate: z.number().min(0).max(1).default(0),
+    /** Seed of the generator that draws faults (one draw per predict request), so runs are repeatable. */
+    seed: z.number().int().default(1),
+    /** When set, every request must carry `Authorization: Bearer <token>` or gets 401, to test credentials. */
+    token: z.string().min(1).optional(),
+    /** Name of the row id member echoed back; the reference server uses `__mindsdb_row_id`. */
+    rowIdMember: z.string().min(1).default('__service_row_id'),
+  })
+  .refine(
+    (o) => o.resetRate + o.hangRate + o.rateLimitRate + o.gatewayErrorRate + o.errorRate <= 1,
+    'the fault rates (reset, hang, rate limit, gateway, error) must add up to at most 1',
+  );
+
+/** What callers (the CLI, tests, scripts) pass; every field is optional. */
+export type SimulatorOptions = z.input<typeof simulatorOptionsSchema>;

@@ -1,0 +1,15 @@
+/**
+ * mulberry32: a tiny seeded generator, so that a simulator run with the same seed and the same
+ * request order draws the same faults (tests and benchmarks must be repeatable; Math.random is not).
+ * Returns numbers in [0, 1).
+ */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

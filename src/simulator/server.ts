@@ -1,0 +1,224 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silentLogger, type Logger } from '../log.js';
+import { notFound, problem, type Answer } from './answer.js';
+import { describeModel } from './describe.js';
+import { faultDrawer } from './faults.js';
+import { PROJECT_NAME, resolveModel } from './models.js';
+import { simulatorOptionsSchema, type SimulatorOptions } from './options.js';
+import { predictAnswer, readPredictRows } from './predict.js';
+import { mulberry32 } from './prng.js';
+
+/** Live counters, read by tests and benchmarks to check what the client really sent. */
+export interface SimulatorStats {
+  /** Predict requests routed (authorized, path and method matched), whatever their outcome. */
+  predictRequests: number;
+  /** Input rows of predict requests answered 200. */
+  predictRows: number;
+  /** Describe requests routed, whatever their outcome. */
+  describeRequests: number;
+  /** Simulated faults served, by kind. */
+  faults: { error500: number; rateLimited: number; resets: number; hangs: number; gateway: number };
+}
+
+export interface Simulator {
+  /** Base URL for clients: `http://host:port` plus the base path. */
+  url: string;
+  port: number;
+  stats: SimulatorStats;
+  /** Stops listening and destroys every connection, hanging ones included. */
+  close(): Promise<void>;
+}
+
+const ROUTE = /^\/api\/projects\/([^/]+)\/models\/([^/]+)\/(predict|describe)$/;
+
+const GATEWAY_HTML = '<html><body><h1>503 Service Unavailable</h1></body></html>';
+
+/**
+ * Starts the Model Query Service simulator (see docs of `simulatorOptionsSchema`). The logger is a
+ * separate argument because it is not a setting a flag or file can carry.
+ */
+export async function createSimulator(
+  options: SimulatorOptions = {},
+  logger: Logger = silentLogger,
+): Promise<Simulator> {
+  const opts = simulatorOptionsSchema.parse(options);
+  const stats: SimulatorStats = {
+    predictRequests: 0,
+    predictRows: 0,
+    describeRequests: 0,
+    faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+  };
+  const drawFault = faultDrawer(opts, opts.seed);
+  // Jitter has its own stream so the fault sequence does not depend on the latency settings.
+  const jitter = mulberry32(opts.seed ^ 0x5bd1e995);
+  const closing = new AbortController();
+  const expectedAuth = opts.token === undefined ? undefined : `Bearer ${opts.token}`;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
+      return send(res, problem(401, 'Unauthorized', 'A valid Bearer token is required'));
+    }
+    const route = matchRoute(req);
+    if (!route) return send(res, notFound);
+    const { project, model: modelSegment, operation } = route;
+
+    if (operation === 'describe') {
+      stats.describeRequests++;
+      const body = parseJson(req, await readRaw(req));
+      if (isAnswer(body)) return send(res, body);
+      const found = lookup(project, modelSegment);
+      if (isAnswer(found)) return send(res, found);
+      return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe));
+    }
+
+    stats.predictRequests++;
+    const raw = await readRaw(req);
+    const fault = drawFault();
+    if (fault) logger.debug({ fault, url: req.url }, 'simulated fault');
+    switch (fault) {
+      case 'reset':
+        stats.faults.resets++;
+        req.socket.resetAndDestroy();
+        return;
+      case 'hang':
+        // Never answered: the socket stays open until the client gives up or close() runs.
+        stats.faults.hangs++;
+        return;
+      case 'rateLimited':
+        stats.faults.rateLimited++;
+        return send(res, {
+          ...problem(429, 'Too Many Requests', 'simulated rate limit'),
+          headers: { 'retry-after': String(opts.retryAfterSeconds) },
+        });
+      case 'gateway':
+        stats.faults.gateway++;
+        return send(res, { status: 503, contentType: 'text/html', body: GATEWAY_HTML });
+    }
+
+    const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0);
+    if (delay > 0) {
+      try {
+        await sleep(delay, undefined, { signal: closing.signal });
+      } catch {
+        return; // closing: the connection is being destroyed anyway
+      }
+    }
+    if (fault === 'error500') {
+      stats.faults.error500++;
+      return send(res, problem(500, 'InternalServerError', 'simulated failure'));
+    }
+
+    const body = parseJson(req, raw);
+    if (isAnswer(body)) return send(res, body);
+    const rows = readPredictRows(body.value, opts.envelope);
+    if (isAnswer(rows)) return send(res, rows);
+    const found = lookup(project, modelSegment);
+    if (isAnswer(found)) return send(res, found);
+    const answer = predictAnswer(found.model, found.version, rows, opts.rowIdMember);
+    if (answer.status === 200) stats.predictRows += rows.length;
+    return send(res, answer);
+  }
+
+  const server = createServer({ keepAlive: true }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent || req.socket.destroyed) return;
+      logger.error({ err }, 'simulator request failed');
+      send(res, problem(500, 'InternalServerError', 'unexpected simulator failure'));
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : opts.port;
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const url = `http://${host}:${port}${opts.basePath}`;
+  logger.info({ url, envelope: opts.envelope }, 'simulator listening');
+
+  return {
+    url,
+    port,
+    stats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing.abort();
+        server.close(() => resolve());
+        server.closeAllConnections();
+        logger.info({ url }, 'simulator closed');
+      }),
+  };
+
+  function matchRoute(
+    req: IncomingMessage,
+  ): { project: string; model: string; operation: 'predict' | 'describe' } | undefined {
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    if (!path.startsWith(opts.basePath)) return undefined;
+    const match = ROUTE.exec(path.slice(opts.basePath.length));
+    if (!match) return undefined;
+    const operation = match[3] as 'predict' | 'describe';
+    if (req.method !== (operation === 'predict' ? 'POST' : 'GET')) return undefined;
+    try {
+      return { project: decodeURIComponent(match[1]!), model: decodeURIComponent(match[2]!), operation };
+    } catch {
+      return undefined; // malformed percent-encoding
+    }
+  }
+}
+
+function lookup(project: string, modelSegment: string): Answer | NonNullable<ReturnType<typeof resolveModel>> {
+  if (project !== PROJECT_NAME) {
+    return problem(404, 'Project not found', `Project name '${project}' does not exist`);
+  }
+  return resolveModel(modelSegment) ?? problem(404, 'Model not found', `Model '${modelSegment}' does not exist`);
+}
+
+function isAnswer(x: unknown): x is Answer {
+  return typeof x === 'object' && x !== null && 'status' in x && 'contentType' in x && 'body' in x;
+}
+
+function readRaw(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    req.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      length += chunk.length;
+    });
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)));
+    req.on('error', reject);
+  });
+}
+
+/** The body parsed once, or the reference server's 415/400 (it reads JSON only when so labelled). */
+function parseJson(req: IncomingMessage, raw: Buffer): { value: unknown } | Answer {
+  const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  if (mediaType !== 'application/json') {
+    return problem(
+      415,
+      'Unsupported Media Type',
+      "Did not attempt to load JSON data because the request Content-Type was not 'application/json'.",
+    );
+  }
+  if (raw.length === 0) return problem(400, 'Bad request', 'Failed to decode JSON object: the request body is empty');
+  try {
+    return { value: JSON.parse(raw.toString('utf8')) as unknown };
+  } catch (err) {
+    return problem(400, 'Bad request', `Failed to decode JSON object: ${(err as Error).message}`);
+  }
+}
+
+function send(res: ServerResponse, answer: Answer): void {
+  const body = Buffer.from(answer.body, 'utf8');
+  res.writeHead(answer.status, {
+    'content-type': answer.contentType,
+    'content-length': body.length,
+    ...answer.headers,
+  });
+  res.end(body);
+}

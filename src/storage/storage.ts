@@ -1,0 +1,79 @@
+import type { Readable } from 'node:stream';
+import { LocalStorage } from './local-storage.js';
+import type { Location } from './location.js';
+import { S3Storage } from './s3-storage.js';
+import { s3SettingsFromEnv, type S3Settings } from './s3-settings.js';
+
+/**
+ * What a run records about its input so it can tell later whether the input changed: S3 gives an
+ * ETag, local files a size and modification time.
+ */
+export interface ObjectInfo {
+  size: number;
+  etag?: string;
+  mtimeMs?: number;
+}
+
+/**
+ * `start`/`end` (end exclusive) let segments of one big file be read independently; `expect` makes
+ * a read fail with E_INPUT_CHANGED instead of silently mixing two versions of an input.
+ */
+export interface ReadOptions {
+  start?: number;
+  end?: number;
+  expect?: ObjectInfo;
+  signal?: AbortSignal;
+}
+
+export interface WriteOptions {
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * One API over local disk and S3, so the pipeline never branches on where data lives.
+ * Failures are BatchScorerErrors: E_INPUT_NOT_FOUND for a missing file, object or bucket,
+ * E_INPUT_CHANGED when `expect` no longer holds, E_STORAGE (retriable or not) otherwise;
+ * aborts surface as AbortError. Folders ("prefixes") are always taken as whole folders:
+ * `s3://b/runs/1` covers `runs/1/...`, never `runs/10/...`.
+ */
+export interface Storage {
+  stat(loc: Location, signal?: AbortSignal): Promise<ObjectInfo>;
+  exists(loc: Location, signal?: AbortSignal): Promise<boolean>;
+  /** A byte stream that is never buffered whole; destroy it when stopping early. */
+  read(loc: Location, options?: ReadOptions): Promise<Readable>;
+  /** For small files only (JSON): buffers the whole content. */
+  readText(loc: Location, signal?: AbortSignal): Promise<string>;
+  /** Atomic: readers see the old content or the new, never a part; a Readable body is streamed. */
+  write(loc: Location, body: Readable | string | Uint8Array, options?: WriteOptions): Promise<{ bytes: number }>;
+  /** Every file below the folder, recursively, sorted by key or path. */
+  list(prefix: Location, signal?: AbortSignal): AsyncIterable<{ location: Location; size: number }>;
+  /** Missing is fine. */
+  remove(loc: Location): Promise<void>;
+  /** Deletes the folder and everything below it; refuses a bucket or filesystem root. */
+  removePrefix(prefix: Location): Promise<void>;
+  /** Releases the S3 client's sockets; safe to call twice. */
+  close(): void;
+}
+
+/** Without settings, S3 settings are read from the environment when S3 is first used. */
+export function createStorage(settings?: S3Settings): Storage {
+  const local = new LocalStorage();
+  let s3: S3Storage | undefined;
+  const remote = (): S3Storage => (s3 ??= new S3Storage(settings ?? s3SettingsFromEnv()));
+  return {
+    stat: (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : remote().stat(loc, signal)),
+    exists: (loc, signal) => (loc.kind === 'file' ? local.exists(loc, signal) : remote().exists(loc, signal)),
+    read: (loc, options) => (loc.kind === 'file' ? local.read(loc, options) : remote().read(loc, options)),
+    readText: (loc, signal) => (loc.kind === 'file' ? local.readText(loc, signal) : remote().readText(loc, signal)),
+    write: (loc, body, options) =>
+      loc.kind === 'file' ? local.write(loc, body, options) : remote().write(loc, body, options),
+    list: (prefix, signal) => (prefix.kind === 'file' ? local.list(prefix, signal) : remote().list(prefix, signal)),
+    remove: (loc) => (loc.kind === 'file' ? local.remove(loc) : remote().remove(loc)),
+    removePrefix: (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : remote().removePrefix(prefix)),
+    close() {
+      s3?.close();
+      s3 = undefined;
+    },
+  };
+}

@@ -1,0 +1,458 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { request } from 'undici';
+import { modelCatalog, predictTargets } from '../../src/simulator/models.js';
+import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
+import { createSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { SimulatorOptions } from '../../src/simulator/options.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any;
+}
+
+async function call(
+  sim: Simulator,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = JSON_HEADERS,
+): Promise<Reply> {
+  const res = await request(`${sim.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
+}
+
+const predictPath = (model: string, project = 'mindsdb') =>
+  `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/predict`;
+const describePath = (model: string, project = 'mindsdb') =>
+  `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/describe`;
+
+const predict = (sim: Simulator, model: string, rows: unknown[], project?: string) =>
+  call(sim, 'POST', predictPath(model, project), { data: rows });
+const describeModel = (sim: Simulator, model: string, body: unknown = {}) =>
+  call(sim, 'GET', describePath(model), body);
+
+const house = {
+  number_of_rooms: 2,
+  number_of_bathrooms: 1,
+  sqft: 917,
+  location: 'great',
+  days_on_market: 13,
+  initial_price: 3901,
+  neighborhood: 'berkeley_hills',
+};
+
+const started: Simulator[] = [];
+async function start(options: SimulatorOptions = {}): Promise<Simulator> {
+  const sim = await createSimulator({ port: 0, ...options });
+  started.push(sim);
+  return sim;
+}
+
+let sim: Simulator;
+beforeAll(async () => {
+  sim = await createSimulator({ port: 0 });
+});
+afterAll(() => sim.close());
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((s) => s.close()));
+});
+
+describe('describe', () => {
+  it('answers {} with the metadata row of the active version', async () => {
+    const r = await describeModel(sim, 'home_rentals_model');
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(r.json).toEqual([
+      expect.objectContaining({
+        TABLES: ['info', 'features', 'model', 'jsonai'],
+        NAME: 'home_rentals_model',
+        ENGINE: 'lightwood',
+        PROJECT: 'mindsdb',
+        ACTIVE: true,
+        VERSION: 2,
+        STATUS: 'complete',
+        ACCURACY: 0.93,
+        PREDICT: 'rental_price',
+        UPDATE_STATUS: 'up_to_date',
+        ERROR: null,
+        TAG: null,
+      }),
+    ]);
+  });
+
+  it('answers info with inputs in model order and one importance above 1', async () => {
+    const r = await describeModel(sim, 'home_rentals_model', { attribute: 'info' });
+    expect(r.status).toBe(200);
+    const [info] = r.json;
+    expect(info.inputs).toEqual(modelCatalog.find((m) => m.name === 'home_rentals_model')!.inputs);
+    expect(info.outputs).toEqual(['rental_price']);
+    expect(typeof info.accuracies.r2_score).toBe('number');
+    expect(Object.values(info.column_importances).some((v) => (v as number) > 1)).toBe(true);
+    expect(info.model).toBe(
+      'encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions',
+    );
+  });
+
+  it('answers features, model candidates, and table names for an unknown attribute', async () => {
+    const features = await describeModel(sim, 'customer_churn', { attribute: 'features' });
+    expect(features.json).toEqual([
+      { column: 'tenure_months', type: 'integer', encoder: 'NumericEncoder', role: 'feature' },
+      { column: 'plan', type: 'categorical', encoder: 'OneHotEncoder', role: 'feature' },
+      { column: 'monthly_charges', type: 'float', encoder: 'NumericEncoder', role: 'feature' },
+      { column: 'churn', type: 'binary', encoder: 'BinaryEncoder', role: 'target' },
+    ]);
+    const model = await describeModel(sim, 'customer_churn', { attribute: 'model' });
+    expect(model.status).toBe(200);
+    expect(model.json.length).toBeGreaterThan(1);
+    const unknown = await describeModel(sim, 'customer_churn', { attribute: 'nope' });
+    expect(unknown.status).toBe(200);
+    expect(unknown.json).toEqual(['info', 'features', 'model', 'jsonai']);
+  });
+
+  it('needs a JSON content type and a body, like the reference server', async () => {
+    const noType = await call(sim, 'GET', describePath('home_rentals_model'), '{}', {});
+    expect(noType.status).toBe(415);
+    expect(noType.headers['content-type']).toBe('application/problem+json');
+    const empty = await call(sim, 'GET', describePath('home_rentals_model'));
+    expect(empty.status).toBe(400);
+    expect(empty.json.title).toBe('Bad request');
+    const notJson = await call(sim, 'GET', describePath('home_rentals_model'), '{oops');
+    expect(notJson.status).toBe(400);
+    expect(notJson.json).toMatchObject({ title: 'Bad request', timestamp: expect.any(String) });
+  });
+
+  it('answers {} with the info shape when legacyDescribe is set', async () => {
+    const legacy = await start({ legacyDescribe: true });
+    const r = await describeModel(legacy, 'home_rentals_model');
+    expect(Object.keys(r.json[0]).sort()).toEqual(['accuracies', 'column_importances', 'inputs', 'model', 'outputs']);
+  });
+
+  it('selects versions with name.N and 404s an unknown one', async () => {
+    const v1 = await describeModel(sim, 'home_rentals_model.1');
+    expect(v1.json[0]).toMatchObject({ VERSION: 1, ACTIVE: false, ACCURACY: 0.91 });
+    const v2 = await describeModel(sim, 'home_rentals_model.2');
+    expect(v2.json[0]).toMatchObject({ VERSION: 2, ACTIVE: true });
+    const v9 = await describeModel(sim, 'home_rentals_model.9');
+    expect(v9.status).toBe(404);
+    expect(v9.json).toMatchObject({ title: 'Model not found', detail: "Model 'home_rentals_model.9' does not exist" });
+  });
+
+  it('reports the training status', async () => {
+    const r = await describeModel(sim, 'training_model');
+    expect(r.json[0]).toMatchObject({ STATUS: 'training', VERSION: 1 });
+  });
+});
+
+describe('routing and auth', () => {
+  it('404s unknown projects, models and routes with the reference bodies', async () => {
+    const project = await predict(sim, 'home_rentals_model', [house], 'nope');
+    expect(project.status).toBe(404);
+    expect(project.headers['content-type']).toBe('application/problem+json');
+    expect(project.json).toMatchObject({
+      title: 'Project not found',
+      detail: "Project name 'nope' does not exist",
+      timestamp: expect.any(String),
+    });
+    const model = await predict(sim, 'no_such_model', [house]);
+    expect(model.json).toMatchObject({ title: 'Model not found', detail: "Model 'no_such_model' does not exist" });
+    const route = await call(sim, 'GET', '/api/status');
+    expect(route.status).toBe(404);
+    expect(route.json).toEqual({ title: 'Not Found' });
+    const method = await call(sim, 'GET', predictPath('home_rentals_model'), {});
+    expect(method.status).toBe(404);
+  });
+
+  it('decodes path segments and serves under a base path', async () => {
+    const prefixed = await start({ basePath: '/v1' });
+    expect(prefixed.url).toBe(`http://127.0.0.1:${prefixed.port}/v1`);
+    const r = await call(prefixed, 'POST', '/api/projects/%6Dindsdb/models/home%5Frentals_model/predict', {
+      data: [house],
+    });
+    expect(r.status).toBe(200);
+    const outside = await request(`http://127.0.0.1:${prefixed.port}${predictPath('home_rentals_model')}`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ data: [house] }),
+    });
+    expect(outside.statusCode).toBe(404);
+    await outside.body.dump();
+  });
+
+  it('requires the bearer token when one is set', async () => {
+    const secured = await start({ token: 's3cret' });
+    const missing = await predict(secured, 'home_rentals_model', [house]);
+    expect(missing.status).toBe(401);
+    expect(missing.headers['content-type']).toBe('application/problem+json');
+    const wrong = await call(secured, 'GET', describePath('home_rentals_model'), {}, {
+      ...JSON_HEADERS,
+      authorization: 'Bearer nope',
+    });
+    expect(wrong.status).toBe(401);
+    const ok = await call(secured, 'POST', predictPath('home_rentals_model'), { data: [house] }, {
+      ...JSON_HEADERS,
+      authorization: 'Bearer s3cret',
+    });
+    expect(ok.status).toBe(200);
+  });
+});
+
+describe('predict', () => {
+  it('answers the formula values, in order, with the documented members', async () => {
+    const rows = [house, { ...house, sqft: 1200, location: 'poor' }, { sqft: 500 }];
+    const r = await predict(sim, 'home_rentals_model', rows);
+    expect(r.status).toBe(200);
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(r.json).toHaveLength(3);
+    rows.forEach((row, i) => {
+      const expected = predictTargets('home_rentals_model', 2, row);
+      expect(r.json[i]).toMatchObject(expected);
+      const got = r.json[i];
+      expect(got.rental_price_min).toBeLessThanOrEqual(got.rental_price);
+      expect(got.rental_price).toBeLessThanOrEqual(got.rental_price_max);
+      expect(JSON.parse(got.rental_price_explain)).toMatchObject({
+        predicted_value: got.rental_price,
+        confidence_lower_bound: got.rental_price_min,
+        confidence_upper_bound: got.rental_price_max,
+      });
+    });
+    expect(Object.keys(r.json[0])).toEqual([
+      'rental_price',
+      'rental_price_confidence',
+      'rental_price_min',
+      'rental_price_max',
+      'rental_price_anomaly',
+      'rental_price_original',
+      'rental_price_explain',
+      'number_of_rooms',
+      'number_of_bathrooms',
+      'sqft',
+      'location',
+      'days_on_market',
+      'initial_price',
+      'neighborhood',
+      'select_data_query',
+      'when_data',
+    ]);
+    expect(r.json[2]).toMatchObject({ location: null, initial_price: null, sqft: 500 });
+  });
+
+  it('keeps the formulas as specified', () => {
+    const t = predictTargets('home_rentals_model', 2, house);
+    expect(t.rental_price).toBe(Math.round((300 + 2.5 * 917 + 240 + 60 - 19.5 + 390.1 + 400) * 100) / 100);
+    const c = t.rental_price_confidence as number;
+    expect(c).toBeGreaterThanOrEqual(0.5);
+    expect(c).toBeLessThan(0.99);
+    const v1 = predictTargets('home_rentals_model', 1, house);
+    expect(v1.rental_price).toBe(Math.round((300 + 2.5 * 917 + 240 + 60 - 19.5 + 400 + 50) * 100) / 100);
+    const churn = predictTargets('customer_churn', 1, { tenure_months: 2, plan: 'basic', monthly_charges: 80 });
+    expect(churn.churn).toBe('yes');
+    expect(churn).not.toHaveProperty('churn_min');
+    expect(predictTargets('forecast_model', 1, { sales: '100' })).toMatchObject({
+      sales_next: 110,
+      sales_next_confidence: 0.8,
+      sales_next_min: 99,
+      sales_next_max: 121,
+    });
+  });
+
+  it('selects the version given as name.N', async () => {
+    const v1 = await predict(sim, 'home_rentals_model.1', [house]);
+    expect(v1.json[0].rental_price).toBe(predictTargets('home_rentals_model', 1, house).rental_price);
+    const v9 = await predict(sim, 'home_rentals_model.9', [house]);
+    expect(v9.status).toBe(404);
+    expect(v9.json.title).toBe('Model not found');
+  });
+
+  it('echoes the row id, re-types numeric strings and drops untrained columns', async () => {
+    const row = { ...house, sqft: '823', extra: 'dropped', __service_row_id: 'r-17' };
+    const r = await predict(sim, 'home_rentals_model', [row, house]);
+    expect(r.json[0].sqft).toBe(823);
+    expect(r.json[0].__service_row_id).toBe('r-17');
+    expect(r.json[0]).not.toHaveProperty('extra');
+    expect(r.json[1]).not.toHaveProperty('__service_row_id');
+    expect(r.json[0]).toMatchObject(predictTargets('home_rentals_model', 2, row));
+    const custom = await start({ rowIdMember: '__mindsdb_row_id' });
+    const c = await predict(custom, 'customer_churn', [{ tenure_months: 3, __mindsdb_row_id: 7 }]);
+    expect(c.json[0]).toMatchObject({ __mindsdb_row_id: 7, plan: null, monthly_charges: null });
+  });
+
+  it('ignores params and accepts data as a JSON string', async () => {
+    const withParams = await call(sim, 'POST', predictPath('customer_churn'), {
+      data: [{ tenure_months: 40, plan: 'pro', monthly_charges: 20 }],
+      params: { partition_size: 10, foo: 'bar' },
+    });
+    const asString = await call(sim, 'POST', predictPath('customer_churn'), {
+      data: JSON.stringify([{ tenure_months: 40, plan: 'pro', monthly_charges: 20 }]),
+    });
+    expect(withParams.status).toBe(200);
+    expect(asString.json).toEqual(withParams.json);
+    expect(asString.json[0]).toMatchObject(
+      predictTargets('customer_churn', 1, { tenure_months: 40, plan: 'pro', monthly_charges: 20 }),
+    );
+  });
+
+  it('breaks the interval for negative sqft', async () => {
+    const r = await predict(sim, 'home_rentals_model', [{ ...house, sqft: -100 }]);
+    expect(r.json[0].rental_price_min).toBeGreaterThan(r.json[0].rental_price);
+  });
+
+  it('answers the envelope errors of the matching real server', async () => {
+    const bare = await call(sim, 'POST', predictPath('home_rentals_model'), [house]);
+    expect(bare.status).toBe(500);
+    expect(bare.json).toMatchObject({ title: 'TypeError', detail: 'list indices must be integers or slices, not str' });
+    const noType = await call(sim, 'POST', predictPath('home_rentals_model'), { data: [house] }, {});
+    expect(noType.status).toBe(415);
+    const arraySim = await start({ envelope: 'array' });
+    const ok = await call(arraySim, 'POST', predictPath('home_rentals_model'), [house]);
+    expect(ok.status).toBe(200);
+    expect(ok.json[0]).toMatchObject(predictTargets('home_rentals_model', 2, house));
+    const wrapped = await call(arraySim, 'POST', predictPath('home_rentals_model'), { data: [house] });
+    expect(wrapped.status).toBe(500);
+    expect(wrapped.json.title).toBe('KeyError');
+  });
+
+  it('fails the engine on __engine_error__ values, naming the row', async () => {
+    const r = await predict(sim, 'home_rentals_model', [house, { ...house, neighborhood: ENGINE_ERROR_VALUE }]);
+    expect(r.status).toBe(500);
+    expect(r.json).toMatchObject({
+      title: 'MLEngineException',
+      detail: '[home_rentals_model]: engine failed on row 1: could not convert value',
+    });
+  });
+
+  it('refuses training and obsolete models with the reference messages', async () => {
+    const training = await predict(sim, 'training_model', [house]);
+    expect(training.status).toBe(500);
+    expect(training.json.title).toBe('Exception');
+    expect(training.json.detail).toContain('creation not completed');
+    const obsolete = await predict(sim, 'obsolete_model', [house]);
+    expect(obsolete.status).toBe(500);
+    expect(obsolete.json.detail).toBe(
+      "Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'",
+    );
+  });
+
+  it('expands the last row of a forecast request into the horizon', async () => {
+    const rows = [
+      { store: 'a', day: 1, sales: 100 },
+      { store: 'a', day: 2, sales: '120.5' },
+    ];
+    const r = await predict(sim, 'forecast_model', rows);
+    expect(r.status).toBe(200);
+    expect(r.json).toHaveLength(rows.length + 2);
+    expect(r.json[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]!));
+    expect(r.json[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]!), sales: 120.5 });
+  });
+});
+
+describe('faults', () => {
+  it('answers 429 with Retry-After at rateLimitRate 1', async () => {
+    const f = await start({ rateLimitRate: 1, retryAfterSeconds: 7 });
+    const r = await predict(f, 'home_rentals_model', [house]);
+    expect(r.status).toBe(429);
+    expect(r.headers['retry-after']).toBe('7');
+    expect(f.stats.faults.rateLimited).toBe(1);
+  });
+
+  it('answers 500 at errorRate 1 and HTML 503 at gatewayErrorRate 1', async () => {
+    const e = await start({ errorRate: 1 });
+    const r = await predict(e, 'home_rentals_model', [house]);
+    expect(r.status).toBe(500);
+    expect(r.json).toMatchObject({ title: 'InternalServerError', detail: 'simulated failure' });
+    const g = await start({ gatewayErrorRate: 1 });
+    const h = await predict(g, 'home_rentals_model', [house]);
+    expect(h.status).toBe(503);
+    expect(h.headers['content-type']).toBe('text/html');
+    expect(h.text).toBe('<html><body><h1>503 Service Unavailable</h1></body></html>');
+    const d = await describeModel(g, 'home_rentals_model');
+    expect(d.status).toBe(200); // faults hit predict only
+  });
+
+  it('resets the socket at resetRate 1', async () => {
+    const f = await start({ resetRate: 1 });
+    await expect(predict(f, 'home_rentals_model', [house])).rejects.toThrow();
+    expect(f.stats.faults.resets).toBe(1);
+  });
+
+  it('hangs until the client gives up, then closes promptly', async () => {
+    const f = await createSimulator({ port: 0, hangRate: 1 });
+    const res = request(`${f.url}${predictPath('home_rentals_model')}`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ data: [house] }),
+      headersTimeout: 200,
+    });
+    await expect(res).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(f.stats.faults.hangs).toBe(1);
+    const t0 = Date.now();
+    await f.close();
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it('destroys hanging sockets on close()', async () => {
+    const f = await createSimulator({ port: 0, hangRate: 1 });
+    const res = request(`${f.url}${predictPath('home_rentals_model')}`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ data: [house] }),
+    });
+    const settled = res.then(
+      () => 'answered',
+      () => 'failed',
+    );
+    await vi.waitFor(() => expect(f.stats.faults.hangs).toBe(1));
+    const t0 = Date.now();
+    await f.close();
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(await settled).toBe('failed');
+  });
+
+  it('draws the same faults for the same seed', async () => {
+    const outcomes = async (seed: number) => {
+      const f = await start({ errorRate: 0.3, rateLimitRate: 0.3, seed });
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await predict(f, 'home_rentals_model', [house])).status);
+      return statuses;
+    };
+    const a = await outcomes(42);
+    expect(await outcomes(42)).toEqual(a);
+    expect(a).toContain(429);
+    expect(a).toContain(500);
+    expect(a).toContain(200);
+  });
+
+  it('rejects fault rates adding up to more than 1', async () => {
+    await expect(createSimulator({ port: 0, errorRate: 0.6, hangRate: 0.6 })).rejects.toThrow(/add up/);
+  });
+});
+
+describe('stats', () => {
+  it('counts requests, answered rows and describes', async () => {
+    const s = await start();
+    await predict(s, 'home_rentals_model', [house, house, house]);
+    await predict(s, 'customer_churn', [{ tenure_months: 1 }]);
+    await predict(s, 'training_model', [house]);
+    await describeModel(s, 'home_rentals_model');
+    expect(s.stats).toEqual({
+      predictRequests: 3,
+      predictRows: 4,
+      describeRequests: 1,
+      faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+    });
+  });
+});
