@@ -4,26 +4,24 @@
  */
 export class Utf8Check {
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
-  private seen = 0;
 
-  /** Answers the file offset of the first invalid byte in `chunk`, or -1 when it is valid so far. */
+  /** Answers the index in `chunk` of the first invalid byte, or -1 when the stream is valid so far. */
   push(chunk: Buffer): number {
     try {
       this.decoder.decode(chunk, { stream: true });
-      this.seen += chunk.length;
       return -1;
     } catch {
-      return this.seen + Math.max(0, firstInvalidByte(chunk));
+      return Math.max(0, firstInvalidByte(chunk));
     }
   }
 
-  /** Answers the offset of a character cut off by the end of the stream, or -1. */
-  end(): number {
+  /** Answers false when the stream ended inside a multi-byte character. */
+  end(): boolean {
     try {
       this.decoder.decode();
-      return -1;
+      return true;
     } catch {
-      return this.seen;
+      return false;
     }
   }
 }

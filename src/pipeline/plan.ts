@@ -80,7 +80,8 @@ export async function planInput(storage: Storage, location: Location, options: P
   const onRow = (row: RawRow) => {
     if (!columns) {
       columns = parseHeader(row, syntax, name);
-      return;
+      // A CSV file's first row names the columns; a JSON Lines file's first row is data too.
+      if (syntax === 'csv') return;
     }
     if (rows === limit) {
       limitEnd ??= row.offset;
@@ -105,13 +106,16 @@ export async function planInput(storage: Storage, location: Location, options: P
       offset = bom;
     }
     const bad = utf8.push(data);
-    if (bad >= 0) throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${splitter.currentLine}); save the file as UTF-8`);
+    if (bad >= 0) {
+      const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
+      throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8`);
+    }
     splitter.push(data, onRow);
     offset += data.length;
     if (limitEnd !== undefined) break;
   }
   if (limitEnd === undefined) {
-    if (utf8.end() >= 0) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
+    if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
     const ended = splitter?.end(onRow) ?? {};
     if (ended.unterminatedQuoteLine !== undefined) {
       throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);

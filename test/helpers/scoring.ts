@@ -1,0 +1,65 @@
+import { mkdtemp, readFile, rm, writeFile, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { text } from 'node:stream/consumers';
+import Papa from 'papaparse';
+import { parseRunOptions, type RunOptionsInput } from '../../src/config/run-options.js';
+import { silentLogger } from '../../src/log.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
+import { scoreRun } from '../../src/pipeline/score-run.js';
+import { requestValue } from '../../src/pipeline/request-row.js';
+import { createSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { SimulatorOptions } from '../../src/simulator/options.js';
+import { predictTargets } from '../../src/simulator/models.js';
+import { rentalsCsv } from '../../src/simulator/sample-data.js';
+import { createStorage, type Storage } from '../../src/storage/storage.js';
+import type { S3Settings } from '../../src/storage/s3-settings.js';
+
+/** A temp folder removed by `cleanup`. */
+export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'batch-scorer-test-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  return createSimulator({ port: 0, ...options });
+}
+
+export async function writeRentals(path: string, rows: number): Promise<void> {
+  await writeFile(path, await text(rentalsCsv(rows)));
+}
+
+/** Runs `score` in this process, as the CLI does, with a real storage and the given service. */
+export async function score(
+  input: string,
+  out: string,
+  options: RunOptionsInput & { model?: string; token?: string; s3?: S3Settings; signal?: AbortSignal } = {},
+): Promise<Manifest> {
+  const { model = 'mindsdb/home_rentals_model', token, s3, signal, ...rest } = options;
+  const storage: Storage = createStorage(s3);
+  try {
+    return await scoreRun({ input, out, model, options: parseRunOptions(rest) }, { storage, log: silentLogger, token, signal });
+  } finally {
+    storage.close();
+  }
+}
+
+/** The run folder's files, by name. */
+export async function runFolder(out: string, runId: string): Promise<Record<string, string>> {
+  const dir = join(out, runId);
+  const files: Record<string, string> = {};
+  for (const name of await readdir(dir)) if (!name.startsWith('_work')) files[name] = await readFile(join(dir, name), 'utf8');
+  return files;
+}
+
+export function parseCsv(text: string): Record<string, string>[] {
+  return Papa.parse<Record<string, string>>(text, { header: true, newline: '\n', skipEmptyLines: true }).data;
+}
+
+const RENTAL_INPUTS = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'];
+
+/** The simulator's prediction for a CSV row, computed from its formula as the row was sent. */
+export function expectedRental(row: Record<string, string>, version = 2): Record<string, unknown> {
+  const sent = Object.fromEntries(RENTAL_INPUTS.map((c) => [c, requestValue(row[c], true)]));
+  return predictTargets('home_rentals_model', version, sent);
+}
