@@ -1,0 +1,120 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ServiceClient } from '../../src/service/client.js';
+import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
+import { ServiceError } from '../../src/service/service-error.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { startSimulator } from '../helpers/scoring.js';
+
+const model = { project: 'mindsdb', model: 'home_rentals_model' };
+const row = JSON.stringify({ sqft: 100, location: 'good', __service_row_id: 0 });
+const opened: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((o) => o.close()));
+});
+
+async function setup(simOptions: Parameters<typeof startSimulator>[0], clientOptions: Partial<ConstructorParameters<typeof ServiceClient>[0]> & { retries?: number } = {}) {
+  const sim: Simulator = await startSimulator(simOptions);
+  const { retries = 0, ...rest } = clientOptions;
+  const client = new ServiceClient({ baseUrl: sim.url, timeoutMs: 5_000, retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 }, ...rest });
+  opened.push(client, sim);
+  return { sim, client };
+}
+
+async function rejection(p: Promise<unknown>): Promise<ServiceError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ServiceError);
+  return err as ServiceError;
+}
+
+describe('ServiceClient against the simulator', () => {
+  it('describes with a JSON body on GET, under a base path prefix', async () => {
+    const { client } = await setup({ basePath: '/v1' });
+    const meta = (await client.describe(model, {})) as Record<string, unknown>[];
+    expect(meta[0]).toMatchObject({ NAME: 'home_rentals_model', VERSION: 2, STATUS: 'complete' });
+    const info = (await client.describe(model, { attribute: 'info' })) as Record<string, unknown>[];
+    expect(info[0]!.outputs).toEqual(['rental_price']);
+  });
+
+  it('predicts in both envelopes and passes params', async () => {
+    const data = await setup({ envelope: 'data' });
+    const [a] = await data.client.predict(model, [row], { envelope: 'data', params: { partition_size: 10 } });
+    expect(a).toMatchObject({ __service_row_id: 0, sqft: 100 });
+    const array = await setup({ envelope: 'array' });
+    const [b] = await array.client.predict(model, [row], { envelope: 'array' });
+    expect(b!.rental_price).toBe(a!.rental_price);
+  });
+
+  it('classifies the wrong envelope, with the server\'s title and a hint', async () => {
+    const { client } = await setup({ envelope: 'array' });
+    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'wrong-envelope', code: 'E_WRONG_ENVELOPE', status: 500, exitCode: 2 });
+    expect(err.message).toMatch(/KeyError.*--envelope array/);
+  });
+
+  it('honours Retry-After on 429 and retries until it succeeds', async () => {
+    const { client, sim } = await setup({ rateLimitRate: 0.5, retryAfterSeconds: 0, seed: 3 }, { retries: 20 });
+    const delays: number[] = [];
+    for (let i = 0; i < 10; i++) await client.predict(model, [row], { envelope: 'data', onRetry: (r) => delays.push(r.delayMs) });
+    expect(sim.stats.faults.rateLimited).toBeGreaterThan(0);
+    // Retry-After: 0 wins over the exponential backoff.
+    expect(delays).toEqual(Array(sim.stats.faults.rateLimited).fill(0));
+  });
+
+  it('uses the Retry-After seconds the server sends', async () => {
+    const { client } = await setup({ rateLimitRate: 1, retryAfterSeconds: 7 });
+    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'retriable', status: 429, retryAfterMs: 7_000 });
+  });
+
+  it('gives up on a request that never answers after --timeout, as a retriable error', async () => {
+    const { client } = await setup({ hangRate: 1 }, { timeoutMs: 150 });
+    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'retriable', code: 'E_SERVICE_RETRIABLE' });
+    expect(err.message).toMatch(/no answer within 150 ms/);
+  });
+
+  it('treats connection resets and proxy HTML pages as retriable', async () => {
+    const reset = await setup({ resetRate: 1 });
+    expect((await rejection(reset.client.predict(model, [row], { envelope: 'data' }))).kind).toBe('retriable');
+    const gateway = await setup({ gatewayErrorRate: 1 });
+    const err = await rejection(gateway.client.predict(model, [row], { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'retriable', status: 503 });
+  });
+
+  it('retries an engine failure once, then reports it as bad rows', async () => {
+    const { client, sim } = await setup({}, { retries: 5 });
+    const bad = JSON.stringify({ location: '__engine_error__' });
+    const err = await rejection(client.predict(model, [bad], { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'bad-rows', title: 'MLEngineException' });
+    expect(sim.stats.predictRequests).toBe(2);
+  });
+
+  it('sends the bearer token, and says what to do without one', async () => {
+    const sim = await startSimulator({ token: 's3cret-token' });
+    opened.push(sim);
+    const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000 });
+    const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, token: 's3cret-token' });
+    opened.push(without, withToken);
+    const err = await rejection(without.describe(model, {}));
+    expect(err).toMatchObject({ kind: 'unauthorized', status: 401 });
+    expect(err.message).toMatch(/MODEL_SERVICE_TOKEN/);
+    expect(await withToken.describe(model, {})).toBeInstanceOf(Array);
+    expect(err.message).not.toContain('s3cret-token');
+  });
+
+  it('encodes names as path segments', async () => {
+    const { client } = await setup({});
+    const err = await rejection(client.describe({ project: 'a/b c', model: 'x?y' }, {}));
+    expect(err).toMatchObject({ kind: 'not-found', status: 404 });
+    expect(err.detail).toContain("'a/b c'");
+  });
+
+  it('close() is safe to call twice', async () => {
+    const { client } = await setup({});
+    await client.close();
+    await client.close();
+  });
+});
