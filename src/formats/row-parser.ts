@@ -2,6 +2,9 @@ import Papa from 'papaparse';
 import { InputError } from '../errors.js';
 import type { RawRow, RowSyntax } from './row-splitter.js';
 
+/** RFC 4180 as papaparse reads it; the delimiter is fixed, since guessing it from values splits "a;b;c" into fields. */
+const CSV = { header: false, newline: '\n', delimiter: ',' } as const;
+
 /** A data row read from the input, or the reason it could not be read. */
 export interface InputRow {
   /** 0-based position among the file's data rows: the order of the output. */
@@ -21,7 +24,7 @@ export function parseHeader(row: RawRow, syntax: RowSyntax, fileName: string): s
   const text = row.bytes.toString('utf8').replace(/^\uFEFF/, '');
   let columns: string[];
   if (syntax === 'csv') {
-    const parsed = Papa.parse<string[]>(text, { header: false, newline: '\n' });
+    const parsed = Papa.parse<string[]>(text, CSV);
     columns = parsed.data[0] ?? [];
   } else {
     const value = parseJson(text);
@@ -44,10 +47,10 @@ export function parseHeader(row: RawRow, syntax: RowSyntax, fileName: string): s
 export function parseRows(rows: readonly RawRow[], firstIndex: number, header: readonly string[], syntax: RowSyntax): InputRow[] {
   const texts = rows.map((r) => r.bytes.toString('utf8'));
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i]!.line));
-  let fields = Papa.parse<string[]>(texts.join('\n'), { header: false, newline: '\n' }).data;
+  let fields = Papa.parse<string[]>(texts.join('\n'), CSV).data;
   if (fields.length !== rows.length) {
     fields = texts.map((text) => {
-      const one = Papa.parse<string[]>(text, { header: false, newline: '\n' }).data;
+      const one = Papa.parse<string[]>(text, CSV).data;
       return one.length === 1 ? one[0]! : [];
     });
   }

@@ -26,19 +26,33 @@ export class Utf8Check {
   }
 }
 
-/** Index of the first byte that cannot start or continue a UTF-8 character (a chunk may begin mid-character). */
+/**
+ * Index of the byte at which decoding `buf` fails, found by bisection: a streaming decode of a
+ * prefix fails once the prefix holds an invalid sequence, and never before. Continuation bytes at
+ * the start belong to a character begun in the previous chunk and are skipped.
+ */
 function firstInvalidByte(buf: Buffer): number {
-  let i = 0;
-  while (i < buf.length && (buf[i]! & 0xc0) === 0x80) i++; // continuation bytes of a character begun in the last chunk
-  while (i < buf.length) {
-    const b = buf[i]!;
-    const len = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
-    if (len === 0) return i;
-    for (let k = 1; k < len; k++) {
-      if (i + k >= buf.length) return -1;
-      if ((buf[i + k]! & 0xc0) !== 0x80) return i;
+  let start = 0;
+  while (start < 3 && start < buf.length && (buf[start]! & 0xc0) === 0x80) start++;
+  const fails = (end: number) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(start, end), { stream: true });
+      return false;
+    } catch {
+      return true;
     }
-    i += len;
+  };
+  if (!fails(buf.length)) return start > 0 ? 0 : -1;
+  let [lo, hi] = [start, buf.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (fails(mid + 1)) hi = mid;
+    else lo = mid + 1;
   }
-  return -1;
+  // The decoder fails at the byte that breaks a sequence; name the sequence's lead byte instead.
+  let lead = lo - 1;
+  while (lead > start && lo - lead < 4 && (buf[lead]! & 0xc0) === 0x80) lead--;
+  const b = buf[lead] ?? 0;
+  const length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return lead >= start && length > 1 && lead + length > lo ? lead : lo;
 }

@@ -8,8 +8,9 @@ const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
 /**
  * A CSV value as the model should see it: empty is null (NaN is not JSON, and the service
- * reads null as missing), a canonical number is a number, anything else stays text, so "00123"
- * or "1e999" keep their meaning. JSON Lines values pass as they are.
+ * reads null as missing), a canonical number is a number, anything else stays text, so "00123",
+ * "1e999", "1e-999" and integers beyond 2^53 (long ids) keep their meaning. JSON Lines values
+ * pass as they are.
  */
 export function requestValue(value: unknown, fromCsv: boolean): unknown {
   if (!fromCsv) return value === undefined ? null : value;
@@ -17,7 +18,9 @@ export function requestValue(value: unknown, fromCsv: boolean): unknown {
   if (text === '') return null;
   if (CANONICAL_NUMBER.test(text)) {
     const n = Number(text);
-    if (Number.isFinite(n)) return n;
+    const underflow = n === 0 && /[1-9]/.test(text.replace(/[eE].*$/, ''));
+    const unsafe = Number.isInteger(n) && !Number.isSafeInteger(n);
+    if (Number.isFinite(n) && !underflow && !unsafe) return n;
   }
   return text;
 }

@@ -78,7 +78,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       storage,
       client,
       limit,
-      window: concurrency + 1,
+      // The segments at once share one window, so what waits to be written stays about one batch per request in flight.
+      window: Math.max(2, Math.ceil((concurrency + 2) / SEGMENTS_AT_ONCE)),
       budget,
       log,
       signal,

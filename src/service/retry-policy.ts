@@ -58,6 +58,7 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   const text = Array.isArray(value) ? value[0] : value;
   if (text === undefined || text.trim() === '') return undefined;
   if (/^\d+(\.\d+)?$/.test(text.trim())) return Math.round(Number(text) * 1000);
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  // Only an HTTP date (IMF-fixdate); Date.parse alone takes "1 2" or "-5" for dates.
+  if (!/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text.trim())) return undefined;
+  return Math.max(0, Date.parse(text) - now);
 }

@@ -1,0 +1,138 @@
+// npm run bench: measured figures for the targets in the issues (never asserted in timed tests).
+//   - rows/s and peak RSS of `score` on 200k and 1M rows (local files), and the ratio of the two RSS peaks;
+//   - a 1M-row CSV on S3 (s3rver) scored into an S3 run folder, every output row checked against
+//     the simulator's formula, in order.
+// The scorer and the simulator run as separate processes; peak RSS is the scorer's VmHWM.
+// Sizes can be changed: BENCH_ROWS=200000,1000000 BENCH_S3_ROWS=1000000. Results: .bench/results.json.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import Papa from 'papaparse';
+import { requestValue } from '../src/pipeline/request-row.js';
+import { predictTargets } from '../src/simulator/models.js';
+import { rentalsCsv } from '../src/simulator/sample-data.js';
+import { parseLocation } from '../src/storage/location.js';
+import { createStorage } from '../src/storage/storage.js';
+import { startS3Server } from '../test/helpers/s3-server.js';
+
+const CLI = 'dist/cli.js';
+const DIR = '.bench';
+const sizes = (process.env.BENCH_ROWS ?? '200000,1000000').split(',').map(Number);
+const s3Rows = Number(process.env.BENCH_S3_ROWS ?? 1_000_000);
+const results: Record<string, unknown>[] = [];
+
+/** Starts `batch-scorer simulate` as its own process; answers its URL. */
+async function startSimulator(extra: string[] = []): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [CLI, 'simulate', '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  let text = '';
+  for await (const chunk of child.stdout!) {
+    text += chunk;
+    const m = /listening on (\S+)/.exec(text);
+    if (m) return { url: m[1]!, child };
+  }
+  throw new Error('simulator did not start');
+}
+
+/** Runs a CLI command, sampling its peak RSS (VmHWM) until it exits. */
+async function measure(args: string[], env: Record<string, string> = {}): Promise<{ seconds: number; peakRssMiB: number; stdout: string }> {
+  const started = process.hrtime.bigint();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
+  let stdout = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  let peakKiB = 0;
+  const sample = async () => {
+    try {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
+      peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0));
+    } catch {
+      // The process has exited between two samples.
+    }
+  };
+  const timer = setInterval(sample, 20);
+  const [code] = await once(child, 'exit');
+  clearInterval(timer);
+  if (code !== 0) throw new Error(`batch-scorer ${args.join(' ')} exited ${code}`);
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, peakRssMiB: Math.round(peakKiB / 102.4) / 10, stdout };
+}
+
+async function main() {
+  await rm(DIR, { recursive: true, force: true });
+  await mkdir(DIR, { recursive: true });
+  const sim = await startSimulator();
+  try {
+    // 1. Local files: throughput and memory at two sizes.
+    const local: Record<number, { rowsPerSecond: number; peakRssMiB: number }> = {};
+    for (const rows of sizes) {
+      const input = `${DIR}/rentals-${rows}.csv`;
+      await pipeline(rentalsCsv(rows), createWriteStream(input));
+      const r = await measure(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', `${DIR}/runs`, '--service', sim.url, '--json']);
+      const summary = JSON.parse(r.stdout);
+      if (summary.rowsScored !== rows) throw new Error(`scored ${summary.rowsScored} of ${rows} rows`);
+      local[rows] = { rowsPerSecond: Math.round(rows / r.seconds), peakRssMiB: r.peakRssMiB };
+      results.push({ bench: 'score local csv', rows, seconds: Number(r.seconds.toFixed(2)), ...local[rows] });
+      console.log(`score ${rows} rows (local): ${r.seconds.toFixed(1)} s, ${local[rows]!.rowsPerSecond} rows/s, peak RSS ${r.peakRssMiB} MiB`);
+      await rm(input);
+    }
+    if (sizes.length >= 2) {
+      const [small, large] = [local[sizes[0]!]!, local[sizes[sizes.length - 1]!]!];
+      const growth = (large.peakRssMiB / small.peakRssMiB - 1) * 100;
+      results.push({ bench: 'rss growth', from: sizes[0], to: sizes[sizes.length - 1], percent: Number(growth.toFixed(1)) });
+      console.log(`peak RSS ${sizes[sizes.length - 1]} rows vs ${sizes[0]} rows: ${growth >= 0 ? '+' : ''}${growth.toFixed(1)}% (target: under 200 MiB and within 15%)`);
+    }
+
+    // 2. S3 to S3, every row verified.
+    if (s3Rows > 0) await s3Bench(sim.url);
+  } finally {
+    sim.child.kill('SIGTERM');
+  }
+  await writeFile(`${DIR}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`results in ${DIR}/results.json`);
+}
+
+async function s3Bench(serviceUrl: string) {
+  const s3 = await startS3Server(['data', 'results']);
+  const storage = createStorage(s3.settings);
+  try {
+    await storage.write(parseLocation('s3://data/bench/rentals.csv'), rentalsCsv(s3Rows));
+    const env = {
+      S3_ENDPOINT: s3.endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: s3.settings.credentials!.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.settings.credentials!.secretAccessKey,
+    };
+    const r = await measure(['score', 's3://data/bench/rentals.csv', '--model', 'mindsdb/home_rentals_model', '--out', 's3://results/bench', '--run-id', 's3', '--service', serviceUrl, '--json'], env);
+    const checked = await verify(storage, s3Rows);
+    const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/manifest.json')));
+    const describe = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/describe.json')));
+    const complete = manifest.state === 'succeeded' && manifest.input.sha256 && manifest.outputs.every((o: { sha256: string }) => o.sha256) && describe.answers.length === 2;
+    if (!complete) throw new Error('manifest.json or describe.json incomplete');
+    results.push({ bench: 'score s3 csv', rows: s3Rows, seconds: Number(r.seconds.toFixed(2)), rowsPerSecond: Math.round(s3Rows / r.seconds), peakRssMiB: r.peakRssMiB, rowsVerified: checked });
+    console.log(`score ${s3Rows} rows S3 -> S3: ${r.seconds.toFixed(1)} s, ${Math.round(s3Rows / r.seconds)} rows/s, peak RSS ${r.peakRssMiB} MiB; ${checked} rows verified in order against the formula; manifest and describe complete`);
+  } finally {
+    storage.close();
+    await s3.close();
+  }
+}
+
+/** Reads the S3 predictions back and checks every row: order, input echo and the formula's values. */
+async function verify(storage: ReturnType<typeof createStorage>, rows: number): Promise<number> {
+  const inputs = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'];
+  let i = 0;
+  const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, newline: '\n', skipEmptyLines: true });
+  const body = await storage.read(parseLocation('s3://results/bench/s3/predictions.csv'));
+  body.pipe(parser);
+  for await (const row of parser as AsyncIterable<Record<string, string>>) {
+    if (row.listing_id !== `L${String(i).padStart(8, '0')}`) throw new Error(`row ${i}: found ${row.listing_id}`);
+    const expected = predictTargets('home_rentals_model', 2, Object.fromEntries(inputs.map((c) => [c, requestValue(row[c], true)])));
+    for (const k of ['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max']) {
+      if (Number(row[k]) !== expected[k]) throw new Error(`row ${i}: ${k} ${row[k]} where the formula gives ${String(expected[k])}`);
+    }
+    i++;
+  }
+  if (i !== rows) throw new Error(`${i} rows in the output, ${rows} expected`);
+  return i;
+}
+
+await main();

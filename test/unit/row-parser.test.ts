@@ -1,0 +1,186 @@
+import { describe, expect, it } from 'vitest';
+import { InputError } from '../../src/errors.js';
+import { parseHeader, parseRows } from '../../src/formats/row-parser.js';
+import type { RawRow } from '../../src/formats/row-splitter.js';
+
+function raw(text: string, line = 1, offset = 0): RawRow {
+  return { bytes: Buffer.from(text, 'utf8'), offset, line };
+}
+
+function headerError(text: string, syntax: 'csv' | 'jsonl', fileName = 'in.csv'): InputError {
+  try {
+    parseHeader(raw(text), syntax, fileName);
+  } catch (err) {
+    expect(err).toBeInstanceOf(InputError);
+    return err as InputError;
+  }
+  throw new Error(`parseHeader accepted ${JSON.stringify(text)}`);
+}
+
+describe('parseHeader (csv)', () => {
+  it('answers the column names in order', () => {
+    expect(parseHeader(raw('id,name,price'), 'csv', 'in.csv')).toEqual(['id', 'name', 'price']);
+  });
+
+  it('strips a UTF-8 byte order mark from the first name', () => {
+    expect(parseHeader(raw('\uFEFFid,name'), 'csv', 'in.csv')).toEqual(['id', 'name']);
+    expect(parseHeader(raw('\uFEFF"quoted, id",name'), 'csv', 'in.csv')).toEqual(['quoted, id', 'name']);
+  });
+
+  it('reads quoted names with commas, quotes and line feeds', () => {
+    expect(parseHeader(raw('"a,b","say ""x""","two\nlines"'), 'csv', 'in.csv')).toEqual(['a,b', 'say "x"', 'two\nlines']);
+  });
+
+  it('keeps non-ASCII names', () => {
+    expect(parseHeader(raw('größe,价格'), 'csv', 'in.csv')).toEqual(['größe', '价格']);
+  });
+
+  it('rejects a repeated name, naming the file and the column', () => {
+    const err = headerError('id,price,id', 'csv', 'rentals.csv');
+    expect(err.code).toBe('E_INPUT');
+    expect(err.message).toContain('rentals.csv');
+    expect(err.message).toContain('"id"');
+    expect(err.message).toMatch(/twice/);
+  });
+
+  it('rejects an empty or blank name, naming the file and the column number', () => {
+    const err = headerError('id,,price', 'csv', 'rentals.csv');
+    expect(err.code).toBe('E_INPUT');
+    expect(err.message).toContain('rentals.csv');
+    expect(err.message).toContain('column 2');
+    expect(headerError('id,price,  ', 'csv').message).toContain('column 3');
+    expect(headerError('id,price,', 'csv').message).toContain('column 3');
+  });
+
+  it('exits with code 1 for malformed input', () => {
+    expect(headerError('a,a', 'csv').exitCode).toBe(1);
+  });
+});
+
+describe('parseHeader (jsonl)', () => {
+  it('takes the names from the first object, in order', () => {
+    expect(parseHeader(raw('{"id":1,"name":"x","nested":{"a":1},"n":null}'), 'jsonl', 'in.jsonl')).toEqual(['id', 'name', 'nested', 'n']);
+  });
+
+  it('strips a byte order mark', () => {
+    expect(parseHeader(raw('\uFEFF{"id":1}'), 'jsonl', 'in.jsonl')).toEqual(['id']);
+  });
+
+  it('accepts an empty name in JSON Lines (it is a valid key)', () => {
+    expect(parseHeader(raw('{"":1,"a":2}'), 'jsonl', 'in.jsonl')).toEqual(['', 'a']);
+  });
+
+  it.each([
+    ['an array', '[1,2]'],
+    ['a number', '42'],
+    ['null', 'null'],
+    ['a string', '"id"'],
+    ['bad JSON', '{"id":'],
+  ])('rejects %s as the first row, naming the file and line', (_what, text) => {
+    let error: unknown;
+    try {
+      parseHeader(raw(text, 7), 'jsonl', 'events.jsonl');
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(InputError);
+    expect((error as InputError).message).toContain('events.jsonl');
+    expect((error as InputError).message).toContain('line 7');
+    expect((error as InputError).message).toMatch(/JSON object/);
+  });
+});
+
+describe('parseRows (csv)', () => {
+  const header = ['id', 'name', 'price'];
+
+  it('keys the values by the header, as strings as written', () => {
+    const rows = parseRows([raw('1,ann,10.5', 2), raw('2,"bob, jr",', 3)], 0, header, 'csv');
+    expect(rows).toEqual([
+      { index: 0, line: 2, record: { id: '1', name: 'ann', price: '10.5' } },
+      { index: 1, line: 3, record: { id: '2', name: 'bob, jr', price: '' } },
+    ]);
+  });
+
+  it('carries firstIndex and each row\'s line, also after multi-line fields', () => {
+    const rows = parseRows([raw('7,"a\nb",1', 10), raw('8,c,2', 12)], 500, header, 'csv');
+    expect(rows.map((r) => [r.index, r.line])).toEqual([
+      [500, 10],
+      [501, 12],
+    ]);
+    expect(rows[0]!.record).toEqual({ id: '7', name: 'a\nb', price: '1' });
+  });
+
+  it('keeps quoted CRLFs, escaped quotes, inch marks and non-ASCII text', () => {
+    const rows = parseRows([raw('1,"x\r\ny","say ""hi"""', 2), raw(`2,5'11",€ 9`, 4)], 0, header, 'csv');
+    expect(rows.map((r) => r.record)).toEqual([
+      { id: '1', name: 'x\r\ny', price: 'say "hi"' },
+      { id: '2', name: `5'11"`, price: '€ 9' },
+    ]);
+  });
+
+  it('reports a row with too few or too many fields, with its text, and keeps the others', () => {
+    const rows = parseRows([raw('1,a', 2), raw('2,b,3', 3), raw('3,c,4,extra', 4)], 0, header, 'csv');
+    expect(rows[0]).toEqual({ index: 0, line: 2, text: '1,a', problem: 'expected 3 fields, found 2' });
+    expect(rows[0]!.record).toBeUndefined();
+    expect(rows[1]).toEqual({ index: 1, line: 3, record: { id: '2', name: 'b', price: '3' } });
+    expect(rows[2]).toEqual({ index: 2, line: 4, text: '3,c,4,extra', problem: 'expected 3 fields, found 4' });
+  });
+
+  it('does not shift rows when one row has odd quoting', () => {
+    // the malformed quote would make papaparse read the rest of the batch as one field
+    const rows = parseRows([raw('1,"a"x,1', 2), raw('2,b,2', 3), raw('3,c,3', 4)], 0, header, 'csv');
+    expect(rows).toHaveLength(3);
+    expect(rows[0]).toMatchObject({ text: '1,"a"x,1' });
+    expect(rows[0]!.problem).toMatch(/^expected 3 fields, found \d+$/);
+    expect(rows.map((r) => [r.index, r.line])).toEqual([
+      [0, 2],
+      [1, 3],
+      [2, 4],
+    ]);
+    expect(rows[1]!.record).toEqual({ id: '2', name: 'b', price: '2' });
+    expect(rows[2]!.record).toEqual({ id: '3', name: 'c', price: '3' });
+  });
+
+  it('reads a single-column file', () => {
+    const rows = parseRows([raw('x', 2), raw('""', 3)], 0, ['only'], 'csv');
+    expect(rows.map((r) => r.record)).toEqual([{ only: 'x' }, { only: '' }]);
+  });
+
+  it('answers nothing for no rows', () => {
+    expect(parseRows([], 0, header, 'csv')).toEqual([]);
+  });
+});
+
+describe('parseRows (jsonl)', () => {
+  const header = ['id', 'name'];
+
+  it('passes parsed values as they are, with index and line', () => {
+    const rows = parseRows([raw('{"id":1,"name":"a","extra":[1,2]}', 2), raw('{"name":null}', 3)], 10, header, 'jsonl');
+    expect(rows).toEqual([
+      { index: 10, line: 2, record: { id: 1, name: 'a', extra: [1, 2] } },
+      { index: 11, line: 3, record: { name: null } },
+    ]);
+  });
+
+  it('reports bad JSON and non-object rows as problems with their text', () => {
+    const rows = parseRows([raw('{"id":1', 2), raw('[1,2]', 3), raw('5', 4), raw('null', 5), raw('{"id":2}', 6)], 0, header, 'jsonl');
+    expect(rows[0]).toEqual({ index: 0, line: 2, text: '{"id":1', problem: 'not valid JSON' });
+    expect(rows[1]).toEqual({ index: 1, line: 3, text: '[1,2]', problem: 'not a JSON object' });
+    expect(rows[2]).toEqual({ index: 2, line: 4, text: '5', problem: 'not a JSON object' });
+    expect(rows[3]).toEqual({ index: 3, line: 5, text: 'null', problem: 'not a JSON object' });
+    expect(rows[4]).toEqual({ index: 4, line: 6, record: { id: 2 } });
+  });
+});
+
+describe('the CSV delimiter is always a comma', () => {
+  const raw = (text: string, line = 1): RawRow => ({ bytes: Buffer.from(text), offset: 0, line });
+  it('keeps values with semicolons, pipes and tabs whole', () => {
+    expect(parseHeader(raw('id,a;b;c'), 'csv', 'f.csv')).toEqual(['id', 'a;b;c']);
+    const rows = parseRows([raw('1,a;b;c'), raw('2,x|y|z'), raw('3,p\tq\tr')], 0, ['id', 'tags'], 'csv');
+    expect(rows.map((r) => r.record)).toEqual([
+      { id: '1', tags: 'a;b;c' },
+      { id: '2', tags: 'x|y|z' },
+      { id: '3', tags: 'p\tq\tr' },
+    ]);
+  });
+});

@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../src/errors.js';
+import { AUTO_CONCURRENCY, parseRunOptions, resolveConcurrency, runOptionsSchema } from '../../src/config/run-options.js';
+
+function usageError(input: unknown, source?: string): UsageError {
+  try {
+    parseRunOptions(input, source);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    return err as UsageError;
+  }
+  throw new Error(`parseRunOptions accepted ${JSON.stringify(input)}`);
+}
+
+describe('parseRunOptions', () => {
+  it('fills every default from the design', () => {
+    expect(parseRunOptions({})).toEqual({
+      service: 'http://127.0.0.1:47334',
+      batchSize: 1000,
+      maxBatchBytes: 4 * 1024 * 1024,
+      concurrency: 4,
+      timeout: 60_000,
+      retries: 6,
+      maxErrorRate: 0.01,
+      explain: false,
+      envelope: 'data',
+      params: {},
+      strictColumns: false,
+      segmentRows: 20_000,
+      rowIdMember: '__service_row_id',
+    });
+  });
+
+  it('leaves format, limit and runId unset by default', () => {
+    const options = parseRunOptions({});
+    expect(options.format).toBeUndefined();
+    expect(options.limit).toBeUndefined();
+    expect(options.runId).toBeUndefined();
+  });
+
+  it('keeps given values', () => {
+    const input = {
+      service: 'https://gateway.example/v1',
+      format: 'jsonl',
+      batchSize: 1,
+      maxBatchBytes: 1024,
+      concurrency: 256,
+      timeout: 100,
+      retries: 0,
+      maxErrorRate: 1,
+      explain: true,
+      envelope: 'array',
+      params: { partition_size: 100, mode: 'fast' },
+      limit: 10,
+      runId: 'nightly-2025.03_01',
+      strictColumns: true,
+      segmentRows: 1,
+      rowIdMember: '__mindsdb_row_id',
+    } as const;
+    expect(parseRunOptions(input)).toEqual(input);
+  });
+
+  it('accepts maxErrorRate 0 (no row may be quarantined)', () => {
+    expect(parseRunOptions({ maxErrorRate: 0 }).maxErrorRate).toBe(0);
+  });
+
+  it('rejects an unknown option, naming it', () => {
+    const err = usageError({ batchSize: 10, batchsize: 10 });
+    expect(err.code).toBe('E_USAGE');
+    expect(err.exitCode).toBe(2);
+    expect(err.message).toContain('"batchsize"');
+    expect(err.message).toMatch(/unknown option/);
+  });
+
+  it('names every unknown option', () => {
+    const err = usageError({ foo: 1, bar: 2 });
+    expect(err.message).toContain('"foo"');
+    expect(err.message).toContain('"bar"');
+  });
+
+  it('starts the message with the source', () => {
+    expect(usageError({ batchSize: 0 }, 'jobs/nightly.yaml').message).toMatch(/^jobs\/nightly\.yaml: /);
+    expect(usageError({ batchSize: 0 }).message).toMatch(/^run options: /);
+  });
+
+  it.each([
+    ['batchSize', { batchSize: 0 }],
+    ['batchSize', { batchSize: 1.5 }],
+    ['batchSize', { batchSize: 100_001 }],
+    ['batchSize', { batchSize: '10' }],
+    ['maxBatchBytes', { maxBatchBytes: 1023 }],
+    ['concurrency', { concurrency: 0 }],
+    ['concurrency', { concurrency: 257 }],
+    ['concurrency', { concurrency: 'fast' }],
+    ['timeout', { timeout: 99 }],
+    ['retries', { retries: -1 }],
+    ['retries', { retries: 51 }],
+    ['maxErrorRate', { maxErrorRate: 2 }],
+    ['maxErrorRate', { maxErrorRate: -0.1 }],
+    ['format', { format: 'xlsx' }],
+    ['envelope', { envelope: 'wrapped' }],
+    ['limit', { limit: 0 }],
+    ['runId', { runId: 'a/b' }],
+    ['runId', { runId: '../escape' }],
+    ['runId', { runId: '.hidden' }],
+    ['runId', { runId: '' }],
+    ['runId', { runId: 'x'.repeat(129) }],
+    ['segmentRows', { segmentRows: 0 }],
+    ['rowIdMember', { rowIdMember: '' }],
+    ['service', { service: 'not a url' }],
+    ['explain', { explain: 'yes' }],
+    ['params', { params: [1, 2] }],
+  ])('names %s in the message for a bad value', (name, input) => {
+    const err = usageError(input);
+    expect(err.message).toContain(`${name}: `);
+  });
+
+  it('explains what a run id may hold', () => {
+    expect(usageError({ runId: 'a/b' }).message).toContain('letters, digits');
+  });
+
+  it('accepts a 128-character run id', () => {
+    expect(parseRunOptions({ runId: 'a'.repeat(128) }).runId).toHaveLength(128);
+  });
+
+  it('names each bad option when several are bad', () => {
+    const err = usageError({ batchSize: 0, maxErrorRate: 2 });
+    expect(err.message).toContain('batchSize: ');
+    expect(err.message).toContain('maxErrorRate: ');
+  });
+
+  it('rejects input that is not an object', () => {
+    usageError(null);
+    usageError('batchSize=10');
+  });
+});
+
+describe('concurrency', () => {
+  it('keeps "auto" as given and resolves it to 8', () => {
+    const options = parseRunOptions({ concurrency: 'auto' });
+    expect(options.concurrency).toBe('auto');
+    expect(AUTO_CONCURRENCY).toBe(8);
+    expect(resolveConcurrency(options.concurrency)).toBe(8);
+  });
+
+  it('resolves a number to itself', () => {
+    expect(resolveConcurrency(parseRunOptions({ concurrency: 3 }).concurrency)).toBe(3);
+    expect(resolveConcurrency(parseRunOptions({}).concurrency)).toBe(4);
+  });
+});
+
+describe('runOptionsSchema', () => {
+  it('is strict', () => {
+    expect(runOptionsSchema.safeParse({ unknown: true }).success).toBe(false);
+  });
+});
+
+describe('service must be http(s)', () => {
+  it.each(['ftp://x', 'file:///etc/passwd', 'javascript:alert(1)'])('%s is refused', (service) => {
+    expect(() => parseRunOptions({ service })).toThrow(/service: must be an http\(s\) URL/);
+  });
+  it('https with a path prefix is fine', () => {
+    expect(parseRunOptions({ service: 'https://gateway.example/v1' }).service).toBe('https://gateway.example/v1');
+  });
+});
