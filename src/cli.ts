@@ -2,8 +2,11 @@
 import v8 from 'node:v8';
 import { Command } from 'commander';
 import { registerDescribe } from './cli/describe.js';
+import { registerEnqueue } from './cli/enqueue.js';
 import { registerScore } from './cli/score.js';
 import { registerSimulate } from './cli/simulate.js';
+import { registerStatus } from './cli/status.js';
+import { registerWorker } from './cli/worker.js';
 import { TOOL } from './version.js';
 
 // Scoring keeps thousands of rows in flight, so most of what it allocates outlives a young-generation
@@ -27,6 +30,9 @@ const program = new Command('batch-scorer')
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 registerScore(program);
+registerWorker(program);
+registerEnqueue(program);
+registerStatus(program);
 registerDescribe(program);
 registerSimulate(program);
 

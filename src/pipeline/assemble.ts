@@ -6,20 +6,29 @@ import { formatLocation, parseLocation, type Location } from '../storage/locatio
 import type { Storage } from '../storage/storage.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { addCounts, emptyCounts, type SegmentCounts } from './segment-counts.js';
+import { addCounts, emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 
-/** The summed counts of a run whose segments are all done; an error names the first that is not. */
-export async function readSegmentCounts(storage: Storage, run: PreparedRun): Promise<SegmentCounts & { segments: number }> {
+/**
+ * The summed counts of a run whose segments are all done, and who scored each (queue mode); an
+ * error names the first segment that is not done.
+ */
+export async function readSegmentCounts(
+  storage: Storage,
+  run: PreparedRun,
+): Promise<{ counts: SegmentCounts & { segments: number }; facts: Partial<SegmentFacts>[] }> {
   const folder = parseLocation(run.folder);
   const total = emptyCounts();
+  const facts: Partial<SegmentFacts>[] = [];
   for (const segment of run.input.segments) {
     const done = runFiles.segmentDone(folder, segment.index);
     if (!(await storage.exists(done))) {
       throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${segment.index} is not done (${formatLocation(done)} is missing)`, { retriable: true });
     }
-    addCounts(total, JSON.parse(await storage.readText(done)) as SegmentCounts);
+    const record = JSON.parse(await storage.readText(done)) as SegmentCounts & Partial<SegmentFacts>;
+    addCounts(total, record);
+    facts.push({ worker: record.worker, jobId: record.jobId, attempt: record.attempt });
   }
-  return { ...total, segments: run.input.segments.length };
+  return { counts: { ...total, segments: run.input.segments.length }, facts };
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Storage } from '../storage/storage.js';
 import { assembleOutputs, readSegmentCounts } from './assemble.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
+import type { SegmentFacts } from './segment-counts.js';
 
 /**
  * Ends a run whose segments are all done: checks the quarantined share, joins the outputs,
@@ -13,11 +14,11 @@ import { runFiles, type PreparedRun } from './prepared-run.js';
 export async function finishRun(
   storage: Storage,
   run: PreparedRun,
-  facts: { startedAt: string; queue?: QueueFacts },
+  facts: { startedAt: string; queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts },
   signal?: AbortSignal,
 ): Promise<Manifest> {
   const folder = runFiles.folder(run.request.out, run.runId);
-  const counts = await readSegmentCounts(storage, run);
+  const { counts, facts: segmentFacts } = await readSegmentCounts(storage, run);
   const { maxErrorRate } = run.request.options;
   if (counts.rowsQuarantined > Math.floor(counts.rowsIn * maxErrorRate)) {
     throw new BatchScorerError(
@@ -27,7 +28,7 @@ export async function finishRun(
   }
   const outputs = await assembleOutputs(storage, run, counts, signal);
   const warnings = counts.unechoedRows > 0 ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`] : [];
-  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue });
+  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(segmentFacts) });
   await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
   await storage.write(runFiles.success(folder), '', { signal });
   await storage.removePrefix(runFiles.work(folder));

@@ -1,4 +1,3 @@
-import type { LimitFunction } from 'p-limit';
 import { BatchScorerError } from '../errors.js';
 import type { Envelope, ServiceClient } from '../service/client.js';
 import type { ModelRef } from '../service/model-ref.js';
@@ -7,6 +6,9 @@ import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
 import type { EncodedRow } from './request-row.js';
 import type { SegmentCounts } from './segment-counts.js';
+
+/** Runs a request when a slot is free (p-limit's function, or several of them nested). */
+export type Limiter = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /** What scoring a batch needs; shared by every batch of a segment. */
 export interface BatchScorer {
@@ -18,7 +20,7 @@ export interface BatchScorer {
   rowIdMember: string;
   schema: OutputSchema;
   /** The process-wide limit on predict requests in flight. */
-  limit: LimitFunction;
+  limit: Limiter;
   counts: SegmentCounts;
   signal?: AbortSignal;
 }

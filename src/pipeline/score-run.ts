@@ -119,6 +119,6 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
 /** Rows already done by the finished segments of a resumed run. */
 async function countDone(storage: Storage, run: PreparedRun, todo: number[]): Promise<{ rows: number; quarantined: number }> {
   const finished = { ...run, input: { ...run.input, segments: run.input.segments.filter((s) => !todo.includes(s.index)) } };
-  const counts = await readSegmentCounts(storage, finished);
+  const { counts } = await readSegmentCounts(storage, finished);
   return { rows: counts.rowsIn, quarantined: counts.rowsQuarantined };
 }

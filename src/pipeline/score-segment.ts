@@ -1,6 +1,5 @@
 import { once } from 'node:events';
 import { PassThrough, type Writable } from 'node:stream';
-import type { LimitFunction } from 'p-limit';
 import { BatchScorerError, InputError } from '../errors.js';
 import { parseRows } from '../formats/row-parser.js';
 import { createRowWriter } from '../formats/row-writer.js';
@@ -11,8 +10,8 @@ import type { Storage } from '../storage/storage.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
-import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
-import { emptyCounts, type SegmentCounts } from './segment-counts.js';
+import { scoreBatch, type BatchScorer, type Limiter, type PendingRow, type RowOutcome } from './score-batch.js';
+import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 
 /** How many rows may still be quarantined before the run must fail; shared by a process's segments. */
 export interface QuarantineBudget {
@@ -26,7 +25,7 @@ export interface SegmentWork {
   storage: Storage;
   client: ServiceClient;
   /** The process-wide limit on predict requests in flight. */
-  limit: LimitFunction;
+  limit: Limiter;
   /** Batches a segment keeps ahead of its writer; bounds memory with the limit. */
   window: number;
   budget: QuarantineBudget;
@@ -34,6 +33,8 @@ export interface SegmentWork {
   signal?: AbortSignal;
   /** Rows finished since the last call (scored or quarantined). */
   onRows?: (rows: number) => void;
+  /** Who scored the segment (queue mode: worker and job), recorded beside its counts. */
+  facts?: SegmentFacts;
 }
 
 /** The largest share of rows that may be quarantined, as a row count. */
@@ -148,7 +149,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     await Promise.allSettled([writes, ...pending]);
     throw err;
   }
-  await storage.write(runFiles.segmentDone(folder, index), JSON.stringify(counts));
+  await storage.write(runFiles.segmentDone(folder, index), JSON.stringify({ ...counts, ...work.facts }));
   log.debug({ counts }, 'segment scored');
   return counts;
 }

@@ -22,3 +22,10 @@ export function addCounts(into: SegmentCounts, from: SegmentCounts): SegmentCoun
   for (const key of Object.keys(into) as (keyof SegmentCounts)[]) into[key] += from[key];
   return into;
 }
+
+/** Who scored a segment in queue mode, kept in its done marker for the manifest's queue facts. */
+export interface SegmentFacts {
+  worker: string;
+  jobId: string;
+  attempt: number;
+}

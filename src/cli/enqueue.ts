@@ -1,0 +1,49 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import { RunQueue } from '../queue/producer.js';
+import { action } from './action.js';
+import { createProgressBar } from './progress-bar.js';
+import { addRunFlags, runOptionsFromFlags } from './run-flags.js';
+import { formatRunStatus } from './run-status-view.js';
+
+export function registerEnqueue(program: Command): void {
+  addRunFlags(
+    program
+      .command('enqueue')
+      .description('put a run on the queue (REDIS_URL) and print its run id; --wait follows it')
+      .argument('<input>', 'input file: a local path (seen by the workers), file:///path or s3://bucket/key'),
+  )
+    .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result')
+    .option('--json', 'print JSON lines instead of text')
+    .action(
+      action(async (input: string, flags: Record<string, unknown>) => {
+        const settings = loadSettings();
+        // Validated here, before anything reaches Redis.
+        const options = runOptionsFromFlags(flags, settings);
+        const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
+        try {
+          const { runId, created } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });
+          if (flags.json) process.stdout.write(`${JSON.stringify({ runId, created })}\n`);
+          else process.stdout.write(`${runId}\n`);
+          if (!created) process.stderr.write(`run ${runId} is already on the queue; not enqueued again\n`);
+          if (!flags.wait) return;
+          const bar = createProgressBar(!flags.json);
+          for (;;) {
+            const status = await queue.get(runId);
+            if (status?.progress) bar.update(status.progress);
+            if (status && (status.state === 'completed' || status.state === 'failed')) {
+              bar.stop();
+              if (flags.json) process.stdout.write(`${JSON.stringify(status)}\n`);
+              else process.stderr.write(`${formatRunStatus(status)}\n`);
+              if (status.state === 'failed') process.exitCode = 1;
+              return;
+            }
+            await sleep(500);
+          }
+        } finally {
+          await queue.close();
+        }
+      }),
+    );
+}

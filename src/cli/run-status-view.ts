@@ -1,0 +1,13 @@
+import type { RunStatus } from '../queue/producer.js';
+
+/** One line of a run for `status`: state, rows done/total, rows/s, ETA, failures, output location. */
+export function formatRunStatus(s: RunStatus): string {
+  const p = s.progress;
+  const rows = p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
+  const rate = p ? `${p.rowsPerSecond} rows/s` : '';
+  const eta = p && s.state === 'active' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
+  const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
+  const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
+  const failed = s.failedReason ? `failed: ${s.failedReason}` : '';
+  return [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, s.folder, failed].filter(Boolean).join('  ');
+}

@@ -1,0 +1,38 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import { BatchScorerError } from '../errors.js';
+import { RunQueue } from '../queue/producer.js';
+import { action } from './action.js';
+import { formatRunStatus } from './run-status-view.js';
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description('show a run (or the latest runs): state, rows done/total, rows/s, ETA, failures, output location')
+    .argument('[runId]', 'the run; without it, the 20 latest runs')
+    .option('--watch', 'refresh every second until the run ends')
+    .option('--json', 'print JSON')
+    .option('--logs', 'also print the run\'s milestones (planned, segments done, assembled)')
+    .action(
+      action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
+        const settings = loadSettings();
+        const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
+        try {
+          for (;;) {
+            const runs = runId ? [await queue.get(runId)] : await queue.list();
+            if (runId && !runs[0]) throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+            const shown = runs.filter((r) => r !== undefined);
+            if (flags.json) process.stdout.write(`${JSON.stringify(runId ? shown[0] : shown)}\n`);
+            else process.stdout.write(`${shown.map(formatRunStatus).join('\n') || 'no runs'}\n`);
+            if (flags.logs && runId) process.stdout.write(`${(await queue.logs(runId)).join('\n')}\n`);
+            const ended = shown.every((r) => r.state === 'completed' || r.state === 'failed');
+            if (!flags.watch || ended) break;
+            await sleep(1_000);
+          }
+        } finally {
+          await queue.close();
+        }
+      }),
+    );
+}

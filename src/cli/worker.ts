@@ -1,0 +1,44 @@
+import { once } from 'node:events';
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import { createLogger } from '../log.js';
+import { DEFAULT_WORKER_OPTIONS, startWorker } from '../queue/worker.js';
+import { createStorage } from '../storage/storage.js';
+import { action } from './action.js';
+
+const count = (flag: string) => (v: string) => {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
+  return Number(v);
+};
+
+export function registerWorker(program: Command): void {
+  program
+    .command('worker')
+    .description('take runs and their segments from Redis until SIGTERM (REDIS_URL)')
+    .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
+    .option('--segments <n>', 'segments scored at once', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
+    .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for in-flight segments before handing them back', count('--shutdown-timeout'), DEFAULT_WORKER_OPTIONS.shutdownTimeoutMs)
+    .option('--lock-duration <ms>', 'BullMQ lock: a killed worker\'s segments are taken over after about this long', count('--lock-duration'), DEFAULT_WORKER_OPTIONS.lockDurationMs)
+    .action(
+      action(async (flags: { concurrency: number; segments: number; shutdownTimeout: number; lockDuration: number }) => {
+        const settings = loadSettings();
+        const log = createLogger({ level: settings.logLevel });
+        const storage = createStorage(settings.s3);
+        const worker = startWorker({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, storage, log, {
+          concurrency: flags.concurrency,
+          segments: flags.segments,
+          shutdownTimeoutMs: flags.shutdownTimeout,
+          lockDurationMs: flags.lockDuration,
+          token: settings.serviceToken,
+        });
+        const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
+        log.info({ signal }, 'signal received; a second one exits at once');
+        const force = () => process.exit(130);
+        process.once('SIGTERM', force);
+        process.once('SIGINT', force);
+        await worker.close();
+        storage.close();
+        log.flush();
+      }),
+    );
+}

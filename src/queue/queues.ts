@@ -1,0 +1,56 @@
+import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import type { RunRequest } from '../pipeline/prepare-run.js';
+
+/** Runs: one job per run, stepping plan → score (waiting for its segments) → assemble. */
+export const RUNS_QUEUE = 'runs';
+/** Segments: one job per segment of a run, taken by any worker; children of their run's job. */
+export const SEGMENTS_QUEUE = 'segments';
+
+/** Where the queues live; the prefix carries a `{hash tag}` so every key of it sits on one Redis Cluster slot. */
+export interface QueueConfig {
+  redisUrl: string;
+  prefix: string;
+}
+
+/** A run job's data: the request, plus where the run got to, so a retried or resumed job goes on from there. */
+export interface RunJobData {
+  runId: string;
+  request: RunRequest;
+  step?: 'score' | 'assemble';
+  startedAt?: string;
+}
+
+/** A segment job's data: small, since segment results live in storage, not in Redis. */
+export interface SegmentJobData {
+  runId: string;
+  /** The run folder, where `_work/run.json` says everything else. */
+  folder: string;
+  index: number;
+}
+
+export const segmentJobId = (runId: string, index: number) => `${runId}.seg-${index}`;
+
+/** Bounded retention of finished jobs (BullMQ would otherwise keep them all). */
+export const RETENTION = {
+  runs: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
+  segments: { removeOnComplete: { age: 24 * 3600, count: 20_000 }, removeOnFail: { age: 7 * 24 * 3600, count: 20_000 } },
+} as const;
+
+/** Retries of passing failures; permanent ones are UnrecoverableError and fail at once. */
+export const ATTEMPTS = {
+  runs: { attempts: 5, backoff: { type: 'exponential', delay: 5_000 } },
+  segments: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
+} as const;
+
+/**
+ * A Redis connection by BullMQ's rules: workers need `maxRetriesPerRequest: null` (their blocking
+ * commands must wait out a Redis restart); producers keep the default, so a call fails fast
+ * when Redis is away instead of hanging a script.
+ */
+export function redisConnection(url: string, role: 'worker' | 'producer'): Redis {
+  return new Redis(url, role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 3 });
+}
+
+/** This process, as the manifest names the workers that took part. */
+export const WORKER_ID = `${hostname()}:${process.pid}`;
