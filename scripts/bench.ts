@@ -2,14 +2,22 @@
 //   - rows/s and peak RSS of `score` on 200k and 1M rows (local files), and the ratio of the two RSS peaks;
 //   - a 1M-row CSV on S3 (s3rver) scored into an S3 run folder, every output row checked against
 //     the simulator's formula, in order.
+//   - queue mode (needs Redis at REDIS_URL): the same 1M-row S3 file scored by two worker processes,
+//     compared byte for byte with `score`; and rows/s of one vs two workers against a simulator
+//     with 100 ms latency (BENCH_LATENCY_ROWS rows, batches of 250, so the workers wait on the
+//     model rather than on this machine's two cores).
 // The scorer and the simulator run as separate processes; peak RSS is the scorer's VmHWM.
 // Sizes can be changed: BENCH_ROWS=200000,1000000 BENCH_S3_ROWS=1000000. Results: .bench/results.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import Papa from 'papaparse';
+import type { RunOptionsInput } from '../src/config/run-options.js';
+import { RunQueue } from '../src/queue/producer.js';
 import { requestValue } from '../src/pipeline/request-row.js';
 import { predictTargets } from '../src/simulator/models.js';
 import { rentalsCsv } from '../src/simulator/sample-data.js';
@@ -82,11 +90,14 @@ async function main() {
       console.log(`peak RSS ${sizes[sizes.length - 1]} rows vs ${sizes[0]} rows: ${growth >= 0 ? '+' : ''}${growth.toFixed(1)}% (target: under 200 MiB and within 15%)`);
     }
 
-    // 2. S3 to S3, every row verified.
+    // 2. S3 to S3, every row verified; then the same file through two queue workers.
     if (s3Rows > 0) await s3Bench(sim.url);
   } finally {
     sim.child.kill('SIGTERM');
   }
+  // 3. One worker against two, waiting on a slow model.
+  if (await redisAnswers()) await scaleOutBench();
+  else console.log(`queue benchmarks skipped: no Redis at ${REDIS_URL}`);
   await writeFile(`${DIR}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`results in ${DIR}/results.json`);
 }
@@ -110,9 +121,80 @@ async function s3Bench(serviceUrl: string) {
     if (!complete) throw new Error('manifest.json or describe.json incomplete');
     results.push({ bench: 'score s3 csv', rows: s3Rows, seconds: Number(r.seconds.toFixed(2)), rowsPerSecond: Math.round(s3Rows / r.seconds), peakRssMiB: r.peakRssMiB, rowsVerified: checked });
     console.log(`score ${s3Rows} rows S3 -> S3: ${r.seconds.toFixed(1)} s, ${Math.round(s3Rows / r.seconds)} rows/s, peak RSS ${r.peakRssMiB} MiB; ${checked} rows verified in order against the formula; manifest and describe complete`);
+
+    if (await redisAnswers()) {
+      const q = await queueRun({ workers: 2, serviceUrl, env, input: 's3://data/bench/rentals.csv', out: 's3://results/bench-queue', options: {} });
+      const direct = manifest.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256;
+      const queued = JSON.parse(await storage.readText(parseLocation(`s3://results/bench-queue/${q.runId}/manifest.json`)));
+      const same = queued.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256 === direct;
+      results.push({ bench: 'queue s3 csv, 2 workers', rows: s3Rows, seconds: Number(q.seconds.toFixed(2)), rowsPerSecond: Math.round(s3Rows / q.seconds), workersThatScoredSegments: q.segmentWorkers, byteIdenticalToScore: same });
+      console.log(`queue ${s3Rows} rows S3 -> S3 with 2 workers: ${q.seconds.toFixed(1)} s, ${Math.round(s3Rows / q.seconds)} rows/s; workers that scored segments: ${q.segmentWorkers}; predictions byte-identical to score: ${same}`);
+      if (!same) throw new Error('queue output differs from score output');
+    }
   } finally {
     storage.close();
     await s3.close();
+  }
+}
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+async function redisAnswers(): Promise<boolean> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  try {
+    await redis.connect();
+    return (await redis.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Enqueues one run for `workers` worker processes on a fresh queue prefix; answers its time and who scored segments. */
+async function queueRun(p: { workers: number; serviceUrl: string; env: Record<string, string>; input: string; out: string; options: RunOptionsInput }) {
+  const prefix = `{bs-bench-${process.pid}-${Date.now()}}`;
+  const queue = new RunQueue({ redisUrl: REDIS_URL, prefix });
+  const env = { ...process.env, ...p.env, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn' };
+  const children = Array.from({ length: p.workers }, () => spawn(process.execPath, [CLI, 'worker'], { stdio: 'inherit', env }));
+  try {
+    const started = process.hrtime.bigint();
+    const { runId } = await queue.enqueue({ input: p.input, model: 'mindsdb/home_rentals_model', out: p.out, options: { service: p.serviceUrl, ...p.options } });
+    for (;;) {
+      const s = await queue.get(runId);
+      if (s?.state === 'failed') throw new Error(`queue run failed: ${s.failedReason}`);
+      if (s?.state === 'completed') break;
+      await setTimeout(100);
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const pids = new Set((await queue.logs(runId)).map((l) => /^segment .*\(\S+:(\d+), attempt/.exec(l)?.[1]).filter(Boolean));
+    return { runId, seconds, segmentWorkers: pids.size };
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+    await queue.close();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+async function scaleOutBench() {
+  const rows = Number(process.env.BENCH_LATENCY_ROWS ?? 200_000);
+  const slow = await startSimulator(['--latency-ms', '100']);
+  const input = `${DIR}/rentals-latency.csv`;
+  try {
+    await pipeline(rentalsCsv(rows), createWriteStream(input));
+    const options = { batchSize: 250, segmentRows: 10_000 };
+    const one = await queueRun({ workers: 1, serviceUrl: slow.url, env: {}, input, out: `${DIR}/runs-queue`, options });
+    const two = await queueRun({ workers: 2, serviceUrl: slow.url, env: {}, input, out: `${DIR}/runs-queue`, options });
+    const [r1, r2] = [rows / one.seconds, rows / two.seconds];
+    results.push({ bench: 'queue scale-out, 100 ms latency', rows, options, oneWorkerRowsPerSecond: Math.round(r1), twoWorkersRowsPerSecond: Math.round(r2), speedup: Number((r2 / r1).toFixed(2)) });
+    console.log(`queue, simulator latency 100 ms, ${rows} rows, batch 250: 1 worker ${Math.round(r1)} rows/s, 2 workers ${Math.round(r2)} rows/s: ${(r2 / r1).toFixed(2)}x (target: at least 1.8x)`);
+  } finally {
+    slow.child.kill('SIGTERM');
+    await rm(input, { force: true });
   }
 }
 
@@ -120,9 +202,11 @@ async function s3Bench(serviceUrl: string) {
 async function verify(storage: ReturnType<typeof createStorage>, rows: number): Promise<number> {
   const inputs = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'];
   let i = 0;
+  // Copied to disk first: a slow reader of s3rver, in this same process, is cut off mid-stream.
+  const copy = `${DIR}/s3-predictions.csv`;
+  await pipeline(await storage.read(parseLocation('s3://results/bench/s3/predictions.csv')), createWriteStream(copy));
   const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, newline: '\n', skipEmptyLines: true });
-  const body = await storage.read(parseLocation('s3://results/bench/s3/predictions.csv'));
-  body.pipe(parser);
+  createReadStream(copy).pipe(parser);
   for await (const row of parser as AsyncIterable<Record<string, string>>) {
     if (row.listing_id !== `L${String(i).padStart(8, '0')}`) throw new Error(`row ${i}: found ${row.listing_id}`);
     const expected = predictTargets('home_rentals_model', 2, Object.fromEntries(inputs.map((c) => [c, requestValue(row[c], true)])));

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
+import { errorMessage } from '../errors.js';
 import { RunQueue } from '../queue/producer.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
@@ -30,7 +31,8 @@ export function registerEnqueue(program: Command): void {
           if (!flags.wait) return;
           const bar = createProgressBar(!flags.json);
           for (;;) {
-            const status = await queue.get(runId);
+            // A Redis restart delays a run; following it must not fail because of one.
+            const status = await queue.get(runId).catch((err: unknown) => void process.stderr.write(`batch-scorer: ${errorMessage(err)}; asking again\n`));
             if (status?.progress) bar.update(status.progress);
             if (status && (status.state === 'completed' || status.state === 'failed')) {
               bar.stop();

@@ -1,6 +1,6 @@
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { InputError } from '../errors.js';
+import { BatchScorerError, InputError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ObjectInfo, Storage } from '../storage/storage.js';
 
@@ -10,6 +10,9 @@ export interface InputSource {
   info: ObjectInfo;
   gzip: boolean;
 }
+
+/** Times a broken ranged read is re-opened at the byte it reached before the segment fails. */
+const READ_RESUMES = 3;
 
 /**
  * The decompressed bytes of `[start, end)` of an input. Plain files are read by range (an S3
@@ -24,8 +27,19 @@ export async function* inputBytes(
 ): AsyncGenerator<Buffer> {
   if (range.end <= range.start) return;
   if (!source.gzip) {
-    yield* (await storage.read(source.location, { start: range.start, end: range.end, expect: source.info, signal })) as AsyncIterable<Buffer>;
-    return;
+    // A long read held back by a slow model may be cut by the server: re-open from where it broke.
+    let position = range.start;
+    for (let resumes = 0; ; resumes++) {
+      try {
+        for await (const chunk of (await storage.read(source.location, { start: position, end: range.end, expect: source.info, signal })) as AsyncIterable<Buffer>) {
+          position += chunk.length;
+          yield chunk;
+        }
+        return;
+      } catch (err) {
+        if (!(err instanceof BatchScorerError && err.retriable) || resumes >= READ_RESUMES || signal?.aborted) throw err;
+      }
+    }
   }
   const raw = await storage.read(source.location, { expect: source.info, signal });
   let position = 0;

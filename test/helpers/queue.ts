@@ -2,6 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
+import { RunQueue, type RunStatus } from '../../src/queue/producer.js';
+import type { SimulatorOptions } from '../../src/simulator/options.js';
+import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import { CLI } from './cli.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,4 +51,49 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await sleep(every);
   }
+}
+
+/**
+ * A queue test's world: its own prefix, a simulator, a producer, and the worker processes it
+ * starts, all torn down after each test (workers killed, keys dropped).
+ */
+export function useQueueFixture() {
+  const f = {
+    prefix: '',
+    redisUrl: REDIS_URL,
+    sim: undefined as unknown as Simulator,
+    queue: undefined as unknown as RunQueue,
+    workers: [] as WorkerProcess[],
+    async setup(simOptions: SimulatorOptions = {}, redisUrl = REDIS_URL) {
+      f.prefix = uniquePrefix();
+      f.redisUrl = redisUrl;
+      f.sim = await createSimulator({ port: 0, ...simOptions });
+      f.queue = new RunQueue({ redisUrl, prefix: f.prefix });
+    },
+    env: () => ({ REDIS_URL: f.redisUrl, QUEUE_PREFIX: f.prefix, MODEL_SERVICE_URL: f.sim.url }),
+    /** A worker process with a short lock, so a killed worker's segments are taken over in seconds. */
+    worker(args: string[] = [], extra: Record<string, string> = {}) {
+      const w = startWorkerProcess({ ...f.env(), ...extra }, ['--lock-duration', '2000', ...args]);
+      f.workers.push(w);
+      return w;
+    },
+    finished: (runId: string, ms = 90_000) =>
+      waitFor<RunStatus>(`run ${runId} to finish`, async () => {
+        // While Redis restarts the producer's calls fail; keep asking.
+        const s = await f.queue.get(runId).catch(() => undefined);
+        return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
+      }, ms),
+  };
+  afterEach(async () => {
+    if (process.env.DEBUG_WORKERS) for (const w of f.workers) console.log(w.log().slice(-3000));
+    for (const w of f.workers.splice(0)) {
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+      await w.exited;
+    }
+    await f.queue?.close();
+    await f.sim?.close();
+    // A Redis a test started for itself goes with the test; only the shared one needs cleaning.
+    if (f.prefix && f.redisUrl === REDIS_URL) await dropPrefix(f.prefix);
+  });
+  return f;
 }

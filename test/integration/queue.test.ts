@@ -3,16 +3,14 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RunQueue, type RunStatus } from '../../src/queue/producer.js';
-import type { Simulator } from '../../src/simulator/server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage, type Storage } from '../../src/storage/storage.js';
 import { runCli } from '../helpers/cli.js';
-import { dropPrefix, REDIS_URL, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess } from '../helpers/queue.js';
+import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
-import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -27,48 +25,19 @@ beforeAll(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-/** Per test: its own queue prefix, simulator, and the workers it starts; all cleaned up after. */
-let prefix: string;
-let sim: Simulator;
-let queue: RunQueue;
-const workers: WorkerProcess[] = [];
-const env = () => ({ REDIS_URL, QUEUE_PREFIX: prefix, MODEL_SERVICE_URL: sim.url });
-const worker = (args: string[] = [], extra: Record<string, string> = {}) => {
-  const w = startWorkerProcess({ ...env(), ...extra }, ['--lock-duration', '2000', ...args]);
-  workers.push(w);
-  return w;
-};
-async function setup(simOptions: Parameters<typeof startSimulator>[0] = {}) {
-  prefix = uniquePrefix();
-  sim = await startSimulator(simOptions);
-  queue = new RunQueue({ redisUrl: REDIS_URL, prefix });
-}
-afterEach(async () => {
-  if (process.env.DEBUG_WORKERS) for (const w of workers) console.log(w.log().slice(-3000));
-  for (const w of workers.splice(0)) {
-    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-    await w.exited;
-  }
-  await queue?.close();
-  await sim?.close();
-  await dropPrefix(prefix);
-});
-
-const finished = (runId: string, ms = 90_000) =>
-  waitFor<RunStatus>(`run ${runId} to finish`, async () => {
-    const s = await queue.get(runId);
-    return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
-  }, ms);
+const f = useQueueFixture();
+const worker = f.worker;
+const env = f.env;
 
 async function directRun(name: string): Promise<Buffer> {
   const out = join(tmp.dir, `direct-${name}`);
-  await score(input, out, { service: sim.url, runId: 'd', segmentRows: SEGMENT_ROWS });
+  await score(input, out, { service: f.sim.url, runId: 'd', segmentRows: SEGMENT_ROWS });
   return readFile(join(out, 'd', 'predictions.csv'));
 }
 
 describe('queue mode with real worker processes on Redis', () => {
   it('two workers score an S3 file together, both take segments, and the output is byte-identical to score', async () => {
-    await setup({ latencyMs: 5 });
+    await f.setup({ latencyMs: 5 });
     const s3: S3Server = await startS3Server(['data', 'results']);
     const storage: Storage = createStorage(s3.settings);
     try {
@@ -76,19 +45,19 @@ describe('queue mode with real worker processes on Redis', () => {
       const s3env = { S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
       worker([], s3env);
       worker([], s3env);
-      const { runId, created } = await queue.enqueue({ input: 's3://data/in.csv', model: 'mindsdb/home_rentals_model', out: 's3://results/q', options: { service: sim.url, runId: 'two', segmentRows: SEGMENT_ROWS } });
+      const { runId, created } = await f.queue.enqueue({ input: 's3://data/in.csv', model: 'mindsdb/home_rentals_model', out: 's3://results/q', options: { service: f.sim.url, runId: 'two', segmentRows: SEGMENT_ROWS } });
       expect({ runId, created }).toEqual({ runId: 'two', created: true });
-      const status = await finished(runId);
+      const status = await f.finished(runId);
       expect(status).toMatchObject({ state: 'completed', progress: { rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 15, segmentsTotal: 15 } });
 
       const queued = await text(await storage.read(parseLocation('s3://results/q/two/predictions.csv')));
       expect(sha256(queued)).toBe(sha256(await directRun('two')));
       const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/q/two/manifest.json')));
       expect(manifest.state).toBe('succeeded');
-      const pids = workers.map((w) => String(w.child.pid)).sort();
+      const pids = f.workers.map((w) => String(w.child.pid)).sort();
       expect(manifest.queue.workers.map((w: string) => w.split(':')[1]).sort()).toEqual(pids);
       expect(manifest.queue.jobIds).toHaveLength(16);
-      const logs = await queue.logs(runId);
+      const logs = await f.queue.logs(runId);
       expect(logs[0]).toMatch(/^planned: 30000 rows in 15 segments/);
       const segmentLogs = logs.filter((l) => l.startsWith('segment '));
       expect(segmentLogs).toHaveLength(15);
@@ -103,13 +72,13 @@ describe('queue mode with real worker processes on Redis', () => {
   });
 
   it('survives three SIGKILLs at random points: complete, byte-identical, and re-scores at most the segments in flight', async () => {
-    await setup({ latencyMs: 15 });
+    await f.setup({ latencyMs: 15 });
     const expected = await directRun('kill');
-    const rowsBefore = sim.stats.predictRows;
+    const rowsBefore = f.sim.stats.predictRows;
     const out = join(tmp.dir, 'killed');
     let victim = worker(['--segments', '2']);
     worker(['--segments', '2']);
-    const { runId } = await queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: sim.url, runId: 'kill', segmentRows: SEGMENT_ROWS, batchSize: 250 } });
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'kill', segmentRows: SEGMENT_ROWS, batchSize: 250 } });
     const segmentsDir = join(out, runId, '_work', 'segments');
     const doneCount = async () => (existsSync(segmentsDir) ? (await readdir(segmentsDir)).filter((f) => f.endsWith('.done.json')).length : 0);
     for (let kill = 0; kill < 3; kill++) {
@@ -119,39 +88,39 @@ describe('queue mode with real worker processes on Redis', () => {
       await victim.exited;
       victim = worker(['--segments', '2']);
     }
-    const status = await finished(runId);
+    const status = await f.finished(runId);
     expect(status.state).toBe('completed');
     const got = await readFile(join(out, runId, 'predictions.csv'));
     expect(sha256(got)).toBe(sha256(expected));
     // Each kill can lose at most the 2 segments its worker was scoring (plus the one-row plan probe).
-    const twice = sim.stats.predictRows - rowsBefore - ROWS;
+    const twice = f.sim.stats.predictRows - rowsBefore - ROWS;
     expect(twice).toBeLessThanOrEqual(3 * 2 * SEGMENT_ROWS + 1);
   });
 
   it('on SIGTERM stops taking work, hands in-flight segments back within the timeout, and exits 0', async () => {
-    await setup({ latencyMs: 100 });
+    await f.setup({ latencyMs: 100 });
     const expected = await directRun('term');
     const out = join(tmp.dir, 'term');
     const leaving = worker(['--shutdown-timeout', '300']);
-    const { runId } = await queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 200 } });
-    await waitFor('scoring to start', async () => ((await queue.get(runId))?.progress?.rowsDone ?? 0) > 0);
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 200 } });
+    await waitFor('scoring to start', async () => ((await f.queue.get(runId))?.progress?.rowsDone ?? 0) > 0);
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toBe(0);
     expect(leaving.log()).toContain('handed back on shutdown');
     worker();
-    const status = await finished(runId);
+    const status = await f.finished(runId);
     expect(status.state).toBe('completed');
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));
   });
 
   it('fails a run with a permanent error at once, with the reason on the job and in the manifest; enqueue --wait exits 1', async () => {
-    await setup();
+    await f.setup();
     worker();
     const out = join(tmp.dir, 'fail');
     const r = await runCli(['enqueue', input, '--model', 'mindsdb/no_such_model', '--out', out, '--run-id', 'bad', '--wait'], env());
     expect(r.code).toBe(1);
     expect(r.stdout.trim()).toBe('bad');
-    const status = await queue.get('bad');
+    const status = await f.queue.get('bad');
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
     expect(status!.failedReason).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
     expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: 'E_MODEL_NOT_FOUND' } });
@@ -159,11 +128,11 @@ describe('queue mode with real worker processes on Redis', () => {
   });
 
   it('enqueue validates before Redis, runs the same run id once, and status shows the run', async () => {
-    await setup();
+    await f.setup();
     const bad = await runCli(['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', tmp.dir, '--batch-size', '0'], env());
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/batchSize/);
-    expect(await queue.list()).toEqual([]);
+    expect(await f.queue.list()).toEqual([]);
 
     const out = join(tmp.dir, 'once');
     const args = ['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--run-id', 'once', '--limit', '100', '--json'];
@@ -172,8 +141,8 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(JSON.parse(first.stdout)).toEqual({ runId: 'once', created: true });
     expect(JSON.parse(second.stdout)).toEqual({ runId: 'once', created: false });
     worker();
-    await finished('once');
-    expect(await queue.list()).toHaveLength(1);
+    await f.finished('once');
+    expect(await f.queue.list()).toHaveLength(1);
     const status = await runCli(['status', 'once', '--json'], env());
     expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'once', state: 'completed', progress: { rowsDone: 100, rowsTotal: 100 }, folder: join(out, 'once') });
     const text = await runCli(['status'], env());

@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSimulator } from '../../src/simulator/server.js';
+import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { score, tempDir, writeRentals } from '../helpers/scoring.js';
+
+const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+const ROWS = 12_000;
+const SEGMENT_ROWS = 2_000;
+const f = useQueueFixture();
+
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'rentals.csv');
+  await writeRentals(input, ROWS);
+});
+afterAll(() => tmp.cleanup());
+
+async function direct(): Promise<string> {
+  const out = join(tmp.dir, `direct-${Math.random().toString(16).slice(2)}`);
+  await score(input, out, { service: f.sim.url, runId: 'd', segmentRows: SEGMENT_ROWS });
+  return sha256(await readFile(join(out, 'd', 'predictions.csv')));
+}
+
+/** A Redis of the test's own, persisting to disk, so it can be restarted in the middle of a run. */
+async function startRedis(port: number, dir: string): Promise<ChildProcess> {
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
+  probe.on('error', () => {}); // refused until the server is up: that is what is being waited for
+  await waitFor('redis to answer', () => probe.ping().then((r) => r === 'PONG', () => false), 10_000);
+  probe.disconnect();
+  return server;
+}
+
+describe('queue mode under faults', () => {
+  it('a Redis restart during a run delays it but neither fails nor corrupts it', async () => {
+    const port = 16_400 + Math.floor(Math.random() * 1000);
+    const dir = join(tmp.dir, `redis-${port}`);
+    await mkdir(dir);
+    let redis = await startRedis(port, dir);
+    try {
+      await f.setup({ latencyMs: 20 }, `redis://127.0.0.1:${port}`);
+      const expected = await direct();
+      const out = join(tmp.dir, 'restart');
+      f.worker();
+      const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'restart', segmentRows: SEGMENT_ROWS, batchSize: 100 } });
+      const segments = join(out, runId, '_work', 'segments');
+      await waitFor('a segment to finish', async () => existsSync(segments) && (await readdir(segments)).some((n) => n.endsWith('.done.json')));
+      redis.kill('SIGTERM');
+      await once(redis, 'exit');
+      redis = await startRedis(port, dir);
+      const status = await f.finished(runId);
+      expect(status.state).toBe('completed');
+      expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected);
+    } finally {
+      redis.kill('SIGKILL');
+    }
+  });
+
+  it('keeps the lock of a segment that outlasts the lock duration: no segment is scored twice', async () => {
+    await f.setup({ latencyMs: 150 });
+    const out = join(tmp.dir, 'long');
+    // Lock of 1 s; each segment takes about 2000 rows / 100 per batch / 2 at once * 150 ms = 1.5 s or more.
+    f.worker(['--lock-duration', '1000', '--concurrency', '2']);
+    const before = f.sim.stats.predictRows;
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'long', segmentRows: SEGMENT_ROWS, batchSize: 100 } });
+    const status = await f.finished(runId);
+    expect(status.state).toBe('completed');
+    // The rows of the run once each, plus the one-row probe at planning.
+    expect(f.sim.stats.predictRows - before).toBe(ROWS + 1);
+  });
+
+  it('retries a segment when the service is away longer than the request retries, and finishes', async () => {
+    await f.setup({ latencyMs: 5 });
+    const expected = await direct();
+    const out = join(tmp.dir, 'outage');
+    // Half the requests fail (500s and resets) and the run allows no request retries: segments fail and BullMQ retries them.
+    const flaky = await createSimulator({ port: 0, errorRate: 0.4, resetRate: 0.1, seed: 11 });
+    try {
+      f.worker();
+      const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: flaky.url, runId: 'outage', segmentRows: SEGMENT_ROWS, retries: 2 } });
+      const status = await f.finished(runId, 120_000);
+      expect(status.state).toBe('completed');
+      expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected);
+      const logs = await f.queue.logs(runId);
+      expect(logs.some((l) => /attempt [2-9]/.test(l))).toBe(true);
+    } finally {
+      await flaky.close();
+    }
+  });
+});
