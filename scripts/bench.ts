@@ -206,7 +206,8 @@ async function verify(storage: ReturnType<typeof createStorage>, rows: number): 
   const copy = `${DIR}/s3-predictions.csv`;
   await pipeline(await storage.read(parseLocation('s3://results/bench/s3/predictions.csv')), createWriteStream(copy));
   const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, newline: '\n', skipEmptyLines: true });
-  createReadStream(copy).pipe(parser);
+  // Decoded before papaparse: it turns a character split across two chunks into U+FFFD.
+  createReadStream(copy, { encoding: 'utf8' }).pipe(parser);
   for await (const row of parser as AsyncIterable<Record<string, string>>) {
     if (row.listing_id !== `L${String(i).padStart(8, '0')}`) throw new Error(`row ${i}: found ${row.listing_id}`);
     const expected = predictTargets('home_rentals_model', 2, Object.fromEntries(inputs.map((c) => [c, requestValue(row[c], true)])));
