@@ -16,11 +16,8 @@ import { TOOL } from './version.js';
 v8.setFlagsFromString('--heap-growing-percent=20');
 
 // The AWS SDK warns on every start that its 2027 releases will need Node 22; that is for whoever
-// upgrades dependencies (see README), not for each user's terminal. Other warnings still show.
-process.removeAllListeners('warning');
-process.on('warning', (warning) => {
-  if (warning.name !== 'NodeVersionSupportWarning') process.stderr.write(`${warning.name}: ${warning.message}\n`);
-});
+// upgrades dependencies (see README), not for each user's terminal. Its own switch turns it off.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const program = new Command('batch-scorer')
   .description('Score large CSV / JSON Lines files against a Model Query Service')

@@ -98,11 +98,12 @@ export class RunQueue {
     const state = raw === 'completed' || raw === 'failed' ? raw : raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting';
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId)) ?? stored;
+    const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
     return {
       runId: job.data.runId,
       state,
       ...(progress ? { progress } : {}),
-      ...(job.failedReason ? { failedReason: job.failedReason } : {}),
+      ...(failedReason ? { failedReason } : {}),
       attempts: job.attemptsMade,
       folder: formatLocation(joinLocation(parseLocation(job.data.request.out), job.data.runId)),
       input: job.data.request.input,

@@ -28,6 +28,18 @@ export class RunProgressStore {
     await this.redis.hset(this.key(runId), fields);
   }
 
+  /**
+   * Why a run failed in one of its segments: BullMQ fails the parent with "child ... failed", which
+   * tells a user nothing, so the segment's reason is kept here for `status`.
+   */
+  async fail(runId: string, reason: string): Promise<void> {
+    await this.redis.hsetnx(this.key(runId), 'failure', reason);
+  }
+
+  async failure(runId: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.key(runId), 'failure')) ?? undefined;
+  }
+
   async read(runId: string): Promise<RunProgress | undefined> {
     const h = await this.redis.hgetall(this.key(runId));
     if (!h.rowsTotal) return undefined;
@@ -35,9 +47,9 @@ export class RunProgressStore {
     let rowsQuarantined = 0;
     let segmentsDone = 0;
     for (const [k, v] of Object.entries(h)) {
-      if (k[0] === 'r' && k !== 'rowsTotal') rowsDone += Number(v);
-      else if (k[0] === 'q') rowsQuarantined += Number(v);
-      else if (k[0] === 'd') segmentsDone += 1;
+      if (/^r\d/.test(k)) rowsDone += Number(v);
+      else if (/^q\d/.test(k)) rowsQuarantined += Number(v);
+      else if (/^d\d/.test(k)) segmentsDone += 1;
     }
     return computeProgress(
       { rowsDone, rowsTotal: Number(h.rowsTotal), rowsQuarantined, segmentsDone, segmentsTotal: Number(h.segmentsTotal) },

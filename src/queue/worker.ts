@@ -172,9 +172,12 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
       await Job.addJobLog(runsQueue, runId, `segment ${index} done: ${counts.rowsScored} scored, ${counts.rowsQuarantined} quarantined (${WORKER_ID}, attempt ${job.attemptsMade + 1})`);
       return { rows: counts.rowsIn };
     } catch (err) {
-      throw await handBackOrFail(job, token, err, folder, jobLog, (e) =>
-        recordFailure(storage, parseLocation(folder), { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog),
-      );
+      throw await handBackOrFail(job, token, err, folder, jobLog, async (e) => {
+        const reason = `segment ${index}: ${toQueueError(e).message}`;
+        await progress.fail(runId, reason);
+        await Job.addJobLog(runsQueue, runId, `failed: ${reason}`);
+        await recordFailure(storage, parseLocation(folder), { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+      });
     }
   };
 

@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { createSimulator } from '../../src/simulator/server.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
@@ -76,6 +77,34 @@ describe('queue mode under faults', () => {
     expect(status.state).toBe('completed');
     // The rows of the run once each, plus the one-row probe at planning.
     expect(f.sim.stats.predictRows - before).toBe(ROWS + 1);
+  });
+
+  it('fails the run when a segment passes the error threshold: the parent does not wait forever', async () => {
+    await f.setup();
+    const rows = Array.from({ length: 3_000 }, (_, i) => rentalRow(i));
+    for (let i = 2_100; i < 2_200; i++) rows[i]![4] = '__engine_error__';
+    const bad = join(tmp.dir, 'bad.csv');
+    await writeFile(bad, [RENTAL_COLUMNS, ...rows].map(csvLine).join(''));
+    f.worker();
+    const out = join(tmp.dir, 'threshold');
+    const { runId } = await f.queue.enqueue({ input: bad, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'threshold', segmentRows: 1_000, batchSize: 50, maxErrorRate: 0.01 } });
+    const status = await f.finished(runId);
+    expect(status.state).toBe('failed');
+    expect(status.failedReason).toMatch(/E_ERROR_RATE/);
+    expect(JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
+    expect(existsSync(join(out, runId, '_SUCCESS'))).toBe(false);
+  });
+
+  it('a second signal stops a worker at once', async () => {
+    await f.setup({ hangRate: 1 });
+    const w = f.worker(['--shutdown-timeout', '60000']);
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'twice'), options: { service: f.sim.url, runId: 'twice', segmentRows: SEGMENT_ROWS, timeout: 60_000 } });
+    // Describe answers; predict hangs, so the worker is busy with a request that will not end.
+    await waitFor('the worker to be planning', async () => (await f.queue.get(runId))?.state === 'active');
+    w.child.kill('SIGTERM');
+    await waitFor('the first signal to be taken', () => w.log().includes('shutting down'));
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toBe(130);
   });
 
   it('retries a segment when the service is away longer than the request retries, and finishes', async () => {
