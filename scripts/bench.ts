@@ -19,7 +19,7 @@ import Papa from 'papaparse';
 import type { RunOptionsInput } from '../src/config/run-options.js';
 import { RunQueue } from '../src/queue/producer.js';
 import { requestValue } from '../src/pipeline/request-row.js';
-import { predictTargets } from '../src/simulator/models.js';
+import { HOME_RENTALS_INPUTS, predictTargets } from '../src/simulator/models.js';
 import { rentalsCsv } from '../src/simulator/sample-data.js';
 import { parseLocation } from '../src/storage/location.js';
 import { createStorage } from '../src/storage/storage.js';
@@ -200,7 +200,6 @@ async function scaleOutBench() {
 
 /** Reads the S3 predictions back and checks every row: order, input echo and the formula's values. */
 async function verify(storage: ReturnType<typeof createStorage>, rows: number): Promise<number> {
-  const inputs = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'];
   let i = 0;
   // Copied to disk first: a slow reader of s3rver, in this same process, is cut off mid-stream.
   const copy = `${DIR}/s3-predictions.csv`;
@@ -210,7 +209,7 @@ async function verify(storage: ReturnType<typeof createStorage>, rows: number): 
   createReadStream(copy, { encoding: 'utf8' }).pipe(parser);
   for await (const row of parser as AsyncIterable<Record<string, string>>) {
     if (row.listing_id !== `L${String(i).padStart(8, '0')}`) throw new Error(`row ${i}: found ${row.listing_id}`);
-    const expected = predictTargets('home_rentals_model', 2, Object.fromEntries(inputs.map((c) => [c, requestValue(row[c], true)])));
+    const expected = predictTargets('home_rentals_model', 2, Object.fromEntries(HOME_RENTALS_INPUTS.map((c) => [c, requestValue(row[c], true)])));
     for (const k of ['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max']) {
       if (Number(row[k]) !== expected[k]) throw new Error(`row ${i}: ${k} ${row[k]} where the formula gives ${String(expected[k])}`);
     }

@@ -83,7 +83,8 @@ export function retype(v: unknown): unknown {
   return v;
 }
 
-const HOME_RENTALS_INPUTS = [
+/** The inputs of `home_rentals_model`, in model order. */
+export const HOME_RENTALS_INPUTS = [
   'number_of_rooms',
   'number_of_bathrooms',
   'sqft',

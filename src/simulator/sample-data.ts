@@ -1,21 +1,12 @@
 import { Readable } from 'node:stream';
+import { HOME_RENTALS_INPUTS } from './models.js';
 
 /**
  * Deterministic rows for the simulator's `home_rentals_model`, as CSV: the demo's example file
  * and the input of tests and benchmarks. They carry what real files do: quoted fields with
  * commas, quotes and line breaks, empty values, non-ASCII text, and a column the model ignores.
  */
-export const RENTAL_COLUMNS = [
-  'listing_id',
-  'number_of_rooms',
-  'number_of_bathrooms',
-  'sqft',
-  'location',
-  'days_on_market',
-  'initial_price',
-  'neighborhood',
-  'notes',
-] as const;
+export const RENTAL_COLUMNS = ['listing_id', ...HOME_RENTALS_INPUTS, 'notes'] as const;
 
 const LOCATIONS = ['great', 'good', 'poor', ''];
 const NEIGHBORHOODS = ['downtown', 'south_side', 'westbrae', 'alcatraz_ave', 'berkeley_hills', 'thowsand_oaks', 'Montréal-Nord', '中央区'];

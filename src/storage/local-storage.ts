@@ -56,15 +56,6 @@ export class LocalStorage {
     return { size: info.size, mtimeMs: info.mtimeMs };
   }
 
-  async exists(loc: FileLocation, signal?: AbortSignal): Promise<boolean> {
-    try {
-      await this.stat(loc, signal);
-      return true;
-    } catch (err) {
-      if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return false;
-      throw err;
-    }
-  }
 
   async read(loc: FileLocation, options: ReadOptions = {}): Promise<Readable> {
     const { start = 0, end, expect, signal } = options;

@@ -150,15 +150,6 @@ export class S3Storage {
     }
   }
 
-  async exists(loc: S3Location, signal?: AbortSignal): Promise<boolean> {
-    try {
-      await this.stat(loc, signal);
-      return true;
-    } catch (err) {
-      if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return false;
-      throw err;
-    }
-  }
 
   async read(loc: S3Location, options: ReadOptions = {}): Promise<Readable> {
     const { start = 0, end, expect, signal } = options;

@@ -1,3 +1,4 @@
+import { BatchScorerError } from '../errors.js';
 import type { Readable } from 'node:stream';
 import { LocalStorage } from './local-storage.js';
 import type { Location } from './location.js';
@@ -61,9 +62,17 @@ export function createStorage(settings?: S3Settings): Storage {
   const local = new LocalStorage();
   let s3: S3Storage | undefined;
   const remote = (): S3Storage => (s3 ??= new S3Storage(settings ?? s3SettingsFromEnv()));
+  const stat: Storage['stat'] = (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : remote().stat(loc, signal));
   return {
-    stat: (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : remote().stat(loc, signal)),
-    exists: (loc, signal) => (loc.kind === 'file' ? local.exists(loc, signal) : remote().exists(loc, signal)),
+    stat,
+    exists: (loc, signal) =>
+      stat(loc, signal).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return false;
+          throw err;
+        },
+      ),
     read: (loc, options) => (loc.kind === 'file' ? local.read(loc, options) : remote().read(loc, options)),
     readText: (loc, signal) => (loc.kind === 'file' ? local.readText(loc, signal) : remote().readText(loc, signal)),
     write: (loc, body, options) =>

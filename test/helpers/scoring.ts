@@ -10,7 +10,7 @@ import { scoreRun } from '../../src/pipeline/score-run.js';
 import { requestValue } from '../../src/pipeline/request-row.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
-import { predictTargets } from '../../src/simulator/models.js';
+import { HOME_RENTALS_INPUTS, predictTargets } from '../../src/simulator/models.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { createStorage, type Storage } from '../../src/storage/storage.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
@@ -56,10 +56,9 @@ export function parseCsv(text: string): Record<string, string>[] {
   return Papa.parse<Record<string, string>>(text, { header: true, newline: '\n', skipEmptyLines: true }).data;
 }
 
-const RENTAL_INPUTS = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'];
 
 /** The simulator's prediction for a CSV row, computed from its formula as the row was sent. */
 export function expectedRental(row: Record<string, string>, version = 2): Record<string, unknown> {
-  const sent = Object.fromEntries(RENTAL_INPUTS.map((c) => [c, requestValue(row[c], true)]));
+  const sent = Object.fromEntries(HOME_RENTALS_INPUTS.map((c) => [c, requestValue(row[c], true)]));
   return predictTargets('home_rentals_model', version, sent);
 }
