@@ -8,7 +8,11 @@ import { UsageError } from '../errors.js';
 export const runOptionsSchema = z
   .object({
     /** Base URL of the Model Query Service; may carry a path prefix. */
-    service: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as http://127.0.0.1:47334' }).default('http://127.0.0.1:47334'),
+    service: z
+      .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as http://127.0.0.1:47334' })
+      // Options travel in job data and manifests: a password in the URL would be shown everywhere.
+      .refine((u) => !/^https?:\/\/[^/]*@/.test(u), { message: 'must not carry credentials; set MODEL_SERVICE_TOKEN instead' })
+      .default('http://127.0.0.1:47334'),
     /** Output format; by default the input's (csv or jsonl). */
     format: z.enum(['csv', 'jsonl']).optional(),
     /** Rows per predict request at most. The reference server is built for hundreds to a few thousand. */

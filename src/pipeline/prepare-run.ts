@@ -88,7 +88,14 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     sent: columns.sent,
     schema,
     outputFormat: request.options.format ?? input.syntax,
-    warnings: [...columns.warnings, ...schema.warnings, ...(model.version === undefined ? ['the server reports no model version: the run is not pinned to one'] : [])],
+    warnings: [
+      ...columns.warnings,
+      ...schema.warnings,
+      ...(model.version === undefined ? ['the server reports no model version: the run is not pinned to one'] : []),
+      ...(request.options.envelope === 'array' && Object.keys(request.options.params).length > 0
+        ? ['--param is not sent with --envelope array: a bare array has no room for params']
+        : []),
+    ],
   };
   await storage.write(preparedAt, JSON.stringify(run), { signal });
   log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model) }, 'run planned');

@@ -163,3 +163,9 @@ describe('service must be http(s)', () => {
     expect(parseRunOptions({ service: 'https://gateway.example/v1' }).service).toBe('https://gateway.example/v1');
   });
 });
+
+describe('service URL credentials', () => {
+  it('are refused, pointing at MODEL_SERVICE_TOKEN', () => {
+    expect(() => parseRunOptions({ service: 'https://user:secret@gateway.example/v1' })).toThrow(/must not carry credentials; set MODEL_SERVICE_TOKEN/);
+  });
+});
