@@ -83,13 +83,14 @@ describe('score, end to end against the simulator', () => {
     expect(sha256(a)).toBe(sha256(b));
   });
 
-  it('gives the same bytes under 5% 500s, 2% 429s and 1% resets as a clean run', async () => {
-    const faulty = await startSimulator({ errorRate: 0.05, rateLimitRate: 0.02, retryAfterSeconds: 0, resetRate: 0.01, seed: 7 });
+  it('gives the same bytes under 5% 500s, 2% 429s, 1% resets, 1% hangs and 1% proxy 503s as a clean run', async () => {
+    const faulty = await startSimulator({ errorRate: 0.05, rateLimitRate: 0.02, retryAfterSeconds: 0, resetRate: 0.01, hangRate: 0.01, gatewayErrorRate: 0.01, seed: 7 });
     try {
       const out = join(tmp.dir, 'out-faults');
       await score(input, out, { service: sim.url, batchSize: 50, runId: 'clean' });
-      const m = await score(input, out, { service: faulty.url, batchSize: 50, runId: 'faulty', retries: 10 });
-      expect(faulty.stats.faults.error500 + faulty.stats.faults.rateLimited + faulty.stats.faults.resets).toBeGreaterThan(0);
+      const m = await score(input, out, { service: faulty.url, batchSize: 50, runId: 'faulty', retries: 10, timeout: 1_000 });
+      const f = faulty.stats.faults;
+      expect([f.error500, f.rateLimited, f.resets, f.hangs, f.gateway].every((n) => n > 0)).toBe(true);
       expect(m.counts!.retries).toBeGreaterThan(0);
       const clean = await readFile(join(out, 'clean', 'predictions.csv'));
       expect(sha256(await readFile(join(out, 'faulty', 'predictions.csv')))).toBe(sha256(clean));
@@ -201,6 +202,34 @@ describe('score, end to end against the simulator', () => {
     await writeFile(file, 'sqft,location\n-5,good\n100,good\n-7,poor\n');
     const m = await score(file, join(tmp.dir, 'out-int'), { service: sim.url, runId: 'int' });
     expect(m.counts!.intervalViolations).toBe(2);
+  });
+
+  it('works with an older server whose describe {} answers the info shape and no version', async () => {
+    const legacy = await startSimulator({ legacyDescribe: true });
+    try {
+      const out = join(tmp.dir, 'out-legacy');
+      const m = await score(input, out, { service: legacy.url, runId: 'legacy', limit: 50 });
+      const snapshot = JSON.parse(await readFile(join(out, 'legacy', 'describe.json'), 'utf8'));
+      expect(snapshot.answers.map((a: { request: object }) => a.request)).toEqual([{}]);
+      expect(m.model).toMatchObject({ resolvedVersion: null });
+      expect(m.warnings.join()).toMatch(/not pinned/);
+      expect(m.counts!.rowsScored).toBe(50);
+    } finally {
+      await legacy.close();
+    }
+  });
+
+  it('aligns by position, and says so, when the server does not echo the row id member', async () => {
+    const other = await startSimulator({ rowIdMember: '__mindsdb_row_id' });
+    try {
+      const m = await score(input, join(tmp.dir, 'out-unechoed'), { service: other.url, runId: 'u', limit: 100 });
+      expect(m.counts!.unechoedRows).toBe(100);
+      expect(m.warnings.join()).toMatch(/did not echo __service_row_id for 100 rows/);
+      const echoed = await score(input, join(tmp.dir, 'out-echoed'), { service: other.url, runId: 'e', limit: 100, rowIdMember: '__mindsdb_row_id' });
+      expect(echoed.counts!.unechoedRows).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 
   it('treats a header-only file as a successful run of 0 rows', async () => {
