@@ -27,7 +27,7 @@ import { startS3Server } from '../test/helpers/s3-server.js';
 
 const CLI = 'dist/cli.js';
 const DIR = '.bench';
-const sizes = (process.env.BENCH_ROWS ?? '200000,1000000').split(',').map(Number);
+const sizes = (process.env.BENCH_ROWS ?? '200000,1000000').split(',').map(Number).filter((n) => n > 0);
 const s3Rows = Number(process.env.BENCH_S3_ROWS ?? 1_000_000);
 const results: Record<string, unknown>[] = [];
 
@@ -155,9 +155,15 @@ async function redisAnswers(): Promise<boolean> {
 async function queueRun(p: { workers: number; serviceUrl: string; env: Record<string, string>; input: string; out: string; options: RunOptionsInput }) {
   const prefix = `{bs-bench-${process.pid}-${Date.now()}}`;
   const queue = new RunQueue({ redisUrl: REDIS_URL, prefix });
-  const env = { ...process.env, ...p.env, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'warn' };
-  const children = Array.from({ length: p.workers }, () => spawn(process.execPath, [CLI, 'worker'], { stdio: 'inherit', env }));
+  const env = { ...process.env, ...p.env, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' };
+  const children = Array.from({ length: p.workers }, () => spawn(process.execPath, [CLI, 'worker'], { stdio: ['ignore', 'ignore', 'pipe'], env }));
   try {
+    // Timed from when every worker listens, so process start-up is not counted as scoring time.
+    await Promise.all(children.map(async (c) => {
+      let log = '';
+      for await (const chunk of c.stderr!) if ((log += chunk).includes('worker started')) break;
+      c.stderr!.resume();
+    }));
     const started = process.hrtime.bigint();
     const { runId } = await queue.enqueue({ input: p.input, model: 'mindsdb/home_rentals_model', out: p.out, options: { service: p.serviceUrl, ...p.options } });
     for (;;) {
@@ -181,7 +187,7 @@ async function queueRun(p: { workers: number; serviceUrl: string; env: Record<st
 }
 
 async function scaleOutBench() {
-  const rows = Number(process.env.BENCH_LATENCY_ROWS ?? 200_000);
+  const rows = Number(process.env.BENCH_LATENCY_ROWS ?? 400_000);
   const slow = await startSimulator(['--latency-ms', '100']);
   const input = `${DIR}/rentals-latency.csv`;
   try {

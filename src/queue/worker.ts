@@ -4,13 +4,14 @@ import { resolveConcurrency } from '../config/run-options.js';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
+import type { Manifest } from '../pipeline/manifest.js';
 import { prepareRun } from '../pipeline/prepare-run.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { Limiter } from '../pipeline/score-batch.js';
 import { quarantineAllowance, scoreSegment } from '../pipeline/score-segment.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import { parseLocation } from '../storage/location.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
 import {
   ATTEMPTS,
@@ -93,11 +94,18 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
     const data = job.data;
     const jobLog = log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
-    const client = clientFor({ ...data.request.options });
+    const client = clientFor(data.request.options);
+    const folder = runFiles.folder(data.request.out, data.runId);
     let run: PreparedRun | undefined;
     try {
+      // Already succeeded: this job was retried after `_SUCCESS` was written, or the same run id was
+      // enqueued again after its job was removed. The run is done; it is not run twice.
+      if (await storage.exists(runFiles.success(folder))) {
+        const manifest = JSON.parse(await storage.readText(runFiles.manifest(folder))) as Manifest;
+        await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
+        return { folder: formatLocation(folder), state: manifest.state, counts: manifest.counts, outputs: manifest.outputs };
+      }
       run = await prepareRun(data.request, data.runId, { storage, client, log: jobLog, signal: shutdown.signal });
-      const folder = parseLocation(run.folder);
       if (data.step === undefined) {
         await progress.start(run.runId, run.input.rows, run.input.segments.length);
         await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments, model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
@@ -131,8 +139,8 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
       return { folder: run.folder, state: manifest.state, counts: manifest.counts, outputs: manifest.outputs };
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
-      throw await handBackOrFail(job, token, err, run?.folder ?? formatFolder(data), jobLog, (e) =>
-        recordFailure(storage, runFiles.folder(data.request.out, data.runId), { runId: data.runId, startedAt, run, request: data.request, error: e }, jobLog),
+      throw await handBackOrFail(job, token, err, formatLocation(folder), jobLog, (e) =>
+        recordFailure(storage, folder, { runId: data.runId, startedAt, run, request: data.request, error: e }, jobLog),
       );
     }
   };
@@ -262,8 +270,4 @@ function remember<V>(map: Map<string, V>, key: string, make: () => V): V {
     if (map.size > REMEMBERED_RUNS) map.delete(map.keys().next().value!);
   }
   return value;
-}
-
-function formatFolder(data: RunJobData): string {
-  return `${data.request.out}/${data.runId}`;
 }

@@ -8,7 +8,7 @@ import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage, type Storage } from '../../src/storage/storage.js';
 import { runCli } from '../helpers/cli.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { dropPrefix, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
@@ -147,5 +147,13 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'once', state: 'completed', progress: { rowsDone: 100, rowsTotal: 100 }, folder: join(out, 'once') });
     const text = await runCli(['status'], env());
     expect(text.stdout).toMatch(/^once {2}completed {2}100\/100 rows/);
+
+    // Once its job is gone (retention), the same run id enqueued again finds the run done and scores nothing.
+    const rows = f.sim.stats.predictRows;
+    worker([], { QUEUE_PREFIX: `${f.prefix}-again` });
+    const again = await runCli([...args.slice(0, -1), '--wait'], { ...env(), QUEUE_PREFIX: `${f.prefix}-again` });
+    expect(again.code).toBe(0);
+    expect(f.sim.stats.predictRows).toBe(rows);
+    await dropPrefix(`${f.prefix}-again`);
   });
 });
