@@ -159,11 +159,18 @@ async function queueRun(p: { workers: number; serviceUrl: string; env: Record<st
   const children = Array.from({ length: p.workers }, () => spawn(process.execPath, [CLI, 'worker'], { stdio: ['ignore', 'ignore', 'pipe'], env }));
   try {
     // Timed from when every worker listens, so process start-up is not counted as scoring time.
-    await Promise.all(children.map(async (c) => {
-      let log = '';
-      for await (const chunk of c.stderr!) if ((log += chunk).includes('worker started')) break;
-      c.stderr!.resume();
-    }));
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            let log = '';
+            c.stderr!.on('data', (chunk) => {
+              log += chunk;
+              if (log.includes('worker started')) resolve();
+            });
+          }),
+      ),
+    );
     const started = process.hrtime.bigint();
     const { runId } = await queue.enqueue({ input: p.input, model: 'mindsdb/home_rentals_model', out: p.out, options: { service: p.serviceUrl, ...p.options } });
     for (;;) {
