@@ -58,6 +58,13 @@ export class InputError extends BatchScorerError {
   }
 }
 
+/** Work was cancelled (a signal, a shutdown): nothing is wrong with it, so it may be done again. */
+export class AbortedError extends BatchScorerError {
+  constructor(message: string, cause?: unknown) {
+    super('E_ABORTED', message, { retriable: true, cause });
+  }
+}
+
 export function isAbortError(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
 }

@@ -1,4 +1,4 @@
-import { BatchScorerError, errorMessage } from '../errors.js';
+import { AbortedError, BatchScorerError, errorMessage } from '../errors.js';
 
 /**
  * Runs a command's action: an error becomes one line on stderr that says what to fix, and the
@@ -30,7 +30,7 @@ export function interruptSignal(onFirst?: (signal: string) => void): { signal: A
   const handler = (name: NodeJS.Signals) => {
     if (controller.signal.aborted) process.exit(130);
     onFirst?.(name);
-    controller.abort(new BatchScorerError('E_ABORTED', `stopped by ${name}`));
+    controller.abort(new AbortedError(`stopped by ${name}`));
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);

@@ -47,8 +47,10 @@ export function parseHeader(row: RawRow, syntax: RowSyntax, fileName: string): s
 export function parseRows(rows: readonly RawRow[], firstIndex: number, header: readonly string[], syntax: RowSyntax): InputRow[] {
   const texts = rows.map((r) => r.bytes.toString('utf8'));
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i]!.line));
-  let fields = Papa.parse<string[]>(texts.join('\n'), CSV).data;
-  if (fields.length !== rows.length) {
+  const together = Papa.parse<string[]>(texts.join('\n'), CSV);
+  let fields = together.data;
+  // Odd quoting can make papaparse split rows elsewhere than we did, even to the same count.
+  if (fields.length !== rows.length || together.errors.length > 0) {
     fields = texts.map((text) => {
       const one = Papa.parse<string[]>(text, CSV).data;
       return one.length === 1 ? one[0]! : [];

@@ -55,6 +55,13 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   const counts = emptyCounts();
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
+  // The first failure is the one to report: cancelling the other batches makes them fail too,
+  // with "cancelled", which would hide a retriable cause behind a permanent-looking one.
+  let failure: unknown;
+  const fail = (err: unknown) => {
+    failure ??= err;
+    abort.abort();
+  };
   const log = work.log.child({ segment: index });
 
   const rowsOut = new PassThrough();
@@ -63,7 +70,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }),
     storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal }),
   ]);
-  writes.catch(() => abort.abort());
+  writes.catch(fail);
 
   const writer = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns);
   const scorer: BatchScorer = {
@@ -86,7 +93,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   const submit = () => {
     if (batch.length === 0) return;
     const p = scoreBatch(scorer, batch);
-    p.catch(() => abort.abort());
+    p.catch(fail);
     pending.push(p);
     batch = [];
     batchBytes = 0;
@@ -143,11 +150,11 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     errorsOut.end();
     await writes;
   } catch (err) {
-    abort.abort();
+    fail(err);
     rowsOut.destroy();
     errorsOut.destroy();
     await Promise.allSettled([writes, ...pending]);
-    throw err;
+    throw failure;
   }
   await storage.write(runFiles.segmentDone(folder, index), JSON.stringify({ ...counts, ...work.facts }));
   log.debug({ counts }, 'segment scored');

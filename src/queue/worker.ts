@@ -1,7 +1,7 @@
 import { DelayedError, Job, Queue, WaitingChildrenError, Worker, type Processor } from 'bullmq';
 import pLimit from 'p-limit';
 import { resolveConcurrency } from '../config/run-options.js';
-import { BatchScorerError, errorMessage } from '../errors.js';
+import { AbortedError, BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
@@ -237,7 +237,7 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
         log.info({ timeoutMs: options.shutdownTimeoutMs }, 'shutting down: taking no more work');
         const timer = setTimeout(() => {
           log.warn('shutdown timeout: handing in-flight segments back');
-          shutdown.abort(new BatchScorerError('E_ABORTED', 'worker shutting down'));
+          shutdown.abort(new AbortedError('worker shutting down'));
         }, options.shutdownTimeoutMs);
         // Cleanups run in reverse order of opening, each even when one before it failed.
         const steps: [string, () => Promise<unknown>][] = [

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { BatchScorerError, isAbortError } from '../errors.js';
+import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
@@ -102,7 +102,9 @@ export class ServiceClient {
         const delayMs = retryDelayMs(this.policy, attempt, err.retryAfterMs);
         options.onRetry?.({ attempt, delayMs, error: err });
         this.log.debug({ op, attempt, delayMs, code: err.code, status: err.status }, 'retrying service call');
-        await sleep(delayMs, undefined, { signal: options.signal });
+        await sleep(delayMs, undefined, { signal: options.signal }).catch((cause: unknown) => {
+          throw new AbortedError(`${op}: cancelled while waiting to retry`, cause);
+        });
       }
     }
   }
@@ -131,7 +133,7 @@ export class ServiceClient {
       retryAfter = res.headers['retry-after'];
       text = await res.body.text();
     } catch (err) {
-      if (signal?.aborted) throw new BatchScorerError('E_ABORTED', `${what}: cancelled`, { cause: err });
+      if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timeout.aborted || isAbortError(err)) {
         throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, { cause: err });
       }
