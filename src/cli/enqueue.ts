@@ -5,7 +5,7 @@ import { errorMessage } from '../errors.js';
 import { RunQueue } from '../queue/producer.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
-import { addRunFlags, runOptionsFromFlags } from './run-flags.js';
+import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
 import { formatRunStatus } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
@@ -20,14 +20,15 @@ export function registerEnqueue(program: Command): void {
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
         const settings = loadSettings();
-        // Validated here, before anything reaches Redis.
-        const options = runOptionsFromFlags(flags, settings);
+        // Validated here, before anything reaches Redis; what is not set is the worker's to default.
+        const options = runOptionsInputFromFlags(flags, settings);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
-          const { runId, created } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });
-          if (flags.json) process.stdout.write(`${JSON.stringify({ runId, created })}\n`);
+          const { runId, created, resumed } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });
+          if (flags.json) process.stdout.write(`${JSON.stringify({ runId, created, ...(resumed ? { resumed } : {}) })}\n`);
           else process.stdout.write(`${runId}\n`);
           if (!created) process.stderr.write(`run ${runId} is already on the queue; not enqueued again\n`);
+          if (resumed) process.stderr.write(`run ${runId} had failed; enqueued again, keeping the segments it finished\n`);
           if (!flags.wait) return;
           const bar = createProgressBar(!flags.json);
           for (;;) {

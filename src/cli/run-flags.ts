@@ -52,10 +52,15 @@ const RUN_FLAG_KEYS = [
   'explain', 'envelope', 'params', 'limit', 'runId', 'strictColumns', 'segmentRows', 'rowIdMember',
 ] as const;
 
-/** Run options from flags over settings (environment and config files), validated. */
-export function runOptionsFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptions {
+/** The run options set by flags over settings (environment and config files); schema defaults not filled in. */
+export function runOptionsInputFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptionsInput {
   const given: RunOptionsInput = {};
   const renamed: Record<string, unknown> = { ...flags, params: flags.param };
   for (const key of RUN_FLAG_KEYS) if (renamed[key] !== undefined) (given as Record<string, unknown>)[key] = renamed[key];
-  return parseRunOptions({ ...settings.runDefaults, ...given }, 'options');
+  return { ...settings.runDefaults, ...given };
+}
+
+/** Run options from flags over settings, validated, with every default. */
+export function runOptionsFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptions {
+  return parseRunOptions(runOptionsInputFromFlags(flags, settings), 'options');
 }

@@ -30,6 +30,7 @@ export function registerWorker(program: Command): void {
           shutdownTimeoutMs: flags.shutdownTimeout,
           lockDurationMs: flags.lockDuration,
           token: settings.serviceToken,
+          runDefaults: settings.runDefaults,
         });
         const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
         log.info({ signal }, 'signal received; a second one exits at once');

@@ -11,7 +11,9 @@ export const runOptionsSchema = z
     service: z
       .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as http://127.0.0.1:47334' })
       // Options travel in job data and manifests: a password in the URL would be shown everywhere.
-      .refine((u) => !/^https?:\/\/[^/]*@/.test(u), { message: 'must not carry credentials; set MODEL_SERVICE_TOKEN instead' })
+      .refine((u) => !/^https?:\/\/[^/]*@/.test(u) && !u.includes('?'), {
+        message: 'must not carry credentials or a query string; set MODEL_SERVICE_TOKEN for credentials',
+      })
       .default('http://127.0.0.1:47334'),
     /** Output format; by default the input's (csv or jsonl). */
     format: z.enum(['csv', 'jsonl']).optional(),

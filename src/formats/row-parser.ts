@@ -15,29 +15,31 @@ export interface InputRow {
   record?: Record<string, unknown>;
   /** Why the row could not be read (wrong field count, bad JSON); such rows are quarantined. */
   problem?: string;
-  /** The row's text, kept only for rows with a problem so errors.jsonl can show them. */
+  /**
+   * The row's text: kept for rows with a problem, so errors.jsonl can show them, and for JSON Lines
+   * rows, whose output line is this text with the predictions added, so that every input value
+   * (a 19-digit id too) is written back byte for byte.
+   */
   text?: string;
 }
 
-/** The column names from a file's first row; rejects empty and repeated names. */
-export function parseHeader(row: RawRow, syntax: RowSyntax, fileName: string): string[] {
+/** The column names from a CSV file's first row; rejects empty and repeated names. */
+export function parseCsvHeader(row: RawRow, fileName: string): string[] {
   const text = row.bytes.toString('utf8').replace(/^\uFEFF/, '');
-  let columns: string[];
-  if (syntax === 'csv') {
-    const parsed = Papa.parse<string[]>(text, CSV);
-    columns = parsed.data[0] ?? [];
-  } else {
-    const value = parseJson(text);
-    if (!isRecord(value)) throw new InputError(`${fileName}: line ${row.line} is not a JSON object; every JSON Lines row must be one`);
-    columns = Object.keys(value);
-  }
+  const columns = Papa.parse<string[]>(text, CSV).data[0] ?? [];
   const seen = new Set<string>();
   columns.forEach((name, i) => {
-    if (syntax === 'csv' && name.trim() === '') throw new InputError(`${fileName}: the header's column ${i + 1} has no name; name every column`);
+    if (name.trim() === '') throw new InputError(`${fileName}: the header's column ${i + 1} has no name; name every column`);
     if (seen.has(name)) throw new InputError(`${fileName}: the header names column "${name}" twice; column names must be unique`);
     seen.add(name);
   });
   return columns;
+}
+
+/** The keys of a JSON Lines row, or undefined when it is not a JSON object (it will be quarantined). */
+export function jsonKeys(row: RawRow): string[] | undefined {
+  const value = parseJson(row.bytes.toString('utf8'));
+  return isRecord(value) ? Object.keys(value) : undefined;
 }
 
 /**
@@ -70,7 +72,7 @@ export function parseRows(rows: readonly RawRow[], firstIndex: number, header: r
 
 function jsonRow(text: string, index: number, line: number): InputRow {
   const value = parseJson(text);
-  if (isRecord(value)) return { index, line, record: value };
+  if (isRecord(value)) return { index, line, record: value, text };
   return { index, line, text, problem: value === undefined ? 'not valid JSON' : 'not a JSON object' };
 }
 

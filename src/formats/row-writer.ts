@@ -4,8 +4,11 @@ import Papa from 'papaparse';
 export interface RowWriter {
   /** The first line of the file (CSV header), or '' for JSON Lines. */
   header(): string;
-  /** Lines for rows of input values merged with prediction values, each ending in "\n". */
-  lines(rows: readonly { input: Record<string, unknown>; predictions: readonly unknown[] }[]): string;
+  /**
+   * Lines for rows of input values merged with prediction values, each ending in "\n". A JSON Lines
+   * row's `text`, when given, is written as it was read, with the predictions added at its end.
+   */
+  lines(rows: readonly { input: Record<string, unknown>; text?: string; predictions: readonly unknown[] }[]): string;
 }
 
 /**
@@ -18,10 +21,13 @@ export function createRowWriter(format: 'csv' | 'jsonl', inputColumns: readonly 
       header: () => '',
       lines: (rows) =>
         rows
-          .map(({ input, predictions }) => {
-            const out: Record<string, unknown> = { ...input };
-            predictionColumns.forEach((c, i) => (out[c] = predictions[i] ?? null));
-            return `${JSON.stringify(out)}\n`;
+          .map(({ input, text, predictions }) => {
+            const added: Record<string, unknown> = {};
+            predictionColumns.forEach((c, i) => (added[c] = predictions[i] ?? null));
+            if (text === undefined) return `${JSON.stringify({ ...input, ...added })}\n`;
+            // Written from the text as read: re-serialising would round numbers JSON.parse cannot hold (19-digit ids).
+            const head = text.trimEnd().slice(0, -1).trimEnd();
+            return `${head}${head.endsWith('{') ? '' : ','}${JSON.stringify(added).slice(1)}\n`;
           })
           .join(''),
     };

@@ -15,6 +15,7 @@ export async function finishRun(
   storage: Storage,
   run: PreparedRun,
   facts: { startedAt: string; queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts },
+  log: Logger,
   signal?: AbortSignal,
 ): Promise<Manifest> {
   const folder = runFiles.folder(run.request.out, run.runId);
@@ -31,18 +32,25 @@ export async function finishRun(
   const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(segmentFacts) });
   await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
   await storage.write(runFiles.success(folder), '', { signal });
-  await storage.removePrefix(runFiles.work(folder));
+  // The run is complete from here on; leftover parts are litter, not a failure.
+  await storage.removePrefix(runFiles.work(folder)).catch((err: unknown) => {
+    log.warn({ err: errorMessage(err), folder: run.folder }, 'could not remove _work; it may be deleted by hand');
+  });
   return manifest;
 }
 
 /**
  * Records a failed run: a manifest that says why, and never `_SUCCESS`. `_work` stays, so the
- * same run id resumes from the segments that finished. Best effort: a failure to write the
- * manifest is logged, and the original error stays the one reported.
+ * same run id resumes from the segments that finished. Never over a succeeded run's manifest, nor
+ * another run's. Best effort: a failure to write it is logged, and the original error stays the
+ * one reported.
  */
 export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
   const manifest = buildManifest(parts);
   try {
+    // A run id taken by another run, or a run that succeeded meanwhile: its manifest is not ours to replace.
+    if ((parts.error as BatchScorerError | undefined)?.code === 'E_RUN_EXISTS') return manifest;
+    if (await storage.exists(runFiles.success(folder))) return manifest;
     await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`);
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');

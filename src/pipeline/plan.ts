@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { InputError } from '../errors.js';
 import { detectSyntax, isGzip } from '../formats/input-format.js';
-import { parseHeader } from '../formats/row-parser.js';
+import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
 import { RowSplitter, type RawRow, type RowSyntax } from '../formats/row-splitter.js';
 import { Utf8Check } from '../formats/utf8-check.js';
 import { formatLocation, type Location } from '../storage/location.js';
@@ -43,8 +43,8 @@ export interface PlanOptions {
 }
 
 /**
- * Reads the input once: hashes it, checks it is UTF-8 with balanced quotes, reads the header and
- * cuts the data rows into segments of `segmentRows` at row boundaries. Nothing is kept but offsets,
+ * Reads the input once: hashes it, checks it is UTF-8 with balanced quotes, reads the header (CSV)
+ * or collects the keys of every row (JSON Lines) and cuts the data rows into segments of `segmentRows` at row boundaries. Nothing is kept but offsets,
  * so memory does not grow with the file.
  */
 export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
@@ -77,11 +77,16 @@ export async function planInput(storage: Storage, location: Location, options: P
   let limitEnd: number | undefined;
   const limit = options.limit ?? Infinity;
 
+  // JSON Lines rows need not share keys: the columns are every key any row has, in order of appearance.
+  const seen = new Set<string>();
   const onRow = (row: RawRow) => {
-    if (!columns) {
-      columns = parseHeader(row, syntax, name);
-      // A CSV file's first row names the columns; a JSON Lines file's first row is data too.
-      if (syntax === 'csv') return;
+    if (syntax === 'csv' && !columns) {
+      columns = parseCsvHeader(row, name);
+      return;
+    }
+    if (syntax === 'jsonl' && rows < limit) {
+      columns ??= [];
+      for (const key of jsonKeys(row) ?? []) if (!seen.has(key)) columns.push((seen.add(key), key));
     }
     if (rows === limit) {
       limitEnd ??= row.offset;
@@ -124,7 +129,7 @@ export async function planInput(storage: Storage, location: Location, options: P
   } finally {
     raw.destroy();
   }
-  if (!columns) throw new InputError(`${name}: the file is empty; expected a header row naming the columns`);
+  if (!columns) throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
 
   const end = limitEnd ?? offset;
   segments.forEach((s, i) => (s.end = segments[i + 1]?.start ?? end));

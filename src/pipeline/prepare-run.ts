@@ -31,6 +31,23 @@ export interface PrepareContext {
   signal?: AbortSignal;
 }
 
+/**
+ * Whether two requests ask for the same run: the same input and output locations (however
+ * written), model and options; the run id is the key they were found by, not part of the ask.
+ */
+export function sameRequest(a: RunRequest, b: RunRequest): boolean {
+  const fingerprint = (r: RunRequest) =>
+    JSON.parse(
+      JSON.stringify({
+        input: formatLocation(parseLocation(r.input)),
+        out: formatLocation(parseLocation(r.out)),
+        model: r.model,
+        options: { ...r.options, runId: undefined },
+      }),
+    ) as unknown;
+  return isDeepStrictEqual(fingerprint(a), fingerprint(b));
+}
+
 /** A new run id: sortable by time, unique enough across machines. */
 export function newRunId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -51,7 +68,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const preparedAt = runFiles.prepared(folder);
   if (await storage.exists(preparedAt)) {
     const existing = JSON.parse(await storage.readText(preparedAt, signal)) as PreparedRun;
-    if (!isDeepStrictEqual(existing.request, JSON.parse(JSON.stringify(request)))) {
+    if (!sameRequest(existing.request, request)) {
       throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} exists in ${formatLocation(folder)} with another input, model or options; choose another --run-id`, { exitCode: 2 });
     }
     log.info('resuming run');
@@ -78,6 +95,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     request,
     input,
     model: {
+      requested: request.model,
       project: model.project,
       name: model.model,
       requestedVersion: requested.version ?? null,

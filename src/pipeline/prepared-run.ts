@@ -15,7 +15,8 @@ export interface PreparedRun {
   /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
   request: { input: string; model: string; out: string; options: RunOptions };
   input: InputPlan;
-  model: { project: string; name: string; requestedVersion: number | null; resolvedVersion: number | null; status: string | null };
+  /** The model as asked (`project/model[.version]`), and as resolved at the run's start. */
+  model: { requested: string; project: string; name: string; requestedVersion: number | null; resolvedVersion: number | null; status: string | null };
   service: string;
   /** Input columns sent to the model, in model order. */
   sent: string[];

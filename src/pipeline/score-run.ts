@@ -105,7 +105,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     });
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(storage, run, { startedAt }, signal);
+    const manifest = await finishRun(storage, run, { startedAt }, log, signal);
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: run.folder }, 'run succeeded');
     return manifest;
   } catch (err) {

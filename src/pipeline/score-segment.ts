@@ -103,10 +103,10 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     await write(outcomes);
   };
   const write = async (outcomes: RowOutcome[]) => {
-    const scored: { input: Record<string, unknown>; predictions: unknown[] }[] = [];
+    const scored: { input: Record<string, unknown>; text?: string; predictions: unknown[] }[] = [];
     let errors = '';
     for (const o of outcomes) {
-      if ('predictions' in o) scored.push({ input: o.row.record!, predictions: o.predictions });
+      if ('predictions' in o) scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
       else errors += `${JSON.stringify({ row: o.row.index + 1, line: o.row.line, input: o.row.record ?? o.row.text, status: o.error.status ?? null, title: o.error.title ?? null, detail: o.error.detail })}\n`;
     }
     counts.rowsScored += scored.length;

@@ -1,7 +1,8 @@
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
-import { newRunId, type RunRequest } from '../pipeline/prepare-run.js';
+import { BatchScorerError } from '../errors.js';
+import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, joinLocation, parseLocation } from '../storage/location.js';
@@ -36,14 +37,20 @@ export interface RunSubmission {
 /**
  * Checks a submission the way a run would (locations, model name, options) and fixes its run
  * id, so bad runs are refused at the door with a message instead of failing in a worker.
+ * Local paths become absolute here, in the enqueuer's directory, not in each worker's.
  */
-export function validateSubmission(submission: RunSubmission): RunRequest & { runId: string } {
-  parseLocation(submission.input);
-  parseLocation(submission.out);
+export function validateSubmission(submission: RunSubmission): RunJobData {
   parseModelRef(submission.model);
-  const options = parseRunOptions(submission.options ?? {}, 'options');
-  const runId = options.runId ?? newRunId();
-  return { input: submission.input, model: submission.model, out: submission.out, options: { ...options, runId }, runId };
+  const runId = parseRunOptions(submission.options ?? {}, 'options').runId ?? newRunId();
+  return {
+    runId,
+    request: {
+      input: formatLocation(parseLocation(submission.input)),
+      model: submission.model,
+      out: formatLocation(parseLocation(submission.out)),
+      options: { ...submission.options, runId },
+    },
+  };
 }
 
 /** The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice. */
@@ -61,13 +68,24 @@ export class RunQueue {
 
   /**
    * Enqueues a run under its run id as job id: the same run id twice is one run (`created: false`
-   * the second time, while BullMQ keeps the job).
+   * the second time, while BullMQ keeps the job). A run that failed is enqueued again
+   * (`resumed: true`): its job and segment jobs are replaced, and the segments it finished, kept
+   * in storage, are not scored again.
    */
-  async enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean }> {
-    const { runId, ...request } = validateSubmission(submission);
-    if (await this.queue.getJob(runId)) return { runId, created: false };
-    await this.queue.add('run', { runId, request }, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
-    return { runId, created: true };
+  async enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
+    const data = validateSubmission(submission);
+    const { runId } = data;
+    const existing = await this.queue.getJob(runId);
+    const failed = existing !== undefined && (await existing.getState()) === 'failed';
+    if (existing && !failed) return { runId, created: false };
+    if (failed) {
+      if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
+        throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} failed, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`, { retriable: true });
+      }
+      await this.progress.clear(runId);
+    }
+    await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
+    return { runId, created: true, ...(failed ? { resumed: true } : {}) };
   }
 
   async get(runId: string): Promise<RunStatus | undefined> {

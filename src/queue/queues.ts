@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
-import type { RunRequest } from '../pipeline/prepare-run.js';
+import type { RunOptionsInput } from '../config/run-options.js';
 
 /** Runs: one job per run, stepping plan → score (waiting for its segments) → assemble. */
 export const RUNS_QUEUE = 'runs';
@@ -13,10 +13,14 @@ export interface QueueConfig {
   prefix: string;
 }
 
-/** A run job's data: the request, plus where the run got to, so a retried or resumed job goes on from there. */
+/**
+ * A run job's data: what was asked, plus where the run got to, so a retried or resumed job goes
+ * on from there. Options hold only what the enqueuer set; the worker fills in its own defaults
+ * (its MODEL_SERVICE_URL and config files), so producers need not know the deployment.
+ */
 export interface RunJobData {
   runId: string;
-  request: RunRequest;
+  request: { input: string; model: string; out: string; options: RunOptionsInput };
   step?: 'score' | 'assemble';
   startedAt?: string;
 }

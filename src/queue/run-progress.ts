@@ -22,6 +22,10 @@ export class RunProgressStore {
     await this.redis.multi().hsetnx(key, 'startedAt', Date.now()).hset(key, { rowsTotal, segmentsTotal }).expire(key, KEEP_SECONDS).exec();
   }
 
+  async clear(runId: string): Promise<void> {
+    await this.redis.del(this.key(runId));
+  }
+
   async segment(runId: string, index: number, rows: number, quarantined: number, done = false): Promise<void> {
     const fields: Record<string, number> = { [`r${index}`]: rows, [`q${index}`]: quarantined };
     if (done) fields[`d${index}`] = 1;

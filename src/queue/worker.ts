@@ -1,13 +1,14 @@
 import { DelayedError, Job, Queue, WaitingChildrenError, Worker, type Processor } from 'bullmq';
 import pLimit from 'p-limit';
-import { resolveConcurrency } from '../config/run-options.js';
+import { parseRunOptions, resolveConcurrency, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { AbortedError, BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
-import { prepareRun } from '../pipeline/prepare-run.js';
+import { prepareRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { Limiter } from '../pipeline/score-batch.js';
+import type { SegmentCounts } from '../pipeline/segment-counts.js';
 import { quarantineAllowance, scoreSegment } from '../pipeline/score-segment.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
@@ -40,6 +41,8 @@ export interface WorkerOptions {
   lockDurationMs: number;
   /** MODEL_SERVICE_TOKEN; never logged. */
   token?: string;
+  /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
+  runDefaults?: RunOptionsInput;
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };
@@ -90,22 +93,31 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
       return run;
     });
 
-  const processRun: Processor<RunJobData> = async (job, token) => {
+  // BullMQ aborts a job's signal when the worker loses the job's lock: another worker may have it now.
+  const jobSignal = (lost?: AbortSignal) => (lost ? AbortSignal.any([shutdown.signal, lost]) : shutdown.signal);
+
+  const processRun: Processor<RunJobData> = async (job, token, lost) => {
+    const signal = jobSignal(lost);
     const data = job.data;
     const jobLog = log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
-    const client = clientFor(data.request.options);
     const folder = runFiles.folder(data.request.out, data.runId);
+    let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
     try {
       // Already succeeded: this job was retried after `_SUCCESS` was written, or the same run id was
       // enqueued again after its job was removed. The run is done; it is not run twice.
+      request = { ...data.request, options: parseRunOptions({ ...options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
       if (await storage.exists(runFiles.success(folder))) {
         const manifest = JSON.parse(await storage.readText(runFiles.manifest(folder))) as Manifest;
+        const asked = { input: manifest.input.location, out: data.request.out, model: manifest.model.requested, options: manifest.options as RunOptions };
+        if (!sameRequest(asked, request)) {
+          throw new BatchScorerError('E_RUN_EXISTS', `run ${data.runId} already succeeded in ${formatLocation(folder)} with another input, model or options; choose another run id`, { exitCode: 2 });
+        }
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
         return { folder: formatLocation(folder), state: manifest.state, counts: manifest.counts, outputs: manifest.outputs };
       }
-      run = await prepareRun(data.request, data.runId, { storage, client, log: jobLog, signal: shutdown.signal });
+      run = await prepareRun(request, data.runId, { storage, client: clientFor(request.options), log: jobLog, signal });
       if (data.step === undefined) {
         await progress.start(run.runId, run.input.rows, run.input.segments.length);
         await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments, model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
@@ -133,30 +145,37 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
           attempts: job.attemptsMade + 1,
           workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
         }),
-      }, shutdown.signal);
+      }, jobLog, signal);
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${run.folder}`);
       jobLog.info({ folder: run.folder }, 'run succeeded');
       return { folder: run.folder, state: manifest.state, counts: manifest.counts, outputs: manifest.outputs };
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       throw await handBackOrFail(job, token, err, formatLocation(folder), jobLog, (e) =>
-        recordFailure(storage, folder, { runId: data.runId, startedAt, run, request: data.request, error: e }, jobLog),
+        recordFailure(storage, folder, { runId: data.runId, startedAt, run, request: request ?? { ...data.request, options: { ...data.request.options } }, error: e }, jobLog),
       );
     }
   };
 
-  const processSegment: Processor<SegmentJobData> = async (job, token) => {
+  const processSegment: Processor<SegmentJobData> = async (job, token, lost) => {
     const { runId, folder, index } = job.data;
     const jobLog = log.child({ runId, segment: index, jobId: job.id });
     const done = runFiles.segmentDone(parseLocation(folder), index);
-    // A segment finished before a crash, or by another worker, is never scored again.
-    if (await storage.exists(done)) return { skipped: true };
+    // A segment finished before a crash, or by another worker, is never scored again; its counts
+    // are reported again, in case the crash came between its done marker and its progress.
+    if (await storage.exists(done)) {
+      const counts = JSON.parse(await storage.readText(done)) as SegmentCounts;
+      await reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
+      return { skipped: true };
+    }
+    // Siblings of a segment that failed its run would be scored for nothing.
+    if ((await (await Job.fromId(runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
     let run: PreparedRun | undefined;
     try {
       run = await loadRun(folder, runId);
-      const prepared = run;
       let rows = 0;
       let last = 0;
+      let reporting: Promise<void> | undefined;
       const work = {
         run,
         storage,
@@ -165,18 +184,20 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
         window: resolveConcurrency(run.request.options.concurrency) + 1,
         budget: { allowed: quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), used: 0 },
         log: jobLog,
-        signal: shutdown.signal,
+        signal: jobSignal(lost),
         facts: { worker: WORKER_ID, jobId: job.id!, attempt: job.attemptsMade + 1 },
         onRows: (n: number) => {
           rows += n;
           const now = Date.now();
-          if (now - last < PROGRESS_EVERY_MS) return;
+          // One report at a time: while Redis is away they would otherwise pile up without bound.
+          if (now - last < PROGRESS_EVERY_MS || reporting) return;
           last = now;
-          void reportProgress(prepared, index, rows, work.budget.used, false);
+          reporting = reportProgress(runId, index, rows, work.budget.used, false).finally(() => (reporting = undefined));
         },
       };
       const counts = await scoreSegment(work, index);
-      await reportProgress(run, index, counts.rowsIn, counts.rowsQuarantined, true);
+      await reporting;
+      await reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
       await Job.addJobLog(runsQueue, runId, `segment ${index} done: ${counts.rowsScored} scored, ${counts.rowsQuarantined} quarantined (${WORKER_ID}, attempt ${job.attemptsMade + 1})`);
       return { rows: counts.rowsIn };
     } catch (err) {
@@ -190,14 +211,14 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
   };
 
   /** Progress on the run's job, summed over segments, at most a few times a second per segment. */
-  const reportProgress = async (run: PreparedRun, index: number, rows: number, quarantined: number, done: boolean) => {
+  const reportProgress = async (runId: string, index: number, rows: number, quarantined: number, done: boolean) => {
     try {
-      await progress.segment(run.runId, index, rows, quarantined, done);
-      const p = await progress.read(run.runId);
-      const job = p && (await Job.fromId(runsQueue, run.runId));
+      await progress.segment(runId, index, rows, quarantined, done);
+      const p = await progress.read(runId);
+      const job = p && (await Job.fromId(runsQueue, runId));
       if (job) await job.updateProgress({ ...p });
     } catch (err) {
-      log.warn({ err: errorMessage(err), runId: run.runId }, 'could not report progress');
+      log.warn({ err: errorMessage(err), runId }, 'could not report progress');
     }
   };
 

@@ -107,6 +107,40 @@ describe('queue mode under faults', () => {
     expect(await w.exited).toBe(130);
   });
 
+  it('a failed run enqueued again resumes: finished segments are kept and the output is byte-identical', async () => {
+    await f.setup({ token: 'right-token', latencyMs: 20 });
+    const out = join(tmp.dir, 'refail');
+    const options = { service: f.sim.url, runId: 'refail', segmentRows: SEGMENT_ROWS, batchSize: 100 };
+    const good = f.worker(['--segments', '1'], { MODEL_SERVICE_TOKEN: 'right-token' });
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options });
+    const segments = join(out, runId, '_work', 'segments');
+    const done = async () => (existsSync(segments) ? (await readdir(segments)).filter((n) => n.endsWith('.done.json')).length : 0);
+    await waitFor('two segments done', async () => (await done()) >= 2);
+    good.child.kill('SIGKILL');
+    await good.exited;
+    // A misconfigured worker: the service refuses its token, which no retry can mend.
+    const wrong = f.worker([], { MODEL_SERVICE_TOKEN: 'wrong-token' });
+    const failed = await f.finished(runId);
+    wrong.child.kill('SIGTERM');
+    await wrong.exited;
+    expect(failed.state).toBe('failed');
+    expect(failed.failedReason).toMatch(/401.*E_UNAUTHORIZED/);
+    const kept = await done();
+    expect(kept).toBeGreaterThanOrEqual(2);
+
+    const rowsBefore = f.sim.stats.predictRows;
+    f.worker([], { MODEL_SERVICE_TOKEN: 'right-token' });
+    // The killed worker's segment stays locked until its lock expires; until then the run cannot be replaced.
+    const again = await waitFor('the failed run to be enqueued again', () => f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options }).catch(() => undefined), 30_000, 250);
+    expect(again).toEqual({ runId, created: true, resumed: true });
+    const status = await f.finished(runId);
+    expect(status.state).toBe('completed');
+    expect(f.sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - kept * SEGMENT_ROWS);
+    const sim = f.sim;
+    const expected = await score(input, join(tmp.dir, 'refail-direct'), { service: sim.url, runId: 'd', segmentRows: SEGMENT_ROWS, token: 'right-token' });
+    expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected.outputs[0]!.sha256);
+  });
+
   it('retries a segment when the service is away longer than the request retries, and finishes', async () => {
     await f.setup({ latencyMs: 5 });
     const expected = await direct();

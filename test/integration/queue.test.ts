@@ -37,6 +37,7 @@ async function directRun(name: string): Promise<Buffer> {
 
 describe('queue mode with real worker processes on Redis', () => {
   it('two workers score an S3 file together, both take segments, and the output is byte-identical to score', async () => {
+    // No service in the job: the workers' own MODEL_SERVICE_URL applies.
     await f.setup({ latencyMs: 5 });
     const s3: S3Server = await startS3Server(['data', 'results']);
     const storage: Storage = createStorage(s3.settings);
@@ -45,7 +46,7 @@ describe('queue mode with real worker processes on Redis', () => {
       const s3env = { S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
       worker([], s3env);
       worker([], s3env);
-      const { runId, created } = await f.queue.enqueue({ input: 's3://data/in.csv', model: 'mindsdb/home_rentals_model', out: 's3://results/q', options: { service: f.sim.url, runId: 'two', segmentRows: SEGMENT_ROWS } });
+      const { runId, created } = await f.queue.enqueue({ input: 's3://data/in.csv', model: 'mindsdb/home_rentals_model', out: 's3://results/q', options: { runId: 'two', segmentRows: SEGMENT_ROWS } });
       expect({ runId, created }).toEqual({ runId: 'two', created: true });
       const status = await f.finished(runId);
       expect(status).toMatchObject({ state: 'completed', progress: { rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 15, segmentsTotal: 15 } });

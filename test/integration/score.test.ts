@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative as relativePath } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchScorerError } from '../../src/errors.js';
@@ -176,6 +176,27 @@ describe('score, end to end against the simulator', () => {
     expect(JSON.parse(lines[0].rental_price_explain).predicted_value).toBe(lines[0].rental_price);
   });
 
+  it('JSON Lines: keys absent from the first row are still sent, kept, and never overwritten; long ids survive', async () => {
+    const file = join(tmp.dir, 'sparse.jsonl');
+    const lines = [
+      '{"id": 9007199254740993, "sqft": 1375, "location": "poor"}',
+      '{"id":9007199254740995,"number_of_rooms":4,"sqft":1375,"location":"poor","rental_price":1234}',
+      '{"id":1,"sqft":"900","days_on_market":3, "note":"été"}',
+    ];
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const out = join(tmp.dir, 'out-sparse');
+    const m = await score(file, out, { service: sim.url, runId: 's' });
+    const written = (await readFile(join(out, 's', 'predictions.jsonl'), 'utf8')).trim().split('\n');
+    // Every input value is written back as it was read, the 17-digit ids included.
+    written.forEach((line, i) => expect(line.startsWith(lines[i]!.slice(0, -1))).toBe(true));
+    const rows = written.map((l) => JSON.parse(l));
+    // rental_price is a key of row 2, so the predictions are prefixed for every row.
+    expect(rows[1].rental_price).toBe(1234);
+    expect(rows[1].pred_rental_price).toBe(expectedRental({ number_of_rooms: '4', sqft: '1375', location: 'poor' } as Record<string, string>).rental_price);
+    expect(m.warnings.join()).toMatch(/pred_rental_price/);
+    expect(m.warnings.join()).not.toMatch(/lacks the model's input column\(s\) number_of_rooms/);
+  });
+
   it('handles a categorical target: no _min/_max columns', async () => {
     const file = join(tmp.dir, 'churn.csv');
     await writeFile(file, 'customer,tenure_months,plan,monthly_charges\nc1,1,basic,90\nc2,60,pro,20\n');
@@ -259,10 +280,33 @@ describe('score, end to end against the simulator', () => {
     expect(sha256(await readFile(join(out, 'r', 'predictions.csv')))).toBe(sha256(await readFile(join(out, 'r-clean', 'predictions.csv'))));
   });
 
-  it('refuses a run id that already succeeded, or that exists with other options', async () => {
+  it('refuses a run id that already succeeded, or that exists with other options, and leaves that run\'s manifest alone', async () => {
     const out = join(tmp.dir, 'out-exists');
     await score(input, out, { service: sim.url, runId: 'x', limit: 5 });
+    const manifest = await readFile(join(out, 'x', 'manifest.json'), 'utf8');
     expect((await failure(score(input, out, { service: sim.url, runId: 'x', limit: 5 }))).code).toBe('E_RUN_EXISTS');
+    expect(await readFile(join(out, 'x', 'manifest.json'), 'utf8')).toBe(manifest);
+
+    const bad = join(tmp.dir, 'one-bad.csv');
+    await writeFile(bad, 'sqft,location\n1,__engine_error__\n2,good\n');
+    expect((await failure(score(bad, out, { service: sim.url, runId: 'y', maxErrorRate: 0 }))).code).toBe('E_ERROR_RATE');
+    const failed = await readFile(join(out, 'y', 'manifest.json'), 'utf8');
+    expect((await failure(score(bad, out, { service: sim.url, runId: 'y', maxErrorRate: 0.5 }))).code).toBe('E_RUN_EXISTS');
+    expect(await readFile(join(out, 'y', 'manifest.json'), 'utf8')).toBe(failed);
+  });
+
+  it('resumes a run started without --run-id by the id it was given, with the input written another way', async () => {
+    const stop = new AbortController();
+    const out = join(tmp.dir, 'out-noid');
+    const watcher = setInterval(() => {
+      const runs = existsSync(out) ? readdirSync(out) : [];
+      if (runs.some((r) => existsSync(join(out, r, '_work', 'segments', '00000.done.json')))) stop.abort();
+    }, 5);
+    await failure(score(input, out, { service: sim.url, segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal })).finally(() => clearInterval(watcher));
+    const [runId] = readdirSync(out);
+    const relative = relativePath(process.cwd(), input);
+    const m = await score(relative, out, { service: sim.url, runId, segmentRows: 1_000, concurrency: 1, batchSize: 50 });
+    expect(m.counts!.rowsScored).toBe(ROWS);
   });
 });
 
