@@ -92,7 +92,7 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       expect(service.image ?? service.build, `service ${name} needs image or build`).toBeTruthy();
     }
-    expect(Object.keys(services).sort()).toEqual(['minio', 'minio-setup', 'redis', 'serve', 'simulator', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['minio', 'minio-setup', 'redis', 'simulator', 'worker']);
   });
 
   it('resolves the shared environment from the x-common-env anchor', () => {
@@ -181,21 +181,6 @@ describe('docker-compose.yml', () => {
     expect(worker.stop_grace_period).toBe('60s');
     expect(worker.deploy.replicas).toBe(2);
     expect(worker.container_name).toBeUndefined(); // a fixed name would forbid replicas
-  });
-
-  it('keeps serve behind the serve profile with the shared settings and API_TOKEN', () => {
-    const serve = services.serve;
-    expect(serve.profiles).toEqual(['serve']);
-    expect(serve.command).toEqual(['serve']);
-    expect(serve.ports.map(String)).toContain('8080:8080');
-    const env = envOf(serve);
-    expect(env).toMatchObject({
-      REDIS_URL: 'redis://redis:6379',
-      S3_ENDPOINT: 'http://minio:9000',
-      S3_FORCE_PATH_STYLE: 'true',
-      PORT: '8080',
-    });
-    expect(env.API_TOKEN).toMatch(/\$\{API_TOKEN\b/);
   });
 
   it('needs no variable to start the default services (Compose interpolates profiled services too)', () => {
