@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { PassThrough, type Writable } from 'node:stream';
 import { BatchScorerError, InputError } from '../errors.js';
-import { parseRows } from '../formats/row-parser.js';
+import { parseRows, type InputRow } from '../formats/row-parser.js';
+import type { RowSyntax } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
@@ -107,7 +108,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     let errors = '';
     for (const o of outcomes) {
       if ('predictions' in o) scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
-      else errors += `${JSON.stringify({ row: o.row.index + 1, line: o.row.line, input: o.row.record ?? o.row.text, status: o.error.status ?? null, title: o.error.title ?? null, detail: o.error.detail })}\n`;
+      else errors += errorLine(o.row, o.error, run.input.syntax);
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
@@ -159,6 +160,17 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   await storage.write(runFiles.segmentDone(folder, index), JSON.stringify({ ...counts, ...work.facts }));
   log.debug({ counts }, 'segment scored');
   return counts;
+}
+
+/**
+ * A quarantined row's line in errors.jsonl. The input is the record (CSV), the row's own JSON text
+ * (JSON Lines, spliced in as read so long numbers keep their digits), or the text of a row that
+ * could not be parsed.
+ */
+function errorLine(row: InputRow, error: { status?: number; title?: string; detail: string }, syntax: RowSyntax): string {
+  const rest = JSON.stringify({ status: error.status ?? null, title: error.title ?? null, detail: error.detail });
+  const input = syntax === 'jsonl' && row.record && row.text !== undefined ? row.text : JSON.stringify(row.record ?? row.text);
+  return `{"row":${row.index + 1},"line":${row.line},"input":${input},${rest.slice(1)}\n`;
 }
 
 /** Writes with backpressure: waits for the storage upload to drain before taking more. */

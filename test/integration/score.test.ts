@@ -182,10 +182,13 @@ describe('score, end to end against the simulator', () => {
       '{"id": 9007199254740993, "sqft": 1375, "location": "poor"}',
       '{"id":9007199254740995,"number_of_rooms":4,"sqft":1375,"location":"poor","rental_price":1234}',
       '{"id":1,"sqft":"900","days_on_market":3, "note":"été"}',
+      '{"id":12345678901234567891,"location":"__engine_error__"}',
     ];
     await writeFile(file, `${lines.join('\n')}\n`);
     const out = join(tmp.dir, 'out-sparse');
-    const m = await score(file, out, { service: sim.url, runId: 's' });
+    const m = await score(file, out, { service: sim.url, runId: 's', maxErrorRate: 0.5 });
+    const quarantined = JSON.parse((await readFile(join(out, 's', 'errors.jsonl'), 'utf8')).trim().replace('12345678901234567891', '"exact"'));
+    expect(quarantined).toMatchObject({ row: 4, line: 4, input: { id: 'exact', location: '__engine_error__' }, title: 'MLEngineException' });
     const written = (await readFile(join(out, 's', 'predictions.jsonl'), 'utf8')).trim().split('\n');
     // Every input value is written back as it was read, the 17-digit ids included.
     written.forEach((line, i) => expect(line.startsWith(lines[i]!.slice(0, -1))).toBe(true));
