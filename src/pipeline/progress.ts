@@ -1,3 +1,6 @@
+/** How often progress is reported at most: a few times a second is live enough, and cheap. */
+export const PROGRESS_EVERY_MS = 250;
+
 /** A run's progress, as job progress, `status` and the progress bar show it. */
 export interface RunProgress {
   rowsDone: number;

@@ -9,7 +9,7 @@ import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { newRunId, prepareRun, type RunRequest } from './prepare-run.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { computeProgress, type RunProgress } from './progress.js';
+import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { quarantineAllowance, scoreSegment } from './score-segment.js';
 
 export interface DirectRunContext {
@@ -24,7 +24,6 @@ export interface DirectRunContext {
 
 /** Segments scored at once in one process, so the pipe stays full across a segment's end. */
 const SEGMENTS_AT_ONCE = 2;
-const PROGRESS_EVERY_MS = 250;
 
 /**
  * Scores a whole run in this process (`batch-scorer score`): the same plan, segments and

@@ -1,0 +1,91 @@
+import { WaitingChildrenError, type Processor } from 'bullmq';
+import { parseRunOptions, type RunOptions } from '../config/run-options.js';
+import { BatchScorerError } from '../errors.js';
+import { finishRun, recordFailure } from '../pipeline/finish-run.js';
+import type { Manifest } from '../pipeline/manifest.js';
+import { prepareRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
+import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import { formatLocation } from '../storage/location.js';
+import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
+import type { WorkerContext } from './worker-context.js';
+
+/**
+ * A run job, in steps kept in its data so a retried or resumed job goes on from there: prepare
+ * (describe snapshot, plan), then one child job per unfinished segment and wait for them, then
+ * assemble the run folder.
+ */
+export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
+  return async (job, token, lost) => {
+    const signal = ctx.jobSignal(lost);
+    const data = job.data;
+    const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
+    const startedAt = data.startedAt ?? new Date().toISOString();
+    const folder = runFiles.folder(data.request.out, data.runId);
+    let request: RunRequest | undefined;
+    let run: PreparedRun | undefined;
+    try {
+      request = { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
+      const succeeded = await alreadySucceeded(ctx, request, data.runId);
+      if (succeeded) {
+        await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
+        return summary(succeeded, formatLocation(folder));
+      }
+      run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
+      if (data.step === undefined) {
+        await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
+        await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments, model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
+        await job.updateData({ ...data, step: 'score', startedAt });
+      }
+      if (data.step !== 'assemble') {
+        const todo: number[] = [];
+        for (const s of run.input.segments) if (!(await ctx.storage.exists(runFiles.segmentDone(folder, s.index)))) todo.push(s.index);
+        if (todo.length > 0) {
+          const { runId, folder: runFolder } = run;
+          await ctx.segmentsQueue.addBulk(
+            todo.map((index) => ({
+              name: 'segment',
+              data: { runId, folder: runFolder, index },
+              opts: { jobId: segmentJobId(runId, index), parent: { id: job.id!, queue: job.queueQualifiedName }, failParentOnFailure: true, ...ATTEMPTS.segments, ...RETENTION.segments },
+            })),
+          );
+          if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
+        }
+        await job.updateData({ ...data, step: 'assemble', startedAt });
+      }
+      const queue = (segments: { jobId?: string; worker?: string }[]) => ({
+        jobIds: [job.id!, ...segments.map((s) => s.jobId ?? '?')],
+        attempts: job.attemptsMade + 1,
+        workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
+      });
+      const manifest = await finishRun(ctx.storage, run, { startedAt, queue }, jobLog, signal);
+      await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${run.folder}`);
+      jobLog.info({ folder: run.folder }, 'run succeeded');
+      return summary(manifest, run.folder);
+    } catch (err) {
+      if (err instanceof WaitingChildrenError) throw err;
+      const asked = request ?? { ...data.request, options: { ...data.request.options } };
+      throw await ctx.failJob(job, token, err, jobLog, (e) => recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog));
+    }
+  };
+}
+
+/**
+ * The manifest of a run that already succeeded: its job was retried after `_SUCCESS` was
+ * written, or its id enqueued again after the job was removed. It is not run twice; the same id
+ * asking for something else is refused.
+ */
+async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: string): Promise<Manifest | undefined> {
+  const folder = runFiles.folder(request.out, runId);
+  if (!(await ctx.storage.exists(runFiles.success(folder)))) return undefined;
+  const manifest = JSON.parse(await ctx.storage.readText(runFiles.manifest(folder))) as Manifest;
+  const asked = { input: manifest.input.location, out: request.out, model: manifest.model.requested, options: manifest.options as RunOptions };
+  if (!sameRequest(asked, request)) {
+    throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)} with another input, model or options; choose another run id`, { exitCode: 2 });
+  }
+  return manifest;
+}
+
+/** What a run job answers BullMQ (its return value, shown by dashboards). */
+function summary(manifest: Manifest, folder: string) {
+  return { folder, state: manifest.state, counts: manifest.counts, outputs: manifest.outputs };
+}

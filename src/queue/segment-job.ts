@@ -1,0 +1,72 @@
+import { Job, type Processor } from 'bullmq';
+import { resolveConcurrency } from '../config/run-options.js';
+import { recordFailure } from '../pipeline/finish-run.js';
+import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
+import { quarantineAllowance, scoreSegment } from '../pipeline/score-segment.js';
+import type { SegmentCounts } from '../pipeline/segment-counts.js';
+import { parseLocation } from '../storage/location.js';
+import { WORKER_ID, type SegmentJobData } from './queues.js';
+import { toQueueError } from './to-queue-error.js';
+import type { WorkerContext } from './worker-context.js';
+
+
+/** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
+export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
+  return async (job, token, lost) => {
+    const { runId, folder, index } = job.data;
+    const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
+    const done = runFiles.segmentDone(parseLocation(folder), index);
+    // A segment finished before a crash, or by another worker, is never scored again; its counts
+    // are reported again, in case the crash came between its done marker and its progress.
+    if (await ctx.storage.exists(done)) {
+      const counts = JSON.parse(await ctx.storage.readText(done)) as SegmentCounts;
+      await ctx.reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
+      return { skipped: true };
+    }
+    // Siblings of a segment that failed its run would be scored for nothing.
+    if ((await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
+    let run: PreparedRun | undefined;
+    try {
+      run = await ctx.loadRun(folder, runId);
+      let rows = 0;
+      let last = 0;
+      let reporting: Promise<void> | undefined;
+      const budget = { allowed: quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), used: 0 };
+      const counts = await scoreSegment(
+        {
+          run,
+          storage: ctx.storage,
+          client: ctx.clientFor(run.request.options),
+          limit: ctx.limitFor(run),
+          window: resolveConcurrency(run.request.options.concurrency) + 1,
+          budget,
+          log: jobLog,
+          signal: ctx.jobSignal(lost),
+          facts: { worker: WORKER_ID, jobId: job.id!, attempt: job.attemptsMade + 1 },
+          onRows: (n) => {
+            rows += n;
+            const now = Date.now();
+            // One report at a time: while Redis is away they would otherwise pile up without bound.
+            if (now - last < PROGRESS_EVERY_MS || reporting) return;
+            last = now;
+            reporting = ctx.reportProgress(runId, index, rows, budget.used, false).finally(() => (reporting = undefined));
+          },
+        },
+        index,
+      );
+      await reporting;
+      await ctx.reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
+      await Job.addJobLog(ctx.runsQueue, runId, `segment ${index} done: ${counts.rowsScored} scored, ${counts.rowsQuarantined} quarantined (${WORKER_ID}, attempt ${job.attemptsMade + 1})`);
+      return { rows: counts.rowsIn };
+    } catch (err) {
+      throw await ctx.failJob(job, token, err, jobLog, async (e) => {
+        // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
+        const reason = `segment ${index}: ${toQueueError(e).message}`;
+        await ctx.progress.fail(runId, reason);
+        await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
+        await recordFailure(ctx.storage, parseLocation(folder), { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+      });
+    }
+  };
+}

@@ -1,0 +1,147 @@
+import { DelayedError, Job, Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import pLimit from 'p-limit';
+import { resolveConcurrency, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { errorMessage, type BatchScorerError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import type { Limiter } from '../pipeline/score-batch.js';
+import { ServiceClient } from '../service/client.js';
+import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
+import { parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage.js';
+import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import { RunProgressStore } from './run-progress.js';
+import { isFinalFailure, toQueueError } from './to-queue-error.js';
+
+/** Options of one worker process. */
+export interface WorkerOptions {
+  /** Predict requests in flight at most in this process, over all the segments it works on. */
+  concurrency: number;
+  /** Segments this process scores at once. */
+  segments: number;
+  /** How long SIGTERM waits for in-flight segments before handing them back, in ms. */
+  shutdownTimeoutMs: number;
+  /** BullMQ lock duration in ms: a killed worker's segments go back to the queue after about this long. */
+  lockDurationMs: number;
+  /** MODEL_SERVICE_TOKEN; never logged. */
+  token?: string;
+  /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
+  runDefaults?: RunOptionsInput;
+}
+
+/** Runs a worker has seen recently; older ones are forgotten so a long-lived worker does not grow. */
+const REMEMBERED_RUNS = 64;
+
+/**
+ * What a worker process shares between the jobs it runs: storage, service clients, the
+ * process-wide request limit, prepared runs, progress, and the shutdown signal.
+ */
+export class WorkerContext {
+  readonly progress: RunProgressStore;
+  readonly runsQueue: Queue<RunJobData>;
+  readonly segmentsQueue: Queue<SegmentJobData>;
+  /** Aborted when a shutdown stops waiting for in-flight work. */
+  readonly shutdown = new AbortController();
+  private readonly processLimit;
+  private readonly runLimits = new Map<string, Limiter>();
+  private readonly clients = new Map<string, ServiceClient>();
+  private readonly runs = new Map<string, Promise<PreparedRun>>();
+
+  constructor(
+    readonly redis: Redis,
+    readonly queue: QueueConfig,
+    readonly storage: Storage,
+    readonly log: Logger,
+    readonly options: WorkerOptions,
+  ) {
+    this.progress = new RunProgressStore(redis, queue.prefix);
+    this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
+    this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
+    this.processLimit = pLimit(options.concurrency);
+  }
+
+  /** One client (keep-alive pool) per service, time limit and retry count. */
+  clientFor(o: RunOptions): ServiceClient {
+    const key = JSON.stringify([o.service, o.timeout, o.retries]);
+    let client = this.clients.get(key);
+    if (!client) {
+      client = new ServiceClient({
+        baseUrl: o.service,
+        token: this.options.token,
+        timeoutMs: o.timeout,
+        retry: { ...DEFAULT_RETRY_POLICY, retries: o.retries },
+        connections: this.options.concurrency,
+        logger: this.log,
+      });
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+
+  /** A run's own --concurrency, inside this process's limit: a request needs a slot of both. */
+  limitFor(run: PreparedRun): Limiter {
+    return remember(this.runLimits, run.runId, () => {
+      const own = pLimit(resolveConcurrency(run.request.options.concurrency));
+      return (fn) => own(() => this.processLimit(fn));
+    });
+  }
+
+  /** The prepared run (`_work/run.json`), read once per process. */
+  loadRun(folder: string, runId: string): Promise<PreparedRun> {
+    return remember(this.runs, runId, () => {
+      const run = this.storage.readText(runFiles.prepared(parseLocation(folder))).then((t) => JSON.parse(t) as PreparedRun);
+      run.catch(() => this.runs.delete(runId));
+      return run;
+    });
+  }
+
+  /** A job's signal: the shutdown, and BullMQ's, aborted when the job's lock is lost (another worker may have it now). */
+  jobSignal(lost?: AbortSignal): AbortSignal {
+    return lost ? AbortSignal.any([this.shutdown.signal, lost]) : this.shutdown.signal;
+  }
+
+  /** Sets a segment's progress and the run job's progress object; a failure to report is only logged. */
+  async reportProgress(runId: string, index: number, rows: number, quarantined: number, done: boolean): Promise<void> {
+    try {
+      await this.progress.segment(runId, index, rows, quarantined, done);
+      const p = await this.progress.read(runId);
+      const job = p && (await Job.fromId(this.runsQueue, runId));
+      if (job) await job.updateProgress({ ...p });
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err), runId }, 'could not report progress');
+    }
+  }
+
+  /**
+   * The error a job throws: on shutdown the job is handed back (delayed to now, no attempt spent);
+   * otherwise the error as BullMQ should treat it, after `onFinal` when no attempt is left.
+   */
+  async failJob(job: Job, token: string | undefined, err: unknown, jobLog: Logger, onFinal: (e: Error) => Promise<unknown>): Promise<Error> {
+    if (this.shutdown.signal.aborted && token) {
+      await job.moveToDelayed(Date.now(), token);
+      jobLog.info('handed back on shutdown');
+      return new DelayedError();
+    }
+    const mapped = toQueueError(err);
+    jobLog.error({ err: errorMessage(err), code: (err as BatchScorerError).code, attempt: job.attemptsMade + 1 }, 'job failed');
+    if (isFinalFailure(mapped, job.attemptsMade, job.opts.attempts)) await onFinal(err as Error);
+    return mapped;
+  }
+
+  /** Closes the queues and service clients (the Redis connection is the caller's). */
+  async close(): Promise<void> {
+    await Promise.all([this.runsQueue.close(), this.segmentsQueue.close()]);
+    await Promise.all([...this.clients.values()].map((c) => c.close()));
+  }
+}
+
+function remember<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+    if (map.size > REMEMBERED_RUNS) map.delete(map.keys().next().value!);
+  }
+  return value;
+}
