@@ -102,13 +102,15 @@ describe('queue mode with real worker processes on Redis', () => {
     await f.setup({ latencyMs: 100 });
     const expected = await directRun('term');
     const out = join(tmp.dir, 'term');
-    const leaving = worker(['--shutdown-timeout', '300']);
-    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 200 } });
+    // Segments of 40 batches at 100 ms, two at a time on this worker's 4 slots: each takes about 2 s,
+    // far longer than the 200 ms it may wait, so the SIGTERM finds segments to hand back.
+    const leaving = worker(['--shutdown-timeout', '200', '--concurrency', '4']);
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 50, concurrency: 8 } });
     await waitFor('scoring to start', async () => ((await f.queue.get(runId))?.progress?.rowsDone ?? 0) > 0);
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toBe(0);
     expect(leaving.log()).toContain('handed back on shutdown');
-    worker();
+    worker(['--concurrency', '8']);
     const status = await f.finished(runId);
     expect(status.state).toBe('completed');
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));
