@@ -21,7 +21,11 @@ export const runOptionsSchema = z
     batchSize: z.int().min(1).max(100_000).default(1000),
     /** Bytes of JSON per predict request at most; a wide row file gets smaller batches. */
     maxBatchBytes: z.int().min(1024).default(4 * 1024 * 1024),
-    /** Predict requests in flight at most, across the whole process. `auto` is 8: the reference server's thread pool is about 10. */
+    /**
+     * Predict requests in flight at most, across the whole process. `auto` finds what the service
+     * sustains: it starts at 2, grows while requests are answered and halves on 429/503/timeouts
+     * (between 1 and 16; the reference server's thread pool is about 10).
+     */
     concurrency: z.union([z.int().min(1).max(256), z.literal('auto')]).default(4),
     /** Time limit of one request in ms. */
     timeout: z.int().min(100).default(60_000),
@@ -53,13 +57,6 @@ export const runOptionsSchema = z
 
 export type RunOptions = z.output<typeof runOptionsSchema>;
 export type RunOptionsInput = z.input<typeof runOptionsSchema>;
-
-/** What `auto` concurrency stands for. */
-export const AUTO_CONCURRENCY = 8;
-
-export function resolveConcurrency(value: RunOptions['concurrency']): number {
-  return value === 'auto' ? AUTO_CONCURRENCY : value;
-}
 
 /** Validates run options, turning zod's issues into one message that names each bad option. */
 export function parseRunOptions(input: unknown, source = 'run options'): RunOptions {

@@ -1,14 +1,12 @@
 import { BatchScorerError } from '../errors.js';
 import type { Envelope, ServiceClient } from '../service/client.js';
+import type { RequestLimit } from '../service/request-limit.js';
 import type { ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
 import type { EncodedRow } from './request-row.js';
 import type { SegmentCounts } from './segment-counts.js';
-
-/** Runs a request when a slot is free (p-limit's function, or several of them nested). */
-export type Limiter = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /** What scoring a batch needs; shared by every batch of a segment. */
 export interface BatchScorer {
@@ -20,7 +18,7 @@ export interface BatchScorer {
   rowIdMember: string;
   schema: OutputSchema;
   /** The process-wide limit on predict requests in flight. */
-  limit: Limiter;
+  limit: RequestLimit;
   counts: SegmentCounts;
   signal?: AbortSignal;
 }
@@ -45,13 +43,22 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
   let answer: Record<string, unknown>[];
   try {
     scorer.counts.requests++;
-    answer = await scorer.limit(() =>
+    answer = await scorer.limit.run(() =>
       scorer.client.predict(
         scorer.model,
         rows.map((r) => r.request.json),
-        { envelope: scorer.envelope, params: scorer.params, signal: scorer.signal, onRetry: () => scorer.counts.retries++ },
+        {
+          envelope: scorer.envelope,
+          params: scorer.params,
+          signal: scorer.signal,
+          onRetry: ({ error }) => {
+            scorer.counts.retries++;
+            if (error.kind === 'retriable') scorer.limit.observe('overloaded');
+          },
+        },
       ),
     );
+    scorer.limit.observe('answered');
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {

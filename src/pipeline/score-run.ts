@@ -1,7 +1,7 @@
 import pLimit from 'p-limit';
-import { resolveConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
+import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage.js';
 import { readSegmentCounts } from './assemble.js';
@@ -39,13 +39,13 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const log = ctx.log.child({ runId });
   const startedAt = new Date().toISOString();
   const folder = runFiles.folder(request.out, runId);
-  const concurrency = resolveConcurrency(request.options.concurrency);
+
   const client = new ServiceClient({
     baseUrl: request.options.service,
     token: ctx.token,
     timeoutMs: request.options.timeout,
     retry: { ...DEFAULT_RETRY_POLICY, retries: request.options.retries },
-    connections: concurrency,
+    connections: maxConcurrency(request.options.concurrency),
     logger: log,
   });
   let run: PreparedRun | undefined;
@@ -70,15 +70,14 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         ),
       );
     };
-    const limit = pLimit(concurrency);
+    const limit = createRequestLimit(request.options.concurrency);
     const segments = pLimit(SEGMENTS_AT_ONCE);
     const work = {
       run,
       storage,
       client,
       limit,
-      // The segments at once share one window, so what waits to be written stays about one batch per request in flight.
-      window: Math.max(2, Math.ceil((concurrency + 2) / SEGMENTS_AT_ONCE)),
+      segmentsAtOnce: SEGMENTS_AT_ONCE,
       budget,
       log,
       signal,

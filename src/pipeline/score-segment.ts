@@ -6,12 +6,13 @@ import type { RowSyntax } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
+import type { RequestLimit } from '../service/request-limit.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
-import { scoreBatch, type BatchScorer, type Limiter, type PendingRow, type RowOutcome } from './score-batch.js';
+import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 
 /** How many rows may still be quarantined before the run must fail; shared by a process's segments. */
@@ -26,9 +27,9 @@ export interface SegmentWork {
   storage: Storage;
   client: ServiceClient;
   /** The process-wide limit on predict requests in flight. */
-  limit: Limiter;
-  /** Batches a segment keeps ahead of its writer; bounds memory with the limit. */
-  window: number;
+  limit: RequestLimit;
+  /** Segments this process scores at once; they share the batches kept ahead of the writers. */
+  segmentsAtOnce: number;
   budget: QuarantineBudget;
   log: Logger;
   signal?: AbortSignal;
@@ -87,6 +88,9 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   };
   const { batchSize, maxBatchBytes } = run.request.options;
   const fromCsv = run.input.syntax === 'csv';
+  // Batches kept ahead of the writer: about one per request slot, shared by the segments at once,
+  // so memory follows the limit (which `auto` moves) and not the file.
+  const window = () => Math.max(2, Math.ceil((work.limit.concurrency + 2) / work.segmentsAtOnce));
   const pending: Promise<RowOutcome[]>[] = [];
   let batch: PendingRow[] = [];
   let batchBytes = 0;
@@ -140,7 +144,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
         batchBytes += request.bytes;
       }
       nextIndex += raw.length;
-      while (pending.length > work.window) await flushOne();
+      while (pending.length > window()) await flushOne();
     }
     submit();
     while (pending.length > 0) await flushOne();

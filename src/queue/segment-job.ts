@@ -1,5 +1,4 @@
 import { Job, type Processor } from 'bullmq';
-import { resolveConcurrency } from '../config/run-options.js';
 import { recordFailure } from '../pipeline/finish-run.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
@@ -39,7 +38,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           storage: ctx.storage,
           client: ctx.clientFor(run.request.options),
           limit: ctx.limitFor(run),
-          window: resolveConcurrency(run.request.options.concurrency) + 1,
+          segmentsAtOnce: ctx.options.segments,
           budget,
           log: jobLog,
           signal: ctx.jobSignal(lost),

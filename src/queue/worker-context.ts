@@ -1,12 +1,12 @@
 import { DelayedError, Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pLimit from 'p-limit';
-import { resolveConcurrency, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import type { RunOptions, RunOptionsInput } from '../config/run-options.js';
 import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
-import type { Limiter } from '../pipeline/score-batch.js';
 import { ServiceClient } from '../service/client.js';
+import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
@@ -44,7 +44,7 @@ export class WorkerContext {
   /** Aborted when a shutdown stops waiting for in-flight work. */
   readonly shutdown = new AbortController();
   private readonly processLimit;
-  private readonly runLimits = new Map<string, Limiter>();
+  private readonly runLimits = new Map<string, RequestLimit>();
   private readonly clients = new Map<string, ServiceClient>();
   private readonly runs = new Map<string, Promise<PreparedRun>>();
 
@@ -80,10 +80,17 @@ export class WorkerContext {
   }
 
   /** A run's own --concurrency, inside this process's limit: a request needs a slot of both. */
-  limitFor(run: PreparedRun): Limiter {
+  limitFor(run: PreparedRun): RequestLimit {
     return remember(this.runLimits, run.runId, () => {
-      const own = pLimit(resolveConcurrency(run.request.options.concurrency));
-      return (fn) => own(() => this.processLimit(fn));
+      const own = createRequestLimit(run.request.options.concurrency);
+      const processSlots = this.options.concurrency;
+      return {
+        run: (fn) => own.run(() => this.processLimit(fn)),
+        observe: (outcome) => own.observe(outcome),
+        get concurrency() {
+          return Math.min(own.concurrency, processSlots);
+        },
+      };
     });
   }
 

@@ -43,8 +43,10 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 };
 
 /**
- * The delay before retry number `attempt` (1-based): exponential with "full jitter" so that many
- * clients failing together do not come back together; a server's Retry-After wins when given.
+ * The delay before retry number `attempt` (1-based): exponential with jitter (half fixed, half
+ * random) so that many clients failing together do not come back together. A server's
+ * Retry-After is a floor: never sooner than it asks (capped at maxRetryAfterMs), and never
+ * sooner than the backoff, so a "Retry-After: 0" under load does not turn into a busy loop.
  */
 export function retryDelayMs(
   policy: RetryPolicy,
@@ -52,9 +54,9 @@ export function retryDelayMs(
   retryAfterMs?: number,
   random: () => number = Math.random,
 ): number {
-  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, policy.maxRetryAfterMs);
   const ceiling = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+  const backoff = Math.round(ceiling / 2 + (random() * ceiling) / 2);
+  return retryAfterMs === undefined ? backoff : Math.max(backoff, Math.min(retryAfterMs, policy.maxRetryAfterMs));
 }
 
 /** Retry-After as delta-seconds or an HTTP date, in ms; undefined when absent or unreadable. */

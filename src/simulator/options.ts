@@ -34,6 +34,12 @@ export const simulatorOptionsSchema = z
     errorRate: z.number().min(0).max(1).default(0),
     /** Fraction of predict requests answered 429 with Retry-After, to exercise backoff. */
     rateLimitRate: z.number().min(0).max(1).default(0),
+    /**
+     * Predict requests the simulated engine works on at once (its thread pool; 0: no limit). A
+     * request beyond them is answered 429 with Retry-After, as a server with a full pool would,
+     * so clients can be tested finding the concurrency a server sustains.
+     */
+    capacity: z.number().int().min(0).default(0),
     /** Seconds sent in the Retry-After header of simulated 429s. */
     retryAfterSeconds: z.number().int().min(0).default(1),
     /** Fraction of predict requests whose socket is reset without an answer, to exercise network-error handling. */

@@ -19,6 +19,10 @@ export interface SimulatorStats {
   describeRequests: number;
   /** Simulated faults served, by kind. */
   faults: { error500: number; rateLimited: number; resets: number; hangs: number; gateway: number };
+  /** Predict requests refused (429) because `capacity` were already being worked on. */
+  overCapacity: number;
+  /** The most predict requests the engine worked on at once. */
+  peakInFlight: number;
 }
 
 export interface Simulator {
@@ -48,7 +52,10 @@ export async function createSimulator(
     predictRows: 0,
     describeRequests: 0,
     faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+    overCapacity: 0,
+    peakInFlight: 0,
   };
+  let inFlight = 0;
   const drawFault = faultDrawer(opts, opts.seed);
   // Jitter has its own stream so the fault sequence does not depend on the latency settings.
   const jitter = mulberry32(opts.seed ^ 0x5bd1e995);
@@ -96,13 +103,19 @@ export async function createSimulator(
         return send(res, { status: 503, contentType: 'text/html', body: GATEWAY_HTML });
     }
 
-    const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0);
-    if (delay > 0) {
-      try {
-        await sleep(delay, undefined, { signal: closing.signal });
-      } catch {
-        return; // closing: the connection is being destroyed anyway
-      }
+    if (opts.capacity > 0 && inFlight >= opts.capacity) {
+      stats.overCapacity++;
+      return send(res, { ...problem(429, 'Too Many Requests', 'all engine threads are busy'), headers: { 'retry-after': String(opts.retryAfterSeconds) } });
+    }
+    inFlight++;
+    stats.peakInFlight = Math.max(stats.peakInFlight, inFlight);
+    try {
+      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0);
+      if (delay > 0) await sleep(delay, undefined, { signal: closing.signal });
+    } catch {
+      return; // closing: the connection is being destroyed anyway
+    } finally {
+      inFlight--;
     }
     if (fault === 'error500') {
       stats.faults.error500++;

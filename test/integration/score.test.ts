@@ -99,6 +99,21 @@ describe('score, end to end against the simulator', () => {
     }
   });
 
+  it('--concurrency auto finds what a server with 3 engine threads sustains, and the output is the same', async () => {
+    const busy = await startSimulator({ capacity: 3, latencyMs: 20, retryAfterSeconds: 0 });
+    try {
+      const out = join(tmp.dir, 'out-auto');
+      await score(input, out, { service: sim.url, runId: 'clean', batchSize: 50 });
+      const m = await score(input, out, { service: busy.url, runId: 'auto', batchSize: 50, concurrency: 'auto', retries: 10 });
+      // It probes past the server's 3 threads (429s) and backs off: a fixed 16 meets several times more.
+      expect(busy.stats.overCapacity).toBeGreaterThan(0);
+      expect(busy.stats.overCapacity).toBeLessThan(m.counts!.requests / 2);
+      expect(sha256(await readFile(join(out, 'auto', 'predictions.csv')))).toBe(sha256(await readFile(join(out, 'clean', 'predictions.csv'))));
+    } finally {
+      await busy.close();
+    }
+  });
+
   it('pins the run to the version describe reports, and honours an explicit version', async () => {
     const out = join(tmp.dir, 'out-version');
     const m = await score(input, out, { service: sim.url, model: 'mindsdb/home_rentals_model.1', runId: 'v1', limit: 10 });

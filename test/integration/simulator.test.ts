@@ -453,6 +453,24 @@ describe('stats', () => {
       predictRows: 4,
       describeRequests: 1,
       faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+      overCapacity: 0,
+      peakInFlight: 1,
     });
+  });
+
+  it('answers 429 with Retry-After to requests beyond its capacity', async () => {
+    const s = await start({ capacity: 2, latencyMs: 200, retryAfterSeconds: 3 });
+    const answers = await Promise.all(
+      [0, 1, 2].map(() =>
+        request(`${s.url}/api/projects/mindsdb/models/home_rentals_model/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ data: [house] }),
+        }).then(async (r) => ({ status: r.statusCode, retryAfter: r.headers['retry-after'], body: await r.body.text() })),
+      ),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 429]);
+    expect(answers.find((a) => a.status === 429)).toMatchObject({ retryAfter: '3' });
+    expect(s.stats).toMatchObject({ overCapacity: 1, peakInFlight: 2 });
   });
 });

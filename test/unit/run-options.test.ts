@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
-import { AUTO_CONCURRENCY, parseRunOptions, resolveConcurrency, runOptionsSchema } from '../../src/config/run-options.js';
+import { parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
 
 function usageError(input: unknown, source?: string): UsageError {
   try {
@@ -136,16 +136,10 @@ describe('parseRunOptions', () => {
 });
 
 describe('concurrency', () => {
-  it('keeps "auto" as given and resolves it to 8', () => {
-    const options = parseRunOptions({ concurrency: 'auto' });
-    expect(options.concurrency).toBe('auto');
-    expect(AUTO_CONCURRENCY).toBe(8);
-    expect(resolveConcurrency(options.concurrency)).toBe(8);
-  });
-
-  it('resolves a number to itself', () => {
-    expect(resolveConcurrency(parseRunOptions({ concurrency: 3 }).concurrency)).toBe(3);
-    expect(resolveConcurrency(parseRunOptions({}).concurrency)).toBe(4);
+  it('keeps "auto" as given, and a number as given, 4 by default', () => {
+    expect(parseRunOptions({ concurrency: 'auto' }).concurrency).toBe('auto');
+    expect(parseRunOptions({ concurrency: 3 }).concurrency).toBe(3);
+    expect(parseRunOptions({}).concurrency).toBe(4);
   });
 });
 

@@ -50,15 +50,18 @@ describe('retryDelayMs', () => {
     }
   });
 
-  it('lets Retry-After win over the backoff, also when it is shorter or longer', () => {
+  it('takes Retry-After as a floor: never sooner than asked, nor sooner than the backoff', () => {
     expect(retryDelayMs(policy, 1, 5_000, () => 0)).toBe(5_000);
-    expect(retryDelayMs(policy, 10, 0, () => 1)).toBe(0);
     expect(retryDelayMs(policy, 1, 60_000, () => 0)).toBe(60_000);
+    // "Retry-After: 0" under load would be a busy loop: the backoff still applies.
+    expect(retryDelayMs(policy, 1, 0, () => 0)).toBe(100);
+    expect(retryDelayMs(policy, 10, 0, () => 1)).toBe(15_000);
+    expect(retryDelayMs(policy, 2, 300, () => 1)).toBe(400);
   });
 
   it('caps Retry-After at maxRetryAfterMs', () => {
-    expect(retryDelayMs(policy, 1, 3_600_000)).toBe(120_000);
-    expect(retryDelayMs({ ...policy, maxRetryAfterMs: 1_000 }, 1, 2_000)).toBe(1_000);
+    expect(retryDelayMs(policy, 1, 3_600_000, () => 0)).toBe(120_000);
+    expect(retryDelayMs({ ...policy, maxRetryAfterMs: 1_000 }, 1, 2_000, () => 0)).toBe(1_000);
   });
 });
 

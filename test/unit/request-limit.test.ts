@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { AdaptiveLimit, createRequestLimit, fixedLimit, maxConcurrency } from '../../src/service/request-limit.js';
+
+describe('fixedLimit', () => {
+  it('never runs more than N at once, and ignores outcomes', async () => {
+    const limit = fixedLimit(3);
+    let running = 0;
+    let peak = 0;
+    const task = async () => {
+      peak = Math.max(peak, ++running);
+      await new Promise((r) => setImmediate(r));
+      running--;
+    };
+    await Promise.all(Array.from({ length: 20 }, () => limit.run(task)));
+    expect(peak).toBe(3);
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(3);
+  });
+});
+
+describe('AdaptiveLimit (--concurrency auto)', () => {
+  const bounds = { initial: 2, min: 1, max: 6 };
+
+  it('adds a slot after as many answered requests in a row as it has slots, up to its maximum', () => {
+    const limit = new AdaptiveLimit(bounds, () => 0);
+    const grown: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      limit.observe('answered');
+      grown.push(limit.concurrency);
+    }
+    // 2 answers to reach 3, 3 to reach 4, 4 to reach 5, 5 to reach 6, then it stays.
+    expect(grown.slice(0, 14)).toEqual([2, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 5, 6]);
+    expect(grown.at(-1)).toBe(6);
+  });
+
+  it('halves on overload, at most once per two round trips, never below its minimum', async () => {
+    let now = 0;
+    const limit = new AdaptiveLimit({ ...bounds, initial: 6 }, () => now);
+    await limit.run(async () => {
+      now += 100; // one round trip of 100 ms
+    });
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(3);
+    now += 150;
+    limit.observe('overloaded'); // a request sent into the same overload
+    expect(limit.concurrency).toBe(3);
+    now += 100;
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(1);
+    now += 1_000;
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(1);
+  });
+
+  it('starts counting answers again after an overload', () => {
+    let now = 0;
+    const limit = new AdaptiveLimit({ ...bounds, initial: 4 }, () => now);
+    limit.observe('answered');
+    limit.observe('answered');
+    limit.observe('answered');
+    now = 5_000;
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(2);
+    limit.observe('answered');
+    expect(limit.concurrency).toBe(2);
+    limit.observe('answered');
+    expect(limit.concurrency).toBe(3);
+  });
+});
+
+describe('createRequestLimit and maxConcurrency', () => {
+  it('make auto adaptive, between 2 and 16, and a number fixed', () => {
+    expect(createRequestLimit('auto')).toBeInstanceOf(AdaptiveLimit);
+    expect(createRequestLimit('auto').concurrency).toBe(2);
+    expect(createRequestLimit(5).concurrency).toBe(5);
+    expect(maxConcurrency('auto')).toBe(16);
+    expect(maxConcurrency(5)).toBe(5);
+  });
+});
