@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { errorMessage } from '../errors.js';
-import { RunQueue } from '../queue/producer.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
@@ -22,6 +21,8 @@ export function registerEnqueue(program: Command): void {
         const settings = loadSettings();
         // Validated here, before anything reaches Redis; what is not set is the worker's to default.
         const options = runOptionsInputFromFlags(flags, settings);
+        // bullmq loads only for the commands that use it.
+        const { RunQueue } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           const { runId, created, resumed } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });

@@ -4,7 +4,6 @@ import { UsageError } from '../errors.js';
 import { formatIssues } from '../config/run-options.js';
 import { createLogger } from '../log.js';
 import { simulatorOptionsSchema } from '../simulator/options.js';
-import { createSimulator } from '../simulator/server.js';
 import { action } from './action.js';
 
 const num = (v: string) => Number(v);
@@ -35,6 +34,7 @@ export function registerSimulate(program: Command): void {
         const parsed = simulatorOptionsSchema.safeParse({ ...flags, token: process.env.SIMULATOR_TOKEN || undefined });
         if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error)}`);
         const log = createLogger({ name: 'simulator' });
+        const { createSimulator } = await import('../simulator/server.js');
         const simulator = await createSimulator(parsed.data, log);
         process.stdout.write(`simulator listening on ${simulator.url}\n`);
         await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);

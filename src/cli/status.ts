@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { BatchScorerError } from '../errors.js';
-import { RunQueue } from '../queue/producer.js';
 import { action } from './action.js';
 import { formatRunStatus } from './run-status-view.js';
 
@@ -17,6 +16,8 @@ export function registerStatus(program: Command): void {
     .action(
       action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
         const settings = loadSettings();
+        // bullmq loads only for the commands that use it.
+        const { RunQueue } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           for (;;) {

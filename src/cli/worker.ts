@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { createLogger } from '../log.js';
-import { DEFAULT_WORKER_OPTIONS, startWorker } from '../queue/worker.js';
+import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
 import { action } from './action.js';
 
@@ -24,6 +24,7 @@ export function registerWorker(program: Command): void {
         const settings = loadSettings();
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);
+        const { startWorker } = await import('../queue/worker.js');
         const worker = startWorker({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,

@@ -61,7 +61,10 @@ async function concatenate(storage: Storage, target: Location, head: string, row
     bytes += chunk.length;
     return chunk;
   }
-  await storage.write(target, body, { signal });
+  // The size is known from the parts: S3 can then use the smallest parts that fit, and buffer less.
+  let sizeHint = Buffer.byteLength(head);
+  for (const part of parts) sizeHint += (await storage.stat(part, signal)).size;
+  await storage.write(target, body, { signal, sizeHint });
   const location = formatLocation(target);
   return { file: location.slice(location.lastIndexOf('/') + 1), location, rows, bytes, sha256: hash.digest('hex') };
 }

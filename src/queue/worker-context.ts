@@ -1,7 +1,7 @@
 import { DelayedError, Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pLimit from 'p-limit';
-import type { RunOptions, RunOptionsInput } from '../config/run-options.js';
+import type { RunOptions } from '../config/run-options.js';
 import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
@@ -13,22 +13,7 @@ import type { Storage } from '../storage/storage.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunProgressStore } from './run-progress.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
-
-/** Options of one worker process. */
-export interface WorkerOptions {
-  /** Predict requests in flight at most in this process, over all the segments it works on. */
-  concurrency: number;
-  /** Segments this process scores at once. */
-  segments: number;
-  /** How long SIGTERM waits for in-flight segments before handing them back, in ms. */
-  shutdownTimeoutMs: number;
-  /** BullMQ lock duration in ms: a killed worker's segments go back to the queue after about this long. */
-  lockDurationMs: number;
-  /** MODEL_SERVICE_TOKEN; never logged. */
-  token?: string;
-  /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
-  runDefaults?: RunOptionsInput;
-}
+import type { WorkerOptions } from './worker-options.js';
 
 /** Runs a worker has seen recently; older ones are forgotten so a long-lived worker does not grow. */
 const REMEMBERED_RUNS = 64;

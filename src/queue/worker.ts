@@ -5,11 +5,8 @@ import type { Storage } from '../storage/storage.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { runJobProcessor } from './run-job.js';
 import { segmentJobProcessor } from './segment-job.js';
-import { WorkerContext, type WorkerOptions } from './worker-context.js';
-
-export type { WorkerOptions } from './worker-context.js';
-
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };
+import { WorkerContext } from './worker-context.js';
+import type { WorkerOptions } from './worker-options.js';
 
 /** A running worker; `close()` is the graceful shutdown and is safe to call twice. */
 export interface ScoringWorker {

@@ -14,9 +14,18 @@ import { formatLocation, type S3Location } from './location.js';
 import { s3ClientConfig, type S3Settings } from './s3-settings.js';
 import type { ObjectInfo, ReadOptions, WriteOptions } from './storage.js';
 
-/** 8 MiB parts, 4 in flight: at most ~40 MiB buffered per upload; objects up to 10,000 parts (~78 GiB). */
+/**
+ * Parts of 8 MiB, 2 in flight: about 24 MiB buffered per upload, objects up to 10,000 parts
+ * (~78 GiB). With a size hint, parts are as small as S3 allows (5 MiB) while the object still
+ * fits in 9,000 of them.
+ */
 const PART_SIZE = 8 * 1024 * 1024;
-const QUEUE_SIZE = 4;
+const MIN_PART_SIZE = 5 * 1024 * 1024;
+const QUEUE_SIZE = 2;
+
+function partSize(sizeHint: number | undefined): number {
+  return sizeHint === undefined ? PART_SIZE : Math.max(MIN_PART_SIZE, Math.ceil(sizeHint / 9_000));
+}
 
 const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
 const THROTTLED = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'RequestTimeout']);
@@ -238,7 +247,7 @@ export class S3Storage {
           ...(contentType !== undefined && { ContentType: contentType }),
         },
         queueSize: QUEUE_SIZE,
-        partSize: PART_SIZE,
+        partSize: partSize(options.sizeHint),
         abortController,
       });
       await upload.done();

@@ -2,7 +2,7 @@ import { BatchScorerError } from '../errors.js';
 import type { Readable } from 'node:stream';
 import { LocalStorage } from './local-storage.js';
 import type { Location } from './location.js';
-import { S3Storage } from './s3-storage.js';
+import type { S3Storage } from './s3-storage.js';
 import { s3SettingsFromEnv, type S3Settings } from './s3-settings.js';
 
 /**
@@ -29,6 +29,8 @@ export interface ReadOptions {
 export interface WriteOptions {
   contentType?: string;
   signal?: AbortSignal;
+  /** Bytes the body will have, when known: S3 then uses parts just large enough, to buffer less. */
+  sizeHint?: number;
 }
 
 /**
@@ -57,12 +59,16 @@ export interface Storage {
   close(): void;
 }
 
-/** Without settings, S3 settings are read from the environment when S3 is first used. */
+/**
+ * Without settings, S3 settings are read from the environment when S3 is first used. The AWS SDK
+ * (about 20 MiB) is loaded then too, not by runs that only touch local files.
+ */
 export function createStorage(settings?: S3Settings): Storage {
   const local = new LocalStorage();
-  let s3: S3Storage | undefined;
-  const remote = (): S3Storage => (s3 ??= new S3Storage(settings ?? s3SettingsFromEnv()));
-  const stat: Storage['stat'] = (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : remote().stat(loc, signal));
+  let s3: Promise<S3Storage> | undefined;
+  const remote = (): Promise<S3Storage> =>
+    (s3 ??= import('./s3-storage.js').then(({ S3Storage }) => new S3Storage(settings ?? s3SettingsFromEnv())));
+  const stat: Storage['stat'] = async (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : (await remote()).stat(loc, signal));
   return {
     stat,
     exists: (loc, signal) =>
@@ -73,15 +79,16 @@ export function createStorage(settings?: S3Settings): Storage {
           throw err;
         },
       ),
-    read: (loc, options) => (loc.kind === 'file' ? local.read(loc, options) : remote().read(loc, options)),
-    readText: (loc, signal) => (loc.kind === 'file' ? local.readText(loc, signal) : remote().readText(loc, signal)),
-    write: (loc, body, options) =>
-      loc.kind === 'file' ? local.write(loc, body, options) : remote().write(loc, body, options),
-    list: (prefix, signal) => (prefix.kind === 'file' ? local.list(prefix, signal) : remote().list(prefix, signal)),
-    remove: (loc) => (loc.kind === 'file' ? local.remove(loc) : remote().remove(loc)),
-    removePrefix: (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : remote().removePrefix(prefix)),
+    read: async (loc, options) => (loc.kind === 'file' ? local.read(loc, options) : (await remote()).read(loc, options)),
+    readText: async (loc, signal) => (loc.kind === 'file' ? local.readText(loc, signal) : (await remote()).readText(loc, signal)),
+    write: async (loc, body, options) => (loc.kind === 'file' ? local.write(loc, body, options) : (await remote()).write(loc, body, options)),
+    list: async function* (prefix, signal) {
+      yield* prefix.kind === 'file' ? local.list(prefix, signal) : (await remote()).list(prefix, signal);
+    },
+    remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
+    removePrefix: async (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : (await remote()).removePrefix(prefix)),
     close() {
-      s3?.close();
+      void s3?.then((client) => client.close(), () => undefined);
       s3 = undefined;
     },
   };

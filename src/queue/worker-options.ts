@@ -1,0 +1,19 @@
+import type { RunOptionsInput } from '../config/run-options.js';
+
+/** Options of one worker process. */
+export interface WorkerOptions {
+  /** Predict requests in flight at most in this process, over all the segments it works on. */
+  concurrency: number;
+  /** Segments this process scores at once. */
+  segments: number;
+  /** How long SIGTERM waits for in-flight segments before handing them back, in ms. */
+  shutdownTimeoutMs: number;
+  /** BullMQ lock duration in ms: a killed worker's segments go back to the queue after about this long. */
+  lockDurationMs: number;
+  /** MODEL_SERVICE_TOKEN; never logged. */
+  token?: string;
+  /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
+  runDefaults?: RunOptionsInput;
+}
+
+export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };
