@@ -25,6 +25,9 @@ import { parseLocation } from '../src/storage/location.js';
 import { createStorage } from '../src/storage/storage.js';
 import { startS3Server } from '../test/helpers/s3-server.js';
 
+// This process talks to s3rver through the AWS SDK too; its Node 22 notice is noise here.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 const CLI = 'dist/cli.js';
 const DIR = '.bench';
 const sizes = (process.env.BENCH_ROWS ?? '200000,1000000').split(',').map(Number).filter((n) => n > 0);
