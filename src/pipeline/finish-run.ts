@@ -2,7 +2,7 @@ import { BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
-import { assembleOutputs, readSegmentCounts } from './assemble.js';
+import { assembleOutputs, readFinishedSegments } from './assemble.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import type { SegmentFacts } from './segment-counts.js';
@@ -19,7 +19,8 @@ export async function finishRun(
   signal?: AbortSignal,
 ): Promise<Manifest> {
   const folder = runFiles.folder(run.request.out, run.runId);
-  const { counts, facts: segmentFacts } = await readSegmentCounts(storage, run);
+  const finished = await readFinishedSegments(storage, run);
+  const { counts } = finished;
   const { maxErrorRate } = run.request.options;
   if (counts.rowsQuarantined > Math.floor(counts.rowsIn * maxErrorRate)) {
     throw new BatchScorerError(
@@ -27,9 +28,9 @@ export async function finishRun(
       `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in the segments' errors under ${run.folder}/_work`,
     );
   }
-  const outputs = await assembleOutputs(storage, run, counts, signal);
+  const outputs = await assembleOutputs(storage, run, finished, signal);
   const warnings = counts.unechoedRows > 0 ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`] : [];
-  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(segmentFacts) });
+  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
   await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.

@@ -36,6 +36,9 @@ export interface InputPlan {
   segments: SegmentPlan[];
 }
 
+/** Distinct keys a JSON Lines file may have: columns, not data (a key per row would be a bug upstream). */
+const MAX_JSONL_KEYS = 10_000;
+
 export interface PlanOptions {
   segmentRows: number;
   limit?: number;
@@ -87,6 +90,9 @@ export async function planInput(storage: Storage, location: Location, options: P
     if (syntax === 'jsonl' && rows < limit) {
       columns ??= [];
       for (const key of jsonKeys(row) ?? []) if (!seen.has(key)) columns.push((seen.add(key), key));
+      if (columns.length > MAX_JSONL_KEYS) {
+        throw new InputError(`${name}: more than ${MAX_JSONL_KEYS} distinct keys by line ${row.line}; JSON Lines rows must share a set of columns`);
+      }
     }
     if (rows === limit) {
       limitEnd ??= row.offset;

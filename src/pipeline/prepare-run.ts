@@ -6,8 +6,8 @@ import type { RunOptions } from '../config/run-options.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import { formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { readJsonIfExists, type Storage } from '../storage/storage.js';
 import { checkColumns } from './column-check.js';
 import { takeDescribeSnapshot } from './describe-snapshot.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
@@ -48,6 +48,11 @@ export function sameRequest(a: RunRequest, b: RunRequest): boolean {
   return isDeepStrictEqual(fingerprint(a), fingerprint(b));
 }
 
+/** A run's `_work/run.json`, or undefined when the run has not been prepared. */
+export function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
+  return readJsonIfExists<PreparedRun>(storage, runFiles.prepared(folder), signal);
+}
+
 /** A new run id: sortable by time, unique enough across machines. */
 export function newRunId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -66,8 +71,8 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`, { exitCode: 2 });
   }
   const preparedAt = runFiles.prepared(folder);
-  if (await storage.exists(preparedAt)) {
-    const existing = JSON.parse(await storage.readText(preparedAt, signal)) as PreparedRun;
+  const existing = await readPreparedRun(storage, folder, signal);
+  if (existing) {
     if (!sameRequest(existing.request, request)) {
       throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} exists in ${formatLocation(folder)} with another input, model or options; choose another --run-id`, { exitCode: 2 });
     }

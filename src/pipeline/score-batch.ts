@@ -51,14 +51,11 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
           envelope: scorer.envelope,
           params: scorer.params,
           signal: scorer.signal,
-          onRetry: ({ error }) => {
-            scorer.counts.retries++;
-            if (error.kind === 'retriable') scorer.limit.observe('overloaded');
-          },
+          onRetry: () => scorer.counts.retries++,
+          onAttempt: ({ ms, error }) => scorer.limit.observe(error === undefined ? 'answered' : error.overload ? 'overloaded' : 'failed', ms),
         },
       ),
     );
-    scorer.limit.observe('answered');
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {

@@ -4,13 +4,13 @@ import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage.js';
-import { readSegmentCounts } from './assemble.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { newRunId, prepareRun, type RunRequest } from './prepare-run.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { quarantineAllowance, scoreSegment } from './score-segment.js';
+import { readSegmentsDone, type SegmentDone } from './segment-done.js';
 
 export interface DirectRunContext {
   storage: Storage;
@@ -52,12 +52,12 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   try {
     run = await prepareRun(request, runId, { storage, client, log, signal });
     const prepared = run;
-    const todo: number[] = [];
-    for (const s of run.input.segments) if (!(await storage.exists(runFiles.segmentDone(folder, s.index)))) todo.push(s.index);
-
-    const done = todo.length < run.input.segments.length ? await countDone(storage, run, todo) : { rows: 0, quarantined: 0 };
-    const tracker = { rowsDone: done.rows, segmentsDone: run.input.segments.length - todo.length, rowsSince: 0, start: Date.now(), last: 0 };
-    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: done.quarantined };
+    // A resumed run keeps its finished segments, and counts them as done.
+    const done = await readSegmentsDone(storage, run);
+    const todo = run.input.segments.filter((_, i) => done[i] === undefined).map((s) => s.index);
+    const finished = done.filter((d) => d !== undefined);
+    const tracker = { rowsDone: sum(finished, 'rowsIn'), segmentsDone: finished.length, rowsSince: 0, start: Date.now(), last: 0 };
+    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: sum(finished, 'rowsQuarantined') };
     const report = (force = false) => {
       const now = Date.now();
       if (!ctx.onProgress || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;
@@ -114,9 +114,6 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   }
 }
 
-/** Rows already done by the finished segments of a resumed run. */
-async function countDone(storage: Storage, run: PreparedRun, todo: number[]): Promise<{ rows: number; quarantined: number }> {
-  const finished = { ...run, input: { ...run.input, segments: run.input.segments.filter((s) => !todo.includes(s.index)) } };
-  const { counts } = await readSegmentCounts(storage, finished);
-  return { rows: counts.rowsIn, quarantined: counts.rowsQuarantined };
+function sum(done: SegmentDone[], key: 'rowsIn' | 'rowsQuarantined'): number {
+  return done.reduce((n, d) => n + d[key], 0);
 }

@@ -14,6 +14,7 @@ import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
+import { writeSegmentDone } from './segment-done.js';
 
 /** How many rows may still be quarantined before the run must fail; shared by a process's segments. */
 export interface QuarantineBudget {
@@ -161,7 +162,8 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     await Promise.allSettled([writes, ...pending]);
     throw failure;
   }
-  await storage.write(runFiles.segmentDone(folder, index), JSON.stringify({ ...counts, ...work.facts }));
+  const [rowsWritten, errorsWritten] = await writes;
+  await writeSegmentDone(storage, run, index, { ...counts, ...work.facts, bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes } });
   log.debug({ counts }, 'segment scored');
   return counts;
 }

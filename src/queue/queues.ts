@@ -33,7 +33,11 @@ export interface SegmentJobData {
   index: number;
 }
 
-export const segmentJobId = (runId: string, index: number) => `${runId}.seg-${index}`;
+/**
+ * A segment's job id. `generation` is the run job's creation time: a run job made again (a failed
+ * run enqueued anew) gets segment jobs of its own, never the leftovers of the one before.
+ */
+export const segmentJobId = (runId: string, generation: number, index: number) => `${runId}.${generation}.seg-${index}`;
 
 /** Bounded retention of finished jobs (BullMQ would otherwise keep them all). */
 export const RETENTION = {

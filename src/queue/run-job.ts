@@ -3,8 +3,9 @@ import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
-import { prepareRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
+import { prepareRun, readPreparedRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import { readSegmentsDone } from '../pipeline/segment-done.js';
 import { formatLocation } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
 import type { WorkerContext } from './worker-context.js';
@@ -24,28 +25,30 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
     try {
-      request = { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
+      request = await effectiveRequest(ctx, data);
       const succeeded = await alreadySucceeded(ctx, request, data.runId);
       if (succeeded) {
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
         return summary(succeeded, formatLocation(folder));
       }
       run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
-      if (data.step === undefined) {
-        await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
-        await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments, model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
-        await job.updateData({ ...data, step: 'score', startedAt });
-      }
       if (data.step !== 'assemble') {
-        const todo: number[] = [];
-        for (const s of run.input.segments) if (!(await ctx.storage.exists(runFiles.segmentDone(folder, s.index)))) todo.push(s.index);
+        const done = await readSegmentsDone(ctx.storage, run);
+        const todo = run.input.segments.filter((_, i) => done[i] === undefined).map((seg) => seg.index);
+        if (data.step === undefined) {
+          await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
+          // A resumed run starts with the segments it finished before.
+          for (const [i, d] of done.entries()) if (d) await ctx.progress.segment(run.runId, i, d.rowsIn, d.rowsQuarantined, true);
+          await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
+          await job.updateData({ ...data, step: 'score', startedAt });
+        }
         if (todo.length > 0) {
           const { runId, folder: runFolder } = run;
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
               data: { runId, folder: runFolder, index },
-              opts: { jobId: segmentJobId(runId, index), parent: { id: job.id!, queue: job.queueQualifiedName }, failParentOnFailure: true, ...ATTEMPTS.segments, ...RETENTION.segments },
+              opts: { jobId: segmentJobId(runId, job.timestamp, index), parent: { id: job.id!, queue: job.queueQualifiedName }, failParentOnFailure: true, ...ATTEMPTS.segments, ...RETENTION.segments },
             })),
           );
           if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
@@ -67,6 +70,20 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       throw await ctx.failJob(job, token, err, jobLog, (e) => recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog));
     }
   };
+}
+
+/**
+ * The request a worker runs: the enqueuer's options over this worker's defaults. Once the run is
+ * prepared, its stored request stands (if the enqueuer's own options still match it), so that a
+ * retry on a worker with other defaults goes on with the run as it began instead of refusing it.
+ */
+async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<RunRequest> {
+  const request = { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
+  const stored = await readPreparedRun(ctx.storage, runFiles.folder(data.request.out, data.runId));
+  if (!stored) return request;
+  const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
+  const asSet = { ...stored.request.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) } as RunOptions;
+  return sameRequest(stored.request, { ...request, options: asSet }) ? stored.request : request;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { Job, type Processor } from 'bullmq';
 import { recordFailure } from '../pipeline/finish-run.js';
-import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import type { PreparedRun } from '../pipeline/prepared-run.js';
 import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
 import { quarantineAllowance, scoreSegment } from '../pipeline/score-segment.js';
-import type { SegmentCounts } from '../pipeline/segment-counts.js';
+import { readSegmentDone } from '../pipeline/segment-done.js';
 import { parseLocation } from '../storage/location.js';
 import { WORKER_ID, type SegmentJobData } from './queues.js';
 import { toQueueError } from './to-queue-error.js';
@@ -15,12 +15,11 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
   return async (job, token, lost) => {
     const { runId, folder, index } = job.data;
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
-    const done = runFiles.segmentDone(parseLocation(folder), index);
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
-    if (await ctx.storage.exists(done)) {
-      const counts = JSON.parse(await ctx.storage.readText(done)) as SegmentCounts;
-      await ctx.reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
+    const done = await readSegmentDone(ctx.storage, folder, index);
+    if (done) {
+      await ctx.reportProgress(runId, index, done.rowsIn, done.rowsQuarantined, true);
       return { skipped: true };
     }
     // Siblings of a segment that failed its run would be scored for nothing.

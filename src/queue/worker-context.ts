@@ -67,11 +67,11 @@ export class WorkerContext {
   /** A run's own --concurrency, inside this process's limit: a request needs a slot of both. */
   limitFor(run: PreparedRun): RequestLimit {
     return remember(this.runLimits, run.runId, () => {
-      const own = createRequestLimit(run.request.options.concurrency);
       const processSlots = this.options.concurrency;
+      const own = createRequestLimit(run.request.options.concurrency, processSlots);
       return {
         run: (fn) => own.run(() => this.processLimit(fn)),
-        observe: (outcome) => own.observe(outcome),
+        observe: (outcome, ms) => own.observe(outcome, ms),
         get concurrency() {
           return Math.min(own.concurrency, processSlots);
         },

@@ -25,9 +25,13 @@ export interface ServiceClientOptions {
 /** Called before each retry, so callers can count retries and report them. */
 export type RetryListener = (info: { attempt: number; delayMs: number; error: ServiceError }) => void;
 
+/** Called after each attempt with its own duration (not counting waits between attempts). */
+export type AttemptListener = (info: { ms: number; error?: ServiceError }) => void;
+
 export interface CallOptions {
   signal?: AbortSignal;
   onRetry?: RetryListener;
+  onAttempt?: AttemptListener;
 }
 
 export interface PredictOptions extends CallOptions {
@@ -92,10 +96,14 @@ export class ServiceClient {
   private async call(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
     let engineFailures = 0;
     for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
       try {
-        return await this.once(method, ref, op, body, options.signal);
+        const answer = await this.once(method, ref, op, body, options.signal);
+        options.onAttempt?.({ ms: performance.now() - started });
+        return answer;
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
+        options.onAttempt?.({ ms: performance.now() - started, error: err });
         // An engine failure may be a passing fault of the engine: one more try, then the caller isolates the rows.
         const again = err.kind === 'retriable' || (err.kind === 'bad-rows' && engineFailures++ < 1);
         if (!again || attempt > this.policy.retries) throw err;
@@ -135,11 +143,13 @@ export class ServiceClient {
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timeout.aborted || isAbortError(err)) {
-        throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, { cause: err });
+        throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, { overload: true, cause: err });
       }
       const code = (err as { code?: string }).code ?? 'unknown';
       const kind = this.policy.errorCodes.includes(code) ? 'retriable' : 'fatal';
-      throw new ServiceError(kind, `${what}: ${code} ${(err as Error).message}`, { cause: err });
+      // A reset or a dropped socket is how an overloaded server or proxy sheds load; a refused connection is not.
+      const overload = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
+      throw new ServiceError(kind, `${what}: ${code} ${(err as Error).message}`, { overload, cause: err });
     }
     if (status >= 200 && status < 300) {
       try {

@@ -29,11 +29,16 @@ export class ServiceError extends BatchScorerError {
   readonly detail?: string;
   /** Milliseconds the server asked us to wait (Retry-After). */
   readonly retryAfterMs?: number;
+  /**
+   * The service is overloaded (429, 503, 504, no answer in time, a reset connection), as opposed
+   * to failing: what `--concurrency auto` backs off on.
+   */
+  readonly overload: boolean;
 
   constructor(
     kind: ServiceErrorKind,
     message: string,
-    facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; cause?: unknown } = {},
+    facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; overload?: boolean; cause?: unknown } = {},
   ) {
     // Not-ready is retriable at the queue level (a later attempt may find the model trained), and
     // a wrong envelope, unknown model or refused token is a configuration error: exit code 2.
@@ -48,6 +53,7 @@ export class ServiceError extends BatchScorerError {
     this.title = facts.title;
     this.detail = facts.detail;
     this.retryAfterMs = facts.retryAfterMs;
+    this.overload = facts.overload ?? (facts.status === 429 || facts.status === 503 || facts.status === 504);
   }
 }
 

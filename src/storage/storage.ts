@@ -93,3 +93,13 @@ export function createStorage(settings?: S3Settings): Storage {
     },
   };
 }
+
+/** A small JSON file's content, or undefined when it does not exist (yet). */
+export async function readJsonIfExists<T>(storage: Storage, loc: Location, signal?: AbortSignal): Promise<T | undefined> {
+  try {
+    return JSON.parse(await storage.readText(loc, signal)) as T;
+  } catch (err) {
+    if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return undefined;
+    throw err;
+  }
+}

@@ -135,6 +135,8 @@ describe('queue mode under faults', () => {
     expect(again).toEqual({ runId, created: true, resumed: true });
     const status = await f.finished(runId);
     expect(status.state).toBe('completed');
+    // The segments finished before the failure count in the resumed run's progress.
+    expect(status.progress).toMatchObject({ rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 6, segmentsTotal: 6 });
     expect(f.sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - kept * SEGMENT_ROWS);
     const sim = f.sim;
     const expected = await score(input, join(tmp.dir, 'refail-direct'), { service: sim.url, runId: 'd', segmentRows: SEGMENT_ROWS, token: 'right-token' });

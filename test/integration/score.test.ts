@@ -215,6 +215,14 @@ describe('score, end to end against the simulator', () => {
     expect(m.warnings.join()).not.toMatch(/lacks the model's input column\(s\) number_of_rooms/);
   });
 
+  it('JSON Lines: refuses a file whose rows do not share columns (a key per row)', async () => {
+    const file = join(tmp.dir, 'keys.jsonl');
+    await writeFile(file, Array.from({ length: 10_001 }, (_, i) => JSON.stringify({ sqft: 1, [`k${i}`]: i })).join('\n'));
+    const err = await failure(score(file, join(tmp.dir, 'out-keys'), { service: sim.url, runId: 'k' }));
+    expect(err.code).toBe('E_INPUT');
+    expect(err.message).toMatch(/keys.jsonl: more than 10000 distinct keys by line 10000/);
+  });
+
   it('handles a categorical target: no _min/_max columns', async () => {
     const file = join(tmp.dir, 'churn.csv');
     await writeFile(file, 'customer,tenure_months,plan,monthly_charges\nc1,1,basic,90\nc2,60,pro,20\n');

@@ -33,12 +33,10 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     expect(grown.at(-1)).toBe(6);
   });
 
-  it('halves on overload, at most once per two round trips, never below its minimum', async () => {
+  it('halves on overload, at most once per two round trips, never below its minimum', () => {
     let now = 0;
     const limit = new AdaptiveLimit({ ...bounds, initial: 6 }, () => now);
-    await limit.run(async () => {
-      now += 100; // one round trip of 100 ms
-    });
+    limit.observe('answered', 100); // round trips of 100 ms
     limit.observe('overloaded');
     expect(limit.concurrency).toBe(3);
     now += 150;
@@ -50,6 +48,20 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     now += 1_000;
     limit.observe('overloaded');
     expect(limit.concurrency).toBe(1);
+  });
+
+  it('neither grows nor shrinks on failures that say nothing about load', () => {
+    const limit = new AdaptiveLimit({ ...bounds, initial: 4 }, () => 0);
+    for (let i = 0; i < 10; i++) limit.observe('failed');
+    expect(limit.concurrency).toBe(4);
+  });
+
+  it('never starts or grows past its maximum (a worker\'s own slots)', () => {
+    const limit = createRequestLimit('auto', 3);
+    expect(limit.concurrency).toBe(2);
+    for (let i = 0; i < 50; i++) limit.observe('answered', 10);
+    expect(limit.concurrency).toBe(3);
+    expect(createRequestLimit('auto', 1).concurrency).toBe(1);
   });
 
   it('starts counting answers again after an overload', () => {
