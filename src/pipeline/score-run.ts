@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
@@ -106,7 +107,9 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     const manifest = await finishRun(storage, run, { startedAt }, log, signal);
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: run.folder }, 'run succeeded');
     return manifest;
-  } catch (err) {
+  } catch (caught) {
+    // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
+    const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
     throw err;
   } finally {

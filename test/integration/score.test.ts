@@ -4,9 +4,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, relative as relativePath } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchScorerError } from '../../src/errors.js';
+import { BatchScorerError } from '../../src/errors.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
+import { rejection } from '../helpers/rejection.js';
 import { expectedRental, parseCsv, runFolder, score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
 
 let sim: Simulator;
@@ -26,14 +27,7 @@ afterAll(async () => {
 });
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
-const failure = async (p: Promise<unknown>) => {
-  try {
-    await p;
-  } catch (err) {
-    return err as BatchScorerError;
-  }
-  throw new Error('expected the run to fail');
-};
+const failure = (p: Promise<unknown>) => rejection(p, BatchScorerError);
 
 describe('score, end to end against the simulator', () => {
   it('scores every row in order, with the formula\'s values, input values unchanged, and a complete run folder', async () => {
@@ -296,7 +290,7 @@ describe('score, end to end against the simulator', () => {
     // Abort as soon as the first segment is done: a crash in the middle of a run.
     const watcher = setInterval(() => existsSync(join(out, 'r', '_work', 'segments', '00000.done.json')) && stop.abort(), 5);
     const err = await failure(score(input, out, { service: sim.url, runId: 'r', segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal })).finally(() => clearInterval(watcher));
-    expect(err).toBeTruthy();
+    expect(err.code).toBe('E_ABORTED');
     expect(existsSync(join(out, 'r', '_SUCCESS'))).toBe(false);
     const before = sim.stats.predictRows;
     const m = await score(input, out, { service: sim.url, runId: 'r', segmentRows: 1_000, concurrency: 1, batchSize: 50 });

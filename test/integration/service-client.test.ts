@@ -3,6 +3,7 @@ import { ServiceClient } from '../../src/service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import type { Simulator } from '../../src/simulator/server.js';
+import { rejection } from '../helpers/rejection.js';
 import { startSimulator } from '../helpers/scoring.js';
 
 const model = { project: 'mindsdb', model: 'home_rentals_model' };
@@ -20,14 +21,7 @@ async function setup(simOptions: Parameters<typeof startSimulator>[0], clientOpt
   return { sim, client };
 }
 
-async function rejection(p: Promise<unknown>): Promise<ServiceError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ServiceError);
-  return err as ServiceError;
-}
+const rejectionOf = (p: Promise<unknown>) => rejection(p, ServiceError);
 
 describe('ServiceClient against the simulator', () => {
   it('describes with a JSON body on GET, under a base path prefix', async () => {
@@ -49,7 +43,7 @@ describe('ServiceClient against the simulator', () => {
 
   it('classifies the wrong envelope, with the server\'s title and a hint', async () => {
     const { client } = await setup({ envelope: 'array' });
-    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'wrong-envelope', code: 'E_WRONG_ENVELOPE', status: 500, exitCode: 2 });
     expect(err.message).toMatch(/KeyError.*--envelope array/);
   });
@@ -66,29 +60,29 @@ describe('ServiceClient against the simulator', () => {
 
   it('uses the Retry-After seconds the server sends', async () => {
     const { client } = await setup({ rateLimitRate: 1, retryAfterSeconds: 7 });
-    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'retriable', status: 429, retryAfterMs: 7_000 });
   });
 
   it('gives up on a request that never answers after --timeout, as a retriable error', async () => {
     const { client } = await setup({ hangRate: 1 }, { timeoutMs: 150 });
-    const err = await rejection(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'retriable', code: 'E_SERVICE_RETRIABLE' });
     expect(err.message).toMatch(/no answer within 150 ms/);
   });
 
   it('treats connection resets and proxy HTML pages as retriable', async () => {
     const reset = await setup({ resetRate: 1 });
-    expect((await rejection(reset.client.predict(model, [row], { envelope: 'data' }))).kind).toBe('retriable');
+    expect((await rejectionOf(reset.client.predict(model, [row], { envelope: 'data' }))).kind).toBe('retriable');
     const gateway = await setup({ gatewayErrorRate: 1 });
-    const err = await rejection(gateway.client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(gateway.client.predict(model, [row], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'retriable', status: 503 });
   });
 
   it('retries an engine failure once, then reports it as bad rows', async () => {
     const { client, sim } = await setup({}, { retries: 5 });
     const bad = JSON.stringify({ location: '__engine_error__' });
-    const err = await rejection(client.predict(model, [bad], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, [bad], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'bad-rows', title: 'MLEngineException' });
     expect(sim.stats.predictRequests).toBe(2);
   });
@@ -99,7 +93,7 @@ describe('ServiceClient against the simulator', () => {
     const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000 });
     const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, token: 's3cret-token' });
     opened.push(without, withToken);
-    const err = await rejection(without.describe(model, {}));
+    const err = await rejectionOf(without.describe(model, {}));
     expect(err).toMatchObject({ kind: 'unauthorized', status: 401 });
     expect(err.message).toMatch(/MODEL_SERVICE_TOKEN/);
     expect(await withToken.describe(model, {})).toBeInstanceOf(Array);
@@ -108,7 +102,7 @@ describe('ServiceClient against the simulator', () => {
 
   it('encodes names as path segments', async () => {
     const { client } = await setup({});
-    const err = await rejection(client.describe({ project: 'a/b c', model: 'x?y' }, {}));
+    const err = await rejectionOf(client.describe({ project: 'a/b c', model: 'x?y' }, {}));
     expect(err).toMatchObject({ kind: 'not-found', status: 404 });
     expect(err.detail).toContain("'a/b c'");
   });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../../src/storage/location.js';
 import { createStorage, type Storage } from '../../src/storage/storage.js';
+import { rejection } from '../helpers/rejection.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 
 const MiB = 1024 * 1024;
@@ -39,14 +40,7 @@ async function listAll(prefix: Location): Promise<Array<{ name: string; size: nu
   return found;
 }
 
-async function failure(promise: Promise<unknown>): Promise<BatchScorerError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(BatchScorerError);
-  return err as BatchScorerError;
-}
+const failure = (promise: Promise<unknown>) => rejection(promise, BatchScorerError);
 
 /** A stream of `size` pseudo-random bytes made on the fly, with the sha256 of what it produced. */
 function generated(size: number): { stream: Readable; sha256: () => string } {
