@@ -52,7 +52,7 @@ export function registerScore(program: Command): void {
 }
 
 function printSummary(manifest: Manifest, json: boolean): void {
-  const folder = manifest.outputs[0]?.location.replace(/\/[^/]+$/, '') ?? '';
+  const folder = manifest.folder ?? '';
   const c = manifest.counts!;
   if (json) {
     process.stdout.write(

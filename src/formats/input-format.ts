@@ -1,11 +1,5 @@
 import type { RowSyntax } from './row-splitter.js';
 
-/** How an input file is stored: its row syntax and whether it is gzipped. */
-export interface InputFormat {
-  syntax: RowSyntax;
-  gzip: boolean;
-}
-
 /** Gzipped when the name ends in `.gz` or the bytes start with gzip's magic number. */
 export function isGzip(name: string, head: Buffer): boolean {
   return name.toLowerCase().endsWith('.gz') || (head[0] === 0x1f && head[1] === 0x8b);

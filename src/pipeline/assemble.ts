@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { BatchScorerError } from '../errors.js';
 import { createRowWriter } from '../formats/row-writer.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -66,6 +66,5 @@ async function concatenate(storage: Storage, target: Location, head: string, row
     return chunk;
   }
   await storage.write(target, body, { signal, sizeHint });
-  const location = formatLocation(target);
-  return { file: location.slice(location.lastIndexOf('/') + 1), location, rows, bytes, sha256: hash.digest('hex') };
+  return { file: basename(target), location: formatLocation(target), rows, bytes, sha256: hash.digest('hex') };
 }

@@ -22,6 +22,8 @@ export interface QueueFacts {
 /** manifest.json: enough to explain a run and to run it again the same way. */
 export interface Manifest {
   runId: string;
+  /** The run folder, `<out>/<runId>`; null for a run that failed before it was prepared. */
+  folder: string | null;
   state: 'succeeded' | 'failed';
   startedAt: string;
   finishedAt: string;
@@ -67,6 +69,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
   const input = run?.input;
   return {
     runId: parts.runId,
+    folder: run?.folder ?? null,
     state: parts.error ? 'failed' : 'succeeded',
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),
