@@ -10,3 +10,14 @@ export async function rejection<E extends Error>(promise: Promise<unknown>, type
   expect(outcome.error).toBeInstanceOf(type);
   return outcome.error as E;
 }
+
+/** The error `fn` throws, checked to be a `type`; fails the test when `fn` returns. */
+export function thrown<E extends Error>(fn: () => unknown, type: abstract new (...args: never[]) => E): E {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(type);
+    return error as E;
+  }
+  throw new Error('expected an error, but the call returned');
+}

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { basename, formatLocation, joinLocation, parseLocation } from '../../src/storage/location.js';
+import { thrown } from '../helpers/rejection.js';
 
 describe('parseLocation', () => {
   it('reads s3 URLs, keeping the key as written', () => {
@@ -27,16 +28,10 @@ describe('parseLocation', () => {
     ['file://host/x.csv', /not a valid file URL/],
     ['  ', /empty/],
   ])('rejects %j with a UsageError naming it', (text, message) => {
-    let thrown: unknown;
-    try {
-      parseLocation(text);
-    } catch (err) {
-      thrown = err;
-    }
-    expect(thrown).toBeInstanceOf(UsageError);
-    expect((thrown as UsageError).code).toBe('E_USAGE');
-    expect((thrown as UsageError).message).toMatch(message);
-    if (text.trim() !== '') expect((thrown as UsageError).message).toContain(text);
+    const error = thrown(() => parseLocation(text), UsageError);
+    expect(error.code).toBe('E_USAGE');
+    expect(error.message).toMatch(message);
+    if (text.trim() !== '') expect(error.message).toContain(text);
   });
 });
 

@@ -2,19 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
 import { jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
 import type { RawRow } from '../../src/formats/row-splitter.js';
+import { thrown } from '../helpers/rejection.js';
 
 function raw(text: string, line = 1, offset = 0): RawRow {
   return { bytes: Buffer.from(text, 'utf8'), offset, line };
 }
 
 function headerError(text: string, fileName = 'in.csv'): InputError {
-  try {
-    parseCsvHeader(raw(text), fileName);
-  } catch (err) {
-    expect(err).toBeInstanceOf(InputError);
-    return err as InputError;
-  }
-  throw new Error(`parseCsvHeader accepted ${JSON.stringify(text)}`);
+  return thrown(() => parseCsvHeader(raw(text), fileName), InputError);
 }
 
 describe('parseCsvHeader', () => {

@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
+import { thrown } from '../helpers/rejection.js';
 
 function usageError(input: unknown, source?: string): UsageError {
-  try {
-    parseRunOptions(input, source);
-  } catch (err) {
-    expect(err).toBeInstanceOf(UsageError);
-    return err as UsageError;
-  }
-  throw new Error(`parseRunOptions accepted ${JSON.stringify(input)}`);
+  return thrown(() => parseRunOptions(input, source), UsageError);
 }
 
 describe('parseRunOptions', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { UsageError } from '../../src/errors.js';
+import { thrown } from '../helpers/rejection.js';
 import { formatModelRef, modelPathName, parseModelRef } from '../../src/service/model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from '../../src/service/retry-policy.js';
 import {
@@ -243,14 +244,8 @@ describe('parseModelRef', () => {
   });
 
   it.each(['', 'm', '/m', 'p/', '/', 'p/m/x', 'p//m'])('rejects %j with a UsageError naming it', (text) => {
-    let error: unknown;
-    try {
-      parseModelRef(text);
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).exitCode).toBe(2);
+    const error = thrown(() => parseModelRef(text), UsageError);
+    expect(error.exitCode).toBe(2);
     expect((error as UsageError).message).toContain(`"${text}"`);
     expect((error as UsageError).message).toContain('project/model');
   });

@@ -25,6 +25,18 @@ const VALID = { invalidAt: -1, ended: true };
 
 const TEXT = 'a é € 😀 中文 ü\n«ok» ğ 𝄞 end';
 
+/** `bytes` cut into chunks of the given sizes, the rest in a last chunk. */
+function cut(bytes: Buffer, sizes: readonly number[]): Buffer[] {
+  const chunks: Buffer[] = [];
+  let from = 0;
+  for (const size of sizes) {
+    chunks.push(bytes.subarray(from, from + size));
+    from += size;
+  }
+  chunks.push(bytes.subarray(from));
+  return chunks;
+}
+
 describe('Utf8Check', () => {
   it('accepts valid multi-byte text split in two at every byte boundary', () => {
     const bytes = Buffer.from(TEXT, 'utf8');
@@ -43,14 +55,7 @@ describe('Utf8Check', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.array(fc.integer({ min: 0, max: 12 }), { maxLength: 20 }), (s, sizes) => {
         const bytes = Buffer.from(s, 'utf8');
-        const chunks: Buffer[] = [];
-        let at = 0;
-        for (const size of sizes) {
-          chunks.push(bytes.subarray(at, at + size));
-          at += size;
-        }
-        chunks.push(bytes.subarray(at));
-        expect(run(chunks)).toEqual(VALID);
+        expect(run(cut(bytes, sizes))).toEqual(VALID);
       }),
     );
   });
@@ -92,14 +97,7 @@ describe('Utf8Check', () => {
           const at = pick % (chars.length + 1);
           const before = Buffer.from(chars.slice(0, at).join(''), 'utf8');
           const bytes = Buffer.concat([before, Buffer.from([bad]), Buffer.from(chars.slice(at).join(''), 'utf8')]);
-          const chunks: Buffer[] = [];
-          let from = 0;
-          for (const size of sizes) {
-            chunks.push(bytes.subarray(from, from + size));
-            from += size;
-          }
-          chunks.push(bytes.subarray(from));
-          expect(run(chunks)).toEqual({ invalidAt: before.length });
+          expect(run(cut(bytes, sizes))).toEqual({ invalidAt: before.length });
         },
       ),
       { numRuns: 300 },
