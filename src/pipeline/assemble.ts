@@ -6,7 +6,7 @@ import { basename, formatLocation, parseLocation, type Location } from '../stora
 import type { Storage } from '../storage/storage.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { addCounts, emptyCounts, type SegmentCounts } from './segment-counts.js';
+import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import { readSegmentsDone, type SegmentDone } from './segment-done.js';
 
 /**
@@ -21,9 +21,7 @@ export async function readFinishedSegments(storage: Storage, run: PreparedRun): 
     throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`, { retriable: true });
   }
   const finished = done as SegmentDone[];
-  const total = emptyCounts();
-  for (const d of finished) addCounts(total, d);
-  return { counts: { ...total, segments: finished.length }, done: finished };
+  return { counts: { ...sumCounts(finished), segments: finished.length }, done: finished };
 }
 
 /**

@@ -11,7 +11,8 @@ import { newRunId, prepareRun, type RunRequest } from './prepare-run.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { quarantineAllowance, scoreSegment } from './score-segment.js';
-import { readSegmentsDone, type SegmentDone } from './segment-done.js';
+import { sumCounts } from './segment-counts.js';
+import { readSegmentsDone, unfinished } from './segment-done.js';
 
 export interface DirectRunContext {
   storage: Storage;
@@ -55,10 +56,11 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     const prepared = run;
     // A resumed run keeps its finished segments, and counts them as done.
     const done = await readSegmentsDone(storage, run);
-    const todo = run.input.segments.filter((_, i) => done[i] === undefined).map((s) => s.index);
+    const todo = unfinished(run, done);
     const finished = done.filter((d) => d !== undefined);
-    const tracker = { rowsDone: sum(finished, 'rowsIn'), segmentsDone: finished.length, rowsSince: 0, start: Date.now(), last: 0 };
-    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: sum(finished, 'rowsQuarantined') };
+    const before = sumCounts(finished);
+    const tracker = { rowsDone: before.rowsIn, segmentsDone: finished.length, rowsSince: 0, start: Date.now(), last: 0 };
+    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: before.rowsQuarantined };
     const report = (force = false) => {
       const now = Date.now();
       if (!ctx.onProgress || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;
@@ -115,8 +117,4 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   } finally {
     await client.close();
   }
-}
-
-function sum(done: SegmentDone[], key: 'rowsIn' | 'rowsQuarantined'): number {
-  return done.reduce((n, d) => n + d[key], 0);
 }

@@ -18,9 +18,11 @@ export function emptyCounts(): SegmentCounts {
   return { rowsIn: 0, rowsScored: 0, rowsQuarantined: 0, requests: 0, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0 };
 }
 
-export function addCounts(into: SegmentCounts, from: SegmentCounts): SegmentCounts {
-  for (const key of Object.keys(into) as (keyof SegmentCounts)[]) into[key] += from[key];
-  return into;
+/** The counts of several segments, added up (extra fields of done markers are left out). */
+export function sumCounts(segments: readonly SegmentCounts[]): SegmentCounts {
+  const total = emptyCounts();
+  for (const counts of segments) for (const key of Object.keys(total) as (keyof SegmentCounts)[]) total[key] += counts[key];
+  return total;
 }
 
 /** Who scored a segment in queue mode, kept in its done marker for the manifest's queue facts. */

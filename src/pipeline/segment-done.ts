@@ -30,3 +30,8 @@ export function readSegmentsDone(storage: Storage, run: PreparedRun): Promise<(S
   const limit = pLimit(READS_AT_ONCE);
   return Promise.all(run.input.segments.map((s) => limit(() => readSegmentDone(storage, run.folder, s.index))));
 }
+
+/** The indexes of the segments whose done marker is missing: what is left to score. */
+export function unfinished(run: PreparedRun, done: readonly (SegmentDone | undefined)[]): number[] {
+  return run.input.segments.filter((_, i) => done[i] === undefined).map((s) => s.index);
+}

@@ -5,7 +5,7 @@ import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
 import { prepareRun, readPreparedRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
-import { readSegmentsDone } from '../pipeline/segment-done.js';
+import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
 import type { WorkerContext } from './worker-context.js';
@@ -34,7 +34,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
       if (data.step !== 'assemble') {
         const done = await readSegmentsDone(ctx.storage, run);
-        const todo = run.input.segments.filter((_, i) => done[i] === undefined).map((seg) => seg.index);
+        const todo = unfinished(run, done);
         if (data.step === undefined) {
           await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
           // A resumed run starts with the segments it finished before.

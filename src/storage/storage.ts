@@ -71,14 +71,7 @@ export function createStorage(settings?: S3Settings): Storage {
   const stat: Storage['stat'] = async (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : (await remote()).stat(loc, signal));
   return {
     stat,
-    exists: (loc, signal) =>
-      stat(loc, signal).then(
-        () => true,
-        (err: unknown) => {
-          if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return false;
-          throw err;
-        },
-      ),
+    exists: async (loc, signal) => (await unlessMissing(stat(loc, signal))) !== undefined,
     read: async (loc, options) => (loc.kind === 'file' ? local.read(loc, options) : (await remote()).read(loc, options)),
     readText: async (loc, signal) => (loc.kind === 'file' ? local.readText(loc, signal) : (await remote()).readText(loc, signal)),
     write: async (loc, body, options) => (loc.kind === 'file' ? local.write(loc, body, options) : (await remote()).write(loc, body, options)),
@@ -96,10 +89,14 @@ export function createStorage(settings?: S3Settings): Storage {
 
 /** A small JSON file's content, or undefined when it does not exist (yet). */
 export async function readJsonIfExists<T>(storage: Storage, loc: Location, signal?: AbortSignal): Promise<T | undefined> {
-  try {
-    return JSON.parse(await storage.readText(loc, signal)) as T;
-  } catch (err) {
+  const text = await unlessMissing(storage.readText(loc, signal));
+  return text === undefined ? undefined : (JSON.parse(text) as T);
+}
+
+/** What a storage call answers, or undefined when its file or object does not exist; other failures stand. */
+function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
+  return call.catch((err: unknown) => {
     if (err instanceof BatchScorerError && err.code === 'E_INPUT_NOT_FOUND') return undefined;
     throw err;
-  }
+  });
 }
