@@ -30,18 +30,24 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const CLI = 'dist/cli.js';
 const DIR = '.bench';
-const sizes = (process.env.BENCH_ROWS ?? '200000,1000000').split(',').map(Number).filter((n) => n > 0);
+const sizes = (process.env.BENCH_ROWS ?? '200000,1000000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const s3Rows = Number(process.env.BENCH_S3_ROWS ?? 1_000_000);
 const results: Record<string, unknown>[] = [];
 
 /** Starts `batch-scorer simulate` as its own process; answers its URL. */
 async function startSimulator(extra: string[] = []): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [CLI, 'simulate', '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [CLI, 'simulate', '--port', '0', ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LOG_LEVEL: 'warn' },
+  });
   let text = '';
-  for await (const chunk of child.stdout!) {
+  for await (const chunk of child.stdout) {
     text += chunk;
     const m = /listening on (\S+)/.exec(text);
-    if (m) return { url: m[1]!, child };
+    if (m) return { url: m[1], child };
   }
   throw new Error('simulator did not start');
 }
@@ -51,7 +57,7 @@ async function measure(args: string[], env: Record<string, string> = {}): Promis
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_LEVEL: 'warn', ...env } });
   let stdout = '';
-  child.stdout!.on('data', (d) => (stdout += d));
+  child.stdout.on('data', (d) => (stdout += d));
   let peakKiB = 0;
   const sample = async () => {
     try {
@@ -83,14 +89,16 @@ async function main() {
       if (summary.rowsScored !== rows) throw new Error(`scored ${summary.rowsScored} of ${rows} rows`);
       local[rows] = { rowsPerSecond: Math.round(rows / r.seconds), peakRssMiB: r.peakRssMiB };
       results.push({ bench: 'score local csv', rows, seconds: Number(r.seconds.toFixed(2)), ...local[rows] });
-      console.log(`score ${rows} rows (local): ${r.seconds.toFixed(1)} s, ${local[rows]!.rowsPerSecond} rows/s, peak RSS ${r.peakRssMiB} MiB`);
+      console.log(`score ${rows} rows (local): ${r.seconds.toFixed(1)} s, ${local[rows].rowsPerSecond} rows/s, peak RSS ${r.peakRssMiB} MiB`);
       await rm(input);
     }
     if (sizes.length >= 2) {
-      const [small, large] = [local[sizes[0]!]!, local[sizes[sizes.length - 1]!]!];
+      const [small, large] = [local[sizes[0]], local[sizes[sizes.length - 1]]];
       const growth = (large.peakRssMiB / small.peakRssMiB - 1) * 100;
       results.push({ bench: 'rss growth', from: sizes[0], to: sizes[sizes.length - 1], percent: Number(growth.toFixed(1)) });
-      console.log(`peak RSS ${sizes[sizes.length - 1]} rows vs ${sizes[0]} rows: ${growth >= 0 ? '+' : ''}${growth.toFixed(1)}% (target: under 200 MiB and within 15%)`);
+      console.log(
+        `peak RSS ${sizes[sizes.length - 1]} rows vs ${sizes[0]} rows: ${growth >= 0 ? '+' : ''}${growth.toFixed(1)}% (target: under 200 MiB and within 15%)`,
+      );
     }
 
     // 2. S3 to S3, every row verified; then the same file through two queue workers.
@@ -116,22 +124,56 @@ async function s3Bench(serviceUrl: string) {
       AWS_ACCESS_KEY_ID: s3.settings.credentials!.accessKeyId,
       AWS_SECRET_ACCESS_KEY: s3.settings.credentials!.secretAccessKey,
     };
-    const r = await measure(['score', 's3://data/bench/rentals.csv', '--model', 'mindsdb/home_rentals_model', '--out', 's3://results/bench', '--run-id', 's3', '--service', serviceUrl, '--json'], env);
+    const r = await measure(
+      [
+        'score',
+        's3://data/bench/rentals.csv',
+        '--model',
+        'mindsdb/home_rentals_model',
+        '--out',
+        's3://results/bench',
+        '--run-id',
+        's3',
+        '--service',
+        serviceUrl,
+        '--json',
+      ],
+      env,
+    );
     const checked = await verify(storage, s3Rows);
     const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/manifest.json')));
     const describe = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/describe.json')));
-    const complete = manifest.state === 'succeeded' && manifest.input.sha256 && manifest.outputs.every((o: { sha256: string }) => o.sha256) && describe.answers.length === 2;
+    const complete =
+      manifest.state === 'succeeded' && manifest.input.sha256 && manifest.outputs.every((o: { sha256: string }) => o.sha256) && describe.answers.length === 2;
     if (!complete) throw new Error('manifest.json or describe.json incomplete');
-    results.push({ bench: 'score s3 csv', rows: s3Rows, seconds: Number(r.seconds.toFixed(2)), rowsPerSecond: Math.round(s3Rows / r.seconds), peakRssMiB: r.peakRssMiB, rowsVerified: checked });
-    console.log(`score ${s3Rows} rows S3 -> S3: ${r.seconds.toFixed(1)} s, ${Math.round(s3Rows / r.seconds)} rows/s, peak RSS ${r.peakRssMiB} MiB; ${checked} rows verified in order against the formula; manifest and describe complete`);
+    results.push({
+      bench: 'score s3 csv',
+      rows: s3Rows,
+      seconds: Number(r.seconds.toFixed(2)),
+      rowsPerSecond: Math.round(s3Rows / r.seconds),
+      peakRssMiB: r.peakRssMiB,
+      rowsVerified: checked,
+    });
+    console.log(
+      `score ${s3Rows} rows S3 -> S3: ${r.seconds.toFixed(1)} s, ${Math.round(s3Rows / r.seconds)} rows/s, peak RSS ${r.peakRssMiB} MiB; ${checked} rows verified in order against the formula; manifest and describe complete`,
+    );
 
     if (await redisAnswers()) {
       const q = await queueRun({ workers: 2, serviceUrl, env, input: 's3://data/bench/rentals.csv', out: 's3://results/bench-queue', options: {} });
       const direct = manifest.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256;
       const queued = JSON.parse(await storage.readText(parseLocation(`s3://results/bench-queue/${q.runId}/manifest.json`)));
       const same = queued.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256 === direct;
-      results.push({ bench: 'queue s3 csv, 2 workers', rows: s3Rows, seconds: Number(q.seconds.toFixed(2)), rowsPerSecond: Math.round(s3Rows / q.seconds), workersThatScoredSegments: q.segmentWorkers, byteIdenticalToScore: same });
-      console.log(`queue ${s3Rows} rows S3 -> S3 with 2 workers: ${q.seconds.toFixed(1)} s, ${Math.round(s3Rows / q.seconds)} rows/s; workers that scored segments: ${q.segmentWorkers}; predictions byte-identical to score: ${same}`);
+      results.push({
+        bench: 'queue s3 csv, 2 workers',
+        rows: s3Rows,
+        seconds: Number(q.seconds.toFixed(2)),
+        rowsPerSecond: Math.round(s3Rows / q.seconds),
+        workersThatScoredSegments: q.segmentWorkers,
+        byteIdenticalToScore: same,
+      });
+      console.log(
+        `queue ${s3Rows} rows S3 -> S3 with 2 workers: ${q.seconds.toFixed(1)} s, ${Math.round(s3Rows / q.seconds)} rows/s; workers that scored segments: ${q.segmentWorkers}; predictions byte-identical to score: ${same}`,
+      );
       if (!same) throw new Error('queue output differs from score output');
     }
   } finally {
@@ -167,7 +209,7 @@ async function queueRun(p: { workers: number; serviceUrl: string; env: Record<st
         (c) =>
           new Promise<void>((resolve) => {
             let log = '';
-            c.stderr!.on('data', (chunk) => {
+            c.stderr.on('data', (chunk) => {
               log += chunk;
               if (log.includes('worker started')) resolve();
             });
@@ -175,7 +217,12 @@ async function queueRun(p: { workers: number; serviceUrl: string; env: Record<st
       ),
     );
     const started = process.hrtime.bigint();
-    const { runId } = await queue.enqueue({ input: p.input, model: 'mindsdb/home_rentals_model', out: p.out, options: { service: p.serviceUrl, ...p.options } });
+    const { runId } = await queue.enqueue({
+      input: p.input,
+      model: 'mindsdb/home_rentals_model',
+      out: p.out,
+      options: { service: p.serviceUrl, ...p.options },
+    });
     for (;;) {
       const s = await queue.get(runId);
       if (s?.state === 'failed') throw new Error(`queue run failed: ${s.failedReason}`);
@@ -206,8 +253,17 @@ async function scaleOutBench() {
     const one = await queueRun({ workers: 1, serviceUrl: slow.url, env: {}, input, out: `${DIR}/runs-queue`, options });
     const two = await queueRun({ workers: 2, serviceUrl: slow.url, env: {}, input, out: `${DIR}/runs-queue`, options });
     const [r1, r2] = [rows / one.seconds, rows / two.seconds];
-    results.push({ bench: 'queue scale-out, 100 ms latency', rows, options, oneWorkerRowsPerSecond: Math.round(r1), twoWorkersRowsPerSecond: Math.round(r2), speedup: Number((r2 / r1).toFixed(2)) });
-    console.log(`queue, simulator latency 100 ms, ${rows} rows, batch 250: 1 worker ${Math.round(r1)} rows/s, 2 workers ${Math.round(r2)} rows/s: ${(r2 / r1).toFixed(2)}x (target: at least 1.8x)`);
+    results.push({
+      bench: 'queue scale-out, 100 ms latency',
+      rows,
+      options,
+      oneWorkerRowsPerSecond: Math.round(r1),
+      twoWorkersRowsPerSecond: Math.round(r2),
+      speedup: Number((r2 / r1).toFixed(2)),
+    });
+    console.log(
+      `queue, simulator latency 100 ms, ${rows} rows, batch 250: 1 worker ${Math.round(r1)} rows/s, 2 workers ${Math.round(r2)} rows/s: ${(r2 / r1).toFixed(2)}x (target: at least 1.8x)`,
+    );
   } finally {
     slow.child.kill('SIGTERM');
     await rm(input, { force: true });

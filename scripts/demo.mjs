@@ -6,12 +6,7 @@ import { createSimulator } from '../dist/simulator/server.js';
 
 const simulator = await createSimulator({ port: 0, latencyMs: 5 });
 console.log(`simulator (a stand-in Model Query Service) at ${simulator.url}`);
-const args = [
-  'dist/cli.js', 'score', 'examples/home_rentals.csv',
-  '--model', 'mindsdb/home_rentals_model',
-  '--out', './runs',
-  '--service', simulator.url,
-];
+const args = ['dist/cli.js', 'score', 'examples/home_rentals.csv', '--model', 'mindsdb/home_rentals_model', '--out', './runs', '--service', simulator.url];
 console.log(`$ batch-scorer ${args.slice(1).join(' ')}`);
 const child = spawn(process.execPath, args, { stdio: 'inherit', env: { LOG_LEVEL: 'warn', ...process.env } });
 const [code] = await once(child, 'exit');

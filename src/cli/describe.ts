@@ -17,8 +17,16 @@ export function registerDescribe(program: Command): void {
     .action(
       action(async (flags: { model: string; service?: string; attribute?: string; timeout?: number }) => {
         const settings = loadSettings();
-        const options = parseRunOptions({ ...settings.runDefaults, ...(flags.service ? { service: flags.service } : {}), ...(flags.timeout ? { timeout: flags.timeout } : {}) }, 'options');
-        const client = new ServiceClient({ baseUrl: options.service, token: settings.serviceToken, timeoutMs: options.timeout, logger: createLogger({ level: settings.logLevel }) });
+        const options = parseRunOptions(
+          { ...settings.runDefaults, ...(flags.service ? { service: flags.service } : {}), ...(flags.timeout ? { timeout: flags.timeout } : {}) },
+          'options',
+        );
+        const client = new ServiceClient({
+          baseUrl: options.service,
+          token: settings.serviceToken,
+          timeoutMs: options.timeout,
+          logger: createLogger({ level: settings.logLevel }),
+        });
         try {
           const ref = parseModelRef(flags.model);
           const bodies = flags.attribute ? [{ attribute: flags.attribute }] : [{}, { attribute: 'info' }];

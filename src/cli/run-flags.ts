@@ -30,7 +30,7 @@ export function addRunFlags(command: Command): Command {
     .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')
     .requiredOption('--out <prefix>', 'where run folders go: a local folder or s3://bucket/prefix')
     .option('--service <url>', 'Model Query Service base URL (env MODEL_SERVICE_URL; default http://127.0.0.1:47334)')
-    .addOption(new Option('--format <format>', 'output format (default: the input\'s)').choices(['csv', 'jsonl']))
+    .addOption(new Option('--format <format>', "output format (default: the input's)").choices(['csv', 'jsonl']))
     .option('--batch-size <rows>', 'rows per predict request (default 1000)', int('--batch-size'))
     .option('--max-batch-bytes <bytes>', 'JSON bytes per predict request (default 4 MiB)', int('--max-batch-bytes'))
     .option('--concurrency <n|auto>', 'predict requests in flight (default 4)', (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)))
@@ -38,18 +38,34 @@ export function addRunFlags(command: Command): Command {
     .option('--retries <n>', 'retries of a request that failed for a passing reason (default 6)', int('--retries'))
     .option('--max-error-rate <fraction>', 'share of rows that may be quarantined before the run fails (default 0.01)', fraction)
     .option('--explain', 'keep <target>_explain in the output')
-    .addOption(new Option('--envelope <envelope>', 'predict body: data ({"data": [...]}, the reference server) or array (bare array)').choices(['data', 'array']))
+    .addOption(
+      new Option('--envelope <envelope>', 'predict body: data ({"data": [...]}, the reference server) or array (bare array)').choices(['data', 'array']),
+    )
     .option('--param <key=value>', 'predict params passed to the engine (repeatable; JSON values allowed)', param)
     .option('--limit <rows>', 'score only the first N rows (a canary)', int('--limit'))
-    .option('--run-id <id>', 'run id and folder name (default: time-based); an unfinished run\'s id resumes it')
-    .option('--strict-columns', 'fail when the input lacks some of the model\'s input columns')
+    .option('--run-id <id>', "run id and folder name (default: time-based); an unfinished run's id resumes it")
+    .option('--strict-columns', "fail when the input lacks some of the model's input columns")
     .option('--segment-rows <rows>', 'rows per segment, the unit of resuming and of queue work (default 20000)', int('--segment-rows'))
     .option('--row-id-member <name>', 'row id member the server echoes (default __service_row_id)');
 }
 
 const RUN_FLAG_KEYS = [
-  'service', 'format', 'batchSize', 'maxBatchBytes', 'concurrency', 'timeout', 'retries', 'maxErrorRate',
-  'explain', 'envelope', 'params', 'limit', 'runId', 'strictColumns', 'segmentRows', 'rowIdMember',
+  'service',
+  'format',
+  'batchSize',
+  'maxBatchBytes',
+  'concurrency',
+  'timeout',
+  'retries',
+  'maxErrorRate',
+  'explain',
+  'envelope',
+  'params',
+  'limit',
+  'runId',
+  'strictColumns',
+  'segmentRows',
+  'rowIdMember',
 ] as const;
 
 /** The run options set by flags over settings (environment and config files); schema defaults not filled in. */

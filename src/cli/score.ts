@@ -27,13 +27,16 @@ export function registerScore(program: Command): void {
         const storage = createStorage(settings.s3);
         const { signal, dispose } = interruptSignal();
         try {
-          const manifest = await scoreRun({ input, out: String(flags.out), model: String(flags.model), options }, {
-            storage,
-            log,
-            token: settings.serviceToken,
-            signal,
-            onProgress: bar.update,
-          });
+          const manifest = await scoreRun(
+            { input, out: String(flags.out), model: String(flags.model), options },
+            {
+              storage,
+              log,
+              token: settings.serviceToken,
+              signal,
+              onProgress: bar.update,
+            },
+          );
           bar.stop();
           printSummary(manifest, Boolean(flags.json));
         } catch (err) {
@@ -60,7 +63,9 @@ function printSummary(manifest: Manifest, json: boolean): void {
     );
     return;
   }
-  process.stdout.write(`run ${manifest.runId} ${manifest.state}: ${c.rowsScored} rows scored, ${c.rowsQuarantined} quarantined, in ${(manifest.durationMs / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `run ${manifest.runId} ${manifest.state}: ${c.rowsScored} rows scored, ${c.rowsQuarantined} quarantined, in ${(manifest.durationMs / 1000).toFixed(1)} s\n`,
+  );
   for (const w of manifest.warnings) process.stdout.write(`warning: ${w}\n`);
   process.stdout.write(`run folder: ${folder}\n`);
 }

@@ -12,7 +12,7 @@ export function registerStatus(program: Command): void {
     .argument('[runId]', 'the run; without it, the 20 latest runs')
     .option('--watch', 'refresh every second until the run ends')
     .option('--json', 'print JSON')
-    .option('--logs', 'also print the run\'s milestones (planned, segments done, assembled)')
+    .option('--logs', "also print the run's milestones (planned, segments done, assembled)")
     .action(
       action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
         const settings = loadSettings();
@@ -22,7 +22,8 @@ export function registerStatus(program: Command): void {
         try {
           for (;;) {
             const runs = runId ? [await queue.get(runId)] : await queue.list();
-            if (runId && !runs[0]) throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+            if (runId && !runs[0])
+              throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
             const shown = runs.filter((r) => r !== undefined);
             if (flags.json) process.stdout.write(`${JSON.stringify(runId ? shown[0] : shown)}\n`);
             else process.stdout.write(`${shown.map(formatRunStatus).join('\n') || 'no runs'}\n`);

@@ -17,8 +17,18 @@ export function registerWorker(program: Command): void {
     .description('take runs and their segments from Redis until SIGTERM (REDIS_URL)')
     .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
     .option('--segments <n>', 'segments scored at once', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
-    .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for in-flight segments before handing them back', count('--shutdown-timeout'), DEFAULT_WORKER_OPTIONS.shutdownTimeoutMs)
-    .option('--lock-duration <ms>', 'BullMQ lock: a killed worker\'s segments are taken over after about this long', count('--lock-duration'), DEFAULT_WORKER_OPTIONS.lockDurationMs)
+    .option(
+      '--shutdown-timeout <ms>',
+      'on SIGTERM, wait this long for in-flight segments before handing them back',
+      count('--shutdown-timeout'),
+      DEFAULT_WORKER_OPTIONS.shutdownTimeoutMs,
+    )
+    .option(
+      '--lock-duration <ms>',
+      "BullMQ lock: a killed worker's segments are taken over after about this long",
+      count('--lock-duration'),
+      DEFAULT_WORKER_OPTIONS.lockDurationMs,
+    )
     .action(
       action(async (flags: { concurrency: number; segments: number; shutdownTimeout: number; lockDuration: number }) => {
         const settings = loadSettings();

@@ -20,7 +20,10 @@ export const runOptionsSchema = z
     /** Rows per predict request at most. The reference server is built for hundreds to a few thousand. */
     batchSize: z.int().min(1).max(100_000).default(1000),
     /** Bytes of JSON per predict request at most; a wide row file gets smaller batches. */
-    maxBatchBytes: z.int().min(1024).default(4 * 1024 * 1024),
+    maxBatchBytes: z
+      .int()
+      .min(1024)
+      .default(4 * 1024 * 1024),
     /**
      * Predict requests in flight at most, across the whole process. `auto` finds what the service
      * sustains: it starts at 2, grows while requests are answered and halves on 429/503/timeouts

@@ -18,7 +18,10 @@ const configFileSchema = z
     /** Redis for queue mode. */
     redis: z.object({ url: z.string().optional(), prefix: z.string().optional() }).strict().optional(),
     s3: z.object({ endpoint: z.string().optional(), region: z.string().optional(), forcePathStyle: z.boolean().optional() }).strict().optional(),
-    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() }).strict().optional(),
+    log: z
+      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -55,7 +58,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
 function readConfigFiles(dir: string): ConfigFile {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => /\.ya?ml$/.test(n)).sort();
+    names = readdirSync(dir)
+      .filter((n) => /\.ya?ml$/.test(n))
+      .sort();
   } catch {
     return {};
   }
@@ -72,7 +77,7 @@ function readConfigFiles(dir: string): ConfigFile {
     if (!parsed.success) throw new BatchScorerError('E_CONFIG', `${path}: ${formatIssues(parsed.error)}`, { exitCode: 2 });
     for (const [section, values] of Object.entries(parsed.data)) merged[section] = { ...merged[section], ...values };
   }
-  return merged as ConfigFile;
+  return merged;
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

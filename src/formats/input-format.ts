@@ -13,5 +13,11 @@ export function detectSyntax(name: string, head: Buffer): RowSyntax {
   const bare = name.toLowerCase().replace(/\.gz$/, '');
   if (bare.endsWith('.jsonl') || bare.endsWith('.ndjson')) return 'jsonl';
   if (bare.endsWith('.csv')) return 'csv';
-  return head.toString('utf8').replace(/^\uFEFF/, '').trimStart().startsWith('{') ? 'jsonl' : 'csv';
+  return head
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart()
+    .startsWith('{')
+    ? 'jsonl'
+    : 'csv';
 }

@@ -48,24 +48,24 @@ export function jsonKeys(row: RawRow): string[] | undefined {
  */
 export function parseRows(rows: readonly RawRow[], firstIndex: number, header: readonly string[], syntax: RowSyntax): InputRow[] {
   const texts = rows.map((r) => r.bytes.toString('utf8'));
-  if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i]!.line));
+  if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
   const together = Papa.parse<string[]>(texts.join('\n'), CSV);
   let fields = together.data;
   // Odd quoting can make papaparse split rows elsewhere than we did, even to the same count.
   if (fields.length !== rows.length || together.errors.length > 0) {
     fields = texts.map((text) => {
       const one = Papa.parse<string[]>(text, CSV).data;
-      return one.length === 1 ? one[0]! : [];
+      return one.length === 1 ? one[0] : [];
     });
   }
   return fields.map((values, i) => {
     const index = firstIndex + i;
-    const line = rows[i]!.line;
+    const line = rows[i].line;
     if (values.length !== header.length) {
       return { index, line, text: texts[i], problem: `expected ${header.length} fields, found ${values.length}` };
     }
     const record: Record<string, unknown> = {};
-    for (let c = 0; c < header.length; c++) record[header[c]!] = values[c];
+    for (let c = 0; c < header.length; c++) record[header[c]] = values[c];
     return { index, line, record };
   });
 }

@@ -58,7 +58,7 @@ export class RowSplitter {
     let rowStartInChunk = 0;
     const csv = this.syntax === 'csv';
     for (let i = 0; i < chunk.length; i++) {
-      const b = chunk[i]!;
+      const b = chunk[i];
       if (csv) {
         switch (this.state) {
           case QUOTED:

@@ -33,7 +33,7 @@ export class Utf8Check {
  */
 function firstInvalidByte(buf: Buffer): number {
   let start = 0;
-  while (start < 3 && start < buf.length && (buf[start]! & 0xc0) === 0x80) start++;
+  while (start < 3 && start < buf.length && (buf[start] & 0xc0) === 0x80) start++;
   const fails = (end: number) => {
     try {
       new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(start, end), { stream: true });
@@ -51,7 +51,7 @@ function firstInvalidByte(buf: Buffer): number {
   }
   // The decoder fails at the byte that breaks a sequence; name the sequence's lead byte instead.
   let lead = lo - 1;
-  while (lead > start && lo - lead < 4 && (buf[lead]! & 0xc0) === 0x80) lead--;
+  while (lead > start && lo - lead < 4 && (buf[lead] & 0xc0) === 0x80) lead--;
   const b = buf[lead] ?? 0;
   const length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
   return lead >= start && length > 1 && lead + length > lo ? lead : lo;

@@ -17,7 +17,7 @@ export async function readFinishedSegments(storage: Storage, run: PreparedRun): 
   const done = await readSegmentsDone(storage, run);
   const missing = done.findIndex((d) => d === undefined);
   if (missing >= 0) {
-    const marker = runFiles.segmentDone(parseLocation(run.folder), run.input.segments[missing]!.index);
+    const marker = runFiles.segmentDone(parseLocation(run.folder), run.input.segments[missing].index);
     throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`, { retriable: true });
   }
   const finished = done as SegmentDone[];
@@ -42,12 +42,36 @@ export async function assembleOutputs(
   const rowsBytes = Buffer.byteLength(header) + done.reduce((n, d) => n + d.bytes.rows, 0);
   const errorsBytes = done.reduce((n, d) => n + d.bytes.errors, 0);
   return [
-    await concatenate(storage, runFiles.predictions(folder, run.outputFormat), header, counts.rowsScored, rowsBytes, segments.map((i) => runFiles.segmentRows(folder, i, run.outputFormat)), signal),
-    await concatenate(storage, runFiles.errors(folder), '', counts.rowsQuarantined, errorsBytes, segments.map((i) => runFiles.segmentErrors(folder, i)), signal),
+    await concatenate(
+      storage,
+      runFiles.predictions(folder, run.outputFormat),
+      header,
+      counts.rowsScored,
+      rowsBytes,
+      segments.map((i) => runFiles.segmentRows(folder, i, run.outputFormat)),
+      signal,
+    ),
+    await concatenate(
+      storage,
+      runFiles.errors(folder),
+      '',
+      counts.rowsQuarantined,
+      errorsBytes,
+      segments.map((i) => runFiles.segmentErrors(folder, i)),
+      signal,
+    ),
   ];
 }
 
-async function concatenate(storage: Storage, target: Location, head: string, rows: number, sizeHint: number, parts: Location[], signal?: AbortSignal): Promise<OutputFile> {
+async function concatenate(
+  storage: Storage,
+  target: Location,
+  head: string,
+  rows: number,
+  sizeHint: number,
+  parts: Location[],
+  signal?: AbortSignal,
+): Promise<OutputFile> {
   const hash = createHash('sha256');
   let bytes = 0;
   const body = Readable.from(

@@ -48,7 +48,10 @@ export async function takeDescribeSnapshot(
 
   const status = facts.status?.toLowerCase();
   if (status === 'error') {
-    throw new ServiceError('fatal', `model ${formatModelRef(ref)} failed training: ${String(meta?.ERROR ?? 'no reason given')} (retrain it, or pick a version that trained)`);
+    throw new ServiceError(
+      'fatal',
+      `model ${formatModelRef(ref)} failed training: ${String(meta?.ERROR ?? 'no reason given')} (retrain it, or pick a version that trained)`,
+    );
   }
   if (status !== undefined && status !== 'complete') {
     throw new ServiceError('not-ready', `model ${formatModelRef(ref)} is not ready: status "${facts.status}" (wait until it is "complete")`);

@@ -29,7 +29,10 @@ export async function finishRun(
     );
   }
   const outputs = await assembleOutputs(storage, run, finished, signal);
-  const warnings = counts.unechoedRows > 0 ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`] : [];
+  const warnings =
+    counts.unechoedRows > 0
+      ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`]
+      : [];
   const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
   await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
   await storage.write(runFiles.success(folder), '', { signal });

@@ -19,19 +19,19 @@ const READ_RESUMES = 3;
  * ranged GET); gzip has no random access, so a gzipped file is inflated from its start and the
  * bytes before `start` are dropped.
  */
-export async function* inputBytes(
-  storage: Storage,
-  source: InputSource,
-  range: { start: number; end: number },
-  signal?: AbortSignal,
-): AsyncGenerator<Buffer> {
+export async function* inputBytes(storage: Storage, source: InputSource, range: { start: number; end: number }, signal?: AbortSignal): AsyncGenerator<Buffer> {
   if (range.end <= range.start) return;
   if (!source.gzip) {
     // A long read held back by a slow model may be cut by the server: re-open from where it broke.
     let position = range.start;
     for (let resumes = 0; ; resumes++) {
       try {
-        for await (const chunk of (await storage.read(source.location, { start: position, end: range.end, expect: source.info, signal })) as AsyncIterable<Buffer>) {
+        for await (const chunk of (await storage.read(source.location, {
+          start: position,
+          end: range.end,
+          expect: source.info,
+          signal,
+        })) as AsyncIterable<Buffer>) {
           position += chunk.length;
           yield chunk;
         }

@@ -28,12 +28,7 @@ export const CLASH_PREFIX = 'pred_';
  * columns has the name of an input column, the input column keeps its name and all of that
  * target's columns get the prefix `pred_` (again until unique): one rule, the same every time.
  */
-export function buildOutputSchema(
-  targets: readonly string[],
-  probe: Record<string, unknown>,
-  inputColumns: readonly string[],
-  explain: boolean,
-): OutputSchema {
+export function buildOutputSchema(targets: readonly string[], probe: Record<string, unknown>, inputColumns: readonly string[], explain: boolean): OutputSchema {
   const taken = new Set(inputColumns);
   const warnings: string[] = [];
   const schemas = targets.map((target) => {

@@ -101,41 +101,42 @@ export async function planInput(storage: Storage, location: Location, options: P
     if (rows % options.segmentRows === 0) {
       segments.push({ index: segments.length, firstRow: rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
     }
-    segments[segments.length - 1]!.rows++;
+    segments[segments.length - 1].rows++;
     rows++;
   };
 
   let offset = 0;
   try {
-  for await (const chunk of bytes) {
-    let data = chunk;
-    if (!splitter) {
-      syntax = detectSyntax(name, chunk);
-      const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-      splitter = new RowSplitter(syntax, bom);
-      data = chunk.subarray(bom);
-      offset = bom;
+    for await (const chunk of bytes) {
+      let data = chunk;
+      if (!splitter) {
+        syntax = detectSyntax(name, chunk);
+        const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+        splitter = new RowSplitter(syntax, bom);
+        data = chunk.subarray(bom);
+        offset = bom;
+      }
+      const bad = utf8.push(data);
+      if (bad >= 0) {
+        const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
+        throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8`);
+      }
+      splitter.push(data, onRow);
+      offset += data.length;
+      if (limitEnd !== undefined) break;
     }
-    const bad = utf8.push(data);
-    if (bad >= 0) {
-      const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
-      throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8`);
+    if (limitEnd === undefined) {
+      if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
+      const ended = splitter?.end(onRow) ?? {};
+      if (ended.unterminatedQuoteLine !== undefined) {
+        throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
+      }
     }
-    splitter.push(data, onRow);
-    offset += data.length;
-    if (limitEnd !== undefined) break;
-  }
-  if (limitEnd === undefined) {
-    if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
-    const ended = splitter?.end(onRow) ?? {};
-    if (ended.unterminatedQuoteLine !== undefined) {
-      throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
-    }
-  }
   } finally {
     raw.destroy();
   }
-  if (!columns) throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
+  if (!columns)
+    throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
 
   const end = limitEnd ?? offset;
   segments.forEach((s, i) => (s.end = segments[i + 1]?.start ?? end));

@@ -55,7 +55,10 @@ export function readPreparedRun(storage: Storage, folder: Location, signal?: Abo
 
 /** A new run id: sortable by time, unique enough across machines. */
 export function newRunId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${stamp}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
@@ -74,7 +77,11 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) {
     if (!sameRequest(existing.request, request)) {
-      throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} exists in ${formatLocation(folder)} with another input, model or options; choose another --run-id`, { exitCode: 2 });
+      throw new BatchScorerError(
+        'E_RUN_EXISTS',
+        `run ${runId} exists in ${formatLocation(folder)} with another input, model or options; choose another --run-id`,
+        { exitCode: 2 },
+      );
     }
     log.info('resuming run');
     return existing;

@@ -13,11 +13,7 @@ export interface RunProgress {
 }
 
 /** Rate and ETA over the rows done since tracking began (a resumed run counts from its resume). */
-export function computeProgress(
-  counts: Omit<RunProgress, 'rowsPerSecond' | 'etaSeconds'>,
-  rowsSinceStart: number,
-  elapsedMs: number,
-): RunProgress {
+export function computeProgress(counts: Omit<RunProgress, 'rowsPerSecond' | 'etaSeconds'>, rowsSinceStart: number, elapsedMs: number): RunProgress {
   const rowsPerSecond = elapsedMs > 0 ? Math.round((rowsSinceStart * 1000) / elapsedMs) : 0;
   const left = counts.rowsTotal - counts.rowsDone;
   return { ...counts, rowsPerSecond, etaSeconds: left === 0 ? 0 : rowsPerSecond > 0 ? Math.ceil(left / rowsPerSecond) : null };

@@ -26,13 +26,7 @@ export function requestValue(value: unknown, fromCsv: boolean): unknown {
 }
 
 /** The request row: the model's input columns only, plus the row id member the server echoes. */
-export function encodeRequestRow(
-  record: Record<string, unknown>,
-  sent: readonly string[],
-  fromCsv: boolean,
-  rowIdMember: string,
-  rowId: number,
-): EncodedRow {
+export function encodeRequestRow(record: Record<string, unknown>, sent: readonly string[], fromCsv: boolean, rowIdMember: string, rowId: number): EncodedRow {
   const out: Record<string, unknown> = {};
   for (const column of sent) out[column] = requestValue(record[column], fromCsv);
   out[rowIdMember] = rowId;

@@ -30,9 +30,7 @@ export interface PendingRow {
 }
 
 /** A row's outcome: prediction values in schema order, or the server's reason for refusing it. */
-export type RowOutcome =
-  | { row: InputRow; predictions: unknown[] }
-  | { row: InputRow; error: { status?: number; title?: string; detail: string } };
+export type RowOutcome = { row: InputRow; predictions: unknown[] } | { row: InputRow; error: { status?: number; title?: string; detail: string } };
 
 /**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
@@ -59,7 +57,7 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {
-      return [{ row: rows[0]!.row, error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
+      return [{ row: rows[0].row, error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
     }
     scorer.counts.splits++;
     const half = Math.ceil(rows.length / 2);
@@ -78,7 +76,7 @@ function merge(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<
   if (answer.length !== rows.length) {
     throw new BatchScorerError(
       'E_ALIGNMENT',
-      `the model answered ${answer.length} rows for ${rows.length} sent (rows ${rows[0]!.row.index + 1}-${rows[rows.length - 1]!.row.index + 1}); ` +
+      `the model answered ${answer.length} rows for ${rows.length} sent (rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}); ` +
         'a time-series model answers a forecast horizon, not one row per input row, and cannot be scored row by row',
     );
   }

@@ -67,7 +67,13 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       tracker.last = now;
       ctx.onProgress(
         computeProgress(
-          { rowsDone: tracker.rowsDone, rowsTotal: prepared.input.rows, rowsQuarantined: budget.used, segmentsDone: tracker.segmentsDone, segmentsTotal: prepared.input.segments.length },
+          {
+            rowsDone: tracker.rowsDone,
+            rowsTotal: prepared.input.rows,
+            rowsQuarantined: budget.used,
+            segmentsDone: tracker.segmentsDone,
+            segmentsTotal: prepared.input.segments.length,
+          },
           tracker.rowsSince,
           now - tracker.start,
         ),

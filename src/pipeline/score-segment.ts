@@ -150,7 +150,10 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     submit();
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
-      throw new InputError(`${run.input.location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`, 'E_INPUT_CHANGED');
+      throw new InputError(
+        `${run.input.location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
+        'E_INPUT_CHANGED',
+      );
     }
     rowsOut.end();
     errorsOut.end();

@@ -7,7 +7,7 @@ import type { InputPlan } from './plan.js';
 
 /** A segment's raw rows, a chunk at a time, read by byte range from the planned input. */
 export async function* segmentRows(storage: Storage, input: InputPlan, index: number, signal?: AbortSignal): AsyncGenerator<RawRow[]> {
-  const segment = input.segments[index]!;
+  const segment = input.segments[index];
   const source = { location: parseLocation(input.location), info: input.info, gzip: input.gzip };
   const splitter = new RowSplitter(input.syntax, segment.start, segment.firstLine);
   let rows: RawRow[] = [];
@@ -20,7 +20,10 @@ export async function* segmentRows(storage: Storage, input: InputPlan, index: nu
     }
   }
   if (splitter.end(collect).unterminatedQuoteLine !== undefined) {
-    throw new InputError(`${formatLocation(source.location)}: segment ${index} ends inside a quoted field; the input changed during the run`, 'E_INPUT_CHANGED');
+    throw new InputError(
+      `${formatLocation(source.location)}: segment ${index} ends inside a quoted field; the input changed during the run`,
+      'E_INPUT_CHANGED',
+    );
   }
   if (rows.length > 0) yield rows;
 }

@@ -80,7 +80,11 @@ export class RunQueue {
     if (existing && !failed) return { runId, created: false };
     if (failed) {
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
-        throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} failed, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`, { retriable: true });
+        throw new BatchScorerError(
+          'E_RUN_EXISTS',
+          `run ${runId} failed, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`,
+          { retriable: true },
+        );
       }
       await this.progress.clear(runId);
     }

@@ -39,7 +39,9 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
           // A resumed run starts with the segments it finished before.
           for (const [i, d] of done.entries()) if (d) await ctx.progress.segment(run.runId, i, d.rowsIn, d.rowsQuarantined, true);
-          await job.log(`planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`);
+          await job.log(
+            `planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`,
+          );
           await job.updateData({ ...data, step: 'score', startedAt });
         }
         if (todo.length > 0) {
@@ -48,7 +50,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
             todo.map((index) => ({
               name: 'segment',
               data: { runId, folder: runFolder, index },
-              opts: { jobId: segmentJobId(runId, job.timestamp, index), parent: { id: job.id!, queue: job.queueQualifiedName }, failParentOnFailure: true, ...ATTEMPTS.segments, ...RETENTION.segments },
+              opts: {
+                jobId: segmentJobId(runId, job.timestamp, index),
+                parent: { id: job.id!, queue: job.queueQualifiedName },
+                failParentOnFailure: true,
+                ...ATTEMPTS.segments,
+                ...RETENTION.segments,
+              },
             })),
           );
           if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
@@ -67,7 +75,9 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       const asked = request ?? { ...data.request, options: { ...data.request.options } };
-      throw await ctx.failJob(job, token, err, jobLog, (e) => recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog));
+      throw await ctx.failJob(job, token, err, jobLog, (e) =>
+        recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog),
+      );
     }
   };
 }
@@ -82,7 +92,7 @@ async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<R
   const stored = await readPreparedRun(ctx.storage, runFiles.folder(data.request.out, data.runId));
   if (!stored) return request;
   const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
-  const asSet = { ...stored.request.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) } as RunOptions;
+  const asSet = { ...stored.request.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
   return sameRequest(stored.request, { ...request, options: asSet }) ? stored.request : request;
 }
 
@@ -97,7 +107,11 @@ async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: 
   const manifest = JSON.parse(await ctx.storage.readText(runFiles.manifest(folder))) as Manifest;
   const asked = { input: manifest.input.location, out: request.out, model: manifest.model.requested, options: manifest.options as RunOptions };
   if (!sameRequest(asked, request)) {
-    throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)} with another input, model or options; choose another run id`, { exitCode: 2 });
+    throw new BatchScorerError(
+      'E_RUN_EXISTS',
+      `run ${runId} already succeeded in ${formatLocation(folder)} with another input, model or options; choose another run id`,
+      { exitCode: 2 },
+    );
   }
   return manifest;
 }

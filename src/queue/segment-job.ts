@@ -9,7 +9,6 @@ import { WORKER_ID, type SegmentJobData } from './queues.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
-
 /** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
@@ -55,7 +54,11 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       );
       await reporting;
       await ctx.reportProgress(runId, index, counts.rowsIn, counts.rowsQuarantined, true);
-      await Job.addJobLog(ctx.runsQueue, runId, `segment ${index} done: ${counts.rowsScored} scored, ${counts.rowsQuarantined} quarantined (${WORKER_ID}, attempt ${job.attemptsMade + 1})`);
+      await Job.addJobLog(
+        ctx.runsQueue,
+        runId,
+        `segment ${index} done: ${counts.rowsScored} scored, ${counts.rowsQuarantined} quarantined (${WORKER_ID}, attempt ${job.attemptsMade + 1})`,
+      );
       return { rows: counts.rowsIn };
     } catch (err) {
       throw await ctx.failJob(job, token, err, jobLog, async (e) => {

@@ -22,7 +22,13 @@ export interface ScoringWorker {
 export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): ScoringWorker {
   const redis = redisConnection(queue.redisUrl, 'worker');
   const ctx = new WorkerContext(redis, queue, storage, log, options);
-  const common = { connection: redis, prefix: queue.prefix, lockDuration: options.lockDurationMs, stalledInterval: Math.max(1_000, options.lockDurationMs / 2), maxStalledCount: 10 };
+  const common = {
+    connection: redis,
+    prefix: queue.prefix,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: Math.max(1_000, options.lockDurationMs / 2),
+    maxStalledCount: 10,
+  };
   const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2 });
   const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, segmentJobProcessor(ctx), { ...common, concurrency: options.segments });
   for (const w of [runsWorker, segmentsWorker]) w.on('error', (err) => log.error({ err: errorMessage(err) }, 'queue error (retrying)'));

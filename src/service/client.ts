@@ -143,7 +143,10 @@ export class ServiceClient {
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timeout.aborted || isAbortError(err)) {
-        throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, { overload: true, cause: err });
+        throw new ServiceError('retriable', `${what}: no answer within ${this.options.timeoutMs} ms (raise --timeout if the model is slow)`, {
+          overload: true,
+          cause: err,
+        });
       }
       const code = (err as { code?: string }).code ?? 'unknown';
       const kind = this.policy.errorCodes.includes(code) ? 'retriable' : 'fatal';

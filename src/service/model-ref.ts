@@ -17,7 +17,7 @@ export function parseModelRef(text: string): ModelRef {
   const project = text.slice(0, slash);
   const rest = text.slice(slash + 1);
   const m = /^(.+)\.(\d+)$/.exec(rest);
-  return m ? { project, model: m[1]!, version: Number(m[2]) } : { project, model: rest };
+  return m ? { project, model: m[1], version: Number(m[2]) } : { project, model: rest };
 }
 
 /** The model name as the service addresses it: `name.N` when a version is pinned. */

@@ -48,12 +48,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
  * Retry-After is a floor: never sooner than it asks (capped at maxRetryAfterMs), and never
  * sooner than the backoff, so a "Retry-After: 0" under load does not turn into a busy loop.
  */
-export function retryDelayMs(
-  policy: RetryPolicy,
-  attempt: number,
-  retryAfterMs?: number,
-  random: () => number = Math.random,
-): number {
+export function retryDelayMs(policy: RetryPolicy, attempt: number, retryAfterMs?: number, random: () => number = Math.random): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** (attempt - 1));
   const backoff = Math.round(ceiling / 2 + (random() * ceiling) / 2);
   return retryAfterMs === undefined ? backoff : Math.max(backoff, Math.min(retryAfterMs, policy.maxRetryAfterMs));

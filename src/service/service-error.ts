@@ -102,12 +102,7 @@ const HINTS: Partial<Record<ServiceErrorKind, string>> = {
 };
 
 /** The message users see: what we called, what the server said, and what to do about it. */
-export function describeHttpError(
-  what: string,
-  status: number,
-  problem: ProblemBody,
-  kind: ServiceErrorKind,
-): string {
+export function describeHttpError(what: string, status: number, problem: ProblemBody, kind: ServiceErrorKind): string {
   const said = [problem.title, problem.detail ?? problem.message].filter(Boolean).join(': ');
   const hint = HINTS[kind];
   return `${what}: HTTP ${status}${said ? ` ${said}` : ''}${hint ? ` (${hint})` : ''}`;

@@ -3,8 +3,7 @@ import { PROJECT_NAME, type ColumnType, type ModelDefinition, type ModelVersion 
 
 const TABLES = ['info', 'features', 'model', 'jsonai'];
 
-const PIPELINE =
-  'encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions';
+const PIPELINE = 'encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions';
 
 const ENCODERS: Record<ColumnType, string> = {
   integer: 'NumericEncoder',
@@ -18,12 +17,7 @@ const ENCODERS: Record<ColumnType, string> = {
  * Answer to `GET .../describe` with an already parsed body. `legacy` makes `{}` answer the info
  * shape, as older servers do.
  */
-export function describeModel(
-  model: ModelDefinition,
-  version: ModelVersion,
-  body: unknown,
-  legacy: boolean,
-): Answer {
+export function describeModel(model: ModelDefinition, version: ModelVersion, body: unknown, legacy: boolean): Answer {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return problem(400, 'Bad request', 'The describe body must be a JSON object');
   }

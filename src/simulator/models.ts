@@ -84,15 +84,7 @@ export function retype(v: unknown): unknown {
 }
 
 /** The inputs of `home_rentals_model`, in model order. */
-export const HOME_RENTALS_INPUTS = [
-  'number_of_rooms',
-  'number_of_bathrooms',
-  'sqft',
-  'location',
-  'days_on_market',
-  'initial_price',
-  'neighborhood',
-] as const;
+export const HOME_RENTALS_INPUTS = ['number_of_rooms', 'number_of_bathrooms', 'sqft', 'location', 'days_on_market', 'initial_price', 'neighborhood'] as const;
 
 const HOME_RENTALS_TYPES: Record<string, ColumnType> = {
   number_of_rooms: 'integer',
@@ -130,9 +122,7 @@ function inputsKey(row: Record<string, unknown>, inputs: readonly string[]): str
  * Builds the members of a numeric target. Member names are made once per target, so every answer
  * row is built with the same key sequence (fast objects; this runs once per row served).
  */
-function numericTarget(
-  target: string,
-): (value: number, confidence: number, min: number, max: number) => Record<string, unknown> {
+function numericTarget(target: string): (value: number, confidence: number, min: number, max: number) => Record<string, unknown> {
   const confidenceName = `${target}_confidence`;
   const minName = `${target}_min`;
   const maxName = `${target}_max`;
@@ -165,12 +155,7 @@ const salesNext = numericTarget('sales_next');
 function homeRentals(version: 1 | 2): (row: Record<string, unknown>) => Record<string, unknown> {
   return (row) => {
     const bonus = LOCATION_BONUS.get(row.location) ?? 100;
-    const base =
-      300 +
-      2.5 * num(row.sqft) +
-      120 * num(row.number_of_rooms) +
-      60 * num(row.number_of_bathrooms) -
-      1.5 * num(row.days_on_market);
+    const base = 300 + 2.5 * num(row.sqft) + 120 * num(row.number_of_rooms) + 60 * num(row.number_of_bathrooms) - 1.5 * num(row.days_on_market);
     const value = round(version === 2 ? base + 0.1 * num(row.initial_price) + bonus : base + bonus + 50, 2);
     const confidence = round(0.5 + (fnv1a(inputsKey(row, HOME_RENTALS_INPUTS)) % 4900) / 10000, 4);
     const width = round(Math.abs(value) * 0.08 + 25, 2);
@@ -287,7 +272,7 @@ export function findModel(name: string): ModelDefinition | undefined {
  */
 export function resolveModel(segment: string): { model: ModelDefinition; version: ModelVersion } | undefined {
   const match = /^(.+)\.(\d+)$/.exec(segment);
-  const model = findModel(match ? match[1]! : segment);
+  const model = findModel(match ? match[1] : segment);
   if (!model) return undefined;
   const wanted = match ? Number(match[2]) : model.activeVersion;
   const version = model.versions.find((v) => v.version === wanted);

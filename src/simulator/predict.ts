@@ -46,28 +46,19 @@ export function readPredictRows(body: unknown, envelope: 'data' | 'array'): Row[
  * The answer to valid rows: the model's status errors, the simulated engine failure, or the
  * prediction array (one object per row in order; the last row expands into the horizon).
  */
-export function predictAnswer(
-  model: ModelDefinition,
-  version: ModelVersion,
-  rows: Row[],
-  rowIdMember: string,
-): Answer {
+export function predictAnswer(model: ModelDefinition, version: ModelVersion, rows: Row[], rowIdMember: string): Answer {
   if (version.status !== 'complete') {
     return problem(500, 'Exception', `Model '${model.name}' creation not completed: status is ${version.status}`);
   }
   if (model.obsolete) {
-    return problem(
-      500,
-      'Exception',
-      `Model '${model.name}' is obsolete and needs to be updated. Run 'RETRAIN ${model.name};'`,
-    );
+    return problem(500, 'Exception', `Model '${model.name}' is obsolete and needs to be updated. Run 'RETRAIN ${model.name};'`);
   }
   const bad = rows.findIndex((row) => Object.values(row).includes(ENGINE_ERROR_VALUE));
   if (bad >= 0) {
     return problem(500, 'MLEngineException', `[${model.name}]: engine failed on row ${bad}: could not convert value`);
   }
   const out: Row[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) out[i] = answerRow(model, version, rows[i]!, rowIdMember);
+  for (let i = 0; i < rows.length; i++) out[i] = answerRow(model, version, rows[i], rowIdMember);
   const last = out[out.length - 1];
   if (last && model.horizon > 1) {
     for (let step = 1; step < model.horizon; step++) out.push({ ...last });

@@ -21,11 +21,11 @@ export function rentalRow(i: number): string[] {
     String(rooms),
     String((h >>> 3) % 3 === 0 ? '' : ((h >>> 3) % 3) + 0),
     String(300 + ((h >>> 5) % 1700)),
-    LOCATIONS[(h >>> 7) % LOCATIONS.length]!,
+    LOCATIONS[(h >>> 7) % LOCATIONS.length],
     String((h >>> 9) % 90),
     String(1000 + ((h >>> 11) % 4000)),
-    NEIGHBORHOODS[(h >>> 13) % NEIGHBORHOODS.length]!,
-    NOTES[(h >>> 16) % NOTES.length]!,
+    NEIGHBORHOODS[(h >>> 13) % NEIGHBORHOODS.length],
+    NOTES[(h >>> 16) % NOTES.length],
   ];
 }
 

@@ -42,10 +42,7 @@ const GATEWAY_HTML = '<html><body><h1>503 Service Unavailable</h1></body></html>
  * Starts the Model Query Service simulator (see docs of `simulatorOptionsSchema`). The logger is a
  * separate argument because it is not a setting a flag or file can carry.
  */
-export async function createSimulator(
-  options: SimulatorOptions = {},
-  logger: Logger = silentLogger,
-): Promise<Simulator> {
+export async function createSimulator(options: SimulatorOptions = {}, logger: Logger = silentLogger): Promise<Simulator> {
   const opts = simulatorOptionsSchema.parse(options);
   const stats: SimulatorStats = {
     predictRequests: 0,
@@ -167,17 +164,15 @@ export async function createSimulator(
       }),
   };
 
-  function matchRoute(
-    req: IncomingMessage,
-  ): { project: string; model: string; operation: 'predict' | 'describe' } | undefined {
-    const path = (req.url ?? '/').split('?', 1)[0]!;
+  function matchRoute(req: IncomingMessage): { project: string; model: string; operation: 'predict' | 'describe' } | undefined {
+    const path = (req.url ?? '/').split('?', 1)[0];
     if (!path.startsWith(opts.basePath)) return undefined;
     const match = ROUTE.exec(path.slice(opts.basePath.length));
     if (!match) return undefined;
     const operation = match[3] as 'predict' | 'describe';
     if (req.method !== (operation === 'predict' ? 'POST' : 'GET')) return undefined;
     try {
-      return { project: decodeURIComponent(match[1]!), model: decodeURIComponent(match[2]!), operation };
+      return { project: decodeURIComponent(match[1]), model: decodeURIComponent(match[2]), operation };
     } catch {
       return undefined; // malformed percent-encoding
     }
@@ -203,20 +198,16 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
       chunks.push(chunk);
       length += chunk.length;
     });
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)));
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)));
     req.on('error', reject);
   });
 }
 
 /** The body parsed once, or the reference server's 415/400 (it reads JSON only when so labelled). */
 function parseJson(req: IncomingMessage, raw: Buffer): { value: unknown } | Answer {
-  const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0].trim().toLowerCase();
   if (mediaType !== 'application/json') {
-    return problem(
-      415,
-      'Unsupported Media Type',
-      "Did not attempt to load JSON data because the request Content-Type was not 'application/json'.",
-    );
+    return problem(415, 'Unsupported Media Type', "Did not attempt to load JSON data because the request Content-Type was not 'application/json'.");
   }
   if (raw.length === 0) return problem(400, 'Bad request', 'Failed to decode JSON object: the request body is empty');
   try {

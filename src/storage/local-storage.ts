@@ -56,7 +56,6 @@ export class LocalStorage {
     return { size: info.size, mtimeMs: info.mtimeMs };
   }
 
-
   async read(loc: FileLocation, options: ReadOptions = {}): Promise<Readable> {
     const { start = 0, end, expect, signal } = options;
     signal?.throwIfAborted();

@@ -29,17 +29,7 @@ function partSize(sizeHint: number | undefined): number {
 
 const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
 const THROTTLED = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'RequestTimeout']);
-const NETWORK = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 type Operation = 'stat' | 'read' | 'write' | 'list' | 'remove';
 
@@ -74,25 +64,19 @@ function storageError(op: Operation, loc: S3Location, err: unknown): Error {
     );
   }
   if (name === 'CredentialsProviderError') {
-    return new BatchScorerError(
-      'E_STORAGE',
-      `${where}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`,
-      { cause: err },
-    );
+    return new BatchScorerError('E_STORAGE', `${where}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`, {
+      cause: err,
+    });
   }
   const retriable =
-    (status !== undefined && (status >= 500 || status === 429)) ||
-    THROTTLED.has(name) ||
-    name === 'TimeoutError' ||
-    (code !== undefined && NETWORK.has(code));
+    (status !== undefined && (status >= 500 || status === 429)) || THROTTLED.has(name) || name === 'TimeoutError' || (code !== undefined && NETWORK.has(code));
   const reason = [name, message].filter((s) => s !== undefined && s !== '' && s !== 'UnknownError').join(': ');
   const suffix = status === undefined ? '' : ` (HTTP ${status})`;
   return new BatchScorerError('E_STORAGE', `${where}: ${reason}${suffix}`, { retriable, cause: err });
 }
 
 function changed(loc: S3Location, actual: ObjectInfo, expect: ObjectInfo): InputError {
-  const what =
-    actual.size !== expect.size ? `size ${expect.size} is now ${actual.size}` : `ETag ${expect.etag} is now ${actual.etag}`;
+  const what = actual.size !== expect.size ? `size ${expect.size} is now ${actual.size}` : `ETag ${expect.etag} is now ${actual.etag}`;
   return new InputError(`${formatLocation(loc)} changed while the run was reading it (${what})`, 'E_INPUT_CHANGED');
 }
 
@@ -159,7 +143,6 @@ export class S3Storage {
     }
   }
 
-
   async read(loc: S3Location, options: ReadOptions = {}): Promise<Readable> {
     const { start = 0, end, expect, signal } = options;
     if (end !== undefined && end <= start) {
@@ -181,10 +164,7 @@ export class S3Storage {
     } catch (err) {
       const { name, $metadata } = (err ?? {}) as SdkErrorFields;
       if (name === 'PreconditionFailed' || $metadata?.httpStatusCode === 412) {
-        throw new InputError(
-          `${formatLocation(loc)} changed while the run was reading it (its ETag is no longer ${expect?.etag})`,
-          'E_INPUT_CHANGED',
-        );
+        throw new InputError(`${formatLocation(loc)} changed while the run was reading it (its ETag is no longer ${expect?.etag})`, 'E_INPUT_CHANGED');
       }
       // The range starts at or past the end of the object: nothing to read, as with a local file.
       if (name === 'InvalidRange' || $metadata?.httpStatusCode === 416) return Readable.from([]);
@@ -288,9 +268,7 @@ export class S3Storage {
       if (keys.length === 0) continue;
       let out;
       try {
-        out = await this.#client.send(
-          new DeleteObjectsCommand({ Bucket: prefix.bucket, Delete: { Objects: keys, Quiet: true } }),
-        );
+        out = await this.#client.send(new DeleteObjectsCommand({ Bucket: prefix.bucket, Delete: { Objects: keys, Quiet: true } }));
       } catch (err) {
         throw storageError('remove', prefix, err);
       }

@@ -66,8 +66,7 @@ export interface Storage {
 export function createStorage(settings?: S3Settings): Storage {
   const local = new LocalStorage();
   let s3: Promise<S3Storage> | undefined;
-  const remote = (): Promise<S3Storage> =>
-    (s3 ??= import('./s3-storage.js').then(({ S3Storage }) => new S3Storage(settings ?? s3SettingsFromEnv())));
+  const remote = (): Promise<S3Storage> => (s3 ??= import('./s3-storage.js').then(({ S3Storage }) => new S3Storage(settings ?? s3SettingsFromEnv())));
   const stat: Storage['stat'] = async (loc, signal) => (loc.kind === 'file' ? local.stat(loc, signal) : (await remote()).stat(loc, signal));
   return {
     stat,
@@ -81,7 +80,10 @@ export function createStorage(settings?: S3Settings): Storage {
     remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
     removePrefix: async (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : (await remote()).removePrefix(prefix)),
     close() {
-      void s3?.then((client) => client.close(), () => undefined);
+      void s3?.then(
+        (client) => client.close(),
+        () => undefined,
+      );
       s3 = undefined;
     },
   };

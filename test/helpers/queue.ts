@@ -37,7 +37,7 @@ export interface WorkerProcess {
 export function startWorkerProcess(env: Record<string, string>, args: string[] = []): WorkerProcess {
   const child = spawn(process.execPath, [CLI, 'worker', ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr!.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   return { child, log: () => log, exited };
 }
@@ -78,11 +78,15 @@ export function useQueueFixture() {
       return w;
     },
     finished: (runId: string, ms = 90_000) =>
-      waitFor<RunStatus>(`run ${runId} to finish`, async () => {
-        // While Redis restarts the producer's calls fail; keep asking.
-        const s = await f.queue.get(runId).catch(() => undefined);
-        return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
-      }, ms),
+      waitFor<RunStatus>(
+        `run ${runId} to finish`,
+        async () => {
+          // While Redis restarts the producer's calls fail; keep asking.
+          const s = await f.queue.get(runId).catch(() => undefined);
+          return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
+        },
+        ms,
+      ),
   };
   afterEach(async () => {
     if (process.env.DEBUG_WORKERS) for (const w of f.workers) console.log(w.log().slice(-3000));

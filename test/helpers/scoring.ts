@@ -56,7 +56,6 @@ export function parseCsv(text: string): Record<string, string>[] {
   return Papa.parse<Record<string, string>>(text, { header: true, newline: '\n', skipEmptyLines: true }).data;
 }
 
-
 /** The simulator's prediction for a CSV row, computed from its formula as the row was sent. */
 export function expectedRental(row: Record<string, string>, version = 2): Record<string, unknown> {
   const sent = Object.fromEntries(HOME_RENTALS_INPUTS.map((c) => [c, requestValue(row[c], true)]));

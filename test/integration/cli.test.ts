@@ -31,9 +31,14 @@ describe('batch-scorer CLI (child process)', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ runId: 'cli', state: 'succeeded', rowsIn: 300, rowsScored: 300, folder: join(out, 'cli') });
+    expect(JSON.parse(lines[0])).toMatchObject({ runId: 'cli', state: 'succeeded', rowsIn: 300, rowsScored: 300, folder: join(out, 'cli') });
     expect(r.stderr).toContain('"msg":"run planned"');
-    for (const text of [r.stdout, r.stderr, await readFile(join(out, 'cli', 'manifest.json'), 'utf8'), await readFile(join(out, 'cli', 'describe.json'), 'utf8')]) {
+    for (const text of [
+      r.stdout,
+      r.stderr,
+      await readFile(join(out, 'cli', 'manifest.json'), 'utf8'),
+      await readFile(join(out, 'cli', 'describe.json'), 'utf8'),
+    ]) {
       expect(text).not.toContain(TOKEN);
     }
   });

@@ -33,10 +33,37 @@ async function direct(): Promise<string> {
 
 /** A Redis of the test's own, persisting to disk, so it can be restarted in the middle of a run. */
 async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'always', '--save', '', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
   probe.on('error', () => {}); // refused until the server is up: that is what is being waited for
-  await waitFor('redis to answer', () => probe.ping().then((r) => r === 'PONG', () => false), 10_000);
+  await waitFor(
+    'redis to answer',
+    () =>
+      probe.ping().then(
+        (r) => r === 'PONG',
+        () => false,
+      ),
+    10_000,
+  );
   probe.disconnect();
   return server;
 }
@@ -52,7 +79,12 @@ describe('queue mode under faults', () => {
       const expected = await direct();
       const out = join(tmp.dir, 'restart');
       f.worker();
-      const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'restart', segmentRows: SEGMENT_ROWS, batchSize: 100 } });
+      const { runId } = await f.queue.enqueue({
+        input,
+        model: 'mindsdb/home_rentals_model',
+        out,
+        options: { service: f.sim.url, runId: 'restart', segmentRows: SEGMENT_ROWS, batchSize: 100 },
+      });
       const segments = join(out, runId, '_work', 'segments');
       await waitFor('a segment to finish', async () => existsSync(segments) && (await readdir(segments)).some((n) => n.endsWith('.done.json')));
       redis.kill('SIGTERM');
@@ -72,7 +104,12 @@ describe('queue mode under faults', () => {
     // Lock of 1 s; each segment takes about 2000 rows / 100 per batch / 2 at once * 150 ms = 1.5 s or more.
     f.worker(['--lock-duration', '1000', '--concurrency', '2']);
     const before = f.sim.stats.predictRows;
-    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'long', segmentRows: SEGMENT_ROWS, batchSize: 100 } });
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { service: f.sim.url, runId: 'long', segmentRows: SEGMENT_ROWS, batchSize: 100 },
+    });
     const status = await f.finished(runId);
     expect(status.state).toBe('completed');
     // The rows of the run once each, plus the one-row probe at planning.
@@ -82,12 +119,17 @@ describe('queue mode under faults', () => {
   it('fails the run when a segment passes the error threshold: the parent does not wait forever', async () => {
     await f.setup();
     const rows = Array.from({ length: 3_000 }, (_, i) => rentalRow(i));
-    for (let i = 2_100; i < 2_200; i++) rows[i]![4] = '__engine_error__';
+    for (let i = 2_100; i < 2_200; i++) rows[i][4] = '__engine_error__';
     const bad = join(tmp.dir, 'bad.csv');
     await writeFile(bad, [RENTAL_COLUMNS, ...rows].map(csvLine).join(''));
     f.worker();
     const out = join(tmp.dir, 'threshold');
-    const { runId } = await f.queue.enqueue({ input: bad, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'threshold', segmentRows: 1_000, batchSize: 50, maxErrorRate: 0.01 } });
+    const { runId } = await f.queue.enqueue({
+      input: bad,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { service: f.sim.url, runId: 'threshold', segmentRows: 1_000, batchSize: 50, maxErrorRate: 0.01 },
+    });
     const status = await f.finished(runId);
     expect(status.state).toBe('failed');
     expect(status.failedReason).toMatch(/E_ERROR_RATE/);
@@ -98,7 +140,12 @@ describe('queue mode under faults', () => {
   it('a second signal stops a worker at once', async () => {
     await f.setup({ hangRate: 1 });
     const w = f.worker(['--shutdown-timeout', '60000']);
-    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'twice'), options: { service: f.sim.url, runId: 'twice', segmentRows: SEGMENT_ROWS, timeout: 60_000 } });
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out: join(tmp.dir, 'twice'),
+      options: { service: f.sim.url, runId: 'twice', segmentRows: SEGMENT_ROWS, timeout: 60_000 },
+    });
     // Describe answers; predict hangs, so the worker is busy with a request that will not end.
     await waitFor('the worker to be planning', async () => (await f.queue.get(runId))?.state === 'active');
     w.child.kill('SIGTERM');
@@ -131,7 +178,12 @@ describe('queue mode under faults', () => {
     const rowsBefore = f.sim.stats.predictRows;
     f.worker([], { MODEL_SERVICE_TOKEN: 'right-token' });
     // The killed worker's segment stays locked until its lock expires; until then the run cannot be replaced.
-    const again = await waitFor('the failed run to be enqueued again', () => f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options }).catch(() => undefined), 30_000, 250);
+    const again = await waitFor(
+      'the failed run to be enqueued again',
+      () => f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options }).catch(() => undefined),
+      30_000,
+      250,
+    );
     expect(again).toEqual({ runId, created: true, resumed: true });
     const status = await f.finished(runId);
     expect(status.state).toBe('completed');
@@ -140,7 +192,7 @@ describe('queue mode under faults', () => {
     expect(f.sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - kept * SEGMENT_ROWS);
     const sim = f.sim;
     const expected = await score(input, join(tmp.dir, 'refail-direct'), { service: sim.url, runId: 'd', segmentRows: SEGMENT_ROWS, token: 'right-token' });
-    expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected.outputs[0]!.sha256);
+    expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected.outputs[0].sha256);
   });
 
   it('retries a segment when the service is away longer than the request retries, and finishes', async () => {
@@ -151,7 +203,12 @@ describe('queue mode under faults', () => {
     const flaky = await createSimulator({ port: 0, errorRate: 0.4, resetRate: 0.1, seed: 11 });
     try {
       f.worker();
-      const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: flaky.url, runId: 'outage', segmentRows: SEGMENT_ROWS, retries: 2 } });
+      const { runId } = await f.queue.enqueue({
+        input,
+        model: 'mindsdb/home_rentals_model',
+        out,
+        options: { service: flaky.url, runId: 'outage', segmentRows: SEGMENT_ROWS, retries: 2 },
+      });
       const status = await f.finished(runId, 120_000);
       expect(status.state).toBe('completed');
       expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected);

@@ -46,7 +46,12 @@ describe('queue mode with real worker processes on Redis', () => {
       const s3env = { S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
       worker([], s3env);
       worker([], s3env);
-      const { runId, created } = await f.queue.enqueue({ input: 's3://data/in.csv', model: 'mindsdb/home_rentals_model', out: 's3://results/q', options: { runId: 'two', segmentRows: SEGMENT_ROWS } });
+      const { runId, created } = await f.queue.enqueue({
+        input: 's3://data/in.csv',
+        model: 'mindsdb/home_rentals_model',
+        out: 's3://results/q',
+        options: { runId: 'two', segmentRows: SEGMENT_ROWS },
+      });
       expect({ runId, created }).toEqual({ runId: 'two', created: true });
       const status = await f.finished(runId);
       expect(status).toMatchObject({ state: 'completed', progress: { rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 15, segmentsTotal: 15 } });
@@ -79,7 +84,12 @@ describe('queue mode with real worker processes on Redis', () => {
     const out = join(tmp.dir, 'killed');
     let victim = worker(['--segments', '2']);
     worker(['--segments', '2']);
-    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'kill', segmentRows: SEGMENT_ROWS, batchSize: 250 } });
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { service: f.sim.url, runId: 'kill', segmentRows: SEGMENT_ROWS, batchSize: 250 },
+    });
     const segmentsDir = join(out, runId, '_work', 'segments');
     const doneCount = async () => (existsSync(segmentsDir) ? (await readdir(segmentsDir)).filter((f) => f.endsWith('.done.json')).length : 0);
     for (let kill = 0; kill < 3; kill++) {
@@ -105,7 +115,12 @@ describe('queue mode with real worker processes on Redis', () => {
     // Segments of 40 batches at 100 ms, two at a time on this worker's 4 slots: each takes about 2 s,
     // far longer than the 200 ms it may wait, so the SIGTERM finds segments to hand back.
     const leaving = worker(['--shutdown-timeout', '200', '--concurrency', '4']);
-    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { service: f.sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 50, concurrency: 8 } });
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { service: f.sim.url, runId: 'term', segmentRows: SEGMENT_ROWS, batchSize: 50, concurrency: 8 },
+    });
     await waitFor('scoring to start', async () => ((await f.queue.get(runId))?.progress?.rowsDone ?? 0) > 0);
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toBe(0);
@@ -147,7 +162,12 @@ describe('queue mode with real worker processes on Redis', () => {
     await f.finished('once');
     expect(await f.queue.list()).toHaveLength(1);
     const status = await runCli(['status', 'once', '--json'], env());
-    expect(JSON.parse(status.stdout)).toMatchObject({ runId: 'once', state: 'completed', progress: { rowsDone: 100, rowsTotal: 100 }, folder: join(out, 'once') });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      runId: 'once',
+      state: 'completed',
+      progress: { rowsDone: 100, rowsTotal: 100 },
+      folder: join(out, 'once'),
+    });
     const text = await runCli(['status'], env());
     expect(text.stdout).toMatch(/^once {2}completed {2}100\/100 rows/);
 

@@ -44,8 +44,11 @@ describe('score with S3 input and output (s3rver)', () => {
       expect(r.listing_id).toBe(`L${String(i).padStart(8, '0')}`);
       expect(Number(r.rental_price)).toBe(expectedRental(r).rental_price);
     });
-    expect(m.outputs[0]!.sha256).toBe(sha256(predictions));
-    expect(JSON.parse(await read('s3://results/runs/s3/manifest.json'))).toMatchObject({ state: 'succeeded', input: { location: 's3://data/in/rentals.csv', rows: ROWS } });
+    expect(m.outputs[0].sha256).toBe(sha256(predictions));
+    expect(JSON.parse(await read('s3://results/runs/s3/manifest.json'))).toMatchObject({
+      state: 'succeeded',
+      input: { location: 's3://data/in/rentals.csv', rows: ROWS },
+    });
     expect(JSON.parse(await read('s3://results/runs/s3/describe.json')).answers).toHaveLength(2);
     expect(await storage.exists(parseLocation('s3://results/runs/s3/_SUCCESS'))).toBe(true);
     const leftovers = [];
@@ -59,8 +62,17 @@ describe('score with S3 input and output (s3rver)', () => {
   });
 
   it('the CLI reads S3 settings from the environment, and a missing object exits 2', async () => {
-    const env = { MODEL_SERVICE_URL: sim.url, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
-    const ok = await runCli(['score', 's3://data/in/rentals.csv', '--model', 'mindsdb/home_rentals_model', '--out', 's3://results/cli', '--run-id', 'c', '--limit', '100', '--json'], env);
+    const env = {
+      MODEL_SERVICE_URL: sim.url,
+      S3_ENDPOINT: s3.endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    };
+    const ok = await runCli(
+      ['score', 's3://data/in/rentals.csv', '--model', 'mindsdb/home_rentals_model', '--out', 's3://results/cli', '--run-id', 'c', '--limit', '100', '--json'],
+      env,
+    );
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ state: 'succeeded', rowsScored: 100, folder: 's3://results/cli/c' });
     expect(ok.stderr).not.toContain('S3RVER');

@@ -30,38 +30,38 @@ const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('he
 const failure = (p: Promise<unknown>) => rejection(p, BatchScorerError);
 
 describe('score, end to end against the simulator', () => {
-  it('scores every row in order, with the formula\'s values, input values unchanged, and a complete run folder', async () => {
+  it("scores every row in order, with the formula's values, input values unchanged, and a complete run folder", async () => {
     const out = join(tmp.dir, 'out-basic');
     const m = await score(input, out, { service: sim.url, segmentRows: 1_200, batchSize: 100, runId: 'basic' });
     const files = await runFolder(out, 'basic');
     expect(Object.keys(files).sort()).toEqual(['_SUCCESS', 'describe.json', 'errors.jsonl', 'manifest.json', 'predictions.csv']);
 
     const inRows = parseCsv(await readFile(input, 'utf8'));
-    const outRows = parseCsv(files['predictions.csv']!);
+    const outRows = parseCsv(files['predictions.csv']);
     expect(outRows).toHaveLength(ROWS);
     outRows.forEach((row, i) => {
-      for (const [k, v] of Object.entries(inRows[i]!)) expect(row[k]).toBe(v);
-      const e = expectedRental(inRows[i]!);
+      for (const [k, v] of Object.entries(inRows[i])) expect(row[k]).toBe(v);
+      const e = expectedRental(inRows[i]);
       expect(Number(row.rental_price)).toBe(e.rental_price);
       expect(Number(row.rental_price_confidence)).toBe(e.rental_price_confidence);
       expect(Number(row.rental_price_min)).toBe(e.rental_price_min);
       expect(Number(row.rental_price_max)).toBe(e.rental_price_max);
       expect(row.rental_price_anomaly).toBe('');
     });
-    expect(files['predictions.csv']!.split('\n')[0]).toBe(
+    expect(files['predictions.csv'].split('\n')[0]).toBe(
       'listing_id,number_of_rooms,number_of_bathrooms,sqft,location,days_on_market,initial_price,neighborhood,notes,rental_price,rental_price_confidence,rental_price_min,rental_price_max,rental_price_anomaly',
     );
 
-    const manifest = JSON.parse(files['manifest.json']!);
+    const manifest = JSON.parse(files['manifest.json']);
     expect(manifest).toMatchObject({ runId: 'basic', state: 'succeeded', model: { project: 'mindsdb', name: 'home_rentals_model', resolvedVersion: 2 } });
     expect(manifest.input.sha256).toBe(sha256(await readFile(input)));
     expect(manifest.input.rows).toBe(ROWS);
     expect(manifest.counts).toMatchObject({ rowsIn: ROWS, rowsScored: ROWS, rowsQuarantined: 0, requests: 50, segments: 5 });
     const predictions = manifest.outputs.find((o: { file: string }) => o.file === 'predictions.csv');
-    expect(predictions).toMatchObject({ rows: ROWS, bytes: Buffer.byteLength(files['predictions.csv']!), sha256: sha256(files['predictions.csv']!) });
+    expect(predictions).toMatchObject({ rows: ROWS, bytes: Buffer.byteLength(files['predictions.csv']), sha256: sha256(files['predictions.csv']) });
     expect(m.runId).toBe('basic');
 
-    const snapshot = JSON.parse(files['describe.json']!);
+    const snapshot = JSON.parse(files['describe.json']);
     expect(snapshot.answers.map((a: { request: object }) => a.request)).toEqual([{}, { attribute: 'info' }]);
     expect(snapshot.answers[0].response[0].VERSION).toBe(2);
     expect(existsSync(join(out, 'basic', '_work'))).toBe(false);
@@ -78,7 +78,15 @@ describe('score, end to end against the simulator', () => {
   });
 
   it('gives the same bytes under 5% 500s, 2% 429s, 1% resets, 1% hangs and 1% proxy 503s as a clean run', async () => {
-    const faulty = await startSimulator({ errorRate: 0.05, rateLimitRate: 0.02, retryAfterSeconds: 0, resetRate: 0.01, hangRate: 0.01, gatewayErrorRate: 0.01, seed: 7 });
+    const faulty = await startSimulator({
+      errorRate: 0.05,
+      rateLimitRate: 0.02,
+      retryAfterSeconds: 0,
+      resetRate: 0.01,
+      hangRate: 0.01,
+      gatewayErrorRate: 0.01,
+      seed: 7,
+    });
     try {
       const out = join(tmp.dir, 'out-faults');
       await score(input, out, { service: sim.url, batchSize: 50, runId: 'clean' });
@@ -120,18 +128,20 @@ describe('score, end to end against the simulator', () => {
   it('isolates rows the engine fails on by bisection and quarantines them with their row numbers', async () => {
     // Data rows 10 and 777 (1-based) get a value the simulator's engine fails on.
     const rows = Array.from({ length: ROWS }, (_, i) => rentalRow(i));
-    for (const i of [9, 776]) rows[i]![4] = '__engine_error__';
+    for (const i of [9, 776]) rows[i][4] = '__engine_error__';
     const bad = join(tmp.dir, 'bad-rows.csv');
     await writeFile(bad, [RENTAL_COLUMNS, ...rows].map(csvLine).join(''));
     const out = join(tmp.dir, 'out-bad');
     const m = await score(bad, out, { service: sim.url, batchSize: 200, runId: 'bad' });
     const files = await runFolder(out, 'bad');
-    const errors = files['errors.jsonl']!.trim().split('\n').map((l) => JSON.parse(l));
+    const errors = files['errors.jsonl'].trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(errors.map((e) => e.row)).toEqual([10, 777]);
     expect(errors[0]).toMatchObject({ status: 500, title: 'MLEngineException', input: { location: '__engine_error__' } });
     expect(m.counts).toMatchObject({ rowsScored: ROWS - 2, rowsQuarantined: 2 });
     expect(m.counts!.splits).toBeGreaterThan(0);
-    expect(parseCsv(files['predictions.csv']!).map((r) => r.listing_id)).not.toContain('L00000009');
+    expect(parseCsv(files['predictions.csv']).map((r) => r.listing_id)).not.toContain('L00000009');
   });
 
   it('fails when the quarantined share passes --max-error-rate, with a failed manifest and no _SUCCESS', async () => {
@@ -143,7 +153,7 @@ describe('score, end to end against the simulator', () => {
     expect(err.code).toBe('E_ERROR_RATE');
     const files = await runFolder(out, 'rate');
     expect(files._SUCCESS).toBeUndefined();
-    expect(JSON.parse(files['manifest.json']!)).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
+    expect(JSON.parse(files['manifest.json'])).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
   });
 
   it('quarantines rows with too many or too few fields with their line', async () => {
@@ -151,7 +161,10 @@ describe('score, end to end against the simulator', () => {
     await writeFile(file, 'sqft,location,notes\n100,good,a\n200,good\n"multi\nline",good,b\n300,good,c,extra\n400,poor,d\n');
     const out = join(tmp.dir, 'out-ragged');
     const m = await score(file, out, { service: sim.url, runId: 'ragged', maxErrorRate: 0.5 });
-    const errors = (await readFile(join(out, 'ragged', 'errors.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const errors = (await readFile(join(out, 'ragged', 'errors.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(errors).toEqual([
       expect.objectContaining({ row: 2, line: 3, input: '200,good', detail: 'line 3: expected 3 fields, found 2' }),
       expect.objectContaining({ row: 4, line: 6, input: '300,good,c,extra', detail: 'line 6: expected 3 fields, found 4' }),
@@ -178,7 +191,10 @@ describe('score, end to end against the simulator', () => {
   it('writes JSON Lines output with input values as they were and the prediction members', async () => {
     const out = join(tmp.dir, 'out-jsonl-out');
     await score(input, out, { service: sim.url, runId: 'j', limit: 3, format: 'jsonl', explain: true });
-    const lines = (await readFile(join(out, 'j', 'predictions.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await readFile(join(out, 'j', 'predictions.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     expect(Object.keys(lines[0])).toContain('rental_price_explain');
     expect(typeof lines[0].sqft).toBe('string');
@@ -200,11 +216,11 @@ describe('score, end to end against the simulator', () => {
     expect(quarantined).toMatchObject({ row: 4, line: 4, input: { id: 'exact', location: '__engine_error__' }, title: 'MLEngineException' });
     const written = (await readFile(join(out, 's', 'predictions.jsonl'), 'utf8')).trim().split('\n');
     // Every input value is written back as it was read, the 17-digit ids included.
-    written.forEach((line, i) => expect(line.startsWith(lines[i]!.slice(0, -1))).toBe(true));
+    written.forEach((line, i) => expect(line.startsWith(lines[i].slice(0, -1))).toBe(true));
     const rows = written.map((l) => JSON.parse(l));
     // rental_price is a key of row 2, so the predictions are prefixed for every row.
     expect(rows[1].rental_price).toBe(1234);
-    expect(rows[1].pred_rental_price).toBe(expectedRental({ number_of_rooms: '4', sqft: '1375', location: 'poor' } as Record<string, string>).rental_price);
+    expect(rows[1].pred_rental_price).toBe(expectedRental({ number_of_rooms: '4', sqft: '1375', location: 'poor' }).rental_price);
     expect(m.warnings.join()).toMatch(/pred_rental_price/);
     expect(m.warnings.join()).not.toMatch(/lacks the model's input column\(s\) number_of_rooms/);
   });
@@ -233,8 +249,10 @@ describe('score, end to end against the simulator', () => {
     const out = join(tmp.dir, 'out-clash');
     const m = await score(file, out, { service: sim.url, runId: 'clash' });
     const text = await readFile(join(out, 'clash', 'predictions.csv'), 'utf8');
-    expect(text.split('\n')[0]).toBe('sqft,location,rental_price,pred_rental_price,pred_rental_price_confidence,pred_rental_price_min,pred_rental_price_max,pred_rental_price_anomaly');
-    expect(parseCsv(text)[0]!.rental_price).toBe('1234');
+    expect(text.split('\n')[0]).toBe(
+      'sqft,location,rental_price,pred_rental_price,pred_rental_price_confidence,pred_rental_price_min,pred_rental_price_max,pred_rental_price_anomaly',
+    );
+    expect(parseCsv(text)[0].rental_price).toBe('1234');
     expect(m.warnings.join()).toContain('pred_rental_price');
   });
 
@@ -289,7 +307,9 @@ describe('score, end to end against the simulator', () => {
     const stop = new AbortController();
     // Abort as soon as the first segment is done: a crash in the middle of a run.
     const watcher = setInterval(() => existsSync(join(out, 'r', '_work', 'segments', '00000.done.json')) && stop.abort(), 5);
-    const err = await failure(score(input, out, { service: sim.url, runId: 'r', segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal })).finally(() => clearInterval(watcher));
+    const err = await failure(
+      score(input, out, { service: sim.url, runId: 'r', segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal }),
+    ).finally(() => clearInterval(watcher));
     expect(err.code).toBe('E_ABORTED');
     expect(existsSync(join(out, 'r', '_SUCCESS'))).toBe(false);
     const before = sim.stats.predictRows;
@@ -300,7 +320,7 @@ describe('score, end to end against the simulator', () => {
     expect(sha256(await readFile(join(out, 'r', 'predictions.csv')))).toBe(sha256(await readFile(join(out, 'r-clean', 'predictions.csv'))));
   });
 
-  it('refuses a run id that already succeeded, or that exists with other options, and leaves that run\'s manifest alone', async () => {
+  it("refuses a run id that already succeeded, or that exists with other options, and leaves that run's manifest alone", async () => {
     const out = join(tmp.dir, 'out-exists');
     await score(input, out, { service: sim.url, runId: 'x', limit: 5 });
     const manifest = await readFile(join(out, 'x', 'manifest.json'), 'utf8');
@@ -322,7 +342,9 @@ describe('score, end to end against the simulator', () => {
       const runs = existsSync(out) ? readdirSync(out) : [];
       if (runs.some((r) => existsSync(join(out, r, '_work', 'segments', '00000.done.json')))) stop.abort();
     }, 5);
-    await failure(score(input, out, { service: sim.url, segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal })).finally(() => clearInterval(watcher));
+    await failure(score(input, out, { service: sim.url, segmentRows: 1_000, concurrency: 1, batchSize: 50, signal: stop.signal })).finally(() =>
+      clearInterval(watcher),
+    );
     const [runId] = readdirSync(out);
     const relative = relativePath(process.cwd(), input);
     const m = await score(relative, out, { service: sim.url, runId, segmentRows: 1_000, concurrency: 1, batchSize: 50 });
@@ -334,8 +356,18 @@ describe('score refuses bad input and configuration with a clear message', () =>
   const cases: { name: string; content?: string | Buffer; model?: string; envelope?: 'array'; code: string; message: RegExp }[] = [
     { name: 'missing.csv', code: 'E_INPUT_NOT_FOUND', message: /missing\.csv/ },
     { name: 'empty.csv', content: '', code: 'E_INPUT', message: /empty.csv: the file is empty/ },
-    { name: 'quote.csv', content: 'sqft,location\n1,good\n2,"open\n3,poor\n', code: 'E_INPUT', message: /quote.csv: a quoted field opened on line 3 is never closed/ },
-    { name: 'latin1.csv', content: Buffer.concat([Buffer.from('sqft,location\n1,caf'), Buffer.from([0xe9]), Buffer.from('\n')]), code: 'E_INPUT', message: /latin1.csv: not UTF-8: invalid byte at offset 19 \(line 2\)/ },
+    {
+      name: 'quote.csv',
+      content: 'sqft,location\n1,good\n2,"open\n3,poor\n',
+      code: 'E_INPUT',
+      message: /quote.csv: a quoted field opened on line 3 is never closed/,
+    },
+    {
+      name: 'latin1.csv',
+      content: Buffer.concat([Buffer.from('sqft,location\n1,caf'), Buffer.from([0xe9]), Buffer.from('\n')]),
+      code: 'E_INPUT',
+      message: /latin1.csv: not UTF-8: invalid byte at offset 19 \(line 2\)/,
+    },
     { name: 'none.csv', content: 'a,b\n1,2\n', code: 'E_COLUMNS', message: /none of the model's input columns \(number_of_rooms/ },
     { name: 'ok.csv', content: 'sqft\n1\n', model: 'mindsdb/nope', code: 'E_MODEL_NOT_FOUND', message: /Model not found/ },
     { name: 'ok.csv', content: 'sqft\n1\n', model: 'nope/home_rentals_model', code: 'E_MODEL_NOT_FOUND', message: /Project not found/ },
@@ -343,7 +375,13 @@ describe('score refuses bad input and configuration with a clear message', () =>
     { name: 'ok.csv', content: 'sqft\n1\n', model: 'mindsdb/training_model', code: 'E_MODEL_NOT_READY', message: /not ready.*training/ },
     { name: 'ok.csv', content: 'sqft\n1\n', model: 'mindsdb/obsolete_model', code: 'E_SERVICE_FATAL', message: /obsolete/ },
     { name: 'ok.csv', content: 'sqft\n1\n', envelope: 'array', code: 'E_WRONG_ENVELOPE', message: /--envelope/ },
-    { name: 'ts.csv', content: 'store,day,sales\na,1,10\na,2,11\n', model: 'mindsdb/forecast_model', code: 'E_ALIGNMENT', message: /answered 4 rows for 2 sent/ },
+    {
+      name: 'ts.csv',
+      content: 'store,day,sales\na,1,10\na,2,11\n',
+      model: 'mindsdb/forecast_model',
+      code: 'E_ALIGNMENT',
+      message: /answered 4 rows for 2 sent/,
+    },
   ];
   for (const c of cases) {
     it(`${c.name} ${c.model ?? ''} ${c.envelope ?? ''} → ${c.code}`, async () => {

@@ -13,7 +13,10 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((o) => o.close()));
 });
 
-async function setup(simOptions: Parameters<typeof startSimulator>[0], clientOptions: Partial<ConstructorParameters<typeof ServiceClient>[0]> & { retries?: number } = {}) {
+async function setup(
+  simOptions: Parameters<typeof startSimulator>[0],
+  clientOptions: Partial<ConstructorParameters<typeof ServiceClient>[0]> & { retries?: number } = {},
+) {
   const sim: Simulator = await startSimulator(simOptions);
   const { retries = 0, ...rest } = clientOptions;
   const client = new ServiceClient({ baseUrl: sim.url, timeoutMs: 5_000, retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 }, ...rest });
@@ -29,7 +32,7 @@ describe('ServiceClient against the simulator', () => {
     const meta = (await client.describe(model, {})) as Record<string, unknown>[];
     expect(meta[0]).toMatchObject({ NAME: 'home_rentals_model', VERSION: 2, STATUS: 'complete' });
     const info = (await client.describe(model, { attribute: 'info' })) as Record<string, unknown>[];
-    expect(info[0]!.outputs).toEqual(['rental_price']);
+    expect(info[0].outputs).toEqual(['rental_price']);
   });
 
   it('predicts in both envelopes and passes params', async () => {
@@ -38,10 +41,10 @@ describe('ServiceClient against the simulator', () => {
     expect(a).toMatchObject({ __service_row_id: 0, sqft: 100 });
     const array = await setup({ envelope: 'array' });
     const [b] = await array.client.predict(model, [row], { envelope: 'array' });
-    expect(b!.rental_price).toBe(a!.rental_price);
+    expect(b.rental_price).toBe(a.rental_price);
   });
 
-  it('classifies the wrong envelope, with the server\'s title and a hint', async () => {
+  it("classifies the wrong envelope, with the server's title and a hint", async () => {
     const { client } = await setup({ envelope: 'array' });
     const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'wrong-envelope', code: 'E_WRONG_ENVELOPE', status: 500, exitCode: 2 });

@@ -14,13 +14,7 @@ interface Reply {
   json: any;
 }
 
-async function call(
-  sim: Simulator,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = JSON_HEADERS,
-): Promise<Reply> {
+async function call(sim: Simulator, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Reply> {
   const res = await request(`${sim.url}${path}`, {
     method,
     headers,
@@ -36,15 +30,11 @@ async function call(
   return { status: res.statusCode, headers: res.headers, text, json };
 }
 
-const predictPath = (model: string, project = 'mindsdb') =>
-  `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/predict`;
-const describePath = (model: string, project = 'mindsdb') =>
-  `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/describe`;
+const predictPath = (model: string, project = 'mindsdb') => `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/predict`;
+const describePath = (model: string, project = 'mindsdb') => `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/describe`;
 
-const predict = (sim: Simulator, model: string, rows: unknown[], project?: string) =>
-  call(sim, 'POST', predictPath(model, project), { data: rows });
-const describeModel = (sim: Simulator, model: string, body: unknown = {}) =>
-  call(sim, 'GET', describePath(model), body);
+const predict = (sim: Simulator, model: string, rows: unknown[], project?: string) => call(sim, 'POST', predictPath(model, project), { data: rows });
+const describeModel = (sim: Simulator, model: string, body: unknown = {}) => call(sim, 'GET', describePath(model), body);
 
 const house = {
   number_of_rooms: 2,
@@ -103,9 +93,7 @@ describe('describe', () => {
     expect(info.outputs).toEqual(['rental_price']);
     expect(typeof info.accuracies.r2_score).toBe('number');
     expect(Object.values(info.column_importances).some((v) => (v as number) > 1)).toBe(true);
-    expect(info.model).toBe(
-      'encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions',
-    );
+    expect(info.model).toBe('encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions');
   });
 
   it('answers features, model candidates, and table names for an unknown attribute', async () => {
@@ -198,15 +186,27 @@ describe('routing and auth', () => {
     const missing = await predict(secured, 'home_rentals_model', [house]);
     expect(missing.status).toBe(401);
     expect(missing.headers['content-type']).toBe('application/problem+json');
-    const wrong = await call(secured, 'GET', describePath('home_rentals_model'), {}, {
-      ...JSON_HEADERS,
-      authorization: 'Bearer nope',
-    });
+    const wrong = await call(
+      secured,
+      'GET',
+      describePath('home_rentals_model'),
+      {},
+      {
+        ...JSON_HEADERS,
+        authorization: 'Bearer nope',
+      },
+    );
     expect(wrong.status).toBe(401);
-    const ok = await call(secured, 'POST', predictPath('home_rentals_model'), { data: [house] }, {
-      ...JSON_HEADERS,
-      authorization: 'Bearer s3cret',
-    });
+    const ok = await call(
+      secured,
+      'POST',
+      predictPath('home_rentals_model'),
+      { data: [house] },
+      {
+        ...JSON_HEADERS,
+        authorization: 'Bearer s3cret',
+      },
+    );
     expect(ok.status).toBe(200);
   });
 });
@@ -301,9 +301,7 @@ describe('predict', () => {
     });
     expect(withParams.status).toBe(200);
     expect(asString.json).toEqual(withParams.json);
-    expect(asString.json[0]).toMatchObject(
-      predictTargets('customer_churn', 1, { tenure_months: 40, plan: 'pro', monthly_charges: 20 }),
-    );
+    expect(asString.json[0]).toMatchObject(predictTargets('customer_churn', 1, { tenure_months: 40, plan: 'pro', monthly_charges: 20 }));
   });
 
   it('breaks the interval for negative sqft', async () => {
@@ -342,9 +340,7 @@ describe('predict', () => {
     expect(training.json.detail).toContain('creation not completed');
     const obsolete = await predict(sim, 'obsolete_model', [house]);
     expect(obsolete.status).toBe(500);
-    expect(obsolete.json.detail).toBe(
-      "Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'",
-    );
+    expect(obsolete.json.detail).toBe("Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'");
   });
 
   it('expands the last row of a forecast request into the horizon', async () => {
@@ -355,8 +351,8 @@ describe('predict', () => {
     const r = await predict(sim, 'forecast_model', rows);
     expect(r.status).toBe(200);
     expect(r.json).toHaveLength(rows.length + 2);
-    expect(r.json[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]!));
-    expect(r.json[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]!), sales: 120.5 });
+    expect(r.json[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]));
+    expect(r.json[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]), sales: 120.5 });
   });
 });
 

@@ -119,9 +119,7 @@ describe.each(kinds)('%s storage', (kind, root) => {
     expect(err.code).toBe('E_INPUT_CHANGED');
     expect(err.message).toContain(`${formatLocation(loc)} changed while the run was reading it`);
     expect((await failure(storage.read(loc, { expect: info, start: 2, end: 2 }))).code).toBe('E_INPUT_CHANGED');
-    expect((await failure(storage.read(loc, { expect: { ...(await storage.stat(loc)), size: 3 } }))).code).toBe(
-      'E_INPUT_CHANGED',
-    );
+    expect((await failure(storage.read(loc, { expect: { ...(await storage.stat(loc)), size: 3 } }))).code).toBe('E_INPUT_CHANGED');
   });
 
   it('reports a missing file or object as E_INPUT_NOT_FOUND naming it', async () => {
@@ -152,10 +150,7 @@ describe.each(kinds)('%s storage', (kind, root) => {
 
     await storage.removePrefix(at('list', 'run'));
     expect(await listAll(at('list', 'run'))).toEqual([]);
-    expect((await listAll(at('list'))).map((f) => f.name)).toEqual([
-      formatLocation(at('list', 'run-2', 'x.txt')),
-      formatLocation(at('list', 'runx')),
-    ]);
+    expect((await listAll(at('list'))).map((f) => f.name)).toEqual([formatLocation(at('list', 'run-2', 'x.txt')), formatLocation(at('list', 'runx'))]);
     await storage.removePrefix(at('list', 'run')); // already gone is fine
     await storage.remove(at('list', 'runx'));
     expect(await storage.exists(at('list', 'runx'))).toBe(false);
@@ -189,9 +184,7 @@ describe.each(kinds)('%s storage', (kind, root) => {
     expect(await storage.exists(loc)).toBe(false);
     if (kind === 's3') {
       // The parts already sent are dropped with AbortMultipartUpload.
-      await vi.waitFor(() =>
-        expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith('/abort/out.bin'))).toBe(true),
-      );
+      await vi.waitFor(() => expect(server.requests.some((r) => r.method === 'DELETE' && r.path.endsWith('/abort/out.bin'))).toBe(true));
     }
   });
 });
@@ -202,15 +195,17 @@ describe('local storage', () => {
     const loc = parseLocation(path.join(dir, 'out.csv'));
     await storage.write(loc, generated(3 * MiB).stream);
     await storage.write(loc, 'small');
-    await storage.write(
-      loc,
-      Readable.from(
-        (async function* () {
-          yield 'x';
-          throw new Error('boom');
-        })(),
-      ),
-    ).catch(() => undefined);
+    await storage
+      .write(
+        loc,
+        Readable.from(
+          (async function* () {
+            yield 'x';
+            throw new Error('boom');
+          })(),
+        ),
+      )
+      .catch(() => undefined);
     expect(await readdir(dir)).toEqual(['out.csv']);
   });
 
@@ -337,8 +332,6 @@ describe('multipart abort', () => {
     }
     const err = await storage.write(parseLocation('s3://data/mp/fail.bin'), Readable.from(thenFail())).catch((e: unknown) => e);
     expect((err as Error).message).toContain('source failed');
-    await vi.waitFor(() =>
-      expect(server.requests.slice(before).some((r) => r.method === 'DELETE' && /uploadId=/.test(r.query))).toBe(true),
-    );
+    await vi.waitFor(() => expect(server.requests.slice(before).some((r) => r.method === 'DELETE' && /uploadId=/.test(r.query))).toBe(true));
   });
 });

@@ -231,13 +231,15 @@ describe('Dockerfile', () => {
   it('runs dist/cli.js as the node user, the worker by default', () => {
     const entrypoint = instructions('ENTRYPOINT');
     expect(entrypoint).toHaveLength(1);
-    expect(JSON.parse(entrypoint[0]!)).toEqual(['node', 'dist/cli.js']);
+    expect(JSON.parse(entrypoint[0])).toEqual(['node', 'dist/cli.js']);
     expect(instructions('CMD').map((c) => JSON.parse(c))).toEqual([['worker']]);
     expect(instructions('USER').at(-1)).toBe('node');
   });
 
   it('keeps local build output and secrets out of the build context', () => {
-    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'runs', '.git', '.bench']));
   });
 });

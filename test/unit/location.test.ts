@@ -53,9 +53,7 @@ describe('joinLocation', () => {
       bucket: 'results',
       key: 'rentals/run-1/predictions.csv',
     });
-    expect(formatLocation(joinLocation(parseLocation('s3://results/rentals'), '/run-1/', '/x'))).toBe(
-      's3://results/rentals/run-1/x',
-    );
+    expect(formatLocation(joinLocation(parseLocation('s3://results/rentals'), '/run-1/', '/x'))).toBe('s3://results/rentals/run-1/x');
     expect(formatLocation(joinLocation(parseLocation('s3://results'), 'run-1//a', 'b'))).toBe('s3://results/run-1/a/b');
     expect(formatLocation(joinLocation(parseLocation('s3://results/r'), 'run-1/'))).toBe('s3://results/r/run-1/');
     expect(formatLocation(joinLocation(parseLocation('s3://results/r'), '', 'a'))).toBe('s3://results/r/a');

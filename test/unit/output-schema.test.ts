@@ -33,16 +33,16 @@ describe('buildOutputSchema', () => {
 
   it('gives a categorical target (no _min/_max in the probe) no interval columns', () => {
     const schema = buildOutputSchema(['location'], categoricalProbe, ['sqft'], false);
-    expect(schema.targets[0]!.interval).toBe(false);
+    expect(schema.targets[0].interval).toBe(false);
     expect(schema.columns).toEqual(['location', 'location_confidence', 'location_anomaly']);
   });
 
   it('needs both _min and _max for an interval', () => {
     const onlyMin = buildOutputSchema(['t'], { t: 1, t_confidence: 1, t_min: 0 }, [], false);
-    expect(onlyMin.targets[0]!.interval).toBe(false);
+    expect(onlyMin.targets[0].interval).toBe(false);
     expect(onlyMin.columns).not.toContain('t_min');
     const nullBounds = buildOutputSchema(['t'], { t: 1, t_min: null, t_max: null }, [], false);
-    expect(nullBounds.targets[0]!.interval).toBe(true);
+    expect(nullBounds.targets[0].interval).toBe(true);
   });
 
   it('adds _explain only with the explain flag, last', () => {
@@ -72,10 +72,10 @@ describe('buildOutputSchema', () => {
     expect(schema.columns).toEqual(['b', 'b_confidence', 'b_anomaly', 'a', 'a_confidence', 'a_anomaly']);
   });
 
-  it('renames all of a target\'s columns with pred_ when the target name is an input column', () => {
+  it("renames all of a target's columns with pred_ when the target name is an input column", () => {
     const schema = buildOutputSchema(['rental_price'], numericProbe, ['sqft', 'rental_price'], false);
     expect(CLASH_PREFIX).toBe('pred_');
-    expect(schema.targets[0]!.columns).toEqual([
+    expect(schema.targets[0].columns).toEqual([
       { member: 'rental_price', column: 'pred_rental_price' },
       { member: 'rental_price_confidence', column: 'pred_rental_price_confidence' },
       { member: 'rental_price_min', column: 'pred_rental_price_min' },
@@ -127,11 +127,11 @@ describe('buildOutputSchema', () => {
       'pred_location_confidence',
       'pred_location_anomaly',
     ]);
-    expect(schema.targets[1]!.columns.map((c) => c.member)).toEqual(['location', 'location_confidence', 'location_anomaly']);
+    expect(schema.targets[1].columns.map((c) => c.member)).toEqual(['location', 'location_confidence', 'location_anomaly']);
     expect(schema.warnings).toHaveLength(1);
   });
 
-  it('never outputs a column name twice, nor an input column\'s name', () => {
+  it("never outputs a column name twice, nor an input column's name", () => {
     // target "a_confidence" would clash with target "a"'s confidence column
     const inputs = ['x', 'a_confidence_anomaly'];
     const schema = buildOutputSchema(['a', 'a_confidence'], {}, inputs, true);

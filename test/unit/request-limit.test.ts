@@ -56,7 +56,7 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     expect(limit.concurrency).toBe(4);
   });
 
-  it('never starts or grows past its maximum (a worker\'s own slots)', () => {
+  it("never starts or grows past its maximum (a worker's own slots)", () => {
     const limit = createRequestLimit('auto', 3);
     expect(limit.concurrency).toBe(2);
     for (let i = 0; i < 50; i++) limit.observe('answered', 10);

@@ -111,7 +111,13 @@ describe('numbers that would lose their meaning stay text', () => {
   it.each(['9007199254740993', '12345678901234567890', '1e-999', '1e999'])('%s', (text) => {
     expect(requestValue(text, true)).toBe(text);
   });
-  it.each([['0', 0], ['0.0', 0], ['0e5', 0], ['9007199254740991', 9007199254740991], ['1.5e-300', 1.5e-300]])('%s is a number', (text, n) => {
+  it.each([
+    ['0', 0],
+    ['0.0', 0],
+    ['0e5', 0],
+    ['9007199254740991', 9007199254740991],
+    ['1.5e-300', 1.5e-300],
+  ])('%s is a number', (text, n) => {
     expect(requestValue(text, true)).toBe(n);
   });
 });

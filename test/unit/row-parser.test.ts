@@ -53,17 +53,20 @@ describe('parseCsvHeader', () => {
 });
 
 describe('jsonKeys', () => {
-  it('answers an object row\'s keys, in order, empty names included', () => {
+  it("answers an object row's keys, in order, empty names included", () => {
     expect(jsonKeys(raw('{"id":1,"name":"x","nested":{"a":1},"n":null}'))).toEqual(['id', 'name', 'nested', 'n']);
     expect(jsonKeys(raw('{"":1,"a":2}'))).toEqual(['', 'a']);
   });
 
-  it.each([['an array', '[1,2]'], ['a number', '42'], ['null', 'null'], ['a string', '"id"'], ['bad JSON', '{"id":']])(
-    'answers undefined for %s (the row is quarantined later)',
-    (_what, text) => {
-      expect(jsonKeys(raw(text))).toBeUndefined();
-    },
-  );
+  it.each([
+    ['an array', '[1,2]'],
+    ['a number', '42'],
+    ['null', 'null'],
+    ['a string', '"id"'],
+    ['bad JSON', '{"id":'],
+  ])('answers undefined for %s (the row is quarantined later)', (_what, text) => {
+    expect(jsonKeys(raw(text))).toBeUndefined();
+  });
 });
 
 describe('parseRows (csv)', () => {
@@ -77,13 +80,13 @@ describe('parseRows (csv)', () => {
     ]);
   });
 
-  it('carries firstIndex and each row\'s line, also after multi-line fields', () => {
+  it("carries firstIndex and each row's line, also after multi-line fields", () => {
     const rows = parseRows([raw('7,"a\nb",1', 10), raw('8,c,2', 12)], 500, header, 'csv');
     expect(rows.map((r) => [r.index, r.line])).toEqual([
       [500, 10],
       [501, 12],
     ]);
-    expect(rows[0]!.record).toEqual({ id: '7', name: 'a\nb', price: '1' });
+    expect(rows[0].record).toEqual({ id: '7', name: 'a\nb', price: '1' });
   });
 
   it('keeps quoted CRLFs, escaped quotes, inch marks and non-ASCII text', () => {
@@ -97,7 +100,7 @@ describe('parseRows (csv)', () => {
   it('reports a row with too few or too many fields, with its text, and keeps the others', () => {
     const rows = parseRows([raw('1,a', 2), raw('2,b,3', 3), raw('3,c,4,extra', 4)], 0, header, 'csv');
     expect(rows[0]).toEqual({ index: 0, line: 2, text: '1,a', problem: 'expected 3 fields, found 2' });
-    expect(rows[0]!.record).toBeUndefined();
+    expect(rows[0].record).toBeUndefined();
     expect(rows[1]).toEqual({ index: 1, line: 3, record: { id: '2', name: 'b', price: '3' } });
     expect(rows[2]).toEqual({ index: 2, line: 4, text: '3,c,4,extra', problem: 'expected 3 fields, found 4' });
   });
@@ -107,14 +110,14 @@ describe('parseRows (csv)', () => {
     const rows = parseRows([raw('1,"a"x,1', 2), raw('2,b,2', 3), raw('3,c,3', 4)], 0, header, 'csv');
     expect(rows).toHaveLength(3);
     expect(rows[0]).toMatchObject({ text: '1,"a"x,1' });
-    expect(rows[0]!.problem).toMatch(/^expected 3 fields, found \d+$/);
+    expect(rows[0].problem).toMatch(/^expected 3 fields, found \d+$/);
     expect(rows.map((r) => [r.index, r.line])).toEqual([
       [0, 2],
       [1, 3],
       [2, 4],
     ]);
-    expect(rows[1]!.record).toEqual({ id: '2', name: 'b', price: '2' });
-    expect(rows[2]!.record).toEqual({ id: '3', name: 'c', price: '3' });
+    expect(rows[1].record).toEqual({ id: '2', name: 'b', price: '2' });
+    expect(rows[2].record).toEqual({ id: '3', name: 'c', price: '3' });
   });
 
   it('reads a single-column file', () => {

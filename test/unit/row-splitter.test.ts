@@ -15,13 +15,7 @@ interface SplitResult {
 }
 
 /** Feeds `input` to a splitter in chunks of the given sizes (the rest in one last chunk). */
-function split(
-  input: string | Buffer,
-  syntax: RowSyntax = 'csv',
-  chunkSizes: readonly number[] = [],
-  startOffset?: number,
-  startLine?: number,
-): SplitResult {
+function split(input: string | Buffer, syntax: RowSyntax = 'csv', chunkSizes: readonly number[] = [], startOffset?: number, startLine?: number): SplitResult {
   const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
   const splitter = new RowSplitter(syntax, startOffset, startLine);
   const raw: RawRow[] = [];
@@ -142,7 +136,11 @@ describe('RowSplitter (csv)', () => {
     const input = 'h,"q"\r\n1,"a\r\nb"""\r\n2,é😀\r\n\r\n3,x';
     const whole = split(input);
     const bytes = Buffer.from(input, 'utf8');
-    const byByte = split(bytes, 'csv', Array.from({ length: bytes.length }, () => 1));
+    const byByte = split(
+      bytes,
+      'csv',
+      Array.from({ length: bytes.length }, () => 1),
+    );
     expect(byByte).toEqual(whole);
     expect(whole.rows.map((r) => r.text)).toEqual(['h,"q"', '1,"a\r\nb"""', '2,é😀', '3,x']);
   });
@@ -239,7 +237,7 @@ describe('RowSplitter properties', () => {
       fc.property(table, fc.nat(), chunkSizes(5), (t, pick, sizes) => {
         const bytes = Buffer.from(csvText(t), 'utf8');
         const all = split(bytes).rows;
-        const from = all[pick % all.length]!;
+        const from = all[pick % all.length];
         const tail = split(bytes.subarray(from.offset), 'csv', sizes, from.offset, from.line).rows;
         expect(tail).toEqual(all.slice(pick % all.length));
       }),
@@ -248,9 +246,12 @@ describe('RowSplitter properties', () => {
   });
 
   it('jsonl rows do not depend on chunking either', () => {
-    const lines = fc.array(fc.array(fc.constantFrom('a', '"', ',', '\r', '{', 'é', '😀'), { maxLength: 6 }).map((c) => c.join('')), {
-      maxLength: 10,
-    });
+    const lines = fc.array(
+      fc.array(fc.constantFrom('a', '"', ',', '\r', '{', 'é', '😀'), { maxLength: 6 }).map((c) => c.join('')),
+      {
+        maxLength: 10,
+      },
+    );
     fc.assert(
       fc.property(lines, chunkSizes(4), (ls, sizes) => {
         const bytes = Buffer.from(ls.join('\n'), 'utf8');

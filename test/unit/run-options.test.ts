@@ -155,7 +155,9 @@ describe('service must be http(s)', () => {
 
 describe('service URL credentials', () => {
   it('are refused, pointing at MODEL_SERVICE_TOKEN', () => {
-    expect(() => parseRunOptions({ service: 'https://user:secret@gateway.example/v1' })).toThrow(/must not carry credentials or a query string; set MODEL_SERVICE_TOKEN/);
+    expect(() => parseRunOptions({ service: 'https://user:secret@gateway.example/v1' })).toThrow(
+      /must not carry credentials or a query string; set MODEL_SERVICE_TOKEN/,
+    );
     expect(() => parseRunOptions({ service: 'https://gateway.example/v1?api_key=abc' })).toThrow(/query string/);
   });
 });

@@ -4,13 +4,7 @@ import { UsageError } from '../../src/errors.js';
 import { thrown } from '../helpers/rejection.js';
 import { formatModelRef, modelPathName, parseModelRef } from '../../src/service/model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from '../../src/service/retry-policy.js';
-import {
-  classifyHttpError,
-  describeHttpError,
-  parseProblem,
-  ServiceError,
-  type ServiceErrorKind,
-} from '../../src/service/service-error.js';
+import { classifyHttpError, describeHttpError, parseProblem, ServiceError, type ServiceErrorKind } from '../../src/service/service-error.js';
 
 const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, minDelayMs: 200, maxDelayMs: 15_000, maxRetryAfterMs: 120_000 };
 
@@ -246,8 +240,8 @@ describe('parseModelRef', () => {
   it.each(['', 'm', '/m', 'p/', '/', 'p/m/x', 'p//m'])('rejects %j with a UsageError naming it', (text) => {
     const error = thrown(() => parseModelRef(text), UsageError);
     expect(error.exitCode).toBe(2);
-    expect((error as UsageError).message).toContain(`"${text}"`);
-    expect((error as UsageError).message).toContain('project/model');
+    expect((error).message).toContain(`"${text}"`);
+    expect((error).message).toContain('project/model');
   });
 });
 
