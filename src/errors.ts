@@ -13,12 +13,16 @@ export type ErrorCode =
   | 'E_STORAGE' // a storage operation failed for a reason that may pass
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
-  | 'E_ALIGNMENT' // an answer does not line up with the rows sent
+  | 'E_ALIGNMENT' // answers did not line up with the rows sent, on every attempt
   | 'E_COLUMNS' // the input's columns do not fit the model
   | 'E_SERVICE_RETRIABLE' // overload or network: retry with backoff
+  | 'E_SERVICE_UNAVAILABLE' // overload or network on every attempt: the retries ran out
+  | 'E_SERVICE_UNREACHABLE' // nothing answers at the service URL (refused, unknown host)
+  | 'E_SERVICE_URL' // something answers at the service URL, but not a Model Query Service
   | 'E_SERVICE_FATAL' // the service refused the request and will again
   | 'E_MODEL_NOT_FOUND' // unknown project, model or version
   | 'E_MODEL_NOT_READY' // the model is training or in error
+  | 'E_MODEL_CHANGED' // the model was retrained while the run scored (servers without versions)
   | 'E_WRONG_ENVELOPE' // the server expects the other body envelope
   | 'E_UNAUTHORIZED' // credentials missing or refused
   | 'E_BAD_ROWS' // the engine failed on the rows of this request

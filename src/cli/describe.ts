@@ -31,7 +31,7 @@ export function registerDescribe(program: Command): void {
           const ref = parseModelRef(flags.model);
           const bodies = flags.attribute ? [{ attribute: flags.attribute }] : [{}, { attribute: 'info' }];
           const answers = [];
-          for (const body of bodies) answers.push({ request: body, response: await client.describe(ref, body) });
+          for (const body of bodies) answers.push({ request: body, response: await client.describe(ref, body, { firstContact: answers.length === 0 }) });
           process.stdout.write(`${JSON.stringify(answers, null, 2)}\n`);
         } finally {
           await client.close();

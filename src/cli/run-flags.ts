@@ -46,7 +46,14 @@ export function addRunFlags(command: Command): Command {
     .option('--run-id <id>', "run id and folder name (default: time-based); an unfinished run's id resumes it")
     .option('--strict-columns', "fail when the input lacks some of the model's input columns")
     .option('--segment-rows <rows>', 'rows per segment, the unit of resuming and of queue work (default 20000)', int('--segment-rows'))
-    .option('--row-id-member <name>', 'row id member the server echoes (default __service_row_id)');
+    .option('--segments-at-once <n>', 'segments `score` works on at once (default 2; workers use their --segments)', int('--segments-at-once'))
+    .option('--row-id-member <name>', 'row id member the server echoes, proving each answer row (default auto: learnt when planning)')
+    .addOption(
+      new Option('--on-model-change <action>', 'a model retrained mid-run on a server without versions: fail the run (default) or warn').choices([
+        'fail',
+        'warn',
+      ]),
+    );
 }
 
 const RUN_FLAG_KEYS = [
@@ -66,6 +73,8 @@ const RUN_FLAG_KEYS = [
   'strictColumns',
   'segmentRows',
   'rowIdMember',
+  'segmentsAtOnce',
+  'onModelChange',
 ] as const;
 
 /** The run options set by flags over settings (environment and config files); schema defaults not filled in. */

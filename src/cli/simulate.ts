@@ -26,8 +26,10 @@ export function registerSimulate(program: Command): void {
     .option('--reset-rate <fraction>', 'share whose connection is reset', num)
     .option('--hang-rate <fraction>', 'share never answered', num)
     .option('--gateway-error-rate <fraction>', 'share answered 503 with an HTML page', num)
+    .option('--short-answer-rate <fraction>', 'share answered with one row too few or too many', num)
+    .option('--retrain-after-predicts <n>', 'retrain every model after this many predict requests (0: never)', num)
     .option('--seed <n>', 'seed of the fault draws', num)
-    .option('--row-id-member <name>', 'row id member echoed back')
+    .option('--row-id-member <name>', 'row id member echoed back (__mindsdb_row_id; none: no echo)')
     .action(
       action(async (flags: Record<string, unknown>) => {
         // The token is a secret: from the environment only, never a flag (flags show in `ps`).

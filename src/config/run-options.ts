@@ -53,12 +53,37 @@ export const runOptionsSchema = z
     strictColumns: z.boolean().default(false),
     /** Data rows per segment: the unit of work a worker takes and of resuming after a crash. */
     segmentRows: z.int().min(1).default(20_000),
-    /** The row id member the server echoes (`__<brand>_row_id`; `__mindsdb_row_id` on MindsDB). */
-    rowIdMember: z.string().min(1).default('__service_row_id'),
+    /**
+     * The row id member the server echoes, to prove each answer row belongs to the row sent:
+     * `auto` learns it when the run is planned (`__mindsdb_row_id` on the reference server,
+     * `__service_row_id` in the interface document); a name forces that member.
+     */
+    rowIdMember: z
+      .string()
+      .regex(/^(auto|[A-Za-z_][A-Za-z0-9_]*)$/, { message: 'use auto or a member name such as __mindsdb_row_id' })
+      .default('auto'),
+    /**
+     * What a model retrained during the run does to it, on servers that report no versions (where
+     * a run cannot be pinned): `fail` the run, or `warn` in the manifest and keep the output.
+     */
+    onModelChange: z.enum(['fail', 'warn']).default('fail'),
+    /** Segments scored at once by `score` (queue workers use their own `--segments`). */
+    segmentsAtOnce: z.int().min(1).max(64).default(2),
   })
   .strict();
 
 export type RunOptions = z.output<typeof runOptionsSchema>;
+
+/**
+ * Options that change how a run goes but never the bytes it writes: a run may be resumed with
+ * other values of these (a higher --max-error-rate after a failure, more --concurrency).
+ */
+export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = ['runId', 'concurrency', 'timeout', 'retries', 'maxErrorRate', 'segmentsAtOnce'];
+
+/** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`, `params` is `--param`. */
+export function optionFlag(key: string): string {
+  return key === 'params' ? '--param' : `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
 export type RunOptionsInput = z.input<typeof runOptionsSchema>;
 
 /** Validates run options, turning zod's issues into one message that names each bad option. */

@@ -42,36 +42,29 @@ export async function assembleOutputs(
   const rowsBytes = Buffer.byteLength(header) + done.reduce((n, d) => n + d.bytes.rows, 0);
   const errorsBytes = done.reduce((n, d) => n + d.bytes.errors, 0);
   return [
-    await concatenate(
+    await concatenateParts(
       storage,
       runFiles.predictions(folder, run.outputFormat),
-      header,
-      counts.rowsScored,
-      rowsBytes,
       segments.map((i) => runFiles.segmentRows(folder, i, run.outputFormat)),
-      signal,
+      { head: header, rows: counts.rowsScored, sizeHint: rowsBytes, signal },
     ),
-    await concatenate(
+    await concatenateParts(
       storage,
       runFiles.errors(folder),
-      '',
-      counts.rowsQuarantined,
-      errorsBytes,
       segments.map((i) => runFiles.segmentErrors(folder, i)),
-      signal,
+      { rows: counts.rowsQuarantined, sizeHint: errorsBytes, signal },
     ),
   ];
 }
 
-async function concatenate(
+/** Writes `head` and then the parts, in order, into one file, hashing what it writes. */
+export async function concatenateParts(
   storage: Storage,
   target: Location,
-  head: string,
-  rows: number,
-  sizeHint: number,
   parts: Location[],
-  signal?: AbortSignal,
+  options: { head?: string; rows?: number; sizeHint?: number; signal?: AbortSignal } = {},
 ): Promise<OutputFile> {
+  const { head, rows = 0, sizeHint, signal } = options;
   const hash = createHash('sha256');
   let bytes = 0;
   const body = Readable.from(

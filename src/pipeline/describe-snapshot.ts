@@ -1,15 +1,19 @@
+import { isDeepStrictEqual } from 'node:util';
+import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
 
 /** The raw describe answers of a run's start, stored as describe.json so a run can be explained later. */
-export interface DescribeSnapshot {
-  takenAt: string;
-  service: string;
-  model: string;
-  answers: { request: object; response: unknown }[];
-}
+export const describeSnapshotSchema = z.object({
+  takenAt: z.string(),
+  service: z.string(),
+  model: z.string(),
+  answers: z.array(z.object({ request: z.record(z.string(), z.unknown()), response: z.unknown() })),
+});
+
+export type DescribeSnapshot = z.infer<typeof describeSnapshotSchema>;
 
 /** What the run needs from describe; every field may be missing on some server. */
 export interface ModelFacts {
@@ -17,34 +21,39 @@ export interface ModelFacts {
   status?: string;
   inputs?: string[];
   outputs?: string[];
+  /** The row id member this server's brand echoes, when describe names the brand (`MINDSDB_VERSION`). */
+  rowIdMemberHint?: string;
+  /** Describe says the model forecasts a horizon (time-series settings), so it cannot answer row by row. */
+  timeSeries: boolean;
 }
 
 /**
  * Takes describe `{}` and, when that lacks inputs and outputs (current servers answer a metadata
- * row), `{"attribute": "info"}`; refuses a model that is not ready.
+ * row), `{"attribute": "info"}`. Nothing answering at the service's address fails at once: this is
+ * the first call of a run, so the address is more likely wrong than the service restarting.
  */
-export async function takeDescribeSnapshot(
-  client: ServiceClient,
-  ref: ModelRef,
-  signal?: AbortSignal,
-): Promise<{ snapshot: DescribeSnapshot; facts: ModelFacts }> {
+export async function takeDescribeSnapshot(client: ServiceClient, ref: ModelRef, signal?: AbortSignal): Promise<DescribeSnapshot> {
   const snapshot: DescribeSnapshot = { takenAt: new Date().toISOString(), service: client.displayUrl, model: formatModelRef(ref), answers: [] };
-  const ask = async (request: object) => {
-    const response = await client.describe(ref, request, { signal });
-    snapshot.answers.push({ request, response });
-    return firstObject(response);
-  };
-  const meta = await ask({});
-  const facts: ModelFacts = {};
+  const meta = await askDescribe(client, ref, {}, snapshot, { signal, firstContact: true });
+  if (!hasColumns(meta)) await askDescribe(client, ref, { attribute: 'info' }, snapshot, { signal });
+  return snapshot;
+}
+
+/** The facts a run needs from a snapshot; refuses a model that is not ready. */
+export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFacts {
+  const [meta, second] = snapshot.answers.map((a) => firstObject(a.response));
+  const info = hasColumns(meta) ? meta : second;
+  const facts: ModelFacts = { timeSeries: false };
   if (typeof meta?.VERSION === 'number') facts.version = meta.VERSION;
   if (typeof meta?.STATUS === 'string') facts.status = meta.STATUS;
-  let info = meta;
-  if (!hasColumns(info)) info = await ask({ attribute: 'info' });
+  if (meta?.MINDSDB_VERSION !== undefined) facts.rowIdMemberHint = '__mindsdb_row_id';
   if (hasColumns(info)) {
     facts.inputs = stringArray(info.inputs);
     facts.outputs = stringArray(info.outputs);
   }
   if (!facts.outputs && typeof meta?.PREDICT === 'string') facts.outputs = meta.PREDICT.split(',').map((s) => s.trim());
+  const training = meta?.TRAINING_OPTIONS;
+  facts.timeSeries = /timeseries_settings/.test(typeof training === 'string' ? training : JSON.stringify(training ?? null));
 
   const status = facts.status?.toLowerCase();
   if (status === 'error') {
@@ -56,11 +65,38 @@ export async function takeDescribeSnapshot(
   if (status !== undefined && status !== 'complete') {
     throw new ServiceError('not-ready', `model ${formatModelRef(ref)} is not ready: status "${facts.status}" (wait until it is "complete")`);
   }
-  return { snapshot, facts };
+  return facts;
+}
+
+/**
+ * Asks describe again, as the snapshot did, and names the members whose answer differs (for a
+ * server without versions, the only way to see a model retrained during the run).
+ */
+export async function describeChanges(client: ServiceClient, ref: ModelRef, snapshot: DescribeSnapshot, signal?: AbortSignal): Promise<string[]> {
+  const changed = new Set<string>();
+  for (const { request, response } of snapshot.answers) {
+    const [before, after] = [firstObject(response) ?? {}, firstObject(await client.describe(ref, request, { signal })) ?? {}];
+    for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+      if (!isDeepStrictEqual(before[key], after[key])) changed.add(key);
+    }
+  }
+  return [...changed];
+}
+
+async function askDescribe(
+  client: ServiceClient,
+  ref: ModelRef,
+  request: Record<string, unknown>,
+  snapshot: DescribeSnapshot,
+  options: { signal?: AbortSignal; firstContact?: boolean },
+): Promise<Record<string, unknown> | undefined> {
+  const response = await client.describe(ref, request, options);
+  snapshot.answers.push({ request, response });
+  return firstObject(response);
 }
 
 function firstObject(response: unknown): Record<string, unknown> | undefined {
-  const first = Array.isArray(response) ? response[0] : undefined;
+  const first: unknown = Array.isArray(response) ? response[0] : undefined;
   if (first && typeof first === 'object' && !Array.isArray(first)) {
     const row = first as Record<string, unknown>;
     if (typeof row.error === 'string') throw new BatchScorerError('E_SERVICE_FATAL', `describe failed on the server: ${row.error}`);

@@ -1,38 +1,49 @@
 import { BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Location } from '../storage/location.js';
+import type { ServiceClient } from '../service/client.js';
+import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
-import { assembleOutputs, readFinishedSegments } from './assemble.js';
+import { assembleOutputs, concatenateParts, readFinishedSegments } from './assemble.js';
+import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
+import { quarantineAllowance } from './score-segment.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import type { SegmentFacts } from './segment-counts.js';
 
+/** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
+export interface FinishContext {
+  storage: Storage;
+  client: ServiceClient;
+  log: Logger;
+  signal?: AbortSignal;
+}
+
 /**
- * Ends a run whose segments are all done: checks the quarantined share, joins the outputs,
- * writes manifest.json and then `_SUCCESS`, last, and removes the `_work` area.
+ * Ends a run whose segments are all done: checks the quarantined share and, on a server without
+ * versions, that the model did not change meanwhile; joins the outputs, writes manifest.json and
+ * then `_SUCCESS`, last, and removes the `_work` area.
  */
 export async function finishRun(
-  storage: Storage,
   run: PreparedRun,
   facts: { startedAt: string; queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts },
-  log: Logger,
-  signal?: AbortSignal,
+  ctx: FinishContext,
 ): Promise<Manifest> {
+  const { storage, log, signal } = ctx;
   const folder = runFiles.folder(run.request.out, run.runId);
   const finished = await readFinishedSegments(storage, run);
   const { counts } = finished;
   const { maxErrorRate } = run.request.options;
-  if (counts.rowsQuarantined > Math.floor(counts.rowsIn * maxErrorRate)) {
+  if (counts.rowsQuarantined > quarantineAllowance(counts.rowsIn, maxErrorRate)) {
     throw new BatchScorerError(
       'E_ERROR_RATE',
-      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in the segments' errors under ${run.folder}/_work`,
+      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in errors.jsonl`,
     );
   }
+  const warnings = await checkModelUnchanged(run, ctx);
   const outputs = await assembleOutputs(storage, run, finished, signal);
-  const warnings =
-    counts.unechoedRows > 0
-      ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`]
-      : [];
+  if (counts.unechoedRows > 0) {
+    warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
+  }
   const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
   await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
   await storage.write(runFiles.success(folder), '', { signal });
@@ -41,6 +52,29 @@ export async function finishRun(
     log.warn({ err: errorMessage(err), folder: run.folder }, 'could not remove _work; it may be deleted by hand');
   });
   return manifest;
+}
+
+/**
+ * A run the server could not pin to a version may have been scored by two models, if one was
+ * retrained meanwhile: describe is asked again and compared with the run's snapshot. A change
+ * fails the run (E_MODEL_CHANGED), or with `--on-model-change warn` is a manifest warning.
+ */
+async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promise<string[]> {
+  if (run.model.resolvedVersion !== null) return [];
+  const snapshotAt = runFiles.describe(runFiles.folder(run.request.out, run.runId));
+  const snapshot = describeSnapshotSchema.safeParse(JSON.parse(await ctx.storage.readText(snapshotAt, ctx.signal)));
+  if (!snapshot.success) {
+    throw new BatchScorerError('E_STORAGE', `${formatLocation(snapshotAt)} is not a describe snapshot: ${snapshot.error.issues[0]?.message ?? 'unreadable'}`);
+  }
+  const ref = { project: run.model.project, model: run.model.name };
+  const changed = await describeChanges(ctx.client, ref, snapshot.data, ctx.signal);
+  if (changed.length === 0) return [];
+  const what = `model ${run.model.requested} changed during the run: describe now differs in ${changed.join(', ')}, and the server reports no versions, so rows may have been scored by either model`;
+  if (run.request.options.onModelChange === 'fail') {
+    throw new BatchScorerError('E_MODEL_CHANGED', `${what}; score it again (a new --run-id), or pass --on-model-change warn to accept such output`);
+  }
+  ctx.log.warn(what);
+  return [what];
 }
 
 /**
@@ -55,9 +89,24 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     // A run id taken by another run, or a run that succeeded meanwhile: its manifest is not ours to replace.
     if ((parts.error as BatchScorerError | undefined)?.code === 'E_RUN_EXISTS') return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
+    if (parts.run && (parts.error as BatchScorerError | undefined)?.code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
     await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`);
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
   }
   return manifest;
+}
+
+/**
+ * errors.jsonl of a run that failed on its error threshold: the quarantined rows its segments
+ * found so far (finished or stopped), in segment and so input order, so the rows that made it fail
+ * are in the run folder. A resumed run writes the whole file again when it succeeds.
+ */
+async function keepQuarantinedRows(storage: Storage, run: PreparedRun): Promise<void> {
+  const folder = parseLocation(run.folder);
+  const parts: Location[] = [];
+  for await (const { location } of storage.list(runFiles.segmentsFolder(folder))) {
+    if (/\.errors\.jsonl$/.test(basename(location))) parts.push(location);
+  }
+  await concatenateParts(storage, runFiles.errors(folder), parts);
 }

@@ -9,43 +9,19 @@ import { ServiceError } from '../service/service-error.js';
 import { formatLocation, parseLocation, type Location } from '../storage/location.js';
 import { readJsonIfExists, type Storage } from '../storage/storage.js';
 import { checkColumns } from './column-check.js';
-import { takeDescribeSnapshot } from './describe-snapshot.js';
+import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
+import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 
-/** What the user asked for: the run's fingerprint. */
-export interface RunRequest {
-  input: string;
-  model: string;
-  out: string;
-  options: RunOptions;
-}
-
 export interface PrepareContext {
   storage: Storage;
   client: ServiceClient;
   log: Logger;
   signal?: AbortSignal;
-}
-
-/**
- * Whether two requests ask for the same run: the same input and output locations (however
- * written), model and options; the run id is the key they were found by, not part of the ask.
- */
-export function sameRequest(a: RunRequest, b: RunRequest): boolean {
-  const fingerprint = (r: RunRequest) =>
-    JSON.parse(
-      JSON.stringify({
-        input: formatLocation(parseLocation(r.input)),
-        out: formatLocation(parseLocation(r.out)),
-        model: r.model,
-        options: { ...r.options, runId: undefined },
-      }),
-    ) as unknown;
-  return isDeepStrictEqual(fingerprint(a), fingerprint(b));
 }
 
 /** A run's `_work/run.json`, or undefined when the run has not been prepared. */
@@ -75,26 +51,23 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   }
   const preparedAt = runFiles.prepared(folder);
   const existing = await readPreparedRun(storage, folder, signal);
-  if (existing) {
-    if (!sameRequest(existing.request, request)) {
-      throw new BatchScorerError(
-        'E_RUN_EXISTS',
-        `run ${runId} exists in ${formatLocation(folder)} with another input, model or options; choose another --run-id`,
-        { exitCode: 2 },
-      );
-    }
-    log.info('resuming run');
-    return existing;
-  }
+  if (existing) return resume(existing, request, ctx);
 
   const requested = parseModelRef(request.model);
-  const { snapshot, facts } = await takeDescribeSnapshot(client, requested, signal);
+  const snapshot = await takeDescribeSnapshot(client, requested, signal);
+  const facts = modelFacts(snapshot, requested);
+  if (facts.timeSeries) {
+    throw new BatchScorerError(
+      'E_ALIGNMENT',
+      `model ${request.model} is a time-series model (describe's TRAINING_OPTIONS has timeseries_settings): it answers a forecast horizon, not one row per input row, so it cannot be scored row by row`,
+    );
+  }
   await storage.write(runFiles.describe(folder), `${JSON.stringify(snapshot, null, 2)}\n`, { signal });
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
 
   const input = await planInput(storage, parseLocation(request.input), { segmentRows: request.options.segmentRows, limit: request.options.limit, signal });
   const columns = checkColumns(input.columns, facts.inputs, request.options.strictColumns, input.location);
-  const probe = await probeAnswer(ctx, input, model, columns.sent, request.options);
+  const { answer: probe, rowIdMember, echoed } = await probeAnswer(ctx, input, model, columns.sent, request.options, facts.rowIdMemberHint);
   const targets = facts.outputs ?? targetsFromAnswer(probe);
   if (targets.length === 0) {
     throw new BatchScorerError('E_SERVICE_FATAL', `model ${formatModelRef(model)} names no output columns in describe or predict; cannot tell what to write`);
@@ -113,6 +86,8 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
       requestedVersion: requested.version ?? null,
       resolvedVersion: model.version ?? null,
       status: facts.status ?? null,
+      rowIdMember,
+      rowIdEchoed: echoed,
     },
     service: client.displayUrl,
     sent: columns.sent,
@@ -121,44 +96,121 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     warnings: [
       ...columns.warnings,
       ...schema.warnings,
-      ...(model.version === undefined ? ['the server reports no model version: the run is not pinned to one'] : []),
+      ...(model.version === undefined ? ['the server reports no model version: the run is not pinned to one, and describe is compared at its end'] : []),
+      ...(echoed
+        ? []
+        : [
+            rowIdMember === null
+              ? `the server echoed none of ${ROW_ID_MEMBERS.join(', ')}: answer rows are aligned by position alone`
+              : `the server did not echo ${rowIdMember}: answer rows are aligned by position alone`,
+          ]),
       ...(request.options.envelope === 'array' && Object.keys(request.options.params).length > 0
         ? ['--param is not sent with --envelope array: a bare array has no room for params']
         : []),
     ],
   };
   await storage.write(preparedAt, JSON.stringify(run), { signal });
-  log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model) }, 'run planned');
+  log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model), rowIdMember }, 'run planned');
   for (const warning of run.warnings) log.warn(warning);
   return run;
 }
 
+/** The row id members of known servers: the reference server's brand, and the interface document's. */
+const ROW_ID_MEMBERS = ['__mindsdb_row_id', '__service_row_id'];
+
+/** A member some other brand of server may echo (`__<brand>_row_id`). */
+const ROW_ID_SHAPE = /^__[A-Za-z0-9]+_row_id$/;
+
+/** What one probe answer taught: the members of an answer row, and the row id member it echoed. */
+interface Probe {
+  answer: Record<string, unknown>;
+  /** The member the run sends and checks; null when none is echoed and none was asked for. */
+  rowIdMember: string | null;
+  /** Whether the server echoed it, so every answer row can be proven by it. */
+  echoed: boolean;
+}
+
 /**
  * One answer row, to learn which members the model answers (a categorical target has no
- * `_min`/`_max`): the first data row the engine accepts among the first few, or a row of nulls
- * for a file without data rows.
+ * `_min`/`_max`) and which row id member the server echoes: the probe row carries every candidate
+ * member (the one asked for, or with `auto` the known ones, describe's brand first), and the
+ * member whose value comes back is the run's. The row is the first data row the engine accepts
+ * among the first few, or a row of nulls for a file without data rows.
  */
-async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRef, sent: string[], options: RunOptions): Promise<Record<string, unknown>> {
-  const candidates: string[] = [];
+async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRef, sent: string[], options: RunOptions, hint?: string): Promise<Probe> {
+  const rows: { json: string; id: number }[] = [];
   if (input.segments.length > 0) {
     for await (const raw of segmentRows(ctx.storage, input, 0, ctx.signal)) {
       for (const row of parseRows(raw, 0, input.columns, input.syntax)) {
-        if (row.record) candidates.push(encodeRequestRow(row.record, sent, input.syntax === 'csv', options.rowIdMember, row.index).json);
+        if (row.record) rows.push({ json: encodeRequestRow(row.record, sent, input.syntax === 'csv', undefined, row.index).json, id: row.index });
       }
-      if (candidates.length >= 5) break;
+      if (rows.length >= 5) break;
     }
   }
-  if (candidates.length === 0) candidates.push(JSON.stringify(Object.fromEntries(sent.map((c) => [c, null]))));
+  if (rows.length === 0) rows.push({ json: JSON.stringify(Object.fromEntries(sent.map((c) => [c, null]))), id: 0 });
+  const asked = options.rowIdMember === 'auto' ? [...new Set([...(hint ? [hint] : []), ...ROW_ID_MEMBERS])] : [options.rowIdMember];
   let lastError: unknown;
-  for (const json of candidates.slice(0, 5)) {
+  for (const row of rows.slice(0, 5)) {
     try {
-      const [answer] = await ctx.client.predict(model, [json], { envelope: options.envelope, params: options.params, signal: ctx.signal });
-      if (answer && typeof answer === 'object') return answer;
-      throw new BatchScorerError('E_SERVICE_FATAL', `predict ${formatModelRef(model)} answered no row for one row sent`);
+      const answer = await probeOne(ctx, model, options, row, asked);
+      const echoed = asked.find((m) => String(answer[m]) === String(row.id));
+      if (echoed) return { answer, rowIdMember: echoed, echoed: true };
+      if (options.rowIdMember !== 'auto') return { answer, rowIdMember: options.rowIdMember, echoed: false };
+      // Another brand's server names its member in the answer (null when not sent): ask it once more.
+      const other = Object.keys(answer).filter((k) => ROW_ID_SHAPE.test(k) && !asked.includes(k));
+      const again = other.length > 0 ? await probeOne(ctx, model, options, row, other) : {};
+      const found = other.find((m) => String(again[m]) === String(row.id));
+      return { answer, rowIdMember: found ?? null, echoed: found !== undefined };
     } catch (err) {
       if (!(err instanceof ServiceError && err.kind === 'bad-rows')) throw err;
       lastError = err;
     }
   }
   throw new InputError(`${input.location}: the model failed on each of the first rows; the last said: ${(lastError as Error).message}`);
+}
+
+/** One row sent with the given row id members; an answer of another row count is a fault, retried. */
+async function probeOne(
+  ctx: PrepareContext,
+  model: ModelRef,
+  options: RunOptions,
+  row: { json: string; id: number },
+  members: string[],
+): Promise<Record<string, unknown>> {
+  const ids = members.map((m) => `,${JSON.stringify(m)}:${row.id}`).join('');
+  const json = row.json === '{}' ? `{${ids.slice(1)}}` : `${row.json.slice(0, -1)}${ids}}`;
+  const [answer] = await ctx.client.predict(model, [json], {
+    envelope: options.envelope,
+    params: options.params,
+    signal: ctx.signal,
+    log: ctx.log,
+    check: (rows) => {
+      if (rows.length !== 1 || typeof rows[0] !== 'object' || rows[0] === null) {
+        throw new ServiceError('bad-answer', `predict ${formatModelRef(model)} answered ${rows.length} rows for 1 sent`, { overload: true });
+      }
+    },
+  });
+  return answer!;
+}
+
+/**
+ * Resumes a prepared run: the same output must be asked for (the option that differs is named),
+ * while options that do not change the output bytes take their new values (stored again, so every
+ * worker sees them).
+ */
+async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareContext): Promise<PreparedRun> {
+  const difference = requestDifference(existing.request, request);
+  if (difference) {
+    throw new BatchScorerError(
+      'E_RUN_EXISTS',
+      `run ${existing.runId} in ${existing.folder} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
+      { exitCode: 2 },
+    );
+  }
+  ctx.log.info('resuming run');
+  const updated = withNeutralOptions(existing.request, request.options);
+  if (isDeepStrictEqual(updated, existing.request)) return existing;
+  const run = { ...existing, request: updated };
+  await ctx.storage.write(runFiles.prepared(parseLocation(run.folder)), JSON.stringify(run), { signal: ctx.signal });
+  return run;
 }

@@ -15,8 +15,20 @@ export interface PreparedRun {
   /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
   request: { input: string; model: string; out: string; options: RunOptions };
   input: InputPlan;
-  /** The model as asked (`project/model[.version]`), and as resolved at the run's start. */
-  model: { requested: string; project: string; name: string; requestedVersion: number | null; resolvedVersion: number | null; status: string | null };
+  /**
+   * The model as asked (`project/model[.version]`), and as resolved at the run's start, with the
+   * row id member learnt then (null: none, rows aligned by position) and whether the server echoed it.
+   */
+  model: {
+    requested: string;
+    project: string;
+    name: string;
+    requestedVersion: number | null;
+    resolvedVersion: number | null;
+    status: string | null;
+    rowIdMember: string | null;
+    rowIdEchoed: boolean;
+  };
   service: string;
   /** Input columns sent to the model, in model order. */
   sent: string[];
@@ -30,6 +42,7 @@ export const runFiles = {
   folder: (out: string, runId: string): Location => joinLocation(parseLocation(out), runId),
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),
   work: (folder: Location) => joinLocation(folder, '_work'),
+  segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),
   segmentRows: (folder: Location, index: number, format: string) => joinLocation(folder, '_work', 'segments', `${pad(index)}.${format}`),
   segmentErrors: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.errors.jsonl`),
   /** Written last by a segment: its counts, and the proof it finished. */

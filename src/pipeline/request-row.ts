@@ -25,11 +25,17 @@ export function requestValue(value: unknown, fromCsv: boolean): unknown {
   return text;
 }
 
-/** The request row: the model's input columns only, plus the row id member the server echoes. */
-export function encodeRequestRow(record: Record<string, unknown>, sent: readonly string[], fromCsv: boolean, rowIdMember: string, rowId: number): EncodedRow {
+/** The request row: the model's input columns only, plus the row id member the server echoes (when there is one). */
+export function encodeRequestRow(
+  record: Record<string, unknown>,
+  sent: readonly string[],
+  fromCsv: boolean,
+  rowIdMember: string | undefined,
+  rowId: number,
+): EncodedRow {
   const out: Record<string, unknown> = {};
   for (const column of sent) out[column] = requestValue(record[column], fromCsv);
-  out[rowIdMember] = rowId;
+  if (rowIdMember !== undefined) out[rowIdMember] = rowId;
   const json = JSON.stringify(out);
   return { json, bytes: Buffer.byteLength(json) };
 }

@@ -1,4 +1,4 @@
-import { BatchScorerError } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { Envelope, ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { ModelRef } from '../service/model-ref.js';
@@ -15,11 +15,16 @@ export interface BatchScorer {
   model: ModelRef;
   envelope: Envelope;
   params: Record<string, unknown>;
-  rowIdMember: string;
+  /** The row id member each request row carries; undefined when the server echoes none. */
+  rowIdMember: string | undefined;
+  /** The server echoed the member when the run was planned, so every answer row must carry it. */
+  rowIdEchoed: boolean;
   schema: OutputSchema;
   /** The process-wide limit on predict requests in flight. */
   limit: RequestLimit;
   counts: SegmentCounts;
+  /** The segment's logger: retries are logged with its run and segment ids. */
+  log: Logger;
   signal?: AbortSignal;
 }
 
@@ -49,6 +54,8 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
           envelope: scorer.envelope,
           params: scorer.params,
           signal: scorer.signal,
+          log: scorer.log,
+          check: (answer) => checkAlignment(scorer, rows, answer),
           onRetry: () => scorer.counts.retries++,
           onAttempt: ({ ms, error }) => scorer.limit.observe(error === undefined ? 'answered' : error.overload ? 'overloaded' : 'failed', ms),
         },
@@ -68,26 +75,42 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
 }
 
 /**
- * Joins answer rows to request rows by position, and proves the join with the echoed row id
- * where the server echoes it. A count or id mismatch stops the run: a silent shift would put
- * one row's prediction on another.
+ * Proves an answer lines up with the rows sent: one answer row per row sent, each carrying the
+ * row id sent with it where the server echoes it. A mismatch is a `bad-answer` fault (a proxy
+ * cutting a body, a flaky engine), tried again like an overload; one that persists on every
+ * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on another.
  */
-function merge(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): RowOutcome[] {
+function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): void {
+  const span = `rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}`;
   if (answer.length !== rows.length) {
-    throw new BatchScorerError(
-      'E_ALIGNMENT',
-      `the model answered ${answer.length} rows for ${rows.length} sent (rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}); ` +
-        'a time-series model answers a forecast horizon, not one row per input row, and cannot be scored row by row',
-    );
+    throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span})`, { overload: true });
   }
   const id = scorer.rowIdMember;
-  return rows.map(({ row }, i) => {
-    const a = answer[i] ?? {};
-    const echoed = a[id];
-    if (echoed === undefined || echoed === null) scorer.counts.unechoedRows++;
-    else if (String(echoed) !== String(row.index)) {
-      throw new BatchScorerError('E_ALIGNMENT', `answer row ${i} carries ${id} ${String(echoed)} where ${row.index} was sent: the answer is out of order`);
+  if (id === undefined) return;
+  for (let i = 0; i < rows.length; i++) {
+    const echoed = answer[i]?.[id];
+    if (echoed === undefined || echoed === null) {
+      if (!scorer.rowIdEchoed) continue;
+      throw new ServiceError('bad-answer', `answer row ${i} (${span}) lacks ${id}, which the server echoed when the run was planned`, { overload: true });
     }
+    if (String(echoed) !== String(rows[i].row.index)) {
+      throw new ServiceError(
+        'bad-answer',
+        `answer row ${i} carries ${id} ${String(echoed)} where ${rows[i].row.index} was sent (${span}): the answer is out of order`,
+        {
+          overload: true,
+        },
+      );
+    }
+  }
+}
+
+/** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
+function merge(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): RowOutcome[] {
+  const id = scorer.rowIdMember;
+  return rows.map(({ row }, i) => {
+    const a = answer[i];
+    if (id === undefined || a[id] === undefined || a[id] === null) scorer.counts.unechoedRows++;
     const predictions: unknown[] = [];
     for (const target of scorer.schema.targets) {
       for (const c of target.columns) predictions.push(a[c.member] ?? null);

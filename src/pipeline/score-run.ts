@@ -7,7 +7,8 @@ import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
-import { newRunId, prepareRun, type RunRequest } from './prepare-run.js';
+import { newRunId, prepareRun } from './prepare-run.js';
+import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { quarantineAllowance, scoreSegment } from './score-segment.js';
@@ -23,9 +24,6 @@ export interface DirectRunContext {
   /** Called as rows finish, at most a few times a second. */
   onProgress?: (progress: RunProgress) => void;
 }
-
-/** Segments scored at once in one process, so the pipe stays full across a segment's end. */
-const SEGMENTS_AT_ONCE = 2;
 
 /**
  * Scores a whole run in this process (`batch-scorer score`): the same plan, segments and
@@ -80,13 +78,14 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       );
     };
     const limit = createRequestLimit(request.options.concurrency);
-    const segments = pLimit(SEGMENTS_AT_ONCE);
+    // More than one segment at once keeps the pipe full across a segment's end.
+    const segments = pLimit(run.request.options.segmentsAtOnce);
     const work = {
       run,
       storage,
       client,
       limit,
-      segmentsAtOnce: SEGMENTS_AT_ONCE,
+      segmentsAtOnce: run.request.options.segmentsAtOnce,
       budget,
       log,
       signal,
@@ -112,7 +111,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     });
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(storage, run, { startedAt }, log, signal);
+    const manifest = await finishRun(run, { startedAt }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: run.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {

@@ -69,10 +69,10 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
 
   const rowsOut = new PassThrough();
   const errorsOut = new PassThrough();
-  const writes = Promise.all([
-    storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }),
-    storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal }),
-  ]);
+  // The quarantined rows outlive a failure: the part is completed (not cancelled with the rows),
+  // so a run that fails on its error threshold still shows the rows that made it fail.
+  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal: work.signal });
+  const writes = Promise.all([storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 
   const writer = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns);
@@ -81,10 +81,12 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
     envelope: run.request.options.envelope,
     params: run.request.options.params,
-    rowIdMember: run.request.options.rowIdMember,
+    rowIdMember: run.model.rowIdMember ?? undefined,
+    rowIdEchoed: run.model.rowIdEchoed,
     schema: run.schema,
     limit: work.limit,
     counts,
+    log,
     signal,
   };
   const { batchSize, maxBatchBytes } = run.request.options;
@@ -123,7 +125,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     if (work.budget.used > work.budget.allowed) {
       throw new BatchScorerError(
         'E_ERROR_RATE',
-        `more rows were quarantined (${work.budget.used}) than --max-error-rate ${run.request.options.maxErrorRate} allows (${work.budget.allowed} of ${run.input.rows}); see errors.jsonl parts and fix the input or raise --max-error-rate`,
+        `more rows were quarantined (${work.budget.used}) than --max-error-rate ${run.request.options.maxErrorRate} allows (${work.budget.allowed} of ${run.input.rows}); the rows and reasons are in errors.jsonl: fix the input, or resume the run with a higher --max-error-rate`,
       );
     }
   };
@@ -161,8 +163,8 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   } catch (err) {
     fail(err);
     rowsOut.destroy();
-    errorsOut.destroy();
-    await Promise.allSettled([writes, ...pending]);
+    errorsOut.end();
+    await Promise.allSettled([writes, errorsWrite, ...pending]);
     throw failure;
   }
   const [rowsWritten, errorsWritten] = await writes;

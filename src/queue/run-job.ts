@@ -3,7 +3,8 @@ import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
-import { prepareRun, readPreparedRun, sameRequest, type RunRequest } from '../pipeline/prepare-run.js';
+import { prepareRun, readPreparedRun } from '../pipeline/prepare-run.js';
+import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation } from '../storage/location.js';
@@ -68,7 +69,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         attempts: job.attemptsMade + 1,
         workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
       });
-      const manifest = await finishRun(ctx.storage, run, { startedAt, queue }, jobLog, signal);
+      const manifest = await finishRun(run, { startedAt, queue }, { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal });
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${run.folder}`);
       jobLog.info({ folder: run.folder }, 'run succeeded');
       return summary(manifest, run.folder);
@@ -85,7 +86,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
 /**
  * The request a worker runs: the enqueuer's options over this worker's defaults. Once the run is
  * prepared, its stored request stands (if the enqueuer's own options still match it), so that a
- * retry on a worker with other defaults goes on with the run as it began instead of refusing it.
+ * retry on a worker with other defaults goes on with the run as it began instead of refusing it;
+ * output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
  */
 async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<RunRequest> {
   const request = { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
@@ -93,7 +95,7 @@ async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<R
   if (!stored) return request;
   const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
   const asSet = { ...stored.request.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
-  return sameRequest(stored.request, { ...request, options: asSet }) ? stored.request : request;
+  return sameRequest(stored.request, { ...request, options: asSet }) ? withNeutralOptions(stored.request, asSet) : request;
 }
 
 /**

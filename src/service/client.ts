@@ -4,7 +4,7 @@ import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
-import { classifyHttpError, describeHttpError, parseProblem, ServiceError } from './service-error.js';
+import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
 
 /** How predict bodies are wrapped: `data` is the reference server's `{"data": [...]}`, `array` the document's bare array. */
 export type Envelope = 'data' | 'array';
@@ -32,12 +32,24 @@ export interface CallOptions {
   signal?: AbortSignal;
   onRetry?: RetryListener;
   onAttempt?: AttemptListener;
+  /** Where this call's retries are logged: the caller's child logger, carrying its run and segment. */
+  log?: Logger;
+  /**
+   * The first call to a service a user named (describe at a run's start): a connection nothing
+   * answers is the address being wrong, so it fails at once (`unreachable`) instead of retrying.
+   */
+  firstContact?: boolean;
 }
 
 export interface PredictOptions extends CallOptions {
   envelope: Envelope;
   /** Passed to the engine as the body's `params` (data envelope only: the bare array has no room for them). */
   params?: Record<string, unknown>;
+  /**
+   * Checks each answer before it is returned; a ServiceError it throws is that attempt's failure,
+   * retried by its kind (a `bad-answer`, such as a row missing, is tried again like an overload).
+   */
+  check?: (answer: Record<string, unknown>[]) => void;
 }
 
 /**
@@ -66,11 +78,13 @@ export class ServiceClient {
     const array = `[${rowsJson.join(',')}]`;
     const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
     const body = options.envelope === 'data' ? `{"data":${array}${params}}` : array;
-    const answer = await this.call('POST', ref, 'predict', body, options);
-    if (!Array.isArray(answer)) {
-      throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
-    }
-    return answer as Record<string, unknown>[];
+    const rows = await this.call('POST', ref, 'predict', body, options, (answer) => {
+      if (!Array.isArray(answer)) {
+        throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
+      }
+      options.check?.(answer as Record<string, unknown>[]);
+    });
+    return rows as Record<string, unknown>[];
   }
 
   /** Describe with a JSON body on GET, as the reference server requires (`{}` or `{"attribute": ...}`). */
@@ -93,23 +107,33 @@ export class ServiceClient {
     return `${this.displayUrl}/api/projects/${ref.project}/models/${modelPathName(ref)}/${op}`;
   }
 
-  private async call(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
+  private async call(
+    method: 'GET' | 'POST',
+    ref: ModelRef,
+    op: string,
+    body: string,
+    options: CallOptions,
+    check?: (answer: unknown) => void,
+  ): Promise<unknown> {
     let engineFailures = 0;
+    const log = options.log ?? this.log;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
-        const answer = await this.once(method, ref, op, body, options.signal);
+        const answer = await this.once(method, ref, op, body, options);
+        check?.(answer);
         options.onAttempt?.({ ms: performance.now() - started });
         return answer;
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         options.onAttempt?.({ ms: performance.now() - started, error: err });
         // An engine failure may be a passing fault of the engine: one more try, then the caller isolates the rows.
-        const again = err.kind === 'retriable' || (err.kind === 'bad-rows' && engineFailures++ < 1);
-        if (!again || attempt > this.policy.retries) throw err;
+        const again = RETRIED_KINDS.includes(err.kind) || (err.kind === 'bad-rows' && engineFailures++ < 1);
+        if (!again) throw err;
+        if (attempt > this.policy.retries) throw RETRIED_KINDS.includes(err.kind) ? err.exhausted(attempt) : err;
         const delayMs = retryDelayMs(this.policy, attempt, err.retryAfterMs);
         options.onRetry?.({ attempt, delayMs, error: err });
-        this.log.debug({ op, attempt, delayMs, code: err.code, status: err.status }, 'retrying service call');
+        log.debug({ op, attempt, delayMs, code: err.code, status: err.status, reason: err.message }, 'retrying service call');
         await sleep(delayMs, undefined, { signal: options.signal }).catch((cause: unknown) => {
           throw new AbortedError(`${op}: cancelled while waiting to retry`, cause);
         });
@@ -117,7 +141,8 @@ export class ServiceClient {
     }
   }
 
-  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, signal?: AbortSignal): Promise<unknown> {
+  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
+    const { signal } = options;
     const path = `/api/projects/${encodeURIComponent(ref.project)}/models/${encodeURIComponent(modelPathName(ref))}/${op}`;
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -149,6 +174,13 @@ export class ServiceClient {
         });
       }
       const code = (err as { code?: string }).code ?? 'unknown';
+      if (options.firstContact && this.policy.unreachableCodes.includes(code)) {
+        throw new ServiceError(
+          'unreachable',
+          `nothing answers at ${this.displayUrl} (${code}): check --service (or MODEL_SERVICE_URL) and that the service runs`,
+          { cause: err },
+        );
+      }
       const kind = this.policy.errorCodes.includes(code) ? 'retriable' : 'fatal';
       // A reset or a dropped socket is how an overloaded server or proxy sheds load; a refused connection is not.
       const overload = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';

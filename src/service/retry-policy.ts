@@ -9,6 +9,12 @@ export interface RetryPolicy {
   statuses: readonly number[];
   /** Node / undici error codes of a failed connection or a reset. */
   errorCodes: readonly string[];
+  /**
+   * Codes that mean nothing answers at the address (refused, unknown host, no route). At first
+   * contact (describe at a run's start) they are the address being wrong, and fail at once;
+   * once the service has answered, they are a restart or a network fault, and are retried.
+   */
+  unreachableCodes: readonly string[];
   /** First backoff delay in ms; doubled per attempt up to maxDelayMs, then jittered. */
   minDelayMs: number;
   maxDelayMs: number;
@@ -37,6 +43,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
     'UND_ERR_CLOSED',
     'E_REQUEST_TIMEOUT',
   ],
+  unreachableCodes: ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT'],
   minDelayMs: 200,
   maxDelayMs: 15_000,
   maxRetryAfterMs: 120_000,

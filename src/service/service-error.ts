@@ -4,6 +4,10 @@ import type { RetryPolicy } from './retry-policy.js';
 /** What a failed service call means for the caller, from service-notes.md's table. */
 export type ServiceErrorKind =
   | 'retriable' // overload or network: try again after a backoff
+  | 'unavailable' // overload or network on every attempt: the retries ran out
+  | 'unreachable' // nothing answers at the base URL (refused, unknown host): the address is wrong
+  | 'wrong-url' // something answers at the base URL, but not the service's API
+  | 'bad-answer' // an answer that does not fit the request (rows missing or extra): retried like overload
   | 'not-ready' // the model is training or failed training
   | 'wrong-envelope' // the server wants the other body envelope
   | 'bad-rows' // the engine failed on these rows: retry once, then bisect
@@ -13,6 +17,10 @@ export type ServiceErrorKind =
 
 const CODES: Record<ServiceErrorKind, ErrorCode> = {
   retriable: 'E_SERVICE_RETRIABLE',
+  unavailable: 'E_SERVICE_UNAVAILABLE',
+  unreachable: 'E_SERVICE_UNREACHABLE',
+  'wrong-url': 'E_SERVICE_URL',
+  'bad-answer': 'E_ALIGNMENT',
   'not-ready': 'E_MODEL_NOT_READY',
   'wrong-envelope': 'E_WRONG_ENVELOPE',
   'bad-rows': 'E_BAD_ROWS',
@@ -20,6 +28,12 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
   unauthorized: 'E_UNAUTHORIZED',
   fatal: 'E_SERVICE_FATAL',
 };
+
+/** Kinds the client tries again within its retry budget (a bad answer is a fault before it is a verdict). */
+export const RETRIED_KINDS: readonly ServiceErrorKind[] = ['retriable', 'bad-answer'];
+
+/** Kinds that mean the command or configuration is wrong (exit code 2). */
+const CONFIGURATION_KINDS: readonly ServiceErrorKind[] = ['wrong-envelope', 'not-found', 'unauthorized', 'unreachable', 'wrong-url'];
 
 /** A failed call to the Model Query Service, with the server's title and detail when it sent them. */
 export class ServiceError extends BatchScorerError {
@@ -40,12 +54,11 @@ export class ServiceError extends BatchScorerError {
     message: string,
     facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; overload?: boolean; cause?: unknown } = {},
   ) {
-    // Not-ready is retriable at the queue level (a later attempt may find the model trained), and
-    // a wrong envelope, unknown model or refused token is a configuration error: exit code 2.
-    const configuration = kind === 'wrong-envelope' || kind === 'not-found' || kind === 'unauthorized';
+    // Not-ready and unavailable are retriable at the queue level (a later attempt may find the model
+    // trained, or the service back); a wrong address, envelope, model or token is exit code 2.
     super(CODES[kind], message, {
-      retriable: kind === 'retriable' || kind === 'not-ready',
-      exitCode: configuration ? 2 : 1,
+      retriable: kind === 'retriable' || kind === 'unavailable' || kind === 'not-ready',
+      exitCode: CONFIGURATION_KINDS.includes(kind) ? 2 : 1,
       cause: facts.cause,
     });
     this.kind = kind;
@@ -54,6 +67,20 @@ export class ServiceError extends BatchScorerError {
     this.detail = facts.detail;
     this.retryAfterMs = facts.retryAfterMs;
     this.overload = facts.overload ?? (facts.status === 429 || facts.status === 503 || facts.status === 504);
+  }
+
+  /**
+   * This error as reported once the retries ran out: a passing fault that never passed is no longer
+   * "retriable" to whoever reads the message; a bad answer stays what it is, with the count of tries.
+   */
+  exhausted(attempts: number): ServiceError {
+    const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+    const kind = this.kind === 'retriable' ? 'unavailable' : this.kind;
+    const message =
+      this.kind === 'bad-answer'
+        ? `${this.message} (on each of ${tries})`
+        : `${this.message} (gave up after ${tries}; raise --retries or --timeout, or lower --concurrency)`;
+    return new ServiceError(kind, message, { ...this, cause: this });
   }
 }
 
@@ -83,7 +110,9 @@ export function classifyHttpError(status: number, problem: ProblemBody, policy: 
   const title = problem.title ?? '';
   const text = `${title} ${problem.detail ?? ''} ${problem.message ?? ''}`;
   if (status === 401 || status === 403) return 'unauthorized';
-  if (status === 404) return 'not-found';
+  // The service's own 404s name what is missing; any other 404 (a proxy's, a web server's) means the
+  // base URL does not lead to the service's API.
+  if (status === 404) return /project not found|model not found|does not exist/i.test(text) ? 'not-found' : 'wrong-url';
   if (status === 500) {
     if (title === 'KeyError' || title === 'TypeError') return 'wrong-envelope';
     if (/creation not completed|is training|not ready/i.test(text)) return 'not-ready';
@@ -98,6 +127,7 @@ const HINTS: Partial<Record<ServiceErrorKind, string>> = {
   'wrong-envelope': 'the server expects the other body envelope: try --envelope array (the document as written) or --envelope data (the reference server)',
   'not-ready': 'the model is not ready (training or failed): wait for training to finish, or check its status with `batch-scorer describe`',
   'not-found': 'check the project and model names, and the version after the dot',
+  'wrong-url': 'this URL does not look like a Model Query Service: check --service and its path prefix (e.g. /v1)',
   unauthorized: 'set MODEL_SERVICE_TOKEN to a valid token',
 };
 

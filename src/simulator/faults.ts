@@ -1,7 +1,7 @@
 import { mulberry32 } from './prng.js';
 
 /** What a predict request gets instead of (or before) the engine's answer. */
-export type Fault = 'reset' | 'hang' | 'rateLimited' | 'gateway' | 'error500';
+export type Fault = 'reset' | 'hang' | 'rateLimited' | 'gateway' | 'error500' | 'shortAnswer';
 
 export interface FaultRates {
   resetRate: number;
@@ -9,11 +9,12 @@ export interface FaultRates {
   rateLimitRate: number;
   gatewayErrorRate: number;
   errorRate: number;
+  shortAnswerRate: number;
 }
 
 /**
  * One seeded draw per predict request, split over the rates in a fixed order (reset, hang, 429,
- * 503, 500), so each rate is exactly the fraction of requests it names and a seed replays the
+ * 503, 500, short answer: new kinds go last, so a seed keeps drawing the same earlier faults), so each rate is exactly the fraction of requests it names and a seed replays the
  * same sequence. Returns undefined for a request the engine answers normally.
  */
 export function faultDrawer(rates: FaultRates, seed: number): () => Fault | undefined {
@@ -24,6 +25,7 @@ export function faultDrawer(rates: FaultRates, seed: number): () => Fault | unde
     [rates.rateLimitRate, 'rateLimited'],
     [rates.gatewayErrorRate, 'gateway'],
     [rates.errorRate, 'error500'],
+    [rates.shortAnswerRate, 'shortAnswer'],
   ];
   return () => {
     const u = random();

@@ -268,15 +268,37 @@ export function findModel(name: string): ModelDefinition | undefined {
 
 /**
  * A model and version from a path segment: `name` selects the active version, `name.N` version N.
+ * After a simulated retrain the active version is the retrained one (see `retrainedVersion`).
  * Undefined when either is unknown (both are a 404 "Model not found").
  */
-export function resolveModel(segment: string): { model: ModelDefinition; version: ModelVersion } | undefined {
+export function resolveModel(segment: string, retrained = false): { model: ModelDefinition; version: ModelVersion } | undefined {
   const match = /^(.+)\.(\d+)$/.exec(segment);
   const model = findModel(match ? match[1] : segment);
   if (!model) return undefined;
-  const wanted = match ? Number(match[2]) : model.activeVersion;
-  const version = model.versions.find((v) => v.version === wanted);
+  const versions = retrained ? [...model.versions, retrainedVersion(model)] : model.versions;
+  const wanted = match ? Number(match[2]) : retrained ? versions.at(-1)!.version : model.activeVersion;
+  const version = versions.find((v) => v.version === wanted);
   return version && { model, version };
+}
+
+/**
+ * The version a simulated retrain produces: one past the newest, a point more accurate, and
+ * predicting one more than the active version does (numeric targets; the interval moves with it).
+ */
+export function retrainedVersion(model: ModelDefinition): ModelVersion {
+  const active = model.versions.find((v) => v.version === model.activeVersion)!;
+  const target = numericTarget(model.target);
+  return {
+    version: Math.max(...model.versions.map((v) => v.version)) + 1,
+    status: 'complete',
+    accuracy: active.accuracy === null ? null : round(active.accuracy + 0.01, 3),
+    predict: (row) => {
+      const out = active.predict(row);
+      const [value, confidence, min, max] = [out[model.target], out[`${model.target}_confidence`], out[`${model.target}_min`], out[`${model.target}_max`]];
+      if (typeof value !== 'number' || typeof min !== 'number' || typeof max !== 'number') return out;
+      return target(round(value + 1, 2), confidence as number, round(min + 1, 2), round(max + 1, 2));
+    },
+  };
 }
 
 /**

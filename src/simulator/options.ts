@@ -48,16 +48,29 @@ export const simulatorOptionsSchema = z
     hangRate: z.number().min(0).max(1).default(0),
     /** Fraction of predict requests answered 503 with an HTML body, as a proxy in front of the server would. */
     gatewayErrorRate: z.number().min(0).max(1).default(0),
+    /**
+     * Fraction of predict requests the engine answers with one row too few or one too many (half
+     * each), as a proxy cutting a body or a flaky engine would, to exercise alignment retries.
+     */
+    shortAnswerRate: z.number().min(0).max(1).default(0),
+    /**
+     * After this many predict requests (0: never), every model is retrained: its active version
+     * gives other predictions and describe other accuracies, as a retrain during a run would.
+     */
+    retrainAfterPredicts: z.number().int().min(0).default(0),
     /** Seed of the generator that draws faults (one draw per predict request), so runs are repeatable. */
     seed: z.number().int().default(1),
     /** When set, every request must carry `Authorization: Bearer <token>` or gets 401, to test credentials. */
     token: z.string().min(1).optional(),
-    /** Name of the row id member echoed back; the reference server uses `__mindsdb_row_id`. */
-    rowIdMember: z.string().min(1).default('__service_row_id'),
+    /**
+     * Name of the row id member echoed back: `__mindsdb_row_id` as the reference server,
+     * `__service_row_id` as the interface document, `none` for a server that echoes no row id.
+     */
+    rowIdMember: z.string().min(1).default('__mindsdb_row_id'),
   })
   .refine(
-    (o) => o.resetRate + o.hangRate + o.rateLimitRate + o.gatewayErrorRate + o.errorRate <= 1,
-    'the fault rates (reset, hang, rate limit, gateway, error) must add up to at most 1',
+    (o) => o.resetRate + o.hangRate + o.rateLimitRate + o.gatewayErrorRate + o.errorRate + o.shortAnswerRate <= 1,
+    'the fault rates (reset, hang, rate limit, gateway, error, short answer) must add up to at most 1',
   );
 
 /** What callers (the CLI, tests, scripts) pass; every field is optional. */

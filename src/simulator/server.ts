@@ -18,7 +18,7 @@ export interface SimulatorStats {
   /** Describe requests routed, whatever their outcome. */
   describeRequests: number;
   /** Simulated faults served, by kind. */
-  faults: { error500: number; rateLimited: number; resets: number; hangs: number; gateway: number };
+  faults: { error500: number; rateLimited: number; resets: number; hangs: number; gateway: number; shortAnswers: number };
   /** Predict requests refused (429) because `capacity` were already being worked on. */
   overCapacity: number;
   /** The most predict requests the engine worked on at once. */
@@ -48,7 +48,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     predictRequests: 0,
     predictRows: 0,
     describeRequests: 0,
-    faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+    faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },
     overCapacity: 0,
     peakInFlight: 0,
   };
@@ -58,6 +58,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
   const jitter = mulberry32(opts.seed ^ 0x5bd1e995);
   const closing = new AbortController();
   const expectedAuth = opts.token === undefined ? undefined : `Bearer ${opts.token}`;
+  const retrained = () => opts.retrainAfterPredicts > 0 && stats.predictRequests > opts.retrainAfterPredicts;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
@@ -71,7 +72,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
       stats.describeRequests++;
       const body = parseJson(req, await readRaw(req));
       if (isAnswer(body)) return send(res, body);
-      const found = lookup(project, modelSegment);
+      const found = lookup(project, modelSegment, retrained());
       if (isAnswer(found)) return send(res, found);
       return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe));
     }
@@ -123,10 +124,11 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     if (isAnswer(body)) return send(res, body);
     const rows = readPredictRows(body.value, opts.envelope);
     if (isAnswer(rows)) return send(res, rows);
-    const found = lookup(project, modelSegment);
+    const found = lookup(project, modelSegment, retrained());
     if (isAnswer(found)) return send(res, found);
-    const answer = predictAnswer(found.model, found.version, rows, opts.rowIdMember);
+    const answer = predictAnswer(found.model, found.version, rows, opts.rowIdMember, fault === 'shortAnswer');
     if (answer.status === 200) stats.predictRows += rows.length;
+    if (answer.status === 200 && fault === 'shortAnswer') stats.faults.shortAnswers++;
     return send(res, answer);
   }
 
@@ -179,11 +181,11 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
   }
 }
 
-function lookup(project: string, modelSegment: string): Answer | NonNullable<ReturnType<typeof resolveModel>> {
+function lookup(project: string, modelSegment: string, retrained: boolean): Answer | NonNullable<ReturnType<typeof resolveModel>> {
   if (project !== PROJECT_NAME) {
     return problem(404, 'Project not found', `Project name '${project}' does not exist`);
   }
-  return resolveModel(modelSegment) ?? problem(404, 'Model not found', `Model '${modelSegment}' does not exist`);
+  return resolveModel(modelSegment, retrained) ?? problem(404, 'Model not found', `Model '${modelSegment}' does not exist`);
 }
 
 function isAnswer(x: unknown): x is Answer {

@@ -134,7 +134,8 @@ describe('score, end to end against the simulator', () => {
     const out = join(tmp.dir, 'out-bad');
     const m = await score(bad, out, { service: sim.url, batchSize: 200, runId: 'bad' });
     const files = await runFolder(out, 'bad');
-    const errors = files['errors.jsonl'].trim()
+    const errors = files['errors.jsonl']
+      .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(errors.map((e) => e.row)).toEqual([10, 777]);
@@ -278,16 +279,66 @@ describe('score, end to end against the simulator', () => {
     }
   });
 
-  it('aligns by position, and says so, when the server does not echo the row id member', async () => {
-    const other = await startSimulator({ rowIdMember: '__mindsdb_row_id' });
+  it('proves every answer row by the row id member the server echoes, learnt when planning', async () => {
+    for (const member of ['__mindsdb_row_id', '__service_row_id', '__acme_row_id']) {
+      const server = await startSimulator({ rowIdMember: member });
+      try {
+        const m = await score(input, join(tmp.dir, `out-echo${member}`), { service: server.url, runId: 'e', limit: 300, batchSize: 50 });
+        expect(m.model).toMatchObject({ rowIdMember: member, rowIdEchoed: true });
+        expect(m.counts).toMatchObject({ rowsScored: 300, unechoedRows: 0 });
+        expect(m.warnings.join()).not.toMatch(/position/);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it('aligns by position, and says so, when the server echoes no row id member', async () => {
+    const none = await startSimulator({ rowIdMember: 'none' });
     try {
-      const m = await score(input, join(tmp.dir, 'out-unechoed'), { service: other.url, runId: 'u', limit: 100 });
+      const m = await score(input, join(tmp.dir, 'out-unechoed'), { service: none.url, runId: 'u', limit: 100 });
+      expect(m.model).toMatchObject({ rowIdMember: null, rowIdEchoed: false });
       expect(m.counts!.unechoedRows).toBe(100);
-      expect(m.warnings.join()).toMatch(/did not echo __service_row_id for 100 rows/);
-      const echoed = await score(input, join(tmp.dir, 'out-echoed'), { service: other.url, runId: 'e', limit: 100, rowIdMember: '__mindsdb_row_id' });
-      expect(echoed.counts!.unechoedRows).toBe(0);
+      expect(m.warnings.join()).toMatch(/echoed none of __mindsdb_row_id, __service_row_id: answer rows are aligned by position alone/);
+      // An explicit member wins, echoed or not.
+      const forced = await score(input, join(tmp.dir, 'out-forced'), { service: sim.url, runId: 'f', limit: 100, rowIdMember: '__service_row_id' });
+      expect(forced.model).toMatchObject({ rowIdMember: '__service_row_id', rowIdEchoed: false });
+      expect(forced.counts!.unechoedRows).toBe(100);
+      expect(forced.warnings.join()).toMatch(/did not echo __service_row_id/);
     } finally {
-      await other.close();
+      await none.close();
+    }
+  });
+
+  it('retries answers with a row too few or too many, and the output is byte-identical to a clean run', async () => {
+    const faulty = await startSimulator({ shortAnswerRate: 0.05, seed: 7 });
+    try {
+      const options = { segmentRows: 1_000, batchSize: 50, concurrency: 8 };
+      const clean = await score(input, join(tmp.dir, 'out-clean'), { service: sim.url, runId: 'c', ...options });
+      const short = await score(input, join(tmp.dir, 'out-short'), { service: faulty.url, runId: 's', ...options });
+      expect(faulty.stats.faults.shortAnswers).toBeGreaterThan(0);
+      // Every short answer was tried again (the plan's probe request is not in the run's counts).
+      expect(short.counts!.retries).toBeGreaterThan(0);
+      expect(short.counts!.requests).toBe(clean.counts!.requests);
+      const [a, b] = await Promise.all([
+        readFile(join(tmp.dir, 'out-clean', 'c', 'predictions.csv')),
+        readFile(join(tmp.dir, 'out-short', 's', 'predictions.csv')),
+      ]);
+      expect(sha256(b)).toBe(sha256(a));
+      expect(short.outputs[0].sha256).toBe(clean.outputs[0].sha256);
+    } finally {
+      await faulty.close();
+    }
+  });
+
+  it('fails with E_ALIGNMENT, giving the counts, when every answer has the wrong number of rows', async () => {
+    const faulty = await startSimulator({ shortAnswerRate: 1 });
+    try {
+      const err = await failure(score(input, join(tmp.dir, 'out-always-short'), { service: faulty.url, runId: 'a', limit: 10, retries: 2 }));
+      expect(err.code).toBe('E_ALIGNMENT');
+      expect(err.message).toMatch(/answered 2 rows for 1 sent \(on each of 3 attempts\)/);
+    } finally {
+      await faulty.close();
     }
   });
 
@@ -331,7 +382,9 @@ describe('score, end to end against the simulator', () => {
     await writeFile(bad, 'sqft,location\n1,__engine_error__\n2,good\n');
     expect((await failure(score(bad, out, { service: sim.url, runId: 'y', maxErrorRate: 0 }))).code).toBe('E_ERROR_RATE');
     const failed = await readFile(join(out, 'y', 'manifest.json'), 'utf8');
-    expect((await failure(score(bad, out, { service: sim.url, runId: 'y', maxErrorRate: 0.5 }))).code).toBe('E_RUN_EXISTS');
+    const other = await failure(score(bad, out, { service: sim.url, runId: 'y', maxErrorRate: 0, batchSize: 7 }));
+    expect(other.code).toBe('E_RUN_EXISTS');
+    expect(other.message).toMatch(/this asks --batch-size 7, where the run has 1000/);
     expect(await readFile(join(out, 'y', 'manifest.json'), 'utf8')).toBe(failed);
   });
 
@@ -380,7 +433,7 @@ describe('score refuses bad input and configuration with a clear message', () =>
       content: 'store,day,sales\na,1,10\na,2,11\n',
       model: 'mindsdb/forecast_model',
       code: 'E_ALIGNMENT',
-      message: /answered 4 rows for 2 sent/,
+      message: /forecast_model is a time-series model \(describe's TRAINING_OPTIONS has timeseries_settings\)/,
     },
   ];
   for (const c of cases) {

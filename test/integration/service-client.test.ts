@@ -7,7 +7,7 @@ import { rejection } from '../helpers/rejection.js';
 import { startSimulator } from '../helpers/scoring.js';
 
 const model = { project: 'mindsdb', model: 'home_rentals_model' };
-const row = JSON.stringify({ sqft: 100, location: 'good', __service_row_id: 0 });
+const row = JSON.stringify({ sqft: 100, location: 'good', __mindsdb_row_id: 0 });
 const opened: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((o) => o.close()));
@@ -38,7 +38,7 @@ describe('ServiceClient against the simulator', () => {
   it('predicts in both envelopes and passes params', async () => {
     const data = await setup({ envelope: 'data' });
     const [a] = await data.client.predict(model, [row], { envelope: 'data', params: { partition_size: 10 } });
-    expect(a).toMatchObject({ __service_row_id: 0, sqft: 100 });
+    expect(a).toMatchObject({ __mindsdb_row_id: 0, sqft: 100 });
     const array = await setup({ envelope: 'array' });
     const [b] = await array.client.predict(model, [row], { envelope: 'array' });
     expect(b.rental_price).toBe(a.rental_price);
@@ -64,22 +64,63 @@ describe('ServiceClient against the simulator', () => {
   it('uses the Retry-After seconds the server sends', async () => {
     const { client } = await setup({ rateLimitRate: 1, retryAfterSeconds: 7 });
     const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
-    expect(err).toMatchObject({ kind: 'retriable', status: 429, retryAfterMs: 7_000 });
+    expect(err).toMatchObject({ kind: 'unavailable', status: 429, retryAfterMs: 7_000 });
   });
 
-  it('gives up on a request that never answers after --timeout, as a retriable error', async () => {
+  it('gives up on a request that never answers after --timeout, and no longer calls it retriable', async () => {
     const { client } = await setup({ hangRate: 1 }, { timeoutMs: 150 });
     const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
-    expect(err).toMatchObject({ kind: 'retriable', code: 'E_SERVICE_RETRIABLE' });
-    expect(err.message).toMatch(/no answer within 150 ms/);
+    expect(err).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE', retriable: true });
+    expect(err.message).toMatch(/no answer within 150 ms .*gave up after 1 attempt/);
+    expect(err.message).not.toMatch(/retriable/i);
   });
 
-  it('treats connection resets and proxy HTML pages as retriable', async () => {
-    const reset = await setup({ resetRate: 1 });
-    expect((await rejectionOf(reset.client.predict(model, [row], { envelope: 'data' }))).kind).toBe('retriable');
+  it('treats connection resets and proxy HTML pages as passing faults, tried until the retries run out', async () => {
+    const reset = await setup({ resetRate: 1 }, { retries: 2 });
+    const resetErr = await rejectionOf(reset.client.predict(model, [row], { envelope: 'data' }));
+    expect(resetErr).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE' });
+    expect(resetErr.message).toMatch(/gave up after 3 attempts/);
+    expect(reset.sim.stats.predictRequests).toBe(3);
     const gateway = await setup({ gatewayErrorRate: 1 });
     const err = await rejectionOf(gateway.client.predict(model, [row], { envelope: 'data' }));
-    expect(err).toMatchObject({ kind: 'retriable', status: 503 });
+    expect(err).toMatchObject({ kind: 'unavailable', status: 503 });
+  });
+
+  it('fails at once, naming the address, when nothing answers at first contact; retries later', async () => {
+    const sim = await startSimulator({});
+    const url = sim.url;
+    await sim.close();
+    const client = new ServiceClient({ baseUrl: url, timeoutMs: 2_000, retry: { ...DEFAULT_RETRY_POLICY, retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
+    opened.push(client);
+    const first = await rejectionOf(client.describe(model, {}, { firstContact: true }));
+    expect(first).toMatchObject({ kind: 'unreachable', code: 'E_SERVICE_UNREACHABLE', exitCode: 2 });
+    expect(first.message).toContain(`nothing answers at ${url}`);
+    expect(first.message).toContain('check --service');
+    const later = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
+    expect(later).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE' });
+    expect(later.message).toMatch(/ECONNREFUSED.*gave up after 3 attempts/);
+  });
+
+  it("says a URL does not look like the service when its 404 is not the service's own", async () => {
+    const { client, sim } = await setup({ basePath: '/v1' });
+    const wrong = new ServiceClient({ baseUrl: sim.url.replace(/\/v1$/, ''), timeoutMs: 2_000 });
+    opened.push(wrong);
+    const err = await rejectionOf(wrong.describe(model, {}));
+    expect(err).toMatchObject({ kind: 'wrong-url', code: 'E_SERVICE_URL', status: 404, exitCode: 2 });
+    expect(err.message).toMatch(/does not look like a Model Query Service: check --service and its path prefix/);
+    const unknown = await rejectionOf(client.describe({ project: 'mindsdb', model: 'nope' }, {}));
+    expect(unknown).toMatchObject({ kind: 'not-found', code: 'E_MODEL_NOT_FOUND' });
+  });
+
+  it('retries an answer its check refuses, then reports it with the count of attempts', async () => {
+    const { client, sim } = await setup({}, { retries: 2 });
+    const refuse = () => {
+      throw new ServiceError('bad-answer', 'one row missing', { overload: true });
+    };
+    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data', check: refuse }));
+    expect(err).toMatchObject({ kind: 'bad-answer', code: 'E_ALIGNMENT', retriable: false });
+    expect(err.message).toBe('one row missing (on each of 3 attempts)');
+    expect(sim.stats.predictRequests).toBe(3);
   });
 
   it('retries an engine failure once, then reports it as bad rows', async () => {

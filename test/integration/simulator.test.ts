@@ -245,6 +245,7 @@ describe('predict', () => {
       'days_on_market',
       'initial_price',
       'neighborhood',
+      '__mindsdb_row_id',
       'select_data_query',
       'when_data',
     ]);
@@ -279,16 +280,44 @@ describe('predict', () => {
   });
 
   it('echoes the row id, re-types numeric strings and drops untrained columns', async () => {
-    const row = { ...house, sqft: '823', extra: 'dropped', __service_row_id: 'r-17' };
+    const row = { ...house, sqft: '823', extra: 'dropped', __mindsdb_row_id: 'r-17', __service_row_id: 'r-17' };
     const r = await predict(sim, 'home_rentals_model', [row, house]);
     expect(r.json[0].sqft).toBe(823);
-    expect(r.json[0].__service_row_id).toBe('r-17');
+    expect(r.json[0].__mindsdb_row_id).toBe('r-17');
+    // Only its own brand's member is echoed, as on the reference server; unsent, it answers null.
+    expect(r.json[0]).not.toHaveProperty('__service_row_id');
     expect(r.json[0]).not.toHaveProperty('extra');
-    expect(r.json[1]).not.toHaveProperty('__service_row_id');
+    expect(r.json[1].__mindsdb_row_id).toBeNull();
     expect(r.json[0]).toMatchObject(predictTargets('home_rentals_model', 2, row));
-    const custom = await start({ rowIdMember: '__mindsdb_row_id' });
-    const c = await predict(custom, 'customer_churn', [{ tenure_months: 3, __mindsdb_row_id: 7 }]);
-    expect(c.json[0]).toMatchObject({ __mindsdb_row_id: 7, plan: null, monthly_charges: null });
+    const custom = await start({ rowIdMember: '__service_row_id' });
+    const c = await predict(custom, 'customer_churn', [{ tenure_months: 3, __service_row_id: 7, __mindsdb_row_id: 8 }]);
+    expect(c.json[0]).toMatchObject({ __service_row_id: 7, plan: null, monthly_charges: null });
+    expect(c.json[0]).not.toHaveProperty('__mindsdb_row_id');
+    const none = await start({ rowIdMember: 'none' });
+    const n = await predict(none, 'customer_churn', [{ tenure_months: 3, __service_row_id: 7, __mindsdb_row_id: 8 }]);
+    expect(Object.keys(n.json[0]).filter((k) => k.endsWith('_row_id'))).toEqual([]);
+  });
+
+  it('answers one row too few or too many at shortAnswerRate, and counts them', async () => {
+    const s = await start({ shortAnswerRate: 1 });
+    const even = await predict(s, 'home_rentals_model', [house, house]);
+    expect(even.json).toHaveLength(1);
+    const odd = await predict(s, 'home_rentals_model', [house, house, house]);
+    expect(odd.json).toHaveLength(4);
+    expect(s.stats.faults.shortAnswers).toBe(2);
+  });
+
+  it('retrains every model after retrainAfterPredicts: other predictions and describe answers', async () => {
+    const s = await start({ retrainAfterPredicts: 1, legacyDescribe: true });
+    const before = await predict(s, 'home_rentals_model', [house]);
+    const describedBefore = await describeModel(s, 'home_rentals_model');
+    const after = await predict(s, 'home_rentals_model', [house]);
+    const describedAfter = await describeModel(s, 'home_rentals_model');
+    const v2 = predictTargets('home_rentals_model', 2, house);
+    expect(before.json[0]).toMatchObject(v2);
+    expect(after.json[0].rental_price).toBe((v2.rental_price as number) + 1);
+    expect(after.json[0].rental_price_max).toBe((v2.rental_price_max as number) + 1);
+    expect(describedAfter.json).not.toEqual(describedBefore.json);
   });
 
   it('ignores params and accepts data as a JSON string', async () => {
@@ -448,7 +477,7 @@ describe('stats', () => {
       predictRequests: 3,
       predictRows: 4,
       describeRequests: 1,
-      faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0 },
+      faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },
       overCapacity: 0,
       peakInFlight: 1,
     });

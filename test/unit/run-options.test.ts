@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
-import { parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
+import { optionFlag, parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
 import { thrown } from '../helpers/rejection.js';
 
 function usageError(input: unknown, source?: string): UsageError {
@@ -22,7 +22,9 @@ describe('parseRunOptions', () => {
       params: {},
       strictColumns: false,
       segmentRows: 20_000,
-      rowIdMember: '__service_row_id',
+      rowIdMember: 'auto',
+      onModelChange: 'fail',
+      segmentsAtOnce: 2,
     });
   });
 
@@ -51,8 +53,22 @@ describe('parseRunOptions', () => {
       strictColumns: true,
       segmentRows: 1,
       rowIdMember: '__mindsdb_row_id',
+      onModelChange: 'warn',
+      segmentsAtOnce: 8,
     } as const;
     expect(parseRunOptions(input)).toEqual(input);
+  });
+
+  it('takes a row id member name or auto, nothing else', () => {
+    expect(parseRunOptions({ rowIdMember: '__acme_row_id' }).rowIdMember).toBe('__acme_row_id');
+    expect(usageError({ rowIdMember: 'a b' }).message).toMatch(/rowIdMember: use auto or a member name/);
+  });
+
+  it('writes options as flags the way users type them', () => {
+    expect(optionFlag('maxErrorRate')).toBe('--max-error-rate');
+    expect(optionFlag('batchSize')).toBe('--batch-size');
+    expect(optionFlag('params')).toBe('--param');
+    expect(optionFlag('explain')).toBe('--explain');
   });
 
   it('accepts maxErrorRate 0 (no row may be quarantined)', () => {

@@ -122,7 +122,8 @@ describe('classifyHttpError (service-notes.md, Errors)', () => {
   const cases: Array<[string, number, string, ServiceErrorKind]> = [
     ['404 Project not found', 404, '{"title":"Project not found","detail":"Project name p does not exist"}', 'not-found'],
     ['404 Model not found', 404, '{"title":"Model not found","detail":"Model with name m.9 not found"}', 'not-found'],
-    ['404 with an HTML body', 404, '<html>Not Found</html>', 'not-found'],
+    ['404 with an HTML body (a proxy or web server, not the service)', 404, '<html>Not Found</html>', 'wrong-url'],
+    ['404 from a router that knows no such path', 404, '{"title":"Not Found"}', 'wrong-url'],
     ['401 credentials missing', 401, '{"title":"Unauthorized"}', 'unauthorized'],
     ['403 forbidden', 403, '', 'unauthorized'],
     ['415 not JSON', 415, '{"title":"Unsupported Media Type"}', 'fatal'],
@@ -240,8 +241,8 @@ describe('parseModelRef', () => {
   it.each(['', 'm', '/m', 'p/', '/', 'p/m/x', 'p//m'])('rejects %j with a UsageError naming it', (text) => {
     const error = thrown(() => parseModelRef(text), UsageError);
     expect(error.exitCode).toBe(2);
-    expect((error).message).toContain(`"${text}"`);
-    expect((error).message).toContain('project/model');
+    expect(error.message).toContain(`"${text}"`);
+    expect(error.message).toContain('project/model');
   });
 });
 

@@ -1,0 +1,46 @@
+import { isDeepStrictEqual } from 'node:util';
+import { OUTPUT_NEUTRAL_OPTIONS, optionFlag, type RunOptions } from '../config/run-options.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
+
+/** What the user asked for: the run's fingerprint. */
+export interface RunRequest {
+  input: string;
+  model: string;
+  out: string;
+  options: RunOptions;
+}
+
+/**
+ * What makes `asked` another run than `stored`, as the user would type it (`--batch-size 500,
+ * where the run has 1000`), or undefined when it asks for the same output: the same input and
+ * output locations (however written), model and every option that shapes the output bytes.
+ * Options that do not (OUTPUT_NEUTRAL_OPTIONS) may differ.
+ */
+export function requestDifference(stored: RunRequest, asked: RunRequest): string | undefined {
+  const where = (text: string) => formatLocation(parseLocation(text));
+  if (where(stored.input) !== where(asked.input)) return `input ${asked.input}, where the run has ${stored.input}`;
+  if (where(stored.out) !== where(asked.out)) return `--out ${asked.out}, where the run has ${stored.out}`;
+  if (stored.model !== asked.model) return `--model ${asked.model}, where the run has ${stored.model}`;
+  const keys = new Set([...Object.keys(stored.options), ...Object.keys(asked.options)] as (keyof RunOptions)[]);
+  for (const key of keys) {
+    if (OUTPUT_NEUTRAL_OPTIONS.includes(key)) continue;
+    const [was, is] = [stored.options[key], asked.options[key]];
+    if (!isDeepStrictEqual(was, is)) return `${optionFlag(key)} ${show(is)}, where the run has ${show(was)}`;
+  }
+  return undefined;
+}
+
+/** Whether two requests ask for the same run output; the run id is the key they were found by. */
+export function sameRequest(a: RunRequest, b: RunRequest): boolean {
+  return requestDifference(a, b) === undefined;
+}
+
+/** The stored request, with the output-neutral options of `asked` (a resume may raise --max-error-rate, say). */
+export function withNeutralOptions(stored: RunRequest, asked: Partial<RunOptions>): RunRequest {
+  const neutral = Object.fromEntries(OUTPUT_NEUTRAL_OPTIONS.filter((k) => k !== 'runId' && asked[k] !== undefined).map((k) => [k, asked[k]]));
+  return { ...stored, options: { ...stored.options, ...neutral } };
+}
+
+function show(value: unknown): string {
+  return value === undefined ? '(not set)' : typeof value === 'string' ? value : JSON.stringify(value);
+}
