@@ -69,9 +69,9 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
 
   const rowsOut = new PassThrough();
   const errorsOut = new PassThrough();
-  // The quarantined rows outlive a failure: the part is completed (not cancelled with the rows),
-  // so a run that fails on its error threshold still shows the rows that made it fail.
-  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal: work.signal });
+  // The quarantined rows outlive a failure, this segment's or a sibling's: the part is completed,
+  // never cancelled with the rows, so a run that fails on its error threshold keeps what it found.
+  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut);
   const writes = Promise.all([storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 

@@ -31,6 +31,11 @@ export interface SegmentJobData {
   /** The run folder, where `_work/run.json` says everything else. */
   folder: string;
   index: number;
+  /**
+   * The run job's creation time: a run enqueued again (a resume, maybe with a higher
+   * --max-error-rate) may have rewritten `_work/run.json`, so workers read it again per generation.
+   */
+  generation: number;
 }
 
 /**

@@ -50,7 +50,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
-              data: { runId, folder: runFolder, index },
+              data: { runId, folder: runFolder, index, generation: job.timestamp },
               opts: {
                 jobId: segmentJobId(runId, job.timestamp, index),
                 parent: { id: job.id!, queue: job.queueQualifiedName },

@@ -12,7 +12,7 @@ import type { WorkerContext } from './worker-context.js';
 /** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
-    const { runId, folder, index } = job.data;
+    const { runId, folder, index, generation } = job.data;
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
@@ -25,7 +25,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     if ((await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
     let run: PreparedRun | undefined;
     try {
-      run = await ctx.loadRun(folder, runId);
+      run = await ctx.loadRun(folder, runId, generation);
       let rows = 0;
       let last = 0;
       let reporting: Promise<void> | undefined;

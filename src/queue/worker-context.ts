@@ -79,11 +79,12 @@ export class WorkerContext {
     });
   }
 
-  /** The prepared run (`_work/run.json`), read once per process. */
-  loadRun(folder: string, runId: string): Promise<PreparedRun> {
-    return remember(this.runs, runId, () => {
+  /** The prepared run (`_work/run.json`), read once per process and run job generation. */
+  loadRun(folder: string, runId: string, generation: number): Promise<PreparedRun> {
+    const key = `${runId}.${generation}`;
+    return remember(this.runs, key, () => {
       const run = this.storage.readText(runFiles.prepared(parseLocation(folder))).then((t) => JSON.parse(t) as PreparedRun);
-      run.catch(() => this.runs.delete(runId));
+      run.catch(() => this.runs.delete(key));
       return run;
     });
   }
