@@ -240,8 +240,8 @@ describe('parseModelRef', () => {
   it.each(['', 'm', '/m', 'p/', '/', 'p/m/x', 'p//m'])('rejects %j with a UsageError naming it', (text) => {
     const error = thrown(() => parseModelRef(text), UsageError);
     expect(error.exitCode).toBe(2);
-    expect((error).message).toContain(`"${text}"`);
-    expect((error).message).toContain('project/model');
+    expect(error.message).toContain(`"${text}"`);
+    expect(error.message).toContain('project/model');
   });
 });
 
