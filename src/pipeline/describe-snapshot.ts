@@ -48,9 +48,11 @@ export async function takeDescribeSnapshot(
 
   const status = facts.status?.toLowerCase();
   if (status === 'error') {
+    // ERROR is a message or null; anything else is shown as the JSON it came as.
+    const reason = meta?.ERROR ?? 'no reason given';
     throw new ServiceError(
       'fatal',
-      `model ${formatModelRef(ref)} failed training: ${String(meta?.ERROR ?? 'no reason given')} (retrain it, or pick a version that trained)`,
+      `model ${formatModelRef(ref)} failed training: ${typeof reason === 'string' ? reason : JSON.stringify(reason)} (retrain it, or pick a version that trained)`,
     );
   }
   if (status !== undefined && status !== 'complete') {
@@ -60,7 +62,7 @@ export async function takeDescribeSnapshot(
 }
 
 function firstObject(response: unknown): Record<string, unknown> | undefined {
-  const first = Array.isArray(response) ? response[0] : undefined;
+  const first: unknown = Array.isArray(response) ? response[0] : undefined;
   if (first && typeof first === 'object' && !Array.isArray(first)) {
     const row = first as Record<string, unknown>;
     if (typeof row.error === 'string') throw new BatchScorerError('E_SERVICE_FATAL', `describe failed on the server: ${row.error}`);
