@@ -17,6 +17,8 @@ import { setTimeout } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import Papa from 'papaparse';
 import type { RunOptionsInput } from '../src/config/run-options.js';
+import type { DescribeSnapshot } from '../src/pipeline/describe-snapshot.js';
+import type { Manifest } from '../src/pipeline/manifest.js';
 import { RunQueue } from '../src/queue/producer.js';
 import { requestValue } from '../src/pipeline/request-row.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../src/simulator/models.js';
@@ -67,8 +69,8 @@ async function measure(args: string[], env: Record<string, string> = {}): Promis
       // The process has exited between two samples.
     }
   };
-  const timer = setInterval(sample, 20);
-  const [code] = await once(child, 'exit');
+  const timer = setInterval(() => void sample(), 20);
+  const [code] = (await once(child, 'exit')) as [number | null];
   clearInterval(timer);
   if (code !== 0) throw new Error(`batch-scorer ${args.join(' ')} exited ${code}`);
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, peakRssMiB: Math.round(peakKiB / 102.4) / 10, stdout };
@@ -85,7 +87,7 @@ async function main() {
       const input = `${DIR}/rentals-${rows}.csv`;
       await pipeline(rentalsCsv(rows), createWriteStream(input));
       const r = await measure(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', `${DIR}/runs`, '--service', sim.url, '--json']);
-      const summary = JSON.parse(r.stdout);
+      const summary = JSON.parse(r.stdout) as { rowsScored: number };
       if (summary.rowsScored !== rows) throw new Error(`scored ${summary.rowsScored} of ${rows} rows`);
       local[rows] = { rowsPerSecond: Math.round(rows / r.seconds), peakRssMiB: r.peakRssMiB };
       results.push({ bench: 'score local csv', rows, seconds: Number(r.seconds.toFixed(2)), ...local[rows] });
@@ -141,10 +143,9 @@ async function s3Bench(serviceUrl: string) {
       env,
     );
     const checked = await verify(storage, s3Rows);
-    const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/manifest.json')));
-    const describe = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/describe.json')));
-    const complete =
-      manifest.state === 'succeeded' && manifest.input.sha256 && manifest.outputs.every((o: { sha256: string }) => o.sha256) && describe.answers.length === 2;
+    const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/manifest.json'))) as Manifest;
+    const describe = JSON.parse(await storage.readText(parseLocation('s3://results/bench/s3/describe.json'))) as DescribeSnapshot;
+    const complete = manifest.state === 'succeeded' && manifest.input.sha256 && manifest.outputs.every((o) => o.sha256) && describe.answers.length === 2;
     if (!complete) throw new Error('manifest.json or describe.json incomplete');
     results.push({
       bench: 'score s3 csv',
@@ -160,9 +161,9 @@ async function s3Bench(serviceUrl: string) {
 
     if (await redisAnswers()) {
       const q = await queueRun({ workers: 2, serviceUrl, env, input: 's3://data/bench/rentals.csv', out: 's3://results/bench-queue', options: {} });
-      const direct = manifest.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256;
-      const queued = JSON.parse(await storage.readText(parseLocation(`s3://results/bench-queue/${q.runId}/manifest.json`)));
-      const same = queued.outputs.find((o: { file: string }) => o.file === 'predictions.csv').sha256 === direct;
+      const direct = manifest.outputs.find((o) => o.file === 'predictions.csv')!.sha256;
+      const queued = JSON.parse(await storage.readText(parseLocation(`s3://results/bench-queue/${q.runId}/manifest.json`))) as Manifest;
+      const same = queued.outputs.find((o) => o.file === 'predictions.csv')!.sha256 === direct;
       results.push({
         bench: 'queue s3 csv, 2 workers',
         rows: s3Rows,
@@ -234,7 +235,7 @@ async function queueRun(p: { workers: number; serviceUrl: string; env: Record<st
     return { runId, seconds, segmentWorkers: pids.size };
   } finally {
     for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+    await Promise.all(children.filter((c) => c.exitCode === null).map((c) => once(c, 'exit')));
     await queue.close();
     const redis = new Redis(REDIS_URL);
     const keys = await redis.keys(`${prefix}*`);

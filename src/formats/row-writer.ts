@@ -44,5 +44,6 @@ export function createRowWriter(format: 'csv' | 'jsonl', inputColumns: readonly 
 function csvText(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
-  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
 }

@@ -57,9 +57,11 @@ export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFact
 
   const status = facts.status?.toLowerCase();
   if (status === 'error') {
+    // ERROR is a message or null; anything else is shown as the JSON it came as.
+    const reason = meta?.ERROR ?? 'no reason given';
     throw new ServiceError(
       'fatal',
-      `model ${formatModelRef(ref)} failed training: ${String(meta?.ERROR ?? 'no reason given')} (retrain it, or pick a version that trained)`,
+      `model ${formatModelRef(ref)} failed training: ${typeof reason === 'string' ? reason : JSON.stringify(reason)} (retrain it, or pick a version that trained)`,
     );
   }
   if (status !== undefined && status !== 'complete') {

@@ -153,13 +153,13 @@ async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRe
   for (const row of rows.slice(0, 5)) {
     try {
       const answer = await probeOne(ctx, model, options, row, asked);
-      const echoed = asked.find((m) => String(answer[m]) === String(row.id));
+      const echoed = asked.find((m) => answer[m] === row.id || answer[m] === String(row.id));
       if (echoed) return { answer, rowIdMember: echoed, echoed: true };
       if (options.rowIdMember !== 'auto') return { answer, rowIdMember: options.rowIdMember, echoed: false };
       // Another brand's server names its member in the answer (null when not sent): ask it once more.
       const other = Object.keys(answer).filter((k) => ROW_ID_SHAPE.test(k) && !asked.includes(k));
       const again = other.length > 0 ? await probeOne(ctx, model, options, row, other) : {};
-      const found = other.find((m) => String(again[m]) === String(row.id));
+      const found = other.find((m) => again[m] === row.id || again[m] === String(row.id));
       return { answer, rowIdMember: found ?? null, echoed: found !== undefined };
     } catch (err) {
       if (!(err instanceof ServiceError && err.kind === 'bad-rows')) throw err;
@@ -190,7 +190,7 @@ async function probeOne(
       }
     },
   });
-  return answer!;
+  return answer;
 }
 
 /**

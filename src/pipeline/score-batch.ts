@@ -93,10 +93,12 @@ function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer
       if (!scorer.rowIdEchoed) continue;
       throw new ServiceError('bad-answer', `answer row ${i} (${span}) lacks ${id}, which the server echoed when the run was planned`, { overload: true });
     }
-    if (String(echoed) !== String(rows[i].row.index)) {
+    // A server may echo the id re-typed, as text.
+    const sent = rows[i].row.index;
+    if (echoed !== sent && echoed !== String(sent)) {
       throw new ServiceError(
         'bad-answer',
-        `answer row ${i} carries ${id} ${String(echoed)} where ${rows[i].row.index} was sent (${span}): the answer is out of order`,
+        `answer row ${i} carries ${id} ${JSON.stringify(echoed)} where ${sent} was sent (${span}): the answer is out of order`,
         {
           overload: true,
         },

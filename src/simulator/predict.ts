@@ -58,7 +58,7 @@ export function predictAnswer(model: ModelDefinition, version: ModelVersion, row
   if (bad >= 0) {
     return problem(500, 'MLEngineException', `[${model.name}]: engine failed on row ${bad}: could not convert value`);
   }
-  const out: Row[] = new Array(rows.length);
+  const out = new Array<Row>(rows.length);
   for (let i = 0; i < rows.length; i++) out[i] = answerRow(model, version, rows[i], rowIdMember);
   const last = out[out.length - 1];
   if (last && model.horizon > 1) {

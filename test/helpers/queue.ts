@@ -72,7 +72,7 @@ export function useQueueFixture() {
     },
     env: () => ({ REDIS_URL: f.redisUrl, QUEUE_PREFIX: f.prefix, MODEL_SERVICE_URL: f.sim.url }),
     /** A worker process with a short lock, so a killed worker's segments are taken over in seconds. */
-    worker(args: string[] = [], extra: Record<string, string> = {}) {
+    worker: (args: string[] = [], extra: Record<string, string> = {}) => {
       const w = startWorkerProcess({ ...f.env(), ...extra }, ['--lock-duration', '2000', ...args]);
       f.workers.push(w);
       return w;

@@ -56,6 +56,14 @@ export function parseCsv(text: string): Record<string, string>[] {
   return Papa.parse<Record<string, string>>(text, { header: true, newline: '\n', skipEmptyLines: true }).data;
 }
 
+/** A JSON Lines file's rows (predictions.jsonl, errors.jsonl), one object a line. */
+export function parseJsonLines(text: string): Record<string, unknown>[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 /** The simulator's prediction for a CSV row, computed from its formula as the row was sent. */
 export function expectedRental(row: Record<string, string>, version = 2): Record<string, unknown> {
   const sent = Object.fromEntries(HOME_RENTALS_INPUTS.map((c) => [c, requestValue(row[c], true)]));

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
@@ -83,8 +84,8 @@ describe('batch-scorer CLI (child process)', () => {
   it('describe prints both answers as JSON', async () => {
     const r = await runCli(['describe', '--model', 'mindsdb/home_rentals_model'], env());
     expect(r.code).toBe(0);
-    const answers = JSON.parse(r.stdout);
-    expect(answers[1].response[0].inputs).toContain('sqft');
+    const answers = JSON.parse(r.stdout) as DescribeSnapshot['answers'];
+    expect(answers[1].response).toHaveProperty([0, 'inputs'], expect.arrayContaining(['sqft']));
   });
 
   it('rejects an invalid config file, naming it and the key', async () => {

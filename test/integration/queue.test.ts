@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Manifest } from '../../src/pipeline/manifest.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage, type Storage } from '../../src/storage/storage.js';
@@ -58,11 +59,11 @@ describe('queue mode with real worker processes on Redis', () => {
 
       const queued = await text(await storage.read(parseLocation('s3://results/q/two/predictions.csv')));
       expect(sha256(queued)).toBe(sha256(await directRun('two')));
-      const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/q/two/manifest.json')));
+      const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/q/two/manifest.json'))) as Manifest;
       expect(manifest.state).toBe('succeeded');
       const pids = f.workers.map((w) => String(w.child.pid)).sort();
-      expect(manifest.queue.workers.map((w: string) => w.split(':')[1]).sort()).toEqual(pids);
-      expect(manifest.queue.jobIds).toHaveLength(16);
+      expect(manifest.queue?.workers.map((w) => w.split(':')[1]).sort()).toEqual(pids);
+      expect(manifest.queue?.jobIds).toHaveLength(16);
       const logs = await f.queue.logs(runId);
       expect(logs[0]).toMatch(/^planned: 30000 rows in 15 segments/);
       const segmentLogs = logs.filter((l) => l.startsWith('segment '));

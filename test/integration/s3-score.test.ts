@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
@@ -49,7 +50,7 @@ describe('score with S3 input and output (s3rver)', () => {
       state: 'succeeded',
       input: { location: 's3://data/in/rentals.csv', rows: ROWS },
     });
-    expect(JSON.parse(await read('s3://results/runs/s3/describe.json')).answers).toHaveLength(2);
+    expect((JSON.parse(await read('s3://results/runs/s3/describe.json')) as DescribeSnapshot).answers).toHaveLength(2);
     expect(await storage.exists(parseLocation('s3://results/runs/s3/_SUCCESS'))).toBe(true);
     const leftovers = [];
     for await (const o of storage.list(parseLocation('s3://results/runs/s3/_work'))) leftovers.push(o);

@@ -5,10 +5,12 @@ import { join, relative as relativePath } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
+import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { rejection } from '../helpers/rejection.js';
-import { expectedRental, parseCsv, runFolder, score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { expectedRental, parseCsv, parseJsonLines, runFolder, score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
 
 let sim: Simulator;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -52,18 +54,18 @@ describe('score, end to end against the simulator', () => {
       'listing_id,number_of_rooms,number_of_bathrooms,sqft,location,days_on_market,initial_price,neighborhood,notes,rental_price,rental_price_confidence,rental_price_min,rental_price_max,rental_price_anomaly',
     );
 
-    const manifest = JSON.parse(files['manifest.json']);
+    const manifest = JSON.parse(files['manifest.json']) as Manifest;
     expect(manifest).toMatchObject({ runId: 'basic', state: 'succeeded', model: { project: 'mindsdb', name: 'home_rentals_model', resolvedVersion: 2 } });
     expect(manifest.input.sha256).toBe(sha256(await readFile(input)));
     expect(manifest.input.rows).toBe(ROWS);
     expect(manifest.counts).toMatchObject({ rowsIn: ROWS, rowsScored: ROWS, rowsQuarantined: 0, requests: 50, segments: 5 });
-    const predictions = manifest.outputs.find((o: { file: string }) => o.file === 'predictions.csv');
+    const predictions = manifest.outputs.find((o) => o.file === 'predictions.csv');
     expect(predictions).toMatchObject({ rows: ROWS, bytes: Buffer.byteLength(files['predictions.csv']), sha256: sha256(files['predictions.csv']) });
     expect(m.runId).toBe('basic');
 
-    const snapshot = JSON.parse(files['describe.json']);
-    expect(snapshot.answers.map((a: { request: object }) => a.request)).toEqual([{}, { attribute: 'info' }]);
-    expect(snapshot.answers[0].response[0].VERSION).toBe(2);
+    const snapshot = JSON.parse(files['describe.json']) as DescribeSnapshot;
+    expect(snapshot.answers.map((a) => a.request)).toEqual([{}, { attribute: 'info' }]);
+    expect(snapshot.answers[0].response).toHaveProperty([0, 'VERSION'], 2);
     expect(existsSync(join(out, 'basic', '_work'))).toBe(false);
   });
 
@@ -134,10 +136,7 @@ describe('score, end to end against the simulator', () => {
     const out = join(tmp.dir, 'out-bad');
     const m = await score(bad, out, { service: sim.url, batchSize: 200, runId: 'bad' });
     const files = await runFolder(out, 'bad');
-    const errors = files['errors.jsonl']
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const errors = parseJsonLines(files['errors.jsonl']);
     expect(errors.map((e) => e.row)).toEqual([10, 777]);
     expect(errors[0]).toMatchObject({ status: 500, title: 'MLEngineException', input: { location: '__engine_error__' } });
     expect(m.counts).toMatchObject({ rowsScored: ROWS - 2, rowsQuarantined: 2 });
@@ -162,10 +161,7 @@ describe('score, end to end against the simulator', () => {
     await writeFile(file, 'sqft,location,notes\n100,good,a\n200,good\n"multi\nline",good,b\n300,good,c,extra\n400,poor,d\n');
     const out = join(tmp.dir, 'out-ragged');
     const m = await score(file, out, { service: sim.url, runId: 'ragged', maxErrorRate: 0.5 });
-    const errors = (await readFile(join(out, 'ragged', 'errors.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const errors = parseJsonLines(await readFile(join(out, 'ragged', 'errors.jsonl'), 'utf8'));
     expect(errors).toEqual([
       expect.objectContaining({ row: 2, line: 3, input: '200,good', detail: 'line 3: expected 3 fields, found 2' }),
       expect.objectContaining({ row: 4, line: 6, input: '300,good,c,extra', detail: 'line 6: expected 3 fields, found 4' }),
@@ -185,21 +181,18 @@ describe('score, end to end against the simulator', () => {
     const a = parseCsv(fromJsonl).map((r) => [r.listing_id, r.notes, r.rental_price]);
     const b = parseCsv(await readFile(join(out, 'csv', 'predictions.csv'), 'utf8')).map((r) => [r.listing_id, r.notes, r.rental_price]);
     expect(a).toEqual(b);
-    const manifest = JSON.parse(await readFile(join(out, 'jsonl', 'manifest.json'), 'utf8'));
+    const manifest = JSON.parse(await readFile(join(out, 'jsonl', 'manifest.json'), 'utf8')) as Manifest;
     expect(manifest.input).toMatchObject({ format: 'jsonl', gzip: true, rows: 500 });
   });
 
   it('writes JSON Lines output with input values as they were and the prediction members', async () => {
     const out = join(tmp.dir, 'out-jsonl-out');
     await score(input, out, { service: sim.url, runId: 'j', limit: 3, format: 'jsonl', explain: true });
-    const lines = (await readFile(join(out, 'j', 'predictions.jsonl'), 'utf8'))
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const lines = parseJsonLines(await readFile(join(out, 'j', 'predictions.jsonl'), 'utf8'));
     expect(lines).toHaveLength(3);
     expect(Object.keys(lines[0])).toContain('rental_price_explain');
     expect(typeof lines[0].sqft).toBe('string');
-    expect(JSON.parse(lines[0].rental_price_explain).predicted_value).toBe(lines[0].rental_price);
+    expect(JSON.parse(lines[0].rental_price_explain as string)).toHaveProperty('predicted_value', lines[0].rental_price);
   });
 
   it('JSON Lines: keys absent from the first row are still sent, kept, and never overwritten; long ids survive', async () => {
@@ -213,12 +206,15 @@ describe('score, end to end against the simulator', () => {
     await writeFile(file, `${lines.join('\n')}\n`);
     const out = join(tmp.dir, 'out-sparse');
     const m = await score(file, out, { service: sim.url, runId: 's', maxErrorRate: 0.5 });
-    const quarantined = JSON.parse((await readFile(join(out, 's', 'errors.jsonl'), 'utf8')).trim().replace('12345678901234567891', '"exact"'));
+    const quarantined = JSON.parse((await readFile(join(out, 's', 'errors.jsonl'), 'utf8')).trim().replace('12345678901234567891', '"exact"')) as Record<
+      string,
+      unknown
+    >;
     expect(quarantined).toMatchObject({ row: 4, line: 4, input: { id: 'exact', location: '__engine_error__' }, title: 'MLEngineException' });
     const written = (await readFile(join(out, 's', 'predictions.jsonl'), 'utf8')).trim().split('\n');
     // Every input value is written back as it was read, the 17-digit ids included.
     written.forEach((line, i) => expect(line.startsWith(lines[i].slice(0, -1))).toBe(true));
-    const rows = written.map((l) => JSON.parse(l));
+    const rows = written.map((l) => JSON.parse(l) as Record<string, unknown>);
     // rental_price is a key of row 2, so the predictions are prefixed for every row.
     expect(rows[1].rental_price).toBe(1234);
     expect(rows[1].pred_rental_price).toBe(expectedRental({ number_of_rooms: '4', sqft: '1375', location: 'poor' }).rental_price);
@@ -269,8 +265,8 @@ describe('score, end to end against the simulator', () => {
     try {
       const out = join(tmp.dir, 'out-legacy');
       const m = await score(input, out, { service: legacy.url, runId: 'legacy', limit: 50 });
-      const snapshot = JSON.parse(await readFile(join(out, 'legacy', 'describe.json'), 'utf8'));
-      expect(snapshot.answers.map((a: { request: object }) => a.request)).toEqual([{}]);
+      const snapshot = JSON.parse(await readFile(join(out, 'legacy', 'describe.json'), 'utf8')) as DescribeSnapshot;
+      expect(snapshot.answers.map((a) => a.request)).toEqual([{}]);
       expect(m.model).toMatchObject({ resolvedVersion: null });
       expect(m.warnings.join()).toMatch(/not pinned/);
       expect(m.counts!.rowsScored).toBe(50);

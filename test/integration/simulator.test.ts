@@ -11,7 +11,8 @@ interface Reply {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
-  json: any;
+  /** The body parsed as JSON; undefined when it is not JSON. */
+  json: unknown;
 }
 
 async function call(sim: Simulator, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Reply> {
@@ -28,6 +29,28 @@ async function call(sim: Simulator, method: 'GET' | 'POST', path: string, body?:
     json = undefined;
   }
   return { status: res.statusCode, headers: res.headers, text, json };
+}
+
+/** A reply's body as rows: predict and describe answer a JSON array (of objects, unless `Row` says otherwise). */
+const rowsOf = <Row = Record<string, unknown>>(reply: Reply) => reply.json as Row[];
+/** A reply's body as the problem document errors are answered with. */
+const problemOf = (reply: Reply) => reply.json as { title: string; detail: string };
+
+/** describe's info row. */
+interface InfoRow {
+  inputs: string[];
+  outputs: string[];
+  accuracies: Record<string, number>;
+  column_importances: Record<string, number>;
+  model: string;
+}
+
+/** The members of a home_rentals_model answer row that these tests compare with each other. */
+interface RentalAnswer {
+  rental_price: number;
+  rental_price_min: number;
+  rental_price_max: number;
+  rental_price_explain: string;
 }
 
 const predictPath = (model: string, project = 'mindsdb') => `/api/projects/${encodeURIComponent(project)}/models/${encodeURIComponent(model)}/predict`;
@@ -88,11 +111,11 @@ describe('describe', () => {
   it('answers info with inputs in model order and one importance above 1', async () => {
     const r = await describeModel(sim, 'home_rentals_model', { attribute: 'info' });
     expect(r.status).toBe(200);
-    const [info] = r.json;
+    const [info] = rowsOf<InfoRow>(r);
     expect(info.inputs).toEqual(modelCatalog.find((m) => m.name === 'home_rentals_model')!.inputs);
     expect(info.outputs).toEqual(['rental_price']);
     expect(typeof info.accuracies.r2_score).toBe('number');
-    expect(Object.values(info.column_importances).some((v) => (v as number) > 1)).toBe(true);
+    expect(Object.values(info.column_importances).some((v) => v > 1)).toBe(true);
     expect(info.model).toBe('encoders --> dtype_dict --> dependency_dict --> model --> problem_definition --> identifiers --> imputers --> accuracy_functions');
   });
 
@@ -106,7 +129,7 @@ describe('describe', () => {
     ]);
     const model = await describeModel(sim, 'customer_churn', { attribute: 'model' });
     expect(model.status).toBe(200);
-    expect(model.json.length).toBeGreaterThan(1);
+    expect(rowsOf(model).length).toBeGreaterThan(1);
     const unknown = await describeModel(sim, 'customer_churn', { attribute: 'nope' });
     expect(unknown.status).toBe(200);
     expect(unknown.json).toEqual(['info', 'features', 'model', 'jsonai']);
@@ -118,23 +141,23 @@ describe('describe', () => {
     expect(noType.headers['content-type']).toBe('application/problem+json');
     const empty = await call(sim, 'GET', describePath('home_rentals_model'));
     expect(empty.status).toBe(400);
-    expect(empty.json.title).toBe('Bad request');
+    expect(problemOf(empty).title).toBe('Bad request');
     const notJson = await call(sim, 'GET', describePath('home_rentals_model'), '{oops');
     expect(notJson.status).toBe(400);
-    expect(notJson.json).toMatchObject({ title: 'Bad request', timestamp: expect.any(String) });
+    expect(notJson.json).toMatchObject({ title: 'Bad request', timestamp: expect.any(String) as unknown });
   });
 
   it('answers {} with the info shape when legacyDescribe is set', async () => {
     const legacy = await start({ legacyDescribe: true });
     const r = await describeModel(legacy, 'home_rentals_model');
-    expect(Object.keys(r.json[0]).sort()).toEqual(['accuracies', 'column_importances', 'inputs', 'model', 'outputs']);
+    expect(Object.keys(rowsOf(r)[0]).sort()).toEqual(['accuracies', 'column_importances', 'inputs', 'model', 'outputs']);
   });
 
   it('selects versions with name.N and 404s an unknown one', async () => {
     const v1 = await describeModel(sim, 'home_rentals_model.1');
-    expect(v1.json[0]).toMatchObject({ VERSION: 1, ACTIVE: false, ACCURACY: 0.91 });
+    expect(rowsOf(v1)[0]).toMatchObject({ VERSION: 1, ACTIVE: false, ACCURACY: 0.91 });
     const v2 = await describeModel(sim, 'home_rentals_model.2');
-    expect(v2.json[0]).toMatchObject({ VERSION: 2, ACTIVE: true });
+    expect(rowsOf(v2)[0]).toMatchObject({ VERSION: 2, ACTIVE: true });
     const v9 = await describeModel(sim, 'home_rentals_model.9');
     expect(v9.status).toBe(404);
     expect(v9.json).toMatchObject({ title: 'Model not found', detail: "Model 'home_rentals_model.9' does not exist" });
@@ -142,7 +165,7 @@ describe('describe', () => {
 
   it('reports the training status', async () => {
     const r = await describeModel(sim, 'training_model');
-    expect(r.json[0]).toMatchObject({ STATUS: 'training', VERSION: 1 });
+    expect(rowsOf(r)[0]).toMatchObject({ STATUS: 'training', VERSION: 1 });
   });
 });
 
@@ -154,7 +177,7 @@ describe('routing and auth', () => {
     expect(project.json).toMatchObject({
       title: 'Project not found',
       detail: "Project name 'nope' does not exist",
-      timestamp: expect.any(String),
+      timestamp: expect.any(String) as unknown,
     });
     const model = await predict(sim, 'no_such_model', [house]);
     expect(model.json).toMatchObject({ title: 'Model not found', detail: "Model 'no_such_model' does not exist" });
@@ -218,10 +241,11 @@ describe('predict', () => {
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('application/json');
     expect(r.json).toHaveLength(3);
+    const answers = rowsOf<RentalAnswer>(r);
     rows.forEach((row, i) => {
       const expected = predictTargets('home_rentals_model', 2, row);
-      expect(r.json[i]).toMatchObject(expected);
-      const got = r.json[i];
+      expect(answers[i]).toMatchObject(expected);
+      const got = answers[i];
       expect(got.rental_price_min).toBeLessThanOrEqual(got.rental_price);
       expect(got.rental_price).toBeLessThanOrEqual(got.rental_price_max);
       expect(JSON.parse(got.rental_price_explain)).toMatchObject({
@@ -230,7 +254,7 @@ describe('predict', () => {
         confidence_upper_bound: got.rental_price_max,
       });
     });
-    expect(Object.keys(r.json[0])).toEqual([
+    expect(Object.keys(answers[0])).toEqual([
       'rental_price',
       'rental_price_confidence',
       'rental_price_min',
@@ -249,7 +273,7 @@ describe('predict', () => {
       'select_data_query',
       'when_data',
     ]);
-    expect(r.json[2]).toMatchObject({ location: null, initial_price: null, sqft: 500 });
+    expect(answers[2]).toMatchObject({ location: null, initial_price: null, sqft: 500 });
   });
 
   it('keeps the formulas as specified', () => {
@@ -273,29 +297,29 @@ describe('predict', () => {
 
   it('selects the version given as name.N', async () => {
     const v1 = await predict(sim, 'home_rentals_model.1', [house]);
-    expect(v1.json[0].rental_price).toBe(predictTargets('home_rentals_model', 1, house).rental_price);
+    expect(rowsOf(v1)[0].rental_price).toBe(predictTargets('home_rentals_model', 1, house).rental_price);
     const v9 = await predict(sim, 'home_rentals_model.9', [house]);
     expect(v9.status).toBe(404);
-    expect(v9.json.title).toBe('Model not found');
+    expect(problemOf(v9).title).toBe('Model not found');
   });
 
   it('echoes the row id, re-types numeric strings and drops untrained columns', async () => {
     const row = { ...house, sqft: '823', extra: 'dropped', __mindsdb_row_id: 'r-17', __service_row_id: 'r-17' };
     const r = await predict(sim, 'home_rentals_model', [row, house]);
-    expect(r.json[0].sqft).toBe(823);
-    expect(r.json[0].__mindsdb_row_id).toBe('r-17');
+    expect(rowsOf(r)[0].sqft).toBe(823);
+    expect(rowsOf(r)[0].__mindsdb_row_id).toBe('r-17');
     // Only its own brand's member is echoed, as on the reference server; unsent, it answers null.
-    expect(r.json[0]).not.toHaveProperty('__service_row_id');
-    expect(r.json[0]).not.toHaveProperty('extra');
-    expect(r.json[1].__mindsdb_row_id).toBeNull();
-    expect(r.json[0]).toMatchObject(predictTargets('home_rentals_model', 2, row));
+    expect(rowsOf(r)[0]).not.toHaveProperty('__service_row_id');
+    expect(rowsOf(r)[0]).not.toHaveProperty('extra');
+    expect(rowsOf(r)[1].__mindsdb_row_id).toBeNull();
+    expect(rowsOf(r)[0]).toMatchObject(predictTargets('home_rentals_model', 2, row));
     const custom = await start({ rowIdMember: '__service_row_id' });
     const c = await predict(custom, 'customer_churn', [{ tenure_months: 3, __service_row_id: 7, __mindsdb_row_id: 8 }]);
-    expect(c.json[0]).toMatchObject({ __service_row_id: 7, plan: null, monthly_charges: null });
-    expect(c.json[0]).not.toHaveProperty('__mindsdb_row_id');
+    expect(rowsOf(c)[0]).toMatchObject({ __service_row_id: 7, plan: null, monthly_charges: null });
+    expect(rowsOf(c)[0]).not.toHaveProperty('__mindsdb_row_id');
     const none = await start({ rowIdMember: 'none' });
     const n = await predict(none, 'customer_churn', [{ tenure_months: 3, __service_row_id: 7, __mindsdb_row_id: 8 }]);
-    expect(Object.keys(n.json[0]).filter((k) => k.endsWith('_row_id'))).toEqual([]);
+    expect(Object.keys(rowsOf(n)[0]).filter((k) => k.endsWith('_row_id'))).toEqual([]);
   });
 
   it('answers one row too few or too many at shortAnswerRate, and counts them', async () => {
@@ -314,9 +338,9 @@ describe('predict', () => {
     const after = await predict(s, 'home_rentals_model', [house]);
     const describedAfter = await describeModel(s, 'home_rentals_model');
     const v2 = predictTargets('home_rentals_model', 2, house);
-    expect(before.json[0]).toMatchObject(v2);
-    expect(after.json[0].rental_price).toBe((v2.rental_price as number) + 1);
-    expect(after.json[0].rental_price_max).toBe((v2.rental_price_max as number) + 1);
+    expect(rowsOf(before)[0]).toMatchObject(v2);
+    expect(rowsOf(after)[0].rental_price).toBe((v2.rental_price as number) + 1);
+    expect(rowsOf(after)[0].rental_price_max).toBe((v2.rental_price_max as number) + 1);
     expect(describedAfter.json).not.toEqual(describedBefore.json);
   });
 
@@ -330,12 +354,13 @@ describe('predict', () => {
     });
     expect(withParams.status).toBe(200);
     expect(asString.json).toEqual(withParams.json);
-    expect(asString.json[0]).toMatchObject(predictTargets('customer_churn', 1, { tenure_months: 40, plan: 'pro', monthly_charges: 20 }));
+    expect(rowsOf(asString)[0]).toMatchObject(predictTargets('customer_churn', 1, { tenure_months: 40, plan: 'pro', monthly_charges: 20 }));
   });
 
   it('breaks the interval for negative sqft', async () => {
     const r = await predict(sim, 'home_rentals_model', [{ ...house, sqft: -100 }]);
-    expect(r.json[0].rental_price_min).toBeGreaterThan(r.json[0].rental_price);
+    const [answer] = rowsOf<RentalAnswer>(r);
+    expect(answer.rental_price_min).toBeGreaterThan(answer.rental_price);
   });
 
   it('answers the envelope errors of the matching real server', async () => {
@@ -347,10 +372,10 @@ describe('predict', () => {
     const arraySim = await start({ envelope: 'array' });
     const ok = await call(arraySim, 'POST', predictPath('home_rentals_model'), [house]);
     expect(ok.status).toBe(200);
-    expect(ok.json[0]).toMatchObject(predictTargets('home_rentals_model', 2, house));
+    expect(rowsOf(ok)[0]).toMatchObject(predictTargets('home_rentals_model', 2, house));
     const wrapped = await call(arraySim, 'POST', predictPath('home_rentals_model'), { data: [house] });
     expect(wrapped.status).toBe(500);
-    expect(wrapped.json.title).toBe('KeyError');
+    expect(problemOf(wrapped).title).toBe('KeyError');
   });
 
   it('fails the engine on __engine_error__ values, naming the row', async () => {
@@ -365,11 +390,11 @@ describe('predict', () => {
   it('refuses training and obsolete models with the reference messages', async () => {
     const training = await predict(sim, 'training_model', [house]);
     expect(training.status).toBe(500);
-    expect(training.json.title).toBe('Exception');
-    expect(training.json.detail).toContain('creation not completed');
+    expect(problemOf(training).title).toBe('Exception');
+    expect(problemOf(training).detail).toContain('creation not completed');
     const obsolete = await predict(sim, 'obsolete_model', [house]);
     expect(obsolete.status).toBe(500);
-    expect(obsolete.json.detail).toBe("Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'");
+    expect(problemOf(obsolete).detail).toBe("Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'");
   });
 
   it('expands the last row of a forecast request into the horizon', async () => {
@@ -380,8 +405,8 @@ describe('predict', () => {
     const r = await predict(sim, 'forecast_model', rows);
     expect(r.status).toBe(200);
     expect(r.json).toHaveLength(rows.length + 2);
-    expect(r.json[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]));
-    expect(r.json[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]), sales: 120.5 });
+    expect(rowsOf(r)[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]));
+    expect(rowsOf(r)[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]), sales: 120.5 });
   });
 });
 

@@ -45,7 +45,7 @@ const failure = (promise: Promise<unknown>) => rejection(promise, BatchScorerErr
 /** A stream of `size` pseudo-random bytes made on the fly, with the sha256 of what it produced. */
 function generated(size: number): { stream: Readable; sha256: () => string } {
   const hash = createHash('sha256');
-  async function* chunks(): AsyncGenerator<Buffer> {
+  function* chunks(): Generator<Buffer> {
     for (let left = size; left > 0; left -= 64 * 1024) {
       const chunk = randomBytes(Math.min(64 * 1024, left));
       hash.update(chunk);
@@ -159,7 +159,7 @@ describe.each(kinds)('%s storage', (kind, root) => {
   it('keeps the previous content when a streamed write fails midway', async () => {
     const loc = at('atomic', 'out.csv');
     await storage.write(loc, 'old\n');
-    async function* failing(): AsyncGenerator<Buffer> {
+    function* failing(): Generator<Buffer> {
       yield Buffer.from('new partial\n');
       throw new BatchScorerError('E_INPUT', 'the source broke');
     }
@@ -199,7 +199,7 @@ describe('local storage', () => {
       .write(
         loc,
         Readable.from(
-          (async function* () {
+          (function* () {
             yield 'x';
             throw new Error('boom');
           })(),

