@@ -12,6 +12,7 @@ import { checkColumns } from './column-check.js';
 import { takeDescribeSnapshot } from './describe-snapshot.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
+import { preflight } from './preflight.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
@@ -87,6 +88,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     return existing;
   }
 
+  await preflight(request, storage, signal);
   const requested = parseModelRef(request.model);
   const { snapshot, facts } = await takeDescribeSnapshot(client, requested, signal);
   await storage.write(runFiles.describe(folder), `${JSON.stringify(snapshot, null, 2)}\n`, { signal });
