@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import v8 from 'node:v8';
 import { Command } from 'commander';
+import { reportUsageErrors } from './cli/action.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
 import { registerScore } from './cli/score.js';
@@ -19,12 +20,7 @@ v8.setFlagsFromString('--heap-growing-percent=20');
 // upgrades dependencies (see README), not for each user's terminal. Its own switch turns it off.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const program = new Command('batch-scorer')
-  .description('Score large CSV / JSON Lines files against a Model Query Service')
-  .version(TOOL.version)
-  .showHelpAfterError()
-  // Usage errors exit 2, as every batch-scorer configuration error does.
-  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
+const program = new Command('batch-scorer').description('Score large CSV / JSON Lines files against a Model Query Service').version(TOOL.version);
 
 registerScore(program);
 registerWorker(program);
@@ -32,5 +28,7 @@ registerEnqueue(program);
 registerStatus(program);
 registerDescribe(program);
 registerSimulate(program);
+// Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.
+reportUsageErrors(program);
 
 await program.parseAsync(process.argv);

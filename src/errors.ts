@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'E_INPUT_NOT_FOUND' // the input location does not exist
   | 'E_INPUT' // the input file is malformed (encoding, quoting, empty)
   | 'E_INPUT_CHANGED' // the input changed while the run was reading it
+  | 'E_OUTPUT' // the output location cannot be written (not a folder, no permission, no bucket)
   | 'E_STORAGE' // a storage operation failed for a reason that may pass
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows

@@ -1,4 +1,6 @@
-import { AbortedError, BatchScorerError, errorMessage } from '../errors.js';
+import { constants } from 'node:os';
+import type { Command, CommanderError } from 'commander';
+import { AbortedError, BatchScorerError, errorMessage, UsageError } from '../errors.js';
 
 /**
  * Runs a command's action: an error becomes one line on stderr that says what to fix, and the
@@ -14,21 +16,73 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): 
   };
 }
 
-export function reportError(err: unknown): void {
+/** The run an error stopped, once it has an id: the error line names it, and a second line says how to go on. */
+export interface FailedRun {
+  runId: string;
+  /** The run folder, as a location users can open. */
+  folder: string;
+  /** The command that resumes the run, ready to copy. */
+  resume: string;
+}
+
+/**
+ * Every error's one format: `batch-scorer: <what is wrong and what to do> [E_CODE]`, with
+ * `run <id> failed:` before the message and a line naming the folder and the resume command when
+ * a run had started.
+ */
+export function reportError(err: unknown, run?: FailedRun): void {
   const code = err instanceof BatchScorerError ? ` [${err.code}]` : '';
-  process.stderr.write(`batch-scorer: ${errorMessage(err)}${code}\n`);
+  const which = run ? `run ${run.runId} failed: ` : '';
+  process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
+  if (run) process.stderr.write(`run folder: ${run.folder}; resume: ${run.resume}\n`);
   if (!(err instanceof BatchScorerError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
   process.exitCode = err instanceof BatchScorerError ? err.exitCode : 1;
 }
 
 /**
- * Aborts on SIGINT/SIGTERM so work stops cleanly; a second signal exits at once. Answers the
- * signal and a function that removes the handlers.
+ * Sends commander's own errors (unknown option, missing argument, bad value) through
+ * reportError as E_USAGE, exit 2, with a pointer to the command's help instead of a dump of it.
+ * Applies to the command and every subcommand it has by now.
  */
-export function interruptSignal(onFirst?: (signal: string) => void): { signal: AbortSignal; dispose: () => void } {
+export function reportUsageErrors(command: Command): void {
+  command
+    .configureOutput({
+      // reportError writes the message; help itself still goes out as commander writes it.
+      outputError: () => undefined,
+    })
+    .exitOverride((err: CommanderError) => {
+      // Help and version exit 0; help shown for a missing command is not an error message of its own.
+      if (err.exitCode === 0 || err.code === 'commander.help') process.exit(err.exitCode === 0 ? 0 : 2);
+      // One line: commander puts its "(Did you mean ...?)" on a line of its own.
+      const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+      reportError(new UsageError(`${message} (see ${commandPath(command)} --help)`));
+      process.exit();
+    });
+  for (const sub of command.commands) reportUsageErrors(sub);
+}
+
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = command; at; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
+/**
+ * Aborts on SIGINT/SIGTERM so work stops cleanly; a second signal exits at once. Answers the
+ * signal, a function that removes the handlers, and the exit code shells expect of a program a
+ * signal stopped (128 + its number: 130 for SIGINT, 143 for SIGTERM), undefined while none has.
+ */
+export function interruptSignal(onFirst?: (signal: string) => void): {
+  signal: AbortSignal;
+  dispose: () => void;
+  exitCode: () => number | undefined;
+} {
   const controller = new AbortController();
+  let stoppedBy: NodeJS.Signals | undefined;
+  const exitCode = () => (stoppedBy === undefined ? undefined : 128 + constants.signals[stoppedBy]);
   const handler = (name: NodeJS.Signals) => {
-    if (controller.signal.aborted) process.exit(130);
+    if (controller.signal.aborted) process.exit(exitCode());
+    stoppedBy = name;
     onFirst?.(name);
     controller.abort(new AbortedError(`stopped by ${name}`));
   };
@@ -40,5 +94,6 @@ export function interruptSignal(onFirst?: (signal: string) => void): { signal: A
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);
     },
+    exitCode,
   };
 }

@@ -19,7 +19,8 @@ export function registerDescribe(program: Command): void {
         const settings = loadSettings();
         const options = parseRunOptions(
           { ...settings.runDefaults, ...(flags.service ? { service: flags.service } : {}), ...(flags.timeout ? { timeout: flags.timeout } : {}) },
-          'options',
+          'describe',
+          'flags',
         );
         const client = new ServiceClient({
           baseUrl: options.service,

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { parseRunOptions } from '../config/run-options.js';
 import { loadSettings } from '../config/settings.js';
 import { errorMessage } from '../errors.js';
 import { action } from './action.js';
@@ -19,8 +20,9 @@ export function registerEnqueue(program: Command): void {
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
         const settings = loadSettings();
-        // Validated here, before anything reaches Redis; what is not set is the worker's to default.
+        // Validated here, naming flags as typed, before anything reaches Redis; what is not set is the worker's to default.
         const options = runOptionsInputFromFlags(flags, settings);
+        parseRunOptions(options, 'enqueue', 'flags');
         // bullmq loads only for the commands that use it.
         const { RunQueue } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });

@@ -85,7 +85,7 @@ export function runOptionsInputFromFlags(flags: Record<string, unknown>, setting
   return { ...settings.runDefaults, ...given };
 }
 
-/** Run options from flags over settings, validated, with every default. */
-export function runOptionsFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptions {
-  return parseRunOptions(runOptionsInputFromFlags(flags, settings), 'options');
+/** Run options from flags over settings, validated, with every default; a bad one is named by its flag after `command`. */
+export function runOptionsFromFlags(flags: Record<string, unknown>, settings: Settings, command: string): RunOptions {
+  return parseRunOptions(runOptionsInputFromFlags(flags, settings), command, 'flags');
 }

@@ -1,12 +1,17 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
 import type { Manifest } from '../pipeline/manifest.js';
+import { preflight } from '../pipeline/preflight.js';
+import { newRunId, type RunRequest } from '../pipeline/prepare-run.js';
+import { runFiles } from '../pipeline/prepared-run.js';
 import { scoreRun } from '../pipeline/score-run.js';
+import { formatLocation } from '../storage/location.js';
 import { createStorage } from '../storage/storage.js';
-import { action, interruptSignal } from './action.js';
+import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { createProgressBar } from './progress-bar.js';
+import { resumeCommand } from './resume-command.js';
 import { addRunFlags, runOptionsFromFlags } from './run-flags.js';
 
 export function registerScore(program: Command): void {
@@ -20,38 +25,53 @@ export function registerScore(program: Command): void {
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
         const settings = loadSettings();
-        const options = runOptionsFromFlags(flags, settings);
-        const bar = createProgressBar(!flags.json);
-        // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
-        const log = createLogger({ level: process.stderr.isTTY && !flags.json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+        const options = runOptionsFromFlags(flags, settings, 'score');
+        const json = Boolean(flags.json);
+        // Chosen here rather than by the run, so that a failure can name the run and how to resume it.
+        const runId = options.runId ?? newRunId();
+        const request: RunRequest = { input, out: String(flags.out), model: String(flags.model), options: { ...options, runId } };
         const storage = createStorage(settings.s3);
-        const { signal, dispose } = interruptSignal();
+        const interrupt = interruptSignal();
+        let run: FailedRun | undefined;
         try {
-          const manifest = await scoreRun(
-            { input, out: String(flags.out), model: String(flags.model), options },
-            {
-              storage,
-              log,
-              token: settings.serviceToken,
-              signal,
-              onProgress: bar.update,
-            },
-          );
-          bar.stop();
-          printSummary(manifest, Boolean(flags.json));
-        } catch (err) {
-          bar.stop();
-          if (flags.json) {
-            const e = err as BatchScorerError;
-            process.stdout.write(`${JSON.stringify({ state: 'failed', error: { code: e.code ?? 'E_INTERNAL', message: e.message } })}\n`);
+          // A request refused here leaves nothing behind: the service is not asked, no run folder is made.
+          await preflight(request, storage, interrupt.signal);
+          run = { runId, folder: formatLocation(runFiles.folder(request.out, runId)), resume: resumeCommand(process.argv.slice(2), runId) };
+          const bar = createProgressBar(!json);
+          // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
+          const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          let manifest: Manifest;
+          try {
+            manifest = await scoreRun(request, { storage, log, token: settings.serviceToken, signal: interrupt.signal, onProgress: bar.update });
+          } finally {
+            bar.stop();
           }
-          throw err;
+          printSummary(manifest, json);
+        } catch (caught) {
+          // Whatever a signal cancelled first fails the run; the signal is the reason to give.
+          const err = interrupt.signal.aborted && isCode(caught, 'E_ABORTED') ? (interrupt.signal.reason as Error) : caught;
+          // A run id taken by another run, or by one that succeeded, is not there to resume.
+          const failed = isCode(err, 'E_RUN_EXISTS') ? undefined : run;
+          if (json) printFailure(err, failed);
+          reportError(err, failed);
+          process.exitCode = interrupt.exitCode() ?? process.exitCode;
         } finally {
-          dispose();
+          interrupt.dispose();
           storage.close();
         }
       }),
     );
+}
+
+function isCode(err: unknown, code: ErrorCode): boolean {
+  return err instanceof BatchScorerError && err.code === code;
+}
+
+/** The `--json` line of a failure; a run that had started is named with its folder and resume command. */
+function printFailure(err: unknown, run: FailedRun | undefined): void {
+  const error = { code: err instanceof BatchScorerError ? err.code : 'E_INTERNAL', message: errorMessage(err) };
+  const line = run ? { runId: run.runId, state: 'failed', folder: run.folder, error, resume: run.resume } : { state: 'failed', error };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
 function printSummary(manifest: Manifest, json: boolean): void {

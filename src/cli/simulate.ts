@@ -34,7 +34,7 @@ export function registerSimulate(program: Command): void {
       action(async (flags: Record<string, unknown>) => {
         // The token is a secret: from the environment only, never a flag (flags show in `ps`).
         const parsed = simulatorOptionsSchema.safeParse({ ...flags, token: process.env.SIMULATOR_TOKEN || undefined });
-        if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error)}`);
+        if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error, 'flags')}`);
         const log = createLogger({ name: 'simulator' });
         const { createSimulator } = await import('../simulator/server.js');
         const simulator = await createSimulator(parsed.data, log);

@@ -86,20 +86,62 @@ export function optionFlag(key: string): string {
 }
 export type RunOptionsInput = z.input<typeof runOptionsSchema>;
 
-/** Validates run options, turning zod's issues into one message that names each bad option. */
-export function parseRunOptions(input: unknown, source = 'run options'): RunOptions {
+/**
+ * How a message names an option: as a field (`maxErrorRate`), the way config files and job data
+ * are written, or as the flag a user typed (`--max-error-rate`).
+ */
+export type OptionNaming = 'fields' | 'flags';
+
+/**
+ * Validates run options, turning zod's issues into one message that starts with `source` (where
+ * the options were written) and names each bad option as `naming` says.
+ */
+export function parseRunOptions(input: unknown, source = 'run options', naming: OptionNaming = 'fields'): RunOptions {
   const result = runOptionsSchema.safeParse(input);
   if (result.success) return result.data;
-  throw new UsageError(`${source}: ${formatIssues(result.error)}`);
+  throw new UsageError(`${source}: ${formatIssues(result.error, naming)}`);
 }
 
-/** zod issues as `field: problem; field: problem`, with option names as users write them. */
-export function formatIssues(error: z.ZodError): string {
+/**
+ * zod issues as `field: problem; field: problem`, with option names as users write them. Bounds,
+ * types and choices are said as what the value must be (no schema here words those itself).
+ */
+export function formatIssues(error: z.ZodError, naming: OptionNaming = 'fields'): string {
+  const name = (key: PropertyKey) => (naming === 'flags' ? flagName(String(key)) : String(key));
   return error.issues
     .map((issue) => {
-      const path = issue.path.map(String).join('.');
-      if (issue.code === 'unrecognized_keys') return `unknown option(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
-      return path ? `${path}: ${issue.message}` : issue.message;
+      const path = issue.path.map((key, i) => (i === 0 ? name(key) : String(key))).join('.');
+      if (issue.code === 'unrecognized_keys') return `unknown option(s) ${issue.keys.map((k) => `"${name(k)}"`).join(', ')}`;
+      const problem = restate(issue);
+      return path ? `${path}: ${problem}` : problem;
     })
     .join('; ');
+}
+
+/** `maxErrorRate` as its flag `--max-error-rate`; `params` is set by the repeatable `--param`. */
+function flagName(field: string): string {
+  return field === 'params' ? '--param' : `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+const KINDS: Record<string, string> = { int: 'a whole number', number: 'a number', boolean: 'true or false', string: 'text', record: 'an object' };
+
+function restate(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'too_big' || issue.code === 'too_small') {
+    const big = issue.code === 'too_big';
+    const bound = Number(big ? issue.maximum : issue.minimum);
+    if (issue.origin === 'string')
+      return big ? `must be at most ${bound} characters long` : bound === 1 ? 'must not be empty' : `must be at least ${bound} characters long`;
+    if (issue.origin === 'number' || issue.origin === 'int') {
+      if (issue.inclusive === false) return `must be ${big ? 'below' : 'above'} ${bound}`;
+      return `must be at ${big ? 'most' : 'least'} ${bound}`;
+    }
+  }
+  if (issue.code === 'invalid_type' && KINDS[issue.expected] !== undefined) return `must be ${KINDS[issue.expected]}`;
+  if (issue.code === 'invalid_value') return `must be ${issue.values.map((v) => JSON.stringify(v)).join(' or ')}`;
+  if (issue.code === 'invalid_union') {
+    // One of several shapes: `must be a number or "auto"`.
+    const branches = issue.errors.map((branch) => (branch[0] ? restate(branch[0]) : ''));
+    if (branches.every((b) => b.startsWith('must be '))) return `must be ${branches.map((b) => b.slice('must be '.length)).join(' or ')}`;
+  }
+  return issue.message;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, type Stats } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { constants, createWriteStream, type Stats } from 'node:fs';
+import { access, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,6 +16,10 @@ const TRANSIENT = new Set(['EAGAIN', 'EBUSY', 'EMFILE', 'ENFILE', 'EIO', 'ETIMED
 
 function notFound(loc: FileLocation, reason = 'no such file or object'): InputError {
   return new InputError(`${loc.path}: ${reason}`, 'E_INPUT_NOT_FOUND');
+}
+
+function notAFile(loc: FileLocation, info: Stats): InputError {
+  return notFound(loc, info.isDirectory() ? 'is a directory, not a file; name a file in it instead' : 'is not a regular file');
 }
 
 function storageError(op: string, loc: FileLocation, err: unknown): Error {
@@ -52,7 +56,7 @@ export class LocalStorage {
     } catch (err) {
       throw storageError('stat', loc, err);
     }
-    if (!info.isFile()) throw notFound(loc, 'is a directory, not a file');
+    if (!info.isFile()) throw notAFile(loc, info);
     return { size: info.size, mtimeMs: info.mtimeMs };
   }
 
@@ -65,7 +69,7 @@ export class LocalStorage {
     try {
       // Checked on the open handle, so a file replaced after this check is still the one read.
       const info = await handle.stat();
-      if (!info.isFile()) throw notFound(loc, 'is a directory, not a file');
+      if (!info.isFile()) throw notAFile(loc, info);
       checkUnchanged(loc, info, expect);
     } catch (err) {
       await handle.close();
@@ -138,6 +142,33 @@ export class LocalStorage {
       await rm(loc.path, { force: true });
     } catch (err) {
       throw storageError('remove', loc, err);
+    }
+  }
+
+  async whyUnwritable(prefix: FileLocation, signal?: AbortSignal): Promise<string | undefined> {
+    // The folder is made on the first write, so what counts is the nearest part of its path that exists.
+    for (let at = prefix.path; ; at = path.dirname(at)) {
+      signal?.throwIfAborted();
+      let info: Stats;
+      try {
+        info = await stat(at);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) continue;
+        if (code === 'EACCES') return `no permission to reach ${at}`;
+        throw storageError('check', prefix, err);
+      }
+      if (!info.isDirectory()) return `${at} is a file, not a folder`;
+      try {
+        // Root passes W_OK on any folder that is not on a read-only filesystem.
+        await access(at, constants.W_OK | constants.X_OK);
+        return undefined;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EROFS') return `${at} is on a read-only filesystem`;
+        if (code === 'EACCES' || code === 'EPERM') return `no permission to write in ${at}`;
+        throw storageError('check', prefix, err);
+      }
     }
   }
 

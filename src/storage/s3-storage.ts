@@ -2,6 +2,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   S3Client,
@@ -31,7 +32,7 @@ const DENIED = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotM
 const THROTTLED = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'RequestLimitExceeded', 'RequestTimeout']);
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
-type Operation = 'stat' | 'read' | 'write' | 'list' | 'remove';
+type Operation = 'stat' | 'read' | 'write' | 'list' | 'remove' | 'check';
 
 interface SdkErrorFields {
   name?: string;
@@ -256,6 +257,22 @@ export class S3Storage {
       await this.#client.send(new DeleteObjectCommand({ Bucket: loc.bucket, Key: objectKey(loc) }));
     } catch (err) {
       throw storageError('remove', loc, err);
+    }
+  }
+
+  /**
+   * A bucket that exists but refuses HeadBucket (403) is not called unwritable: writing may be
+   * granted on a prefix alone, and the first write says so if it is not.
+   */
+  async whyUnwritable(prefix: S3Location, signal?: AbortSignal): Promise<string | undefined> {
+    try {
+      await this.#client.send(new HeadBucketCommand({ Bucket: prefix.bucket }), { abortSignal: signal });
+      return undefined;
+    } catch (err) {
+      const { name, $metadata } = (err ?? {}) as SdkErrorFields;
+      if (name === 'NotFound' || name === 'NoSuchBucket' || $metadata?.httpStatusCode === 404) return `bucket '${prefix.bucket}' does not exist`;
+      if (DENIED.has(name ?? '') || $metadata?.httpStatusCode === 403) return undefined;
+      throw storageError('check', prefix, err);
     }
   }
 

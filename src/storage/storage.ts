@@ -55,6 +55,12 @@ export interface Storage {
   remove(loc: Location): Promise<void>;
   /** Deletes the folder and everything below it; refuses a bucket or filesystem root. */
   removePrefix(prefix: Location): Promise<void>;
+  /**
+   * Why files could not be written below the folder, or undefined when nothing is seen to stop
+   * them; creates nothing. Local: the folder, or the nearest part of its path that exists, must be
+   * a folder this process may write in. S3: the bucket must exist.
+   */
+  whyUnwritable(prefix: Location, signal?: AbortSignal): Promise<string | undefined>;
   /** Releases the S3 client's sockets; safe to call twice. */
   close(): void;
 }
@@ -79,6 +85,7 @@ export function createStorage(settings?: S3Settings): Storage {
     },
     remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
     removePrefix: async (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : (await remote()).removePrefix(prefix)),
+    whyUnwritable: async (prefix, signal) => (prefix.kind === 'file' ? local.whyUnwritable(prefix, signal) : (await remote()).whyUnwritable(prefix, signal)),
     close() {
       void s3?.then(
         (client) => client.close(),

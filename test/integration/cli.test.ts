@@ -57,7 +57,7 @@ describe('batch-scorer CLI (child process)', () => {
     ['an unknown model', ['score', 'IN', '--model', 'mindsdb/unknown_model'], 2, /Model not found.*check the project and model names/],
     ['a model still training', ['score', 'IN', '--model', 'mindsdb/training_model'], 1, /not ready/],
     ['a bad number', ['score', 'IN', '--batch-size', 'lots'], 2, /--batch-size takes a whole number, got "lots"/],
-    ['an out-of-range option', ['score', 'IN', '--max-error-rate', '3'], 2, /maxErrorRate/],
+    ['an out-of-range option', ['score', 'IN', '--max-error-rate', '3'], 2, /--max-error-rate: must be at most 1/],
     ['a bad model name', ['score', 'IN', '--model', 'justaname'], 2, /expected project\/model/],
     ['an unknown flag', ['score', 'IN', '--bogus'], 2, /unknown option '--bogus'/],
   ];

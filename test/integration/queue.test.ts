@@ -150,7 +150,7 @@ describe('queue mode with real worker processes on Redis', () => {
     await f.setup();
     const bad = await runCli(['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', tmp.dir, '--batch-size', '0'], env());
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/batchSize/);
+    expect(bad.stderr).toMatch(/enqueue: --batch-size: must be at least 1/);
     expect(await f.queue.list()).toEqual([]);
 
     const out = join(tmp.dir, 'once');

@@ -212,6 +212,22 @@ describe('local storage', () => {
   it('refuses to remove a filesystem root', async () => {
     expect((await failure(storage.removePrefix(parseLocation('/')))).message).toMatch(/refusing/);
   });
+
+  it('says why a folder cannot be written, creating nothing', async () => {
+    const file = path.join(tempDir, 'writable', 'a-file');
+    await storage.write(parseLocation(file), 'x');
+    expect(await storage.whyUnwritable(parseLocation(path.join(tempDir, 'writable')))).toBeUndefined();
+    expect(await storage.whyUnwritable(parseLocation(path.join(tempDir, 'writable', 'not', 'yet')))).toBeUndefined();
+    expect(await storage.whyUnwritable(parseLocation(path.join(file, 'runs', 'deeper')))).toBe(`${file} is a file, not a folder`);
+    expect(await storage.whyUnwritable(parseLocation(file))).toBe(`${file} is a file, not a folder`);
+    expect(await readdir(path.join(tempDir, 'writable'))).toEqual(['a-file']);
+  });
+
+  it('says a directory is not a file, and to name a file in it', async () => {
+    const err = await failure(storage.stat(parseLocation(tempDir)));
+    expect(err.code).toBe('E_INPUT_NOT_FOUND');
+    expect(err.message).toBe(`${tempDir}: is a directory, not a file; name a file in it instead`);
+  });
 });
 
 describe('s3 storage', () => {
@@ -307,6 +323,11 @@ describe('s3 storage', () => {
     } finally {
       down.close();
     }
+  });
+
+  it('says a folder in a missing bucket cannot be written', async () => {
+    expect(await storage.whyUnwritable(parseLocation('s3://data/runs/'))).toBeUndefined();
+    expect(await storage.whyUnwritable(parseLocation('s3://no-such-bucket/runs'))).toBe("bucket 'no-such-bucket' does not exist");
   });
 
   it('refuses to empty a whole bucket', async () => {

@@ -140,6 +140,20 @@ describe('parseRunOptions', () => {
     expect(err.message).toContain('maxErrorRate: ');
   });
 
+  it('says what a bad value must be', () => {
+    expect(usageError({ maxErrorRate: 3 }).message).toBe('run options: maxErrorRate: must be at most 1');
+    expect(usageError({ batchSize: 0 }).message).toBe('run options: batchSize: must be at least 1');
+    expect(usageError({ batchSize: 1.5 }).message).toBe('run options: batchSize: must be a whole number');
+    expect(usageError({ concurrency: 'fast' }).message).toBe('run options: concurrency: must be a number or "auto"');
+    expect(usageError({ format: 'xlsx' }).message).toBe('run options: format: must be "csv" or "jsonl"');
+    expect(usageError({ rowIdMember: '' }).message).toBe('run options: rowIdMember: must not be empty');
+  });
+
+  it('names options by their flags when they came from flags', () => {
+    const err = thrown(() => parseRunOptions({ maxErrorRate: 3, segmentRows: 0, params: [1] }, 'score', 'flags'), UsageError);
+    expect(err.message).toBe('score: --max-error-rate: must be at most 1; --param: must be an object; --segment-rows: must be at least 1');
+  });
+
   it('rejects input that is not an object', () => {
     usageError(null);
     usageError('batchSize=10');

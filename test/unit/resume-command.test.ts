@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { resumeCommand } from '../../src/cli/resume-command.js';
+
+describe('resumeCommand', () => {
+  it('repeats the arguments and adds the run id chosen for the run', () => {
+    expect(resumeCommand(['score', 'in.csv', '--model', 'p/m', '--out', 'runs', '--json'], 'r1')).toBe(
+      'batch-scorer score in.csv --model p/m --out runs --json --run-id r1',
+    );
+  });
+
+  it('adds no second --run-id, however the first was written', () => {
+    expect(resumeCommand(['score', 'in.csv', '--run-id', 'mine'], 'mine')).toBe('batch-scorer score in.csv --run-id mine');
+    expect(resumeCommand(['score', 'in.csv', '--run-id=mine'], 'mine')).toBe('batch-scorer score in.csv --run-id=mine');
+  });
+
+  it('quotes words a shell would split or expand', () => {
+    expect(resumeCommand(['score', 'my file.csv', '--param', "note=it's", '--out', '$HOME/runs', '--param', 'k={"a":1}'], 'r')).toBe(
+      `batch-scorer score 'my file.csv' --param 'note=it'\\''s' --out '$HOME/runs' --param 'k={"a":1}' --run-id r`,
+    );
+  });
+});
