@@ -80,10 +80,11 @@ export type RunOptions = z.output<typeof runOptionsSchema>;
  */
 export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = ['runId', 'concurrency', 'timeout', 'retries', 'maxErrorRate', 'segmentsAtOnce'];
 
-/** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`, `params` is `--param`. */
-export function optionFlag(key: string): string {
-  return key === 'params' ? '--param' : `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+/** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`; `params` is set by the repeatable `--param`. */
+export function optionFlag(field: string): string {
+  return field === 'params' ? '--param' : `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
+
 export type RunOptionsInput = z.input<typeof runOptionsSchema>;
 
 /**
@@ -107,7 +108,7 @@ export function parseRunOptions(input: unknown, source = 'run options', naming: 
  * types and choices are said as what the value must be (no schema here words those itself).
  */
 export function formatIssues(error: z.ZodError, naming: OptionNaming = 'fields'): string {
-  const name = (key: PropertyKey) => (naming === 'flags' ? flagName(String(key)) : String(key));
+  const name = (key: PropertyKey) => (naming === 'flags' ? optionFlag(String(key)) : String(key));
   return error.issues
     .map((issue) => {
       const path = issue.path.map((key, i) => (i === 0 ? name(key) : String(key))).join('.');
@@ -116,11 +117,6 @@ export function formatIssues(error: z.ZodError, naming: OptionNaming = 'fields')
       return path ? `${path}: ${problem}` : problem;
     })
     .join('; ');
-}
-
-/** `maxErrorRate` as its flag `--max-error-rate`; `params` is set by the repeatable `--param`. */
-function flagName(field: string): string {
-  return field === 'params' ? '--param' : `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
 const KINDS: Record<string, string> = { int: 'a whole number', number: 'a number', boolean: 'true or false', string: 'text', record: 'an object' };

@@ -2,7 +2,7 @@ import { BatchScorerError } from '../errors.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage.js';
-import type { RunRequest } from './prepare-run.js';
+import type { RunRequest } from './run-request.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is

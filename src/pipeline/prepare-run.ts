@@ -13,7 +13,6 @@ import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
-import { preflight } from './preflight.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
@@ -54,7 +53,6 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) return resume(existing, request, ctx);
 
-  await preflight(request, storage, signal);
   const requested = parseModelRef(request.model);
   const snapshot = await takeDescribeSnapshot(client, requested, signal);
   const facts = modelFacts(snapshot, requested);

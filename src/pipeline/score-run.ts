@@ -28,7 +28,8 @@ export interface DirectRunContext {
 /**
  * Scores a whole run in this process (`batch-scorer score`): the same plan, segments and
  * assembly as queue mode, with segments taken in turn instead of by workers. Finished
- * segments of a resumed run are kept.
+ * segments of a resumed run are kept. Callers check the request with `preflight` first, so that
+ * a request that cannot run is refused before anything is asked or written.
  */
 export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Promise<Manifest> {
   const { storage } = ctx;

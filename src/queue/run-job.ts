@@ -3,6 +3,7 @@ import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
+import { preflight } from '../pipeline/preflight.js';
 import { prepareRun, readPreparedRun } from '../pipeline/prepare-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
 import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
@@ -32,6 +33,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
         return summary(succeeded, formatLocation(folder));
       }
+      // Refused before describe is asked: a missing input or an output that cannot be written.
+      if (data.step === undefined) await preflight(request, ctx.storage, signal);
       run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
       if (data.step !== 'assemble') {
         const done = await readSegmentsDone(ctx.storage, run);

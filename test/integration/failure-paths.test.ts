@@ -86,6 +86,8 @@ describe('a run failing on its error threshold', () => {
     const failed = await score(sim, [bad, ...args, '--run-id', 't', '--max-error-rate', '0.001']);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/\[E_ERROR_RATE\]/);
+    expect(failed.stderr).toContain(`run t failed`);
+    expect(failed.stderr).toContain(`run folder: ${join(out, 't')}; resume: batch-scorer score`);
     const summary = JSON.parse(failed.stdout.trim().split('\n').at(-1)!) as { state: string; error: { code: string } };
     expect(summary).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
     expect(existsSync(join(out, 't', '_SUCCESS'))).toBe(false);

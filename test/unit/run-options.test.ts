@@ -146,7 +146,7 @@ describe('parseRunOptions', () => {
     expect(usageError({ batchSize: 1.5 }).message).toBe('run options: batchSize: must be a whole number');
     expect(usageError({ concurrency: 'fast' }).message).toBe('run options: concurrency: must be a number or "auto"');
     expect(usageError({ format: 'xlsx' }).message).toBe('run options: format: must be "csv" or "jsonl"');
-    expect(usageError({ rowIdMember: '' }).message).toBe('run options: rowIdMember: must not be empty');
+    expect(usageError({ rowIdMember: '' }).message).toBe('run options: rowIdMember: use auto or a member name such as __mindsdb_row_id');
   });
 
   it('names options by their flags when they came from flags', () => {
