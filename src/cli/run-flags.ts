@@ -24,7 +24,7 @@ const param = (value: string, previous: Record<string, unknown> = {}) => {
   return { ...previous, [value.slice(0, eq)]: parsed };
 };
 
-/** The run option flags shared by `score` and `enqueue` (design.md, Run options). */
+/** The run option flags shared by `score` and `enqueue`. */
 export function addRunFlags(command: Command): Command {
   return command
     .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')

@@ -1,7 +1,7 @@
 import { BatchScorerError, type ErrorCode } from '../errors.js';
 import type { RetryPolicy } from './retry-policy.js';
 
-/** What a failed service call means for the caller, from service-notes.md's table. */
+/** What a failed service call means for the caller, by how the reference server answers failures. */
 export type ServiceErrorKind =
   | 'retriable' // overload or network: try again after a backoff
   | 'unavailable' // overload or network on every attempt: the retries ran out
@@ -105,7 +105,7 @@ export function parseProblem(text: string): ProblemBody {
   return {};
 }
 
-/** Classifies an HTTP error answer by status and title (service-notes.md, Errors). */
+/** Classifies an HTTP error answer by status and title, as the reference server and proxies in front of it answer. */
 export function classifyHttpError(status: number, problem: ProblemBody, policy: RetryPolicy): ServiceErrorKind {
   const title = problem.title ?? '';
   const text = `${title} ${problem.detail ?? ''} ${problem.message ?? ''}`;
