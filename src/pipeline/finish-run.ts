@@ -1,10 +1,11 @@
 import { BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import { formatLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { assembleOutputs, readFinishedSegments } from './assemble.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
+import { writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
 
 /**
@@ -18,14 +19,14 @@ export async function finishRun(
   log: Logger,
   signal?: AbortSignal,
 ): Promise<Manifest> {
-  const folder = runFiles.folder(run.request.out, run.runId);
+  const { folder } = run;
   const finished = await readFinishedSegments(storage, run);
   const { counts } = finished;
   const { maxErrorRate } = run.request.options;
   if (counts.rowsQuarantined > Math.floor(counts.rowsIn * maxErrorRate)) {
     throw new BatchScorerError(
       'E_ERROR_RATE',
-      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in the segments' errors under ${run.folder}/_work`,
+      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in the segments' errors under ${formatLocation(runFiles.work(folder))}`,
     );
   }
   const outputs = await assembleOutputs(storage, run, finished, signal);
@@ -34,11 +35,11 @@ export async function finishRun(
       ? [`the server did not echo ${run.request.options.rowIdMember} for ${counts.unechoedRows} rows: those were aligned by position alone`]
       : [];
   const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
-  await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
+  await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.
   await storage.removePrefix(runFiles.work(folder)).catch((err: unknown) => {
-    log.warn({ err: errorMessage(err), folder: run.folder }, 'could not remove _work; it may be deleted by hand');
+    log.warn({ err: errorMessage(err), folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
   });
   return manifest;
 }
@@ -55,7 +56,7 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     // A run id taken by another run, or a run that succeeded meanwhile: its manifest is not ours to replace.
     if ((parts.error as BatchScorerError | undefined)?.code === 'E_RUN_EXISTS') return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
-    await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
   }

@@ -6,13 +6,13 @@ import type { RunOptions } from '../config/run-options.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
-import { readJsonIfExists, type Storage } from '../storage/storage.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { checkColumns } from './column-check.js';
 import { takeDescribeSnapshot } from './describe-snapshot.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 
@@ -48,11 +48,6 @@ export function sameRequest(a: RunRequest, b: RunRequest): boolean {
   return isDeepStrictEqual(fingerprint(a), fingerprint(b));
 }
 
-/** A run's `_work/run.json`, or undefined when the run has not been prepared. */
-export function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
-  return readJsonIfExists<PreparedRun>(storage, runFiles.prepared(folder), signal);
-}
-
 /** A new run id: sortable by time, unique enough across machines. */
 export function newRunId(now = new Date()): string {
   const stamp = now
@@ -73,7 +68,6 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   if (await storage.exists(runFiles.success(folder))) {
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`, { exitCode: 2 });
   }
-  const preparedAt = runFiles.prepared(folder);
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) {
     if (!sameRequest(existing.request, request)) {
@@ -102,7 +96,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const schema = buildOutputSchema(targets, probe, input.columns, request.options.explain);
   const run: PreparedRun = {
     runId,
-    folder: formatLocation(folder),
+    folder,
     createdAt: new Date().toISOString(),
     request,
     input,
@@ -127,7 +121,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
         : []),
     ],
   };
-  await storage.write(preparedAt, JSON.stringify(run), { signal });
+  await writePreparedRun(storage, run, signal);
   log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model) }, 'run planned');
   for (const warning of run.warnings) log.warn(warning);
   return run;

@@ -1,29 +1,53 @@
-import type { RunOptions } from '../config/run-options.js';
-import { joinLocation, parseLocation, type Location } from '../storage/location.js';
-import type { InputPlan } from './plan.js';
-import type { OutputSchema } from './output-schema.js';
+import { z } from 'zod';
+import { runOptionsSchema } from '../config/run-options.js';
+import { errorMessage } from '../errors.js';
+import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { outputSchemaSchema } from './output-schema.js';
+import { inputPlanSchema } from './plan.js';
+import { readRunFile, requireRunFile, writeRunFile } from './run-state.js';
+
+/** A location as stored (text), parsed once when read. */
+const storedLocation = z.string().transform((text, ctx): Location => {
+  try {
+    return parseLocation(text);
+  } catch (err) {
+    ctx.issues.push({ code: 'custom', message: errorMessage(err), input: text });
+    return z.NEVER;
+  }
+});
+
+/** The model as asked (`project/model[.version]`), and as resolved at the run's start. */
+export const runModelSchema = z.object({
+  requested: z.string(),
+  project: z.string(),
+  name: z.string(),
+  requestedVersion: z.int().nullable(),
+  resolvedVersion: z.int().nullable(),
+  status: z.string().nullable(),
+});
 
 /**
  * Everything fixed at a run's start and shared by all of its segments, wherever they run: stored
  * as `_work/run.json` in the run folder, so a resumed run scores exactly as it began.
  */
-export interface PreparedRun {
-  runId: string;
-  /** The run folder, `<out>/<runId>`. */
-  folder: string;
-  createdAt: string;
+const preparedRunSchema = z.object({
+  runId: z.string(),
+  /** The run folder, `<out>/<runId>`: text in run.json, a parsed location once read. */
+  folder: storedLocation,
+  createdAt: z.string(),
   /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
-  request: { input: string; model: string; out: string; options: RunOptions };
-  input: InputPlan;
-  /** The model as asked (`project/model[.version]`), and as resolved at the run's start. */
-  model: { requested: string; project: string; name: string; requestedVersion: number | null; resolvedVersion: number | null; status: string | null };
-  service: string;
+  request: z.object({ input: z.string(), model: z.string(), out: z.string(), options: runOptionsSchema }),
+  input: inputPlanSchema,
+  model: runModelSchema,
+  service: z.string(),
   /** Input columns sent to the model, in model order. */
-  sent: string[];
-  schema: OutputSchema;
-  outputFormat: 'csv' | 'jsonl';
-  warnings: string[];
-}
+  sent: z.array(z.string()),
+  schema: outputSchemaSchema,
+  outputFormat: z.enum(['csv', 'jsonl']),
+  warnings: z.array(z.string()),
+});
+export type PreparedRun = z.output<typeof preparedRunSchema>;
 
 /** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 export const runFiles = {
@@ -40,6 +64,22 @@ export const runFiles = {
   manifest: (folder: Location) => joinLocation(folder, 'manifest.json'),
   success: (folder: Location) => joinLocation(folder, '_SUCCESS'),
 };
+
+/** A run's `_work/run.json`, or undefined when the run has not been prepared. */
+export function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
+  return readRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+}
+
+/** The `_work/run.json` of a run that was prepared: workers read it; its absence is E_RUN_STATE. */
+export function loadPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun> {
+  return requireRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+}
+
+/** Stores `_work/run.json`, with its folder as text. */
+export function writePreparedRun(storage: Storage, run: PreparedRun, signal?: AbortSignal): Promise<unknown> {
+  const stored: z.input<typeof preparedRunSchema> = { ...run, folder: formatLocation(run.folder) };
+  return writeRunFile(storage, runFiles.prepared(run.folder), stored, { signal });
+}
 
 function pad(index: number): string {
   return String(index).padStart(5, '0');
