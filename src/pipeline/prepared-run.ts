@@ -3,9 +3,10 @@ import { runOptionsSchema } from '../config/run-options.js';
 import { errorMessage } from '../errors.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { holdsFiles } from '../storage/storage.js';
 import { outputSchemaSchema } from './output-schema.js';
 import { inputPlanSchema } from './plan.js';
-import { readRunFile, requireRunFile, writeRunFile } from './run-state.js';
+import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-state.js';
 
 /** A location as stored (text), parsed once when read. */
 const storedLocation = z.string().transform((text, ctx): Location => {
@@ -65,9 +66,17 @@ export const runFiles = {
   success: (folder: Location) => joinLocation(folder, '_SUCCESS'),
 };
 
-/** A run's `_work/run.json`, or undefined when the run has not been prepared. */
-export function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
-  return readRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+/**
+ * A run's `_work/run.json`, or undefined when the run has not been prepared. Segment files without
+ * it, in a run that has not succeeded (whose `_work` may be litter), mean it was deleted: planning
+ * again could mix two plans or model versions, so that is E_RUN_STATE.
+ */
+export async function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
+  const run = await readRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+  if (run === undefined && (await holdsFiles(storage, runFiles.work(folder), signal)) && !(await storage.exists(runFiles.success(folder), signal))) {
+    throw missingRunFile(runFiles.prepared(folder));
+  }
+  return run;
 }
 
 /** The `_work/run.json` of a run that was prepared: workers read it; its absence is E_RUN_STATE. */

@@ -62,8 +62,13 @@ export async function readRunFile<T>(storage: Storage, loc: Location, schema: z.
 /** A run file that must exist: its absence is E_RUN_STATE (the run folder lost it), never "no such input". */
 export async function requireRunFile<T>(storage: Storage, loc: Location, schema: z.ZodType<T>, signal?: AbortSignal): Promise<T> {
   const content = await readRunFile(storage, loc, schema, signal);
-  if (content === undefined) throw new RunStateError(`${formatLocation(loc)} is missing from its run folder: was it deleted? ${REMEDY}`);
+  if (content === undefined) throw missingRunFile(loc);
   return content;
+}
+
+/** The error for a run file that should be there and is not. */
+export function missingRunFile(loc: Location): RunStateError {
+  return new RunStateError(`${formatLocation(loc)} is missing from its run folder: was it deleted? ${REMEDY}`);
 }
 
 /** Writes a run file, stamped with this release and its schema version; `pretty` for files people read. */

@@ -40,6 +40,12 @@ export function readTextIfExists(storage: Storage, loc: Location, signal?: Abort
   return unlessMissing(storage.readText(loc, signal));
 }
 
+/** Whether any file lies below the folder (stops at the first). */
+export async function holdsFiles(storage: Storage, prefix: Location, signal?: AbortSignal): Promise<boolean> {
+  for await (const _file of storage.list(prefix, signal)) return true;
+  return false;
+}
+
 /** What a storage call answers, or undefined when its file or object does not exist; other failures stand. */
 function unlessMissing<T>(call: Promise<T>): Promise<T | undefined> {
   return call.catch((err: unknown) => {

@@ -187,6 +187,18 @@ describe('a missing file is the run folder’s, or the input’s, and says which
     }
   });
 
+  it('run.json deleted beside finished segments: resuming refuses instead of planning anew', async () => {
+    const folder = await failedRun('replanned');
+    const runJson = join(folder, '_work', 'run.json');
+    await rm(runJson);
+    const before = sim.stats.describeRequests;
+    const err = await failure(resume('replanned'));
+    expect(err.code).toBe('E_RUN_STATE');
+    expect(err.message).toMatch(new RegExp(`^${runJson} is missing from its run folder: was it deleted\\?`));
+    // Not prepared again: a new describe could pin another model version than the finished segments used.
+    expect(sim.stats.describeRequests).toBe(before);
+  });
+
   it('a segment part deleted before assembly: E_RUN_STATE naming it', async () => {
     const folder = await failedRun('part');
     const [marker] = await doneMarkers(folder);
