@@ -8,11 +8,13 @@ export type ErrorCode =
   | 'E_USAGE' // bad flag, option or setting
   | 'E_CONFIG' // a configuration file or environment variable is invalid
   | 'E_INPUT_NOT_FOUND' // the input location does not exist
+  | 'E_NOT_FOUND' // a file or object storage was asked for does not exist (the caller says whose it is)
   | 'E_INPUT' // the input file is malformed (encoding, quoting, empty)
   | 'E_INPUT_CHANGED' // the input changed while the run was reading it
   | 'E_OUTPUT' // the output location cannot be written (not a folder, no permission, no bucket)
   | 'E_STORAGE' // a storage operation failed for a reason that may pass
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
+  | 'E_RUN_STATE' // a run folder's own files are missing, damaged, foreign or of a release this one cannot read
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
   | 'E_ALIGNMENT' // answers did not line up with the rows sent, on every attempt
   | 'E_COLUMNS' // the input's columns do not fit the model
@@ -60,6 +62,28 @@ export class UsageError extends BatchScorerError {
 export class InputError extends BatchScorerError {
   constructor(message: string, code: 'E_INPUT' | 'E_INPUT_NOT_FOUND' | 'E_INPUT_CHANGED' = 'E_INPUT') {
     super(code, message, { exitCode: code === 'E_INPUT_NOT_FOUND' ? 2 : 1 });
+  }
+}
+
+/**
+ * Storage found no such file, object or bucket. Storage does not know whose file it was: the
+ * pipeline turns this into E_INPUT_NOT_FOUND where the user's input is read, and E_RUN_STATE
+ * where a run's own files are.
+ */
+export class NotFoundError extends BatchScorerError {
+  constructor(message: string) {
+    super('E_NOT_FOUND', message);
+  }
+}
+
+/**
+ * A run folder cannot be used as it is: a file of its `_work` area or its manifest is missing,
+ * damaged, not a run file, or written by a release this one cannot read. Trying again will not
+ * help; the user must choose another run id or repair the folder (exit 2).
+ */
+export class RunStateError extends BatchScorerError {
+  constructor(message: string, cause?: unknown) {
+    super('E_RUN_STATE', message, { exitCode: 2, cause });
   }
 }
 

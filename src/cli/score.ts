@@ -51,8 +51,8 @@ export function registerScore(program: Command): void {
         } catch (caught) {
           // Whatever a signal cancelled first fails the run; the signal is the reason to give.
           const err = interrupt.signal.aborted && isCode(caught, 'E_ABORTED') ? (interrupt.signal.reason as Error) : caught;
-          // A run id taken by another run, or by one that succeeded, is not there to resume.
-          const failed = isCode(err, 'E_RUN_EXISTS') ? undefined : run;
+          // A run id taken by another run, or by one that succeeded, or a run folder that cannot be read, is not there to resume.
+          const failed = isCode(err, 'E_RUN_EXISTS') || isCode(err, 'E_RUN_STATE') ? undefined : run;
           if (json) printFailure(err, failed);
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;

@@ -78,7 +78,16 @@ export type RunOptions = z.output<typeof runOptionsSchema>;
  * Options that change how a run goes but never the bytes it writes: a run may be resumed with
  * other values of these (a higher --max-error-rate after a failure, more --concurrency).
  */
-export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = ['runId', 'concurrency', 'timeout', 'retries', 'maxErrorRate', 'segmentsAtOnce'];
+export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = [
+  'runId',
+  'concurrency',
+  'timeout',
+  'retries',
+  'maxErrorRate',
+  'segmentsAtOnce',
+  // Learnt or taken when the run was planned; a resume goes on with that member.
+  'rowIdMember',
+];
 
 /** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`; `params` is set by the repeatable `--param`. */
 export function optionFlag(field: string): string {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, NotFoundError, RunStateError } from '../errors.js';
 import { createRowWriter } from '../formats/row-writer.js';
-import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import { basename, formatLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
@@ -17,7 +17,7 @@ export async function readFinishedSegments(storage: Storage, run: PreparedRun): 
   const done = await readSegmentsDone(storage, run);
   const missing = done.findIndex((d) => d === undefined);
   if (missing >= 0) {
-    const marker = runFiles.segmentDone(parseLocation(run.folder), run.input.segments[missing].index);
+    const marker = runFiles.segmentDone(run.folder, run.input.segments[missing].index);
     throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`, { retriable: true });
   }
   const finished = done as SegmentDone[];
@@ -34,7 +34,7 @@ export async function assembleOutputs(
   finished: { counts: SegmentCounts; done: SegmentDone[] },
   signal?: AbortSignal,
 ): Promise<OutputFile[]> {
-  const folder = parseLocation(run.folder);
+  const { folder } = run;
   const segments = run.input.segments.map((s) => s.index);
   const header = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns).header();
   const { counts, done } = finished;
@@ -71,7 +71,15 @@ export async function concatenateParts(
     (async function* () {
       if (head) yield pass(Buffer.from(head));
       for (const part of parts) {
-        for await (const chunk of (await storage.read(part, { signal })) as AsyncIterable<Buffer>) yield pass(chunk);
+        const stream = await storage.read(part, { signal }).catch((err: unknown) => {
+          throw err instanceof NotFoundError
+            ? new RunStateError(
+                `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
+                err,
+              )
+            : err;
+        });
+        for await (const chunk of stream as AsyncIterable<Buffer>) yield pass(chunk);
       }
     })(),
   );

@@ -1,13 +1,14 @@
 import { BatchScorerError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
-import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import { basename, formatLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { assembleOutputs, concatenateParts, readFinishedSegments } from './assemble.js';
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { quarantineAllowance } from './score-segment.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
+import { writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
@@ -29,7 +30,7 @@ export async function finishRun(
   ctx: FinishContext,
 ): Promise<Manifest> {
   const { storage, log, signal } = ctx;
-  const folder = runFiles.folder(run.request.out, run.runId);
+  const { folder } = run;
   const finished = await readFinishedSegments(storage, run);
   const { counts } = finished;
   const { maxErrorRate } = run.request.options;
@@ -45,11 +46,11 @@ export async function finishRun(
     warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
   }
   const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
-  await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`, { signal });
+  await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.
   await storage.removePrefix(runFiles.work(folder)).catch((err: unknown) => {
-    log.warn({ err: errorMessage(err), folder: run.folder }, 'could not remove _work; it may be deleted by hand');
+    log.warn({ err: errorMessage(err), folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
   });
   return manifest;
 }
@@ -61,7 +62,7 @@ export async function finishRun(
  */
 async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promise<string[]> {
   if (run.model.resolvedVersion !== null) return [];
-  const snapshotAt = runFiles.describe(runFiles.folder(run.request.out, run.runId));
+  const snapshotAt = runFiles.describe(run.folder);
   const snapshot = describeSnapshotSchema.safeParse(JSON.parse(await ctx.storage.readText(snapshotAt, ctx.signal)));
   if (!snapshot.success) {
     throw new BatchScorerError('E_STORAGE', `${formatLocation(snapshotAt)} is not a describe snapshot: ${snapshot.error.issues[0]?.message ?? 'unreadable'}`);
@@ -86,11 +87,13 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
 export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
   const manifest = buildManifest(parts);
   try {
-    // A run id taken by another run, or a run that succeeded meanwhile: its manifest is not ours to replace.
-    if ((parts.error as BatchScorerError | undefined)?.code === 'E_RUN_EXISTS') return manifest;
+    // A run id taken by another run, a run folder this release cannot read (another release's, a
+    // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
+    const code = (parts.error as BatchScorerError | undefined)?.code;
+    if (code === 'E_RUN_EXISTS' || code === 'E_RUN_STATE') return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
     if (parts.run && (parts.error as BatchScorerError | undefined)?.code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
-    await storage.write(runFiles.manifest(folder), `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
   }
@@ -103,7 +106,7 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
  * are in the run folder. A resumed run writes the whole file again when it succeeds.
  */
 async function keepQuarantinedRows(storage: Storage, run: PreparedRun): Promise<void> {
-  const folder = parseLocation(run.folder);
+  const { folder } = run;
   const parts: Location[] = [];
   for await (const { location } of storage.list(runFiles.segmentsFolder(folder))) {
     if (/\.errors\.jsonl$/.test(basename(location))) parts.push(location);

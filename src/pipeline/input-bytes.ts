@@ -1,8 +1,8 @@
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { BatchScorerError, InputError } from '../errors.js';
+import { BatchScorerError, InputError, NotFoundError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import type { ObjectInfo, Storage } from '../storage/storage.js';
+import type { ObjectInfo, Storage } from '../storage/storage-types.js';
 
 /** Where to read: the file, its identity at planning (so a changed file is noticed), and its compression. */
 export interface InputSource {
@@ -26,12 +26,8 @@ export async function* inputBytes(storage: Storage, source: InputSource, range: 
     let position = range.start;
     for (let resumes = 0; ; resumes++) {
       try {
-        for await (const chunk of (await storage.read(source.location, {
-          start: position,
-          end: range.end,
-          expect: source.info,
-          signal,
-        })) as AsyncIterable<Buffer>) {
+        const bytes = await storage.read(source.location, { start: position, end: range.end, expect: source.info, signal }).catch(inputMissing);
+        for await (const chunk of bytes as AsyncIterable<Buffer>) {
           position += chunk.length;
           yield chunk;
         }
@@ -41,7 +37,7 @@ export async function* inputBytes(storage: Storage, source: InputSource, range: 
       }
     }
   }
-  const raw = await storage.read(source.location, { expect: source.info, signal });
+  const raw = await storage.read(source.location, { expect: source.info, signal }).catch(inputMissing);
   let position = 0;
   for await (const chunk of gunzip(raw, formatLocation(source.location))) {
     const from = Math.max(0, range.start - position);
@@ -50,6 +46,14 @@ export async function* inputBytes(storage: Storage, source: InputSource, range: 
     if (from < to) yield chunk.subarray(from, to);
     if (position >= range.end) break;
   }
+}
+
+/**
+ * Storage's "no such file" where the user's input is read: the input the command named is
+ * missing (E_INPUT_NOT_FOUND, exit 2), said with the path storage gave. Other failures stand.
+ */
+export function inputMissing(err: unknown): never {
+  throw err instanceof NotFoundError ? new InputError(err.message, 'E_INPUT_NOT_FOUND') : err;
 }
 
 /** Inflates a gzip stream, naming the file when the data is not valid gzip. */

@@ -1,53 +1,53 @@
+import { z } from 'zod';
+import { runOptionsSchema } from '../config/run-options.js';
 import type { BatchScorerError } from '../errors.js';
+import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
-import type { PreparedRun } from './prepared-run.js';
-import type { SegmentCounts } from './segment-counts.js';
+import { runModelSchema, type PreparedRun } from './prepared-run.js';
+import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 
 /** One file of the run folder, as the manifest lists it. */
-export interface OutputFile {
-  file: string;
-  location: string;
-  rows: number;
-  bytes: number;
-  sha256: string;
-}
+const outputFileSchema = z.object({ file: z.string(), location: z.string(), rows: z.int().min(0), bytes: z.int().min(0), sha256: z.string() });
+export type OutputFile = z.output<typeof outputFileSchema>;
 
 /** Facts about the queue when a run was scored by workers (absent in direct mode). */
-export interface QueueFacts {
-  jobIds: string[];
-  attempts: number;
-  workers: string[];
-}
+const queueFactsSchema = z.object({ jobIds: z.array(z.string()), attempts: z.int().min(1), workers: z.array(z.string()) });
+export type QueueFacts = z.output<typeof queueFactsSchema>;
 
 /** manifest.json: enough to explain a run and to run it again the same way. */
-export interface Manifest {
-  runId: string;
+const manifestSchema = z.object({
+  runId: z.string(),
   /** The run folder, `<out>/<runId>`; null for a run that failed before it was prepared. */
-  folder: string | null;
-  state: 'succeeded' | 'failed';
-  startedAt: string;
-  finishedAt: string;
-  durationMs: number;
-  tool: { name: string; version: string };
-  input: {
-    location: string;
-    etag: string | null;
-    size: number | null;
-    mtime: string | null;
-    sha256: string | null;
-    rows: number | null;
-    format: string | null;
-    gzip: boolean | null;
-  };
-  model: PreparedRun['model'] | { requested: string };
-  service: string | null;
-  options: PreparedRun['request']['options'] | Record<string, unknown>;
-  counts: (SegmentCounts & { segments: number }) | null;
-  outputs: OutputFile[];
-  warnings: string[];
-  error?: { code: string; message: string };
-  queue?: QueueFacts;
-}
+  folder: z.string().nullable(),
+  state: z.enum(['succeeded', 'failed']),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  durationMs: z.number(),
+  tool: z.object({ name: z.string(), version: z.string() }),
+  input: z.object({
+    location: z.string(),
+    etag: z.string().nullable(),
+    size: z.number().nullable(),
+    mtime: z.string().nullable(),
+    sha256: z.string().nullable(),
+    rows: z.number().nullable(),
+    format: z.string().nullable(),
+    gzip: z.boolean().nullable(),
+  }),
+  /** As resolved at the run's start, or only as asked for a run that failed before that. */
+  model: z.union([runModelSchema, z.object({ requested: z.string() })]),
+  service: z.string().nullable(),
+  options: z.record(z.string(), z.unknown()),
+  counts: segmentCountsSchema.extend({ segments: z.int().min(0) }).nullable(),
+  outputs: z.array(outputFileSchema),
+  warnings: z.array(z.string()),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  queue: queueFactsSchema.optional(),
+});
+export type Manifest = z.output<typeof manifestSchema>;
+
+/** The manifest of a run that succeeded: its model as resolved and its options as run. */
+export const succeededManifestSchema = manifestSchema.extend({ state: z.literal('succeeded'), model: runModelSchema, options: runOptionsSchema });
 
 export interface ManifestParts {
   runId: string;
@@ -69,7 +69,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
   const input = run?.input;
   return {
     runId: parts.runId,
-    folder: run?.folder ?? null,
+    folder: run ? formatLocation(run.folder) : null,
     state: parts.error ? 'failed' : 'succeeded',
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),

@@ -1,22 +1,21 @@
+import { z } from 'zod';
+
 /** One output column: which answer member fills it, and its name in the output. */
-export interface OutputColumn {
-  member: string;
-  column: string;
-}
+const outputColumnSchema = z.object({ member: z.string(), column: z.string() });
+export type OutputColumn = z.output<typeof outputColumnSchema>;
 
 /** A target's columns; `interval` when the model answers `_min`/`_max` (numeric targets). */
-export interface TargetSchema {
-  target: string;
-  interval: boolean;
-  columns: OutputColumn[];
-}
+const targetSchemaSchema = z.object({ target: z.string(), interval: z.boolean(), columns: z.array(outputColumnSchema) });
+export type TargetSchema = z.output<typeof targetSchemaSchema>;
 
-export interface OutputSchema {
-  targets: TargetSchema[];
+/** A run's prediction columns, fixed before any row is scored. */
+export const outputSchemaSchema = z.object({
+  targets: z.array(targetSchemaSchema),
   /** Prediction columns, in output order, after the input columns. */
-  columns: string[];
-  warnings: string[];
-}
+  columns: z.array(z.string()),
+  warnings: z.array(z.string()),
+});
+export type OutputSchema = z.output<typeof outputSchemaSchema>;
 
 /** The prefix a clashing target's columns get, repeated until no input column has the name. */
 export const CLASH_PREFIX = 'pred_';

@@ -1,40 +1,43 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { z } from 'zod';
 import { InputError } from '../errors.js';
 import { detectSyntax, isGzip } from '../formats/input-format.js';
 import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
 import { RowSplitter, type RawRow, type RowSyntax } from '../formats/row-splitter.js';
 import { Utf8Check } from '../formats/utf8-check.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import type { ObjectInfo, Storage } from '../storage/storage.js';
-import { gunzip } from './input-bytes.js';
+import type { ObjectInfo, Storage } from '../storage/storage-types.js';
+import { gunzip, inputMissing } from './input-bytes.js';
 
 /** A slice of the input that one worker scores on its own: whole rows, as a byte range. */
-export interface SegmentPlan {
-  index: number;
+const segmentPlanSchema = z.object({
+  index: z.int().min(0),
   /** 0-based index of the segment's first data row. */
-  firstRow: number;
-  rows: number;
+  firstRow: z.int().min(0),
+  rows: z.int().min(0),
   /** Byte range `[start, end)` in the (decompressed) input. */
-  start: number;
-  end: number;
+  start: z.int().min(0),
+  end: z.int().min(0),
   /** Physical line of the segment's first row, for messages. */
-  firstLine: number;
-}
+  firstLine: z.int().min(1),
+});
+export type SegmentPlan = z.output<typeof segmentPlanSchema>;
 
 /** What one pass over the input found: its identity, shape and the segments to score. */
-export interface InputPlan {
-  location: string;
-  info: ObjectInfo;
+export const inputPlanSchema = z.object({
+  location: z.string(),
+  info: z.object({ size: z.int().min(0), etag: z.string().optional(), mtimeMs: z.number().optional() }) satisfies z.ZodType<ObjectInfo>,
   /** sha256 of the stored bytes; null with --limit, which stops reading early. */
-  sha256: string | null;
-  syntax: RowSyntax;
-  gzip: boolean;
-  columns: string[];
+  sha256: z.string().nullable(),
+  syntax: z.enum(['csv', 'jsonl']) satisfies z.ZodType<RowSyntax>,
+  gzip: z.boolean(),
+  columns: z.array(z.string()),
   /** Data rows to score (all of them, or the first --limit). */
-  rows: number;
-  segments: SegmentPlan[];
-}
+  rows: z.int().min(0),
+  segments: z.array(segmentPlanSchema),
+});
+export type InputPlan = z.output<typeof inputPlanSchema>;
 
 /** Distinct keys a JSON Lines file may have: columns, not data (a key per row would be a bug upstream). */
 const MAX_JSONL_KEYS = 10_000;
@@ -52,8 +55,8 @@ export interface PlanOptions {
  */
 export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
   const name = formatLocation(location);
-  const info = await storage.stat(location, options.signal);
-  const raw = await storage.read(location, { expect: info, signal: options.signal });
+  const info = await storage.stat(location, options.signal).catch(inputMissing);
+  const raw = await storage.read(location, { expect: info, signal: options.signal }).catch(inputMissing);
   const hash = createHash('sha256');
   const hashed = (async function* () {
     for await (const chunk of raw as AsyncIterable<Buffer>) {

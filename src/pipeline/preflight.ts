@@ -1,7 +1,8 @@
 import { BatchScorerError } from '../errors.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage-types.js';
+import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
 
 /**
@@ -14,7 +15,7 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   parseModelRef(request.model);
   const input = parseLocation(request.input);
   const out = parseLocation(request.out);
-  await storage.stat(input, signal);
+  await storage.stat(input, signal).catch(inputMissing);
   const why = await storage.whyUnwritable(out, signal);
   if (why !== undefined) {
     throw new BatchScorerError('E_OUTPUT', `cannot write run folders to ${formatLocation(out)}: ${why}; choose another --out`, { exitCode: 2 });

@@ -6,14 +6,14 @@ import type { RunOptions } from '../config/run-options.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
-import { readJsonIfExists, type Storage } from '../storage/storage.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { checkColumns } from './column-check.js';
 import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 
@@ -22,11 +22,6 @@ export interface PrepareContext {
   client: ServiceClient;
   log: Logger;
   signal?: AbortSignal;
-}
-
-/** A run's `_work/run.json`, or undefined when the run has not been prepared. */
-export function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
-  return readJsonIfExists<PreparedRun>(storage, runFiles.prepared(folder), signal);
 }
 
 /** A new run id: sortable by time, unique enough across machines. */
@@ -49,7 +44,6 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   if (await storage.exists(runFiles.success(folder))) {
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`, { exitCode: 2 });
   }
-  const preparedAt = runFiles.prepared(folder);
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) return resume(existing, request, ctx);
 
@@ -75,7 +69,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const schema = buildOutputSchema(targets, probe, input.columns, request.options.explain);
   const run: PreparedRun = {
     runId,
-    folder: formatLocation(folder),
+    folder,
     createdAt: new Date().toISOString(),
     request,
     input,
@@ -109,7 +103,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
         : []),
     ],
   };
-  await storage.write(preparedAt, JSON.stringify(run), { signal });
+  await writePreparedRun(storage, run, signal);
   log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model), rowIdMember }, 'run planned');
   for (const warning of run.warnings) log.warn(warning);
   return run;
@@ -203,7 +197,7 @@ async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareCo
   if (difference) {
     throw new BatchScorerError(
       'E_RUN_EXISTS',
-      `run ${existing.runId} in ${existing.folder} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
+      `run ${existing.runId} in ${formatLocation(existing.folder)} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
       { exitCode: 2 },
     );
   }
@@ -211,6 +205,6 @@ async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareCo
   const updated = withNeutralOptions(existing.request, request.options);
   if (isDeepStrictEqual(updated, existing.request)) return existing;
   const run = { ...existing, request: updated };
-  await ctx.storage.write(runFiles.prepared(parseLocation(run.folder)), JSON.stringify(run), { signal: ctx.signal });
+  await writePreparedRun(ctx.storage, run, ctx.signal);
   return run;
 }

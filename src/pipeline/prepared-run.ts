@@ -1,41 +1,67 @@
-import type { RunOptions } from '../config/run-options.js';
-import { joinLocation, parseLocation, type Location } from '../storage/location.js';
-import type { InputPlan } from './plan.js';
-import type { OutputSchema } from './output-schema.js';
+import { z } from 'zod';
+import { runOptionsSchema } from '../config/run-options.js';
+import { errorMessage } from '../errors.js';
+import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { holdsFiles } from '../storage/storage.js';
+import { outputSchemaSchema } from './output-schema.js';
+import { inputPlanSchema } from './plan.js';
+import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-state.js';
+
+/** A location as stored (text), parsed once when read. */
+const storedLocation = z.string().transform((text, ctx): Location => {
+  try {
+    return parseLocation(text);
+  } catch (err) {
+    ctx.issues.push({ code: 'custom', message: errorMessage(err), input: text });
+    return z.NEVER;
+  }
+});
+
+/**
+ * The model as asked (`project/model[.version]`), and as resolved at the run's start, with the
+ * row id member learnt then (null: none, rows aligned by position) and whether the server echoed
+ * it, so every answer row must carry it. Runs of 0.1.0 have neither: they sent the member their
+ * options named and counted rows without its echo (see preparedRunSchema).
+ */
+export const runModelSchema = z.object({
+  requested: z.string(),
+  project: z.string(),
+  name: z.string(),
+  requestedVersion: z.int().nullable(),
+  resolvedVersion: z.int().nullable(),
+  status: z.string().nullable(),
+  rowIdMember: z.string().nullable().optional(),
+  rowIdEchoed: z.boolean().default(false),
+});
 
 /**
  * Everything fixed at a run's start and shared by all of its segments, wherever they run: stored
  * as `_work/run.json` in the run folder, so a resumed run scores exactly as it began.
  */
-export interface PreparedRun {
-  runId: string;
-  /** The run folder, `<out>/<runId>`. */
-  folder: string;
-  createdAt: string;
-  /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
-  request: { input: string; model: string; out: string; options: RunOptions };
-  input: InputPlan;
-  /**
-   * The model as asked (`project/model[.version]`), and as resolved at the run's start, with the
-   * row id member learnt then (null: none, rows aligned by position) and whether the server echoed it.
-   */
-  model: {
-    requested: string;
-    project: string;
-    name: string;
-    requestedVersion: number | null;
-    resolvedVersion: number | null;
-    status: string | null;
-    rowIdMember: string | null;
-    rowIdEchoed: boolean;
-  };
-  service: string;
-  /** Input columns sent to the model, in model order. */
-  sent: string[];
-  schema: OutputSchema;
-  outputFormat: 'csv' | 'jsonl';
-  warnings: string[];
-}
+const preparedRunSchema = z
+  .object({
+    runId: z.string(),
+    /** The run folder, `<out>/<runId>`: text in run.json, a parsed location once read. */
+    folder: storedLocation,
+    createdAt: z.string(),
+    /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
+    request: z.object({ input: z.string(), model: z.string(), out: z.string(), options: runOptionsSchema }),
+    input: inputPlanSchema,
+    model: runModelSchema,
+    service: z.string(),
+    /** Input columns sent to the model, in model order. */
+    sent: z.array(z.string()),
+    schema: outputSchemaSchema,
+    outputFormat: z.enum(['csv', 'jsonl']),
+    warnings: z.array(z.string()),
+  })
+  // A 0.1.0 run sent the member its options named (never `auto`) and proved rows only where echoed.
+  .transform((run) => ({
+    ...run,
+    model: { ...run.model, rowIdMember: run.model.rowIdMember === undefined ? run.request.options.rowIdMember : run.model.rowIdMember },
+  }));
+export type PreparedRun = z.output<typeof preparedRunSchema>;
 
 /** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 export const runFiles = {
@@ -53,6 +79,30 @@ export const runFiles = {
   manifest: (folder: Location) => joinLocation(folder, 'manifest.json'),
   success: (folder: Location) => joinLocation(folder, '_SUCCESS'),
 };
+
+/**
+ * A run's `_work/run.json`, or undefined when the run has not been prepared. Segment files without
+ * it, in a run that has not succeeded (whose `_work` may be litter), mean it was deleted: planning
+ * again could mix two plans or model versions, so that is E_RUN_STATE.
+ */
+export async function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
+  const run = await readRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+  if (run === undefined && (await holdsFiles(storage, runFiles.work(folder), signal)) && !(await storage.exists(runFiles.success(folder), signal))) {
+    throw missingRunFile(runFiles.prepared(folder));
+  }
+  return run;
+}
+
+/** The `_work/run.json` of a run that was prepared: workers read it; its absence is E_RUN_STATE. */
+export function loadPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun> {
+  return requireRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
+}
+
+/** Stores `_work/run.json`, with its folder as text. */
+export function writePreparedRun(storage: Storage, run: PreparedRun, signal?: AbortSignal): Promise<unknown> {
+  const stored: z.input<typeof preparedRunSchema> = { ...run, folder: formatLocation(run.folder) };
+  return writeRunFile(storage, runFiles.prepared(run.folder), stored, { signal });
+}
 
 function pad(index: number): string {
   return String(index).padStart(5, '0');

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage-types.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { newRunId, prepareRun } from './prepare-run.js';
@@ -113,7 +113,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     signal.throwIfAborted();
     report(true);
     const manifest = await finishRun(run, { startedAt }, { storage, client, log, signal });
-    log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: run.folder }, 'run succeeded');
+    log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.

@@ -7,8 +7,7 @@ import { createRowWriter } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
-import { parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage-types.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
@@ -54,7 +53,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   const { run, storage } = work;
   const segment = run.input.segments[index];
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
-  const folder = parseLocation(run.folder);
+  const { folder } = run;
   const counts = emptyCounts();
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;

@@ -1,18 +1,23 @@
+import { z } from 'zod';
+
+const count = z.int().min(0);
+
 /** What scoring a segment counted; summed over segments into the manifest. */
-export interface SegmentCounts {
-  rowsIn: number;
-  rowsScored: number;
-  rowsQuarantined: number;
+export const segmentCountsSchema = z.object({
+  rowsIn: count,
+  rowsScored: count,
+  rowsQuarantined: count,
   /** Predict calls, not counting retries. */
-  requests: number;
-  retries: number;
+  requests: count,
+  retries: count,
   /** Batches split in halves to isolate rows the engine failed on. */
-  splits: number;
+  splits: count,
   /** Numeric predictions outside their own interval (`min <= value <= max` broken). */
-  intervalViolations: number;
+  intervalViolations: count,
   /** Answer rows without the row id echo, aligned by position alone. */
-  unechoedRows: number;
-}
+  unechoedRows: count,
+});
+export type SegmentCounts = z.output<typeof segmentCountsSchema>;
 
 export function emptyCounts(): SegmentCounts {
   return { rowsIn: 0, rowsScored: 0, rowsQuarantined: 0, requests: 0, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0 };
@@ -26,8 +31,5 @@ export function sumCounts(segments: readonly SegmentCounts[]): SegmentCounts {
 }
 
 /** Who scored a segment in queue mode, kept in its done marker for the manifest's queue facts. */
-export interface SegmentFacts {
-  worker: string;
-  jobId: string;
-  attempt: number;
-}
+export const segmentFactsSchema = z.object({ worker: z.string(), jobId: z.string(), attempt: z.int().min(1) });
+export type SegmentFacts = z.output<typeof segmentFactsSchema>;

@@ -1,28 +1,31 @@
 import pLimit from 'p-limit';
-import { parseLocation } from '../storage/location.js';
-import { readJsonIfExists, type Storage } from '../storage/storage.js';
+import { z } from 'zod';
+import type { Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import type { SegmentCounts, SegmentFacts } from './segment-counts.js';
+import { readRunFile, writeRunFile } from './run-state.js';
+import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 
 /**
  * A segment's done marker, written after its parts: its counts, the bytes of its parts (so
  * assembly knows the output's size without asking storage), and who scored it in queue mode.
  * Its presence is what makes a segment done.
  */
-export interface SegmentDone extends SegmentCounts, Partial<SegmentFacts> {
-  bytes: { rows: number; errors: number };
-}
+const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
+  bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
+});
+export type SegmentDone = z.output<typeof segmentDoneSchema>;
 
 /** Done markers read at once: enough to hide storage latency, few enough to be polite. */
 const READS_AT_ONCE = 16;
 
 export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: SegmentDone): Promise<unknown> {
-  return storage.write(runFiles.segmentDone(parseLocation(run.folder), index), JSON.stringify(done));
+  return writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
 }
 
 /** A segment's done marker, or undefined while it is not done. */
-export function readSegmentDone(storage: Storage, folder: string, index: number): Promise<SegmentDone | undefined> {
-  return readJsonIfExists<SegmentDone>(storage, runFiles.segmentDone(parseLocation(folder), index));
+export function readSegmentDone(storage: Storage, folder: Location, index: number): Promise<SegmentDone | undefined> {
+  return readRunFile(storage, runFiles.segmentDone(folder, index), segmentDoneSchema);
 }
 
 /** Every segment's done marker, in segment order; undefined for the segments not done. */

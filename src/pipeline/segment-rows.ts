@@ -1,7 +1,7 @@
 import { InputError } from '../errors.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage-types.js';
 import { inputBytes } from './input-bytes.js';
 import type { InputPlan } from './plan.js';
 

@@ -2,11 +2,12 @@ import { WaitingChildrenError, type Processor } from 'bullmq';
 import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
-import type { Manifest } from '../pipeline/manifest.js';
+import { succeededManifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
-import { prepareRun, readPreparedRun } from '../pipeline/prepare-run.js';
+import { prepareRun } from '../pipeline/prepare-run.js';
+import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
-import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import { requireRunFile } from '../pipeline/run-state.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
@@ -49,11 +50,11 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await job.updateData({ ...data, step: 'score', startedAt });
         }
         if (todo.length > 0) {
-          const { runId, folder: runFolder } = run;
+          const { runId } = run;
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
-              data: { runId, folder: runFolder, index, generation: job.timestamp },
+              data: { runId, folder: formatLocation(folder), index, generation: job.timestamp },
               opts: {
                 jobId: segmentJobId(runId, job.timestamp, index),
                 parent: { id: job.id!, queue: job.queueQualifiedName },
@@ -73,9 +74,9 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
       });
       const manifest = await finishRun(run, { startedAt, queue }, { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal });
-      await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${run.folder}`);
-      jobLog.info({ folder: run.folder }, 'run succeeded');
-      return summary(manifest, run.folder);
+      await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
+      jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
+      return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       const asked = request ?? { ...data.request, options: { ...data.request.options } };
@@ -109,8 +110,8 @@ async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<R
 async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: string): Promise<Manifest | undefined> {
   const folder = runFiles.folder(request.out, runId);
   if (!(await ctx.storage.exists(runFiles.success(folder)))) return undefined;
-  const manifest = JSON.parse(await ctx.storage.readText(runFiles.manifest(folder))) as Manifest;
-  const asked = { input: manifest.input.location, out: request.out, model: manifest.model.requested, options: manifest.options as RunOptions };
+  const manifest = await requireRunFile(ctx.storage, runFiles.manifest(folder), succeededManifestSchema);
+  const asked = { input: manifest.input.location, out: request.out, model: manifest.model.requested, options: manifest.options };
   if (!sameRequest(asked, request)) {
     throw new BatchScorerError(
       'E_RUN_EXISTS',

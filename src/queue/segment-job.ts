@@ -12,7 +12,8 @@ import type { WorkerContext } from './worker-context.js';
 /** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
-    const { runId, folder, index, generation } = job.data;
+    const { runId, index, generation } = job.data;
+    const folder = parseLocation(job.data.folder);
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
@@ -66,7 +67,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         const reason = `segment ${index}: ${toQueueError(e).message}`;
         await ctx.progress.fail(runId, reason);
         await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
-        await recordFailure(ctx.storage, parseLocation(folder), { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+        await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
       });
     }
   };

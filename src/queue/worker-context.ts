@@ -4,12 +4,12 @@ import pLimit from 'p-limit';
 import type { RunOptions } from '../config/run-options.js';
 import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
+import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import { parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage.js';
+import type { Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunProgressStore } from './run-progress.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
@@ -80,10 +80,10 @@ export class WorkerContext {
   }
 
   /** The prepared run (`_work/run.json`), read once per process and run job generation. */
-  loadRun(folder: string, runId: string, generation: number): Promise<PreparedRun> {
+  loadRun(folder: Location, runId: string, generation: number): Promise<PreparedRun> {
     const key = `${runId}.${generation}`;
     return remember(this.runs, key, () => {
-      const run = this.storage.readText(runFiles.prepared(parseLocation(folder))).then((t) => JSON.parse(t) as PreparedRun);
+      const run = loadPreparedRun(this.storage, folder);
       run.catch(() => this.runs.delete(key));
       return run;
     });

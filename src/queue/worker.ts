@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { AbortedError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { runJobProcessor } from './run-job.js';
 import { segmentJobProcessor } from './segment-job.js';

@@ -4,9 +4,9 @@ import { access, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:f
 import path from 'node:path';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { BatchScorerError, InputError, isAbortError } from '../errors.js';
+import { BatchScorerError, InputError, isAbortError, NotFoundError } from '../errors.js';
 import type { FileLocation } from './location.js';
-import type { ObjectInfo, ReadOptions, WriteOptions } from './storage.js';
+import type { ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
 
 /** Names of half-written files (`<name>.tmp-<random>`); they are not files yet, so `list` skips them. */
 const TEMP_SUFFIX = /\.tmp-[0-9a-f]{12}$/;
@@ -14,8 +14,8 @@ const TEMP_SUFFIX = /\.tmp-[0-9a-f]{12}$/;
 /** Failures worth retrying: the disk or the process is busy, not the request wrong. */
 const TRANSIENT = new Set(['EAGAIN', 'EBUSY', 'EMFILE', 'ENFILE', 'EIO', 'ETIMEDOUT', 'ESTALE']);
 
-function notFound(loc: FileLocation, reason = 'no such file or object'): InputError {
-  return new InputError(`${loc.path}: ${reason}`, 'E_INPUT_NOT_FOUND');
+function notFound(loc: FileLocation, reason = 'no such file or object'): NotFoundError {
+  return new NotFoundError(`${loc.path}: ${reason}`);
 }
 
 function notAFile(loc: FileLocation, info: Stats): InputError {

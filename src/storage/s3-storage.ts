@@ -10,10 +10,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { addAbortSignal, PassThrough, pipeline, Readable, Transform } from 'node:stream';
-import { BatchScorerError, InputError, isAbortError, UsageError } from '../errors.js';
+import { BatchScorerError, InputError, isAbortError, NotFoundError, UsageError } from '../errors.js';
 import { formatLocation, type S3Location } from './location.js';
 import { s3ClientConfig, type S3Settings } from './s3-settings.js';
-import type { ObjectInfo, ReadOptions, WriteOptions } from './storage.js';
+import type { ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
 
 /**
  * Parts of 8 MiB, 2 in flight: about 24 MiB buffered per upload, objects up to 10,000 parts
@@ -41,8 +41,8 @@ interface SdkErrorFields {
   $metadata?: { httpStatusCode?: number };
 }
 
-function notFound(loc: S3Location): InputError {
-  return new InputError(`${formatLocation(loc)}: no such file or object`, 'E_INPUT_NOT_FOUND');
+function notFound(loc: S3Location): NotFoundError {
+  return new NotFoundError(`${formatLocation(loc)}: no such file or object`);
 }
 
 /** Turns SDK and socket errors into BatchScorerErrors whose messages never carry credentials. */
@@ -54,7 +54,7 @@ function storageError(op: Operation, loc: S3Location, err: unknown): Error {
   const lookup = op === 'stat' || op === 'read';
   if (name === 'NoSuchBucket') {
     const text = `${where}: bucket '${loc.bucket}' does not exist`;
-    return lookup ? new InputError(text, 'E_INPUT_NOT_FOUND') : new BatchScorerError('E_STORAGE', text, { cause: err });
+    return lookup ? new NotFoundError(text) : new BatchScorerError('E_STORAGE', text, { cause: err });
   }
   if (lookup && (name === 'NoSuchKey' || name === 'NotFound' || status === 404)) return notFound(loc);
   if (DENIED.has(name) || status === 403) {

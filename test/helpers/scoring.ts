@@ -12,7 +12,8 @@ import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../../src/simulator/models.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
-import { createStorage, type Storage } from '../../src/storage/storage.js';
+import { createStorage } from '../../src/storage/storage.js';
+import type { Storage } from '../../src/storage/storage-types.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
 
 /** A temp folder removed by `cleanup`. */

@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../../src/storage/location.js';
-import { createStorage, type Storage } from '../../src/storage/storage.js';
+import { createStorage } from '../../src/storage/storage.js';
+import type { Storage } from '../../src/storage/storage-types.js';
 import { rejection } from '../helpers/rejection.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 
@@ -122,11 +123,11 @@ describe.each(kinds)('%s storage', (kind, root) => {
     expect((await failure(storage.read(loc, { expect: { ...(await storage.stat(loc)), size: 3 } }))).code).toBe('E_INPUT_CHANGED');
   });
 
-  it('reports a missing file or object as E_INPUT_NOT_FOUND naming it', async () => {
+  it('reports a missing file or object as E_NOT_FOUND naming it (whose file it is, the caller says)', async () => {
     const loc = at('missing', 'nothing.csv');
     for (const attempt of [() => storage.stat(loc), () => storage.read(loc), () => storage.readText(loc)]) {
       const err = await failure(attempt());
-      expect(err.code).toBe('E_INPUT_NOT_FOUND');
+      expect(err.code).toBe('E_NOT_FOUND');
       expect(err.message).toBe(`${formatLocation(loc)}: no such file or object`);
     }
     await storage.remove(loc); // missing is fine
@@ -225,7 +226,7 @@ describe('local storage', () => {
 
   it('says a directory is not a file, and to name a file in it', async () => {
     const err = await failure(storage.stat(parseLocation(tempDir)));
-    expect(err.code).toBe('E_INPUT_NOT_FOUND');
+    expect(err.code).toBe('E_NOT_FOUND');
     expect(err.message).toBe(`${tempDir}: is a directory, not a file; name a file in it instead`);
   });
 });
@@ -286,7 +287,7 @@ describe('s3 storage', () => {
   it('names a missing bucket', async () => {
     const loc = parseLocation('s3://no-such-bucket/x.csv');
     const readErr = await failure(storage.read(loc));
-    expect(readErr.code).toBe('E_INPUT_NOT_FOUND');
+    expect(readErr.code).toBe('E_NOT_FOUND');
     expect(readErr.message).toContain("bucket 'no-such-bucket' does not exist");
     const writeErr = await failure(storage.write(loc, 'x'));
     expect(writeErr.code).toBe('E_STORAGE');

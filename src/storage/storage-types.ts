@@ -1,0 +1,62 @@
+import type { Readable } from 'node:stream';
+import type { Location } from './location.js';
+
+/**
+ * What a run records about its input so it can tell later whether the input changed: S3 gives an
+ * ETag, local files a size and modification time.
+ */
+export interface ObjectInfo {
+  size: number;
+  etag?: string;
+  mtimeMs?: number;
+}
+
+/**
+ * `start`/`end` (end exclusive) let segments of one big file be read independently; `expect` makes
+ * a read fail with E_INPUT_CHANGED instead of silently mixing two versions of an input.
+ */
+export interface ReadOptions {
+  start?: number;
+  end?: number;
+  expect?: ObjectInfo;
+  signal?: AbortSignal;
+}
+
+export interface WriteOptions {
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Bytes the body will have, when known: S3 then uses parts just large enough, to buffer less. */
+  sizeHint?: number;
+}
+
+/**
+ * One API over local disk and S3, so the pipeline never branches on where data lives.
+ * Failures are BatchScorerErrors: NotFoundError (E_NOT_FOUND) for a missing file, object or bucket,
+ * E_INPUT_CHANGED when `expect` no longer holds, E_STORAGE (retriable or not) otherwise;
+ * aborts surface as AbortError. Folders ("prefixes") are always taken as whole folders:
+ * `s3://b/runs/1` covers `runs/1/...`, never `runs/10/...`.
+ */
+export interface Storage {
+  stat(loc: Location, signal?: AbortSignal): Promise<ObjectInfo>;
+  exists(loc: Location, signal?: AbortSignal): Promise<boolean>;
+  /** A byte stream that is never buffered whole; destroy it when stopping early. */
+  read(loc: Location, options?: ReadOptions): Promise<Readable>;
+  /** For small files only (JSON): buffers the whole content. */
+  readText(loc: Location, signal?: AbortSignal): Promise<string>;
+  /** Atomic: readers see the old content or the new, never a part; a Readable body is streamed. */
+  write(loc: Location, body: Readable | string | Uint8Array, options?: WriteOptions): Promise<{ bytes: number }>;
+  /** Every file below the folder, recursively, sorted by key or path. */
+  list(prefix: Location, signal?: AbortSignal): AsyncIterable<{ location: Location; size: number }>;
+  /** Missing is fine. */
+  remove(loc: Location): Promise<void>;
+  /** Deletes the folder and everything below it; refuses a bucket or filesystem root. */
+  removePrefix(prefix: Location): Promise<void>;
+  /**
+   * Why files could not be written below the folder, or undefined when nothing is seen to stop
+   * them; creates nothing. Local: the folder, or the nearest part of its path that exists, must be
+   * a folder this process may write in. S3: the bucket must exist.
+   */
+  whyUnwritable(prefix: Location, signal?: AbortSignal): Promise<string | undefined>;
+  /** Releases the S3 client's sockets; safe to call twice. */
+  close(): void;
+}
