@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
@@ -32,11 +33,17 @@ export interface ModelFacts {
  * row), `{"attribute": "info"}`. Nothing answering at the service's address fails at once: this is
  * the first call of a run, so the address is more likely wrong than the service restarting.
  */
-export async function takeDescribeSnapshot(client: ServiceClient, ref: ModelRef, signal?: AbortSignal): Promise<DescribeSnapshot> {
+export async function takeDescribeSnapshot(client: ServiceClient, ref: ModelRef, options: DescribeOptions = {}): Promise<DescribeSnapshot> {
   const snapshot: DescribeSnapshot = { takenAt: new Date().toISOString(), service: client.displayUrl, model: formatModelRef(ref), answers: [] };
-  const meta = await askDescribe(client, ref, {}, snapshot, { signal, firstContact: true });
-  if (!hasColumns(meta)) await askDescribe(client, ref, { attribute: 'info' }, snapshot, { signal });
+  const meta = await askDescribe(client, ref, {}, snapshot, { ...options, firstContact: true });
+  if (!hasColumns(meta)) await askDescribe(client, ref, { attribute: 'info' }, snapshot, options);
   return snapshot;
+}
+
+/** A run's signal, and its logger for the client's retries. */
+export interface DescribeOptions {
+  signal?: AbortSignal;
+  log?: Logger;
 }
 
 /** The facts a run needs from a snapshot; refuses a model that is not ready. */
@@ -74,10 +81,10 @@ export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFact
  * Asks describe again, as the snapshot did, and names the members whose answer differs (for a
  * server without versions, the only way to see a model retrained during the run).
  */
-export async function describeChanges(client: ServiceClient, ref: ModelRef, snapshot: DescribeSnapshot, signal?: AbortSignal): Promise<string[]> {
+export async function describeChanges(client: ServiceClient, ref: ModelRef, snapshot: DescribeSnapshot, options: DescribeOptions = {}): Promise<string[]> {
   const changed = new Set<string>();
   for (const { request, response } of snapshot.answers) {
-    const [before, after] = [firstObject(response) ?? {}, firstObject(await client.describe(ref, request, { signal })) ?? {}];
+    const [before, after] = [firstObject(response) ?? {}, firstObject(await client.describe(ref, request, options)) ?? {}];
     for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
       if (!isDeepStrictEqual(before[key], after[key])) changed.add(key);
     }
@@ -90,7 +97,7 @@ async function askDescribe(
   ref: ModelRef,
   request: Record<string, unknown>,
   snapshot: DescribeSnapshot,
-  options: { signal?: AbortSignal; firstContact?: boolean },
+  options: DescribeOptions & { firstContact?: boolean },
 ): Promise<Record<string, unknown> | undefined> {
   const response = await client.describe(ref, request, options);
   snapshot.answers.push({ request, response });

@@ -68,7 +68,7 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
     throw new BatchScorerError('E_STORAGE', `${formatLocation(snapshotAt)} is not a describe snapshot: ${snapshot.error.issues[0]?.message ?? 'unreadable'}`);
   }
   const ref = { project: run.model.project, model: run.model.name };
-  const changed = await describeChanges(ctx.client, ref, snapshot.data, ctx.signal);
+  const changed = await describeChanges(ctx.client, ref, snapshot.data, { signal: ctx.signal, log: ctx.log });
   if (changed.length === 0) return [];
   const what = `model ${run.model.requested} changed during the run: describe now differs in ${changed.join(', ')}, and the server reports no versions, so rows may have been scored by either model`;
   if (run.request.options.onModelChange === 'fail') {

@@ -48,7 +48,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   if (existing) return resume(existing, request, ctx);
 
   const requested = parseModelRef(request.model);
-  const snapshot = await takeDescribeSnapshot(client, requested, signal);
+  const snapshot = await takeDescribeSnapshot(client, requested, { signal, log });
   const facts = modelFacts(snapshot, requested);
   if (facts.timeSeries) {
     throw new BatchScorerError(

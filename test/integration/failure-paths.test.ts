@@ -154,6 +154,25 @@ describe('a model retrained during a run, on a server without versions', () => {
   });
 });
 
+describe('one logger passed down', () => {
+  it("logs the service client's retries with the run id and the segment", async () => {
+    const sim = await simulator({ rateLimitRate: 0.2, retryAfterSeconds: 0, seed: 3 });
+    const r = await runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', join(tmp.dir, 'logs'), '--run-id', 'lg', '--batch-size', '100'], {
+      MODEL_SERVICE_URL: sim.url,
+      LOG_LEVEL: 'debug',
+    });
+    expect(r.code).toBe(0);
+    const retries = r.stderr
+      .split('\n')
+      .filter((l) => l.includes('retrying service call'))
+      .map((l) => JSON.parse(l) as { runId?: string; segment?: number; op: string });
+    expect(retries.length).toBeGreaterThan(0);
+    const predicts = retries.filter((l) => l.op === 'predict' && l.segment !== undefined);
+    expect(predicts.length).toBeGreaterThan(0);
+    expect(retries.every((l) => l.runId === 'lg')).toBe(true);
+  });
+});
+
 describe('service errors that say what is wrong', () => {
   it('nothing listening: fails within seconds, naming the URL', async () => {
     const gone = await startSimulator();
