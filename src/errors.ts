@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'E_INPUT' // the input file is malformed (encoding, quoting, empty)
   | 'E_INPUT_CHANGED' // the input changed while the run was reading it
   | 'E_STORAGE' // a storage operation failed for a reason that may pass
+  | 'E_REDIS_UNAVAILABLE' // Redis (REDIS_URL) did not answer: check the URL and that Redis runs
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
   | 'E_ALIGNMENT' // an answer does not line up with the rows sent
