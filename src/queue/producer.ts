@@ -122,10 +122,10 @@ export class RunQueue {
     return Promise.all(jobs.slice(0, limit).map((j) => this.describe(j)));
   }
 
-  /** The milestones a run's job logged (planned, segment k done, assembled). */
-  async logs(runId: string): Promise<string[]> {
+  /** The milestones a run's job logged (planned, segment k done, assembled), from the `from`th on (0-based). */
+  async logs(runId: string, from = 0): Promise<string[]> {
     await this.ready();
-    return (await this.queue.getJobLogs(runId)).logs;
+    return (await this.queue.getJobLogs(runId, from)).logs;
   }
 
   close(): Promise<void> {
@@ -154,7 +154,8 @@ export class RunQueue {
     const raw = await job.getState();
     const state = raw === 'completed' || raw === 'failed' ? raw : raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting';
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
-    const progress = (await this.progress.read(job.data.runId)) ?? stored;
+    const finished = state === 'completed' || state === 'failed';
+    const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
     return {
       runId: job.data.runId,
