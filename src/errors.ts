@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'E_INPUT_CHANGED' // the input changed while the run was reading it
   | 'E_OUTPUT' // the output location cannot be written (not a folder, no permission, no bucket)
   | 'E_STORAGE' // a storage operation failed for a reason that may pass
+  | 'E_REDIS_UNAVAILABLE' // Redis (REDIS_URL) did not answer: check the URL and that Redis runs
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
   | 'E_RUN_STATE' // a run folder's own files are missing, damaged, foreign or of a release this one cannot read
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows

@@ -40,12 +40,16 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
 /** A logger that drops everything: for library callers and tests that pass none. */
 export const silentLogger: Logger = pino({ level: 'silent' });
 
-/** A URL as it may be shown: without user info, query string or fragment (they can hold secrets). */
-export function redactUrl(url: string): string {
+/**
+ * A URL as it may be shown: without password, query string or fragment (they can hold secrets).
+ * The user name goes too, unless `keepUser`: then it stays and a password shows as `***`
+ * (`redis://user:***@host:6379`), which tells which account was used without telling its secret.
+ */
+export function redactUrl(url: string, options: { keepUser?: boolean } = {}): string {
   try {
     const u = new URL(url);
-    u.username = '';
-    u.password = '';
+    if (!options.keepUser) u.username = '';
+    u.password = options.keepUser && u.password ? '***' : '';
     u.search = '';
     u.hash = '';
     return u.toString().replace(/\/$/, '');

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { BatchScorerError } from '../errors.js';
 import { action } from './action.js';
+import { FrameWriter } from './frame-writer.js';
 import { formatRunStatus } from './run-status-view.js';
 
 export function registerStatus(program: Command): void {
@@ -10,24 +11,28 @@ export function registerStatus(program: Command): void {
     .command('status')
     .description('show a run (or the latest runs): state, rows done/total, rows/s, ETA, failures, output location')
     .argument('[runId]', 'the run; without it, the 20 latest runs')
-    .option('--watch', 'refresh every second until the run ends')
-    .option('--json', 'print JSON')
-    .option('--logs', "also print the run's milestones (planned, segments done, assembled)")
+    .option('--watch', 'refresh every second until the run ends (in place on a terminal; elsewhere a line only when it changed)')
+    .option('--json', 'print JSON (JSON lines with --watch; log lines as {"runId","log"})')
+    .option('--logs', "also print the run's milestones (planned, segments done, assembled); with --watch, each once")
     .action(
       action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
         const { RunQueue } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
+        // JSON lines are appended, never redrawn, even on a terminal.
+        const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
+        let logsShown = 0;
         try {
           for (;;) {
             const runs = runId ? [await queue.get(runId)] : await queue.list();
             if (runId && !runs[0])
               throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
             const shown = runs.filter((r) => r !== undefined);
-            if (flags.json) process.stdout.write(`${JSON.stringify(runId ? shown[0] : shown)}\n`);
-            else process.stdout.write(`${shown.map(formatRunStatus).join('\n') || 'no runs'}\n`);
-            if (flags.logs && runId) process.stdout.write(`${(await queue.logs(runId)).join('\n')}\n`);
+            const frame = flags.json ? JSON.stringify(runId ? shown[0] : shown) : shown.map(formatRunStatus).join('\n') || 'no runs';
+            const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
+            logsShown += logs.length;
+            out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
             const ended = shown.every((r) => r.state === 'completed' || r.state === 'failed');
             if (!flags.watch || ended) break;
             await sleep(1_000);

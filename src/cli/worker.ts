@@ -50,7 +50,10 @@ export function registerWorker(program: Command): void {
         process.once('SIGINT', force);
         await worker.close();
         storage.close();
-        log.flush();
+        await new Promise<void>((resolve) => log.flush(() => resolve()));
+        // With Redis away, BullMQ's close never finishes and leaves timers that would keep the
+        // process alive; the worker has dropped its connections, so this is the end.
+        process.exit(0);
       }),
     );
 }

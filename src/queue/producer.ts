@@ -1,13 +1,16 @@
 import { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, joinLocation, parseLocation } from '../storage/location.js';
+import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { RunProgressStore } from './run-progress.js';
+
+/** How long a producer waits for Redis to answer at first before it gives up. */
+export const CONNECT_TIMEOUT_MS = 5_000;
 
 /** A run as `status` and the run API show it. */
 export interface RunStatus {
@@ -53,17 +56,29 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
   };
 }
 
-/** The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice. */
+/**
+ * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
+ * Its first call waits for Redis for CONNECT_TIMEOUT_MS at most, then fails with
+ * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
+ * and the next one goes through when Redis is back.
+ */
 export class RunQueue {
-  private readonly redis: Redis;
+  private readonly redis: QueueRedis;
   private readonly queue: Queue<RunJobData>;
   private readonly progress: RunProgressStore;
+  private connected?: Promise<void>;
+  private lastError?: Error;
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
     this.redis = redisConnection(config.redisUrl, 'producer');
     this.queue = new Queue<RunJobData>(RUNS_QUEUE, { connection: this.redis, prefix: config.prefix });
     this.progress = new RunProgressStore(this.redis, config.prefix);
+    // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
+    // since ioredis and BullMQ print an error event nobody listens to, stack and all.
+    const keep = (err: Error) => void (this.lastError = err);
+    this.redis.on('error', keep);
+    this.queue.on('error', keep);
   }
 
   /**
@@ -75,6 +90,7 @@ export class RunQueue {
   async enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
     const data = validateSubmission(submission);
     const { runId } = data;
+    await this.ready();
     const existing = await this.queue.getJob(runId);
     const failed = existing !== undefined && (await existing.getState()) === 'failed';
     if (existing && !failed) return { runId, created: false };
@@ -93,33 +109,53 @@ export class RunQueue {
   }
 
   async get(runId: string): Promise<RunStatus | undefined> {
+    await this.ready();
     const job = await Job.fromId<RunJobData>(this.queue, runId);
     return job ? this.describe(job) : undefined;
   }
 
   /** The most recent runs, newest first. */
   async list(limit = 20): Promise<RunStatus[]> {
+    await this.ready();
     const jobs = await this.queue.getJobs(['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'completed', 'failed'], 0, limit - 1);
     jobs.sort((a, b) => b.timestamp - a.timestamp);
     return Promise.all(jobs.slice(0, limit).map((j) => this.describe(j)));
   }
 
-  /** The milestones a run's job logged (planned, segment k done, assembled). */
-  async logs(runId: string): Promise<string[]> {
-    return (await this.queue.getJobLogs(runId)).logs;
+  /** The milestones a run's job logged (planned, segment k done, assembled), from the `from`th on (0-based). */
+  async logs(runId: string, from = 0): Promise<string[]> {
+    await this.ready();
+    return (await this.queue.getJobLogs(runId, from)).logs;
   }
 
   close(): Promise<void> {
-    return (this.closed ??= this.queue.close().then(async () => {
-      await this.redis.quit();
-    }));
+    return (this.closed ??= this.queue.close().then(() => this.redis.close()));
+  }
+
+  /** Resolves once Redis has answered; the first wait is bounded, and a failed one is final. */
+  private ready(): Promise<void> {
+    return (this.connected ??= (async () => {
+      const answered = this.queue.waitUntilReady();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still connecting')), CONNECT_TIMEOUT_MS)));
+      try {
+        await Promise.race([answered, timedOut]);
+      } catch (err) {
+        this.redis.disconnectAll();
+        answered.catch(() => {}); // it fails too once disconnected; the reason is known already
+        throw redisUnavailable(this.redis, CONNECT_TIMEOUT_MS, this.lastError ?? err);
+      } finally {
+        clearTimeout(timer);
+      }
+    })());
   }
 
   private async describe(job: Job<RunJobData>): Promise<RunStatus> {
     const raw = await job.getState();
     const state = raw === 'completed' || raw === 'failed' ? raw : raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting';
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
-    const progress = (await this.progress.read(job.data.runId)) ?? stored;
+    const finished = state === 'completed' || state === 'failed';
+    const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
     return {
       runId: job.data.runId,

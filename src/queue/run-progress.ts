@@ -44,21 +44,28 @@ export class RunProgressStore {
     return (await this.redis.hget(this.key(runId), 'failure')) ?? undefined;
   }
 
-  async read(runId: string): Promise<RunProgress | undefined> {
-    const h = await this.redis.hgetall(this.key(runId));
-    if (!h.rowsTotal) return undefined;
-    let rowsDone = 0;
-    let rowsQuarantined = 0;
-    let segmentsDone = 0;
-    for (const [k, v] of Object.entries(h)) {
-      if (/^r\d/.test(k)) rowsDone += Number(v);
-      else if (/^q\d/.test(k)) rowsQuarantined += Number(v);
-      else if (/^d\d/.test(k)) segmentsDone += 1;
-    }
-    return computeProgress(
-      { rowsDone, rowsTotal: Number(h.rowsTotal), rowsQuarantined, segmentsDone, segmentsTotal: Number(h.segmentsTotal) },
-      rowsDone,
-      Date.now() - Number(h.startedAt),
-    );
+  /** The run's progress; `finishedAt` (epoch ms) for a run that has finished, see progressFromHash. */
+  async read(runId: string, finishedAt?: number): Promise<RunProgress | undefined> {
+    return progressFromHash(await this.redis.hgetall(this.key(runId)), Date.now(), finishedAt);
   }
+}
+
+/**
+ * A run's progress from its hash, at `now`. The rate is over the run's own time: up to now while
+ * it runs, up to `finishedAt` once it has finished, so that it stays what it was instead of
+ * falling as the clock goes on. A finished run with rows left (a failed one) has no ETA.
+ */
+export function progressFromHash(h: Record<string, string>, now: number, finishedAt?: number): RunProgress | undefined {
+  if (!h.rowsTotal) return undefined;
+  let rowsDone = 0;
+  let rowsQuarantined = 0;
+  let segmentsDone = 0;
+  for (const [k, v] of Object.entries(h)) {
+    if (/^r\d/.test(k)) rowsDone += Number(v);
+    else if (/^q\d/.test(k)) rowsQuarantined += Number(v);
+    else if (/^d\d/.test(k)) segmentsDone += 1;
+  }
+  const counts = { rowsDone, rowsTotal: Number(h.rowsTotal), rowsQuarantined, segmentsDone, segmentsTotal: Number(h.segmentsTotal) };
+  const progress = computeProgress(counts, rowsDone, (finishedAt ?? now) - Number(h.startedAt));
+  return finishedAt !== undefined && progress.etaSeconds !== 0 ? { ...progress, etaSeconds: null } : progress;
 }

@@ -3,21 +3,31 @@ import { AbortedError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import { RedisWatch } from './redis-watch.js';
 import { runJobProcessor } from './run-job.js';
 import { segmentJobProcessor } from './segment-job.js';
 import { WorkerContext } from './worker-context.js';
 import type { WorkerOptions } from './worker-options.js';
 
+/** Once the shutdown timeout has passed, how long handing in-flight segments back may take before the connections are dropped. */
+const HAND_BACK_MS = 5_000;
+
 /** A running worker; `close()` is the graceful shutdown and is safe to call twice. */
 export interface ScoringWorker {
-  /** Stops taking work, lets in-flight segments finish for up to shutdownTimeoutMs, then hands them back. */
+  /**
+   * Stops taking work, lets in-flight segments finish for up to shutdownTimeoutMs, then hands
+   * them back. If Redis is away by then, nothing can be handed back: the connections are
+   * dropped (their segments go back to the queue when their locks expire) and close() resolves,
+   * though BullMQ may leave timers behind; a process should exit after it.
+   */
   close(): Promise<void>;
 }
 
 /**
  * Starts a worker process's two BullMQ workers: runs (plan, then assemble once every segment is
  * done) and segments (score one segment into storage). Any number of processes on any machines
- * share the work through Redis.
+ * share the work through Redis. It logs "worker started" once connected; until then, and
+ * whenever Redis is away, it waits for it and says so (see RedisWatch).
  */
 export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): ScoringWorker {
   const redis = redisConnection(queue.redisUrl, 'worker');
@@ -29,34 +39,75 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
     stalledInterval: Math.max(1_000, options.lockDurationMs / 2),
     maxStalledCount: 10,
   };
+  const watch = new RedisWatch(redis, log);
   const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2 });
   const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, segmentJobProcessor(ctx), { ...common, concurrency: options.segments });
-  for (const w of [runsWorker, segmentsWorker]) w.on('error', (err) => log.error({ err: errorMessage(err) }, 'queue error (retrying)'));
-  log.info({ worker: WORKER_ID, prefix: queue.prefix, concurrency: options.concurrency, segments: options.segments }, 'worker started');
-
+  const onError = (err: Error) => watch.error(err);
+  runsWorker.on('error', onError);
+  segmentsWorker.on('error', onError);
+  ctx.runsQueue.on('error', onError);
+  ctx.segmentsQueue.on('error', onError);
   let closing: Promise<void> | undefined;
+  let started = false;
+  Promise.all([runsWorker.waitUntilReady(), segmentsWorker.waitUntilReady()]).then(
+    () => {
+      if (closing) return;
+      started = true;
+      log.info(
+        { worker: WORKER_ID, redis: redis.shownUrl, prefix: queue.prefix, concurrency: options.concurrency, segments: options.segments },
+        'worker started',
+      );
+    },
+    () => {}, // closed before Redis answered
+  );
+
   return {
     close: () =>
       (closing ??= (async () => {
         log.info({ timeoutMs: options.shutdownTimeoutMs }, 'shutting down: taking no more work');
+        let dropped: () => void = () => {};
+        const droppedConnections = new Promise<void>((resolve) => (dropped = resolve));
+        // BullMQ's close and QUIT wait for Redis; while it is away, for ever. Past the timeout
+        // (and the time to hand segments back, if Redis is there to take them), the connections go.
+        const drop = (why: string) => {
+          log.warn({ redis: redis.shownUrl }, why);
+          watch.stop();
+          redis.disconnectAll();
+          dropped();
+        };
+        // A worker that never reached Redis has no work to finish or hand back.
+        if (!started) drop('Redis never answered: connections dropped');
+        let dropTimer: NodeJS.Timeout | undefined;
         const timer = setTimeout(() => {
           log.warn('shutdown timeout: handing in-flight segments back');
           ctx.shutdown.abort(new AbortedError('worker shutting down'));
+          if (redis.status !== 'ready') drop('Redis is away: connections dropped; segments in flight go back to the queue when their locks expire');
+          else dropTimer = setTimeout(() => drop('shutdown did not finish in time: connections dropped'), HAND_BACK_MS);
         }, options.shutdownTimeoutMs);
         // Cleanups run in reverse order of opening, each even when one before it failed.
         const steps: [string, () => Promise<unknown>][] = [
           ['workers', () => Promise.all([runsWorker.close(), segmentsWorker.close()])],
           ['queues and service clients', () => ctx.close()],
-          ['redis', () => redis.quit()],
+          [
+            'redis',
+            () => {
+              watch.stop();
+              return redis.close();
+            },
+          ],
         ];
-        for (const [name, step] of steps) {
-          try {
-            await step();
-          } catch (err) {
-            log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
+        const cleanups = (async () => {
+          for (const [name, step] of steps) {
+            try {
+              await step();
+            } catch (err) {
+              log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
+            }
           }
-        }
+        })();
+        await Promise.race([cleanups, droppedConnections]);
         clearTimeout(timer);
+        clearTimeout(dropTimer);
         log.info('worker stopped');
       })()),
   };

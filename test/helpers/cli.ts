@@ -10,27 +10,29 @@ export interface CliResult {
   stderr: string;
 }
 
-/** A CLI child process under way: its output so far, and its result once it exits. */
-export interface RunningCli {
+/** The built CLI as a running child process: its output so far, and its exit code once it ends. */
+export interface CliProcess {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  exited: Promise<CliResult>;
+  exited: Promise<number | null>;
 }
 
-/** Starts the built CLI as a real child process (npm test builds dist/ first), for tests that act on it while it runs. */
-export function startCli(args: string[], env: Record<string, string | undefined> = {}): RunningCli {
+/** Starts the built CLI as a real child process (npm test builds dist/ first). */
+export function startCli(args: string[], env: Record<string, string | undefined> = {}): CliProcess {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
-  // 'close', not 'exit': by then the output pipes are drained too.
-  const exited = once(child, 'close').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+  // 'close', not 'exit': by then all the output has been read.
+  const exited = once(child, 'close').then(([code]) => code as number | null);
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
 
-/** Runs the built CLI as a real child process to its end. */
+/** Runs the built CLI to its end. */
 export async function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  return startCli(args, env).exited;
+  const cli = startCli(args, env);
+  const code = await cli.exited;
+  return { code, stdout: cli.stdout(), stderr: cli.stderr() };
 }

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import { RunQueue, type RunStatus } from '../../src/queue/producer.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
-import { CLI } from './cli.js';
+import { startCli } from './cli.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -35,11 +36,54 @@ export interface WorkerProcess {
 }
 
 export function startWorkerProcess(env: Record<string, string>, args: string[] = []): WorkerProcess {
-  const child = spawn(process.execPath, [CLI, 'worker', ...args], { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr.on('data', (d) => (log += d));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
-  return { child, log: () => log, exited };
+  const { child, stderr, exited } = startCli(['worker', ...args], env);
+  return { child, log: stderr, exited };
+}
+
+/** A TCP port nothing listens on (it was free a moment ago). */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** A Redis of a test's own, persisting to disk, so it can be stopped and started again on the same data. */
+export async function startRedis(port: number, dir: string): Promise<ChildProcess> {
+  const server = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
+  probe.on('error', () => {}); // refused until the server is up: that is what is being waited for
+  await waitFor(
+    'redis to answer',
+    () =>
+      probe.ping().then(
+        (r) => r === 'PONG',
+        () => false,
+      ),
+    10_000,
+  );
+  probe.disconnect();
+  return server;
 }
 
 /** Polls `check` until it answers a value, or fails after `ms` with what it was waiting for. */

@@ -168,7 +168,7 @@ describe('Ctrl-C during score', () => {
       // Scoring has begun once predict requests follow the probe.
       await waitFor('scoring to begin', () => slow.stats.predictRequests >= before + 4, 30_000);
       cli.child.kill(signal);
-      const r: CliResult = await cli.exited;
+      const r: CliResult = { code: await cli.exited, stdout: cli.stdout(), stderr: cli.stderr() };
       expect(r.code).toBe(exitCode);
       expect(r.stderr).toMatch(new RegExp(`^batch-scorer: run \\S+ failed: stopped by ${signal} \\[E_ABORTED\\]$`, 'm'));
       const { runId, folder, resume } = failureLines(r.stderr);

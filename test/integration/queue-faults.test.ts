@@ -1,14 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { createSimulator } from '../../src/simulator/server.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { startRedis, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
@@ -29,43 +27,6 @@ async function direct(): Promise<string> {
   const out = join(tmp.dir, `direct-${Math.random().toString(16).slice(2)}`);
   await score(input, out, { service: f.sim.url, runId: 'd', segmentRows: SEGMENT_ROWS });
   return sha256(await readFile(join(out, 'd', 'predictions.csv')));
-}
-
-/** A Redis of the test's own, persisting to disk, so it can be restarted in the middle of a run. */
-async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const server = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--save',
-      '',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
-  probe.on('error', () => {}); // refused until the server is up: that is what is being waited for
-  await waitFor(
-    'redis to answer',
-    () =>
-      probe.ping().then(
-        (r) => r === 'PONG',
-        () => false,
-      ),
-    10_000,
-  );
-  probe.disconnect();
-  return server;
 }
 
 describe('queue mode under faults', () => {

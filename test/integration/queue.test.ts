@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { RunStatus } from '../../src/queue/producer.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { dropPrefix, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
@@ -180,5 +181,78 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(again.code).toBe(0);
     expect(f.sim.stats.predictRows).toBe(rows);
     await dropPrefix(`${f.prefix}-again`);
+  });
+});
+
+async function statusJson(runId: string): Promise<RunStatus> {
+  const r = await runCli(['status', runId, '--json'], f.env());
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as RunStatus;
+}
+
+describe('status', () => {
+  /** The first rows of the input (--limit): a run of a few seconds at most. */
+  const STATUS_ROWS = 10_000;
+
+  it('the rows/s of a finished run is its average over its own time, and stays so as the clock goes on', async () => {
+    await f.setup({ latencyMs: 20 });
+    f.worker();
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out: join(tmp.dir, 'rate'),
+      options: { service: f.sim.url, runId: 'rate', segmentRows: SEGMENT_ROWS, batchSize: 100, limit: STATUS_ROWS },
+    });
+    await f.finished(runId);
+    const first = await statusJson(runId);
+    // A rate over the time up to "now" would fall by a third or more over the next 1.5 s.
+    const asked = Date.now();
+    await waitFor('the clock to move on by 1.5 s', () => Date.now() - asked > 1_500, 5_000);
+    const second = await statusJson(runId);
+
+    expect(first).toMatchObject({ state: 'completed', progress: { rowsDone: STATUS_ROWS, etaSeconds: 0 } });
+    expect(second.progress).toEqual(first.progress);
+    // The run started after it was enqueued: its rate is at least the rows over enqueue-to-finish.
+    const enqueueToFinishMs = Date.parse(first.finishedAt!) - Date.parse(first.enqueuedAt);
+    expect(first.progress!.rowsPerSecond).toBeGreaterThanOrEqual(Math.floor((STATUS_ROWS * 1000) / enqueueToFinishMs));
+  });
+
+  it('--watch, not on a terminal, writes a frame only when it changed and --logs each milestone once; --json stays JSON lines', async () => {
+    await f.setup({ latencyMs: 50 });
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out: join(tmp.dir, 'watch'),
+      options: { service: f.sim.url, runId: 'watch', segmentRows: SEGMENT_ROWS, batchSize: 100, concurrency: 2, limit: STATUS_ROWS },
+    });
+    const text = startCli(['status', runId, '--watch', '--logs'], f.env());
+    const json = startCli(['status', runId, '--watch', '--logs', '--json'], f.env());
+    // No worker yet: the run waits, and its frame stays the same for a few rounds (one a second).
+    await waitFor('both to show the waiting run', () => text.stdout().includes('watch  waiting') && json.stdout().includes('"state":"waiting"'), 15_000);
+    const since = Date.now();
+    await waitFor('a few rounds to pass', () => Date.now() - since > 2_500, 5_000);
+    f.worker();
+    expect(await text.exited).toBe(0);
+    expect(await json.exited).toBe(0);
+    const logs = await f.queue.logs(runId);
+    expect(logs.length).toBe(7); // planned, 5 segments, assembled
+
+    const lines = text.stdout().trimEnd().split('\n');
+    for (const log of logs) expect(lines.filter((l) => l === log)).toHaveLength(1);
+    const frames = lines.filter((l) => l.startsWith(`${runId}  `));
+    expect(frames.filter((l) => l.startsWith(`${runId}  waiting`))).toHaveLength(1);
+    expect(frames.at(-1)).toMatch(/^watch {2}completed {2}10000\/10000 rows/);
+    for (let i = 1; i < frames.length; i++) expect(frames[i]).not.toBe(frames[i - 1]);
+
+    const records = json
+      .stdout()
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Partial<RunStatus> & { log?: string });
+    expect(records.filter((r) => r.log !== undefined)).toEqual(logs.map((log) => ({ runId, log })));
+    const states = records.filter((r) => r.log === undefined);
+    expect(states.filter((r) => r.state === 'waiting')).toHaveLength(1);
+    expect(states.at(-1)).toMatchObject({ runId, state: 'completed' });
+    for (let i = 1; i < states.length; i++) expect(states[i]).not.toEqual(states[i - 1]);
   });
 });
