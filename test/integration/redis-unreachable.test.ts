@@ -54,7 +54,7 @@ describe('commands against a Redis that is not there', () => {
   it('enqueue still checks its options first: a bad flag is reported without waiting for Redis', async () => {
     const r = await runCli(['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', tmp.dir, '--batch-size', '0'], { REDIS_URL: url });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/batchSize/);
+    expect(r.stderr).toMatch(/--batch-size: must be at least 1 \[E_USAGE\]/);
     expect(r.stderr).not.toMatch(/E_REDIS_UNAVAILABLE/);
   });
 });
