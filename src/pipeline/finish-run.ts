@@ -8,7 +8,7 @@ import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js'
 import { quarantineAllowance } from './score-segment.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { writeRunFile } from './run-state.js';
+import { requireRunFile, writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
@@ -62,13 +62,9 @@ export async function finishRun(
  */
 async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promise<string[]> {
   if (run.model.resolvedVersion !== null) return [];
-  const snapshotAt = runFiles.describe(run.folder);
-  const snapshot = describeSnapshotSchema.safeParse(JSON.parse(await ctx.storage.readText(snapshotAt, ctx.signal)));
-  if (!snapshot.success) {
-    throw new BatchScorerError('E_STORAGE', `${formatLocation(snapshotAt)} is not a describe snapshot: ${snapshot.error.issues[0]?.message ?? 'unreadable'}`);
-  }
+  const snapshot = await requireRunFile(ctx.storage, runFiles.describe(run.folder), describeSnapshotSchema, ctx.signal);
   const ref = { project: run.model.project, model: run.model.name };
-  const changed = await describeChanges(ctx.client, ref, snapshot.data, { signal: ctx.signal, log: ctx.log });
+  const changed = await describeChanges(ctx.client, ref, snapshot, { signal: ctx.signal, log: ctx.log });
   if (changed.length === 0) return [];
   const what = `model ${run.model.requested} changed during the run: describe now differs in ${changed.join(', ')}, and the server reports no versions, so rows may have been scored by either model`;
   if (run.request.options.onModelChange === 'fail') {

@@ -11,6 +11,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { checkColumns } from './column-check.js';
 import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
+import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
@@ -56,7 +57,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
       `model ${request.model} is a time-series model (describe's TRAINING_OPTIONS has timeseries_settings): it answers a forecast horizon, not one row per input row, so it cannot be scored row by row`,
     );
   }
-  await storage.write(runFiles.describe(folder), `${JSON.stringify(snapshot, null, 2)}\n`, { signal });
+  await writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal });
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
 
   const input = await planInput(storage, parseLocation(request.input), { segmentRows: request.options.segmentRows, limit: request.options.limit, signal });

@@ -80,7 +80,14 @@ export class ServiceError extends BatchScorerError {
       this.kind === 'bad-answer'
         ? `${this.message} (on each of ${tries})`
         : `${this.message} (gave up after ${tries}; raise --retries or --timeout, or lower --concurrency)`;
-    return new ServiceError(kind, message, { ...this, cause: this });
+    return new ServiceError(kind, message, {
+      status: this.status,
+      title: this.title,
+      detail: this.detail,
+      retryAfterMs: this.retryAfterMs,
+      overload: this.overload,
+      cause: this,
+    });
   }
 }
 
