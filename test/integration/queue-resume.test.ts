@@ -40,8 +40,10 @@ describe('resuming a failed queue run', () => {
     const out = join(tmp.dir, 'q');
     const args = ['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--run-id', 'qr', '--segment-rows', '500', '--batch-size', '25'];
 
-    const first = await runCli([...args, '--max-error-rate', '0'], f.env());
-    expect(first.code).toBe(0);
+    const first = await runCli([...args, '--max-error-rate', '0', '--wait'], f.env());
+    expect(first.code).toBe(1);
+    // The failure says where the run is and how to resume it.
+    expect(first.stderr).toContain(`run folder: ${join(out, 'qr')}; resume: batch-scorer enqueue ${input}`);
     const failed = await f.finished('qr');
     expect(failed.state).toBe('failed');
     expect(failed.failedReason).toMatch(/E_ERROR_RATE/);
