@@ -19,7 +19,7 @@ export type ErrorCode =
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
   | 'E_ALIGNMENT' // answers did not line up with the rows sent, on every attempt
   | 'E_COLUMNS' // the input's columns do not fit the model
-  | 'E_SERVICE_RETRIABLE' // overload or network: retry with backoff
+  | 'E_SERVICE_RETRIABLE' // overload or network on one attempt: retried with backoff (reported as E_SERVICE_UNAVAILABLE once the retries ran out)
   | 'E_SERVICE_UNAVAILABLE' // overload or network on every attempt: the retries ran out
   | 'E_SERVICE_UNREACHABLE' // nothing answers at the service URL (refused, unknown host)
   | 'E_SERVICE_URL' // something answers at the service URL, but not a Model Query Service
@@ -30,7 +30,8 @@ export type ErrorCode =
   | 'E_WRONG_ENVELOPE' // the server expects the other body envelope
   | 'E_UNAUTHORIZED' // credentials missing or refused
   | 'E_BAD_ROWS' // the engine failed on the rows of this request
-  | 'E_ABORTED'; // the operation was cancelled
+  | 'E_ABORTED' // the operation was cancelled
+  | 'E_INTERNAL'; // not one of the above: a bug to report, with the log at LOG_LEVEL=debug
 
 export interface BatchScorerErrorOptions {
   retriable?: boolean;

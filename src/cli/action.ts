@@ -31,7 +31,7 @@ export interface FailedRun {
  * a run had started.
  */
 export function reportError(err: unknown, run?: FailedRun): void {
-  const code = err instanceof BatchScorerError ? ` [${err.code}]` : '';
+  const code = ` [${err instanceof BatchScorerError ? err.code : 'E_INTERNAL'}]`;
   const which = run ? `run ${run.runId} failed: ` : '';
   process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
   if (run) process.stderr.write(`run folder: ${run.folder}; resume: ${run.resume}\n`);

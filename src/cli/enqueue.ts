@@ -7,7 +7,7 @@ import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
-import { formatRunStatus } from './run-status-view.js';
+import { formatRunStatus, resumable } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
   addRunFlags(
@@ -42,10 +42,9 @@ export function registerEnqueue(program: Command): void {
             if (status && (status.state === 'completed' || status.state === 'failed')) {
               bar.stop();
               // A failed run is enqueued again under its id to resume, keeping the segments it finished.
-              const resume = status.state === 'failed' ? resumeCommand(process.argv.slice(2), runId) : undefined;
+              const resume = resumable(status) ? resumeCommand(process.argv.slice(2), runId) : undefined;
               if (flags.json) process.stdout.write(`${JSON.stringify({ ...status, ...(resume ? { resume } : {}) })}\n`);
               else process.stderr.write(`${formatRunStatus(status)}\n`);
-              if (resume && !flags.json) process.stderr.write(`run folder: ${status.folder}; resume: ${resume}\n`);
               if (status.state === 'failed') process.exitCode = 1;
               return;
             }

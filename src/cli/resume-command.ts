@@ -1,3 +1,5 @@
+import { optionFlag, type RunOptionsInput } from '../config/run-options.js';
+
 /**
  * The command that resumes a run: the arguments it was started with, quoted as a shell reads
  * them, and `--run-id` when the id was chosen for it. The same options ask for the same run.
@@ -5,6 +7,21 @@
 export function resumeCommand(args: readonly string[], runId: string): string {
   const named = args.some((a) => a === '--run-id' || a.startsWith('--run-id='));
   return ['batch-scorer', ...args, ...(named ? [] : ['--run-id', runId])].map(shellWord).join(' ');
+}
+
+/**
+ * The `enqueue` that resumes a queued run, from what its job holds: its input, model, output and
+ * the options its enqueuer set, as flags, under its run id.
+ */
+export function enqueueCommand(run: { runId: string; input: string; model: string; out: string; options: RunOptionsInput }): string {
+  const flags: string[] = [];
+  for (const [key, value] of Object.entries(run.options)) {
+    if (key === 'runId' || value === undefined || value === false) continue;
+    if (key === 'params') {
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) flags.push('--param', `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
+    } else flags.push(optionFlag(key), ...(value === true ? [] : [typeof value === 'string' ? value : JSON.stringify(value)]));
+  }
+  return resumeCommand(['enqueue', run.input, '--model', run.model, '--out', run.out, ...flags], run.runId);
 }
 
 /** A word a POSIX shell reads back as it is: bare when it holds nothing special, else in single quotes. */

@@ -1,4 +1,5 @@
 import type { RunStatus } from '../queue/producer.js';
+import { enqueueCommand } from './resume-command.js';
 
 /** One line of a run for `status`: state, rows done/total, rows/s, ETA, failures, output location. */
 export function formatRunStatus(s: RunStatus): string {
@@ -9,5 +10,14 @@ export function formatRunStatus(s: RunStatus): string {
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
   const failed = s.failedReason ? `failed: ${s.failedReason}` : '';
-  return [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, s.folder, failed].filter(Boolean).join('  ');
+  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, s.folder, failed].filter(Boolean).join('  ');
+  return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;
+}
+
+/**
+ * A failed run that enqueueing again resumes: not one refused for its run id (taken by another
+ * run) or for a run folder this release cannot read.
+ */
+export function resumable(s: RunStatus): boolean {
+  return s.state === 'failed' && !/\[E_RUN_(EXISTS|STATE)\]/.test(s.failedReason ?? '');
 }

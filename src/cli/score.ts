@@ -3,7 +3,6 @@ import { loadSettings } from '../config/settings.js';
 import { BatchScorerError, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
 import type { Manifest } from '../pipeline/manifest.js';
-import { preflight } from '../pipeline/preflight.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -35,8 +34,6 @@ export function registerScore(program: Command): void {
         const interrupt = interruptSignal();
         let run: FailedRun | undefined;
         try {
-          // A request refused here leaves nothing behind: the service is not asked, no run folder is made.
-          await preflight(request, storage, interrupt.signal);
           run = { runId, folder: formatLocation(runFiles.folder(request.out, runId)), resume: resumeCommand(process.argv.slice(2), runId) };
           const bar = createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
@@ -51,8 +48,7 @@ export function registerScore(program: Command): void {
         } catch (caught) {
           // Whatever a signal cancelled first fails the run; the signal is the reason to give.
           const err = interrupt.signal.aborted && isCode(caught, 'E_ABORTED') ? (interrupt.signal.reason as Error) : caught;
-          // A run id taken by another run, or by one that succeeded, or a run folder that cannot be read, is not there to resume.
-          const failed = isCode(err, 'E_RUN_EXISTS') || isCode(err, 'E_RUN_STATE') ? undefined : run;
+          const failed = NOT_RESUMABLE.some((code) => isCode(err, code)) ? undefined : run;
           if (json) printFailure(err, failed);
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
@@ -63,6 +59,12 @@ export function registerScore(program: Command): void {
       }),
     );
 }
+
+/**
+ * Failures with no run to resume: a request refused before it started (no run folder was made),
+ * a run id taken by another run or one that succeeded, a run folder this release cannot read.
+ */
+const NOT_RESUMABLE: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_RUN_EXISTS', 'E_RUN_STATE'];
 
 function isCode(err: unknown, code: ErrorCode): boolean {
   return err instanceof BatchScorerError && err.code === code;

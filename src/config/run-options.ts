@@ -87,6 +87,8 @@ export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = [
   'segmentsAtOnce',
   // Learnt or taken when the run was planned; a resume goes on with that member.
   'rowIdMember',
+  // Whether a changed model fails the run or warns: the output is the same bytes either way.
+  'onModelChange',
 ];
 
 /** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`; `params` is set by the repeatable `--param`. */

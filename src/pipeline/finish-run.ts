@@ -1,4 +1,4 @@
-import { BatchScorerError, errorMessage } from '../errors.js';
+import { BatchScorerError, errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { basename, formatLocation, type Location } from '../storage/location.js';
@@ -74,6 +74,9 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
   return [what];
 }
 
+/** What `preflight` refuses: nothing was asked or written yet, so there is no run to record. */
+const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT'];
+
 /**
  * Records a failed run: a manifest that says why, and never `_SUCCESS`. `_work` stays, so the
  * same run id resumes from the segments that finished. Never over a succeeded run's manifest, nor
@@ -87,8 +90,10 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
     const code = (parts.error as BatchScorerError | undefined)?.code;
     if (code === 'E_RUN_EXISTS' || code === 'E_RUN_STATE') return manifest;
+    // A request refused before it started (preflight's refusals) leaves no run folder behind.
+    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
-    if (parts.run && (parts.error as BatchScorerError | undefined)?.code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
+    if (parts.run && code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');

@@ -15,7 +15,7 @@ import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
-import { encodeRequestRow } from './request-row.js';
+import { echoesRowId, encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 
 export interface PrepareContext {
@@ -148,13 +148,13 @@ async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRe
   for (const row of rows.slice(0, 5)) {
     try {
       const answer = await probeOne(ctx, model, options, row, asked);
-      const echoed = asked.find((m) => answer[m] === row.id || answer[m] === String(row.id));
+      const echoed = asked.find((m) => echoesRowId(answer[m], row.id));
       if (echoed) return { answer, rowIdMember: echoed, echoed: true };
       if (options.rowIdMember !== 'auto') return { answer, rowIdMember: options.rowIdMember, echoed: false };
       // Another brand's server names its member in the answer (null when not sent): ask it once more.
       const other = Object.keys(answer).filter((k) => ROW_ID_SHAPE.test(k) && !asked.includes(k));
       const again = other.length > 0 ? await probeOne(ctx, model, options, row, other) : {};
-      const found = other.find((m) => again[m] === row.id || again[m] === String(row.id));
+      const found = other.find((m) => echoesRowId(again[m], row.id));
       return { answer, rowIdMember: found ?? null, echoed: found !== undefined };
     } catch (err) {
       if (!(err instanceof ServiceError && err.kind === 'bad-rows')) throw err;
@@ -181,7 +181,7 @@ async function probeOne(
     log: ctx.log,
     check: (rows) => {
       if (rows.length !== 1 || typeof rows[0] !== 'object' || rows[0] === null) {
-        throw new ServiceError('bad-answer', `predict ${formatModelRef(model)} answered ${rows.length} rows for 1 sent`, { overload: true });
+        throw new ServiceError('bad-answer', `predict ${formatModelRef(model)} answered ${rows.length} rows for 1 sent`);
       }
     },
   });

@@ -39,3 +39,8 @@ export function encodeRequestRow(
   const json = JSON.stringify(out);
   return { json, bytes: Buffer.byteLength(json) };
 }
+
+/** Whether an answer's row id member carries the id that was sent (a server may echo it re-typed, as text). */
+export function echoesRowId(echoed: unknown, rowId: number): boolean {
+  return echoed === rowId || echoed === String(rowId);
+}

@@ -5,7 +5,7 @@ import type { ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
-import type { EncodedRow } from './request-row.js';
+import { echoesRowId, type EncodedRow } from './request-row.js';
 import type { SegmentCounts } from './segment-counts.js';
 
 /** What scoring a batch needs; shared by every batch of a segment. */
@@ -75,34 +75,30 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
 }
 
 /**
- * Proves an answer lines up with the rows sent: one answer row per row sent, each carrying the
- * row id sent with it where the server echoes it. A mismatch is a `bad-answer` fault (a proxy
- * cutting a body, a flaky engine), tried again like an overload; one that persists on every
- * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on another.
+ * Proves an answer lines up with the rows sent: one answer row (an object) per row sent, each
+ * carrying the row id sent with it where the server echoes it. A mismatch is a `bad-answer` fault
+ * (a proxy cutting a body, a flaky engine), tried again with backoff; one that persists on every
+ * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on
+ * another. Not an overload: `--concurrency auto` does not back off for it.
  */
 function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): void {
-  const span = `rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}`;
+  const span = () => `rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}`;
   if (answer.length !== rows.length) {
-    throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span})`, { overload: true });
+    throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span()})`);
   }
   const id = scorer.rowIdMember;
-  if (id === undefined) return;
   for (let i = 0; i < rows.length; i++) {
-    const echoed = answer[i]?.[id];
-    if (echoed === undefined || echoed === null) {
-      if (!scorer.rowIdEchoed) continue;
-      throw new ServiceError('bad-answer', `answer row ${i} (${span}) lacks ${id}, which the server echoed when the run was planned`, { overload: true });
+    const a = answer[i];
+    if (typeof a !== 'object' || a === null || Array.isArray(a)) {
+      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) is ${JSON.stringify(a)}, not a prediction object`);
     }
-    // A server may echo the id re-typed, as text.
-    const sent = rows[i].row.index;
-    if (echoed !== sent && echoed !== String(sent)) {
-      throw new ServiceError(
-        'bad-answer',
-        `answer row ${i} carries ${id} ${JSON.stringify(echoed)} where ${sent} was sent (${span}): the answer is out of order`,
-        {
-          overload: true,
-        },
-      );
+    if (id === undefined || (!scorer.rowIdEchoed && (a[id] === undefined || a[id] === null))) continue;
+    if (!echoesRowId(a[id], rows[i].row.index)) {
+      const what =
+        a[id] === undefined || a[id] === null
+          ? `lacks ${id}, which the server echoed when the run was planned`
+          : `carries ${id} ${JSON.stringify(a[id])} where ${rows[i].row.index} was sent`;
+      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) ${what}: the answer is out of order`);
     }
   }
 }
@@ -110,9 +106,11 @@ function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
 function merge(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): RowOutcome[] {
   const id = scorer.rowIdMember;
+  // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
+  if (id === undefined) scorer.counts.unechoedRows += rows.length;
+  else if (!scorer.rowIdEchoed) for (const a of answer) if (a[id] === undefined || a[id] === null) scorer.counts.unechoedRows++;
   return rows.map(({ row }, i) => {
     const a = answer[i];
-    if (id === undefined || a[id] === undefined || a[id] === null) scorer.counts.unechoedRows++;
     const predictions: unknown[] = [];
     for (const target of scorer.schema.targets) {
       for (const c of target.columns) predictions.push(a[c.member] ?? null);

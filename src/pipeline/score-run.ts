@@ -7,6 +7,7 @@ import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage-types.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
+import { preflight } from './preflight.js';
 import { newRunId, prepareRun } from './prepare-run.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -28,8 +29,8 @@ export interface DirectRunContext {
 /**
  * Scores a whole run in this process (`batch-scorer score`): the same plan, segments and
  * assembly as queue mode, with segments taken in turn instead of by workers. Finished
- * segments of a resumed run are kept. Callers check the request with `preflight` first, so that
- * a request that cannot run is refused before anything is asked or written.
+ * segments of a resumed run are kept. A request that cannot run (see `preflight`) is refused
+ * before anything is asked or written.
  */
 export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Promise<Manifest> {
   const { storage } = ctx;
@@ -40,6 +41,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const log = ctx.log.child({ runId });
   const startedAt = new Date().toISOString();
   const folder = runFiles.folder(request.out, runId);
+  // A request that cannot run is refused before the service is asked or anything is written.
+  await preflight(request, storage, ctx.signal);
 
   const client = new ServiceClient({
     baseUrl: request.options.service,
@@ -90,6 +93,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       budget,
       log,
       signal,
+      stopSignal: ctx.signal,
       onRows: (rows: number) => {
         tracker.rowsDone += rows;
         tracker.rowsSince += rows;

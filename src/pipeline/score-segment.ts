@@ -33,6 +33,11 @@ export interface SegmentWork {
   budget: QuarantineBudget;
   log: Logger;
   signal?: AbortSignal;
+  /**
+   * Aborted when the process stops (Ctrl-C, a worker's shutdown), not when a sibling segment
+   * fails: the quarantined rows part is completed through a sibling's failure, not through a stop.
+   */
+  stopSignal?: AbortSignal;
   /** Rows finished since the last call (scored or quarantined). */
   onRows?: (rows: number) => void;
   /** Who scored the segment (queue mode: worker and job), recorded beside its counts. */
@@ -70,7 +75,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   const errorsOut = new PassThrough();
   // The quarantined rows outlive a failure, this segment's or a sibling's: the part is completed,
   // never cancelled with the rows, so a run that fails on its error threshold keeps what it found.
-  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut);
+  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal: work.stopSignal });
   const writes = Promise.all([storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 

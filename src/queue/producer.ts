@@ -2,9 +2,10 @@ import { Job, Queue } from 'bullmq';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
+import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { parseModelRef } from '../service/model-ref.js';
-import { formatLocation, joinLocation, parseLocation } from '../storage/location.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { RunProgressStore } from './run-progress.js';
@@ -25,6 +26,9 @@ export interface RunStatus {
   folder: string;
   input: string;
   model: string;
+  out: string;
+  /** The run options the enqueuer set (the worker fills in the rest from its own settings). */
+  options: RunOptionsInput;
   enqueuedAt: string;
   finishedAt?: string;
 }
@@ -163,9 +167,11 @@ export class RunQueue {
       ...(progress ? { progress } : {}),
       ...(failedReason ? { failedReason } : {}),
       attempts: job.attemptsMade,
-      folder: formatLocation(joinLocation(parseLocation(job.data.request.out), job.data.runId)),
+      folder: formatLocation(runFiles.folder(job.data.request.out, job.data.runId)),
       input: job.data.request.input,
       model: job.data.request.model,
+      out: job.data.request.out,
+      options: job.data.request.options,
       enqueuedAt: new Date(job.timestamp).toISOString(),
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
     };

@@ -8,6 +8,7 @@ import { prepareRun } from '../pipeline/prepare-run.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
 import { requireRunFile } from '../pipeline/run-state.js';
+import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
@@ -41,7 +42,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         const done = await readSegmentsDone(ctx.storage, run);
         const todo = unfinished(run, done);
         if (data.step === undefined) {
-          await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length);
+          await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length, sumCounts(done.filter((d) => d !== undefined)).rowsIn);
           // A resumed run starts with the segments it finished before.
           for (const [i, d] of done.entries()) if (d) await ctx.progress.segment(run.runId, i, d.rowsIn, d.rowsQuarantined, true);
           await job.log(

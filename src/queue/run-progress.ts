@@ -17,9 +17,19 @@ export class RunProgressStore {
     return `${this.prefix}:progress:${runId}`;
   }
 
-  async start(runId: string, rowsTotal: number, segmentsTotal: number): Promise<void> {
+  /**
+   * A run's start; `rowsBefore` are the rows its segments finished before a resume, which count as
+   * done but not towards its rate (scored in another run of it, they took none of this one's time).
+   */
+  async start(runId: string, rowsTotal: number, segmentsTotal: number, rowsBefore = 0): Promise<void> {
     const key = this.key(runId);
-    await this.redis.multi().hsetnx(key, 'startedAt', Date.now()).hset(key, { rowsTotal, segmentsTotal }).expire(key, KEEP_SECONDS).exec();
+    await this.redis
+      .multi()
+      .hsetnx(key, 'startedAt', Date.now())
+      .hsetnx(key, 'rowsBefore', rowsBefore)
+      .hset(key, { rowsTotal, segmentsTotal })
+      .expire(key, KEEP_SECONDS)
+      .exec();
   }
 
   async clear(runId: string): Promise<void> {
@@ -66,6 +76,6 @@ export function progressFromHash(h: Record<string, string>, now: number, finishe
     else if (/^d\d/.test(k)) segmentsDone += 1;
   }
   const counts = { rowsDone, rowsTotal: Number(h.rowsTotal), rowsQuarantined, segmentsDone, segmentsTotal: Number(h.segmentsTotal) };
-  const progress = computeProgress(counts, rowsDone, (finishedAt ?? now) - Number(h.startedAt));
+  const progress = computeProgress(counts, rowsDone - Number(h.rowsBefore ?? 0), (finishedAt ?? now) - Number(h.startedAt));
   return finishedAt !== undefined && progress.etaSeconds !== 0 ? { ...progress, etaSeconds: null } : progress;
 }

@@ -31,16 +31,19 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       let last = 0;
       let reporting: Promise<void> | undefined;
       const budget = { allowed: quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), used: 0 };
+      const stop = ctx.jobSignal(lost);
       const counts = await scoreSegment(
         {
           run,
           storage: ctx.storage,
           client: ctx.clientFor(run.request.options),
-          limit: ctx.limitFor(run),
+          limit: ctx.limitFor(run, generation),
           segmentsAtOnce: ctx.options.segments,
           budget,
           log: jobLog,
-          signal: ctx.jobSignal(lost),
+          // In a job, stopping and failing are the same signal: no sibling shares it.
+          signal: stop,
+          stopSignal: stop,
           facts: { worker: WORKER_ID, jobId: job.id!, attempt: job.attemptsMade + 1 },
           onRows: (n) => {
             rows += n;

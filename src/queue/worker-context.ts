@@ -64,9 +64,12 @@ export class WorkerContext {
     return client;
   }
 
-  /** A run's own --concurrency, inside this process's limit: a request needs a slot of both. */
-  limitFor(run: PreparedRun): RequestLimit {
-    return remember(this.runLimits, run.runId, () => {
+  /**
+   * A run's own --concurrency, inside this process's limit: a request needs a slot of both. Per
+   * run job generation, as the prepared run is: a resumed run may have another --concurrency.
+   */
+  limitFor(run: PreparedRun, generation: number): RequestLimit {
+    return remember(this.runLimits, `${run.runId}.${generation}`, () => {
       const processSlots = this.options.concurrency;
       const own = createRequestLimit(run.request.options.concurrency, processSlots);
       return {

@@ -54,10 +54,11 @@ export class ServiceError extends BatchScorerError {
     message: string,
     facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; overload?: boolean; cause?: unknown } = {},
   ) {
-    // Not-ready and unavailable are retriable at the queue level (a later attempt may find the model
-    // trained, or the service back); a wrong address, envelope, model or token is exit code 2.
+    // Not-ready, unavailable and unreachable are retriable at the queue level (a later attempt may
+    // find the model trained, or the service back); a wrong address, envelope, model or token is exit code 2.
     super(CODES[kind], message, {
-      retriable: kind === 'retriable' || kind === 'unavailable' || kind === 'not-ready',
+      // A service that does not answer may be restarting: a queued run tries again later.
+      retriable: kind === 'retriable' || kind === 'unavailable' || kind === 'unreachable' || kind === 'not-ready',
       exitCode: CONFIGURATION_KINDS.includes(kind) ? 2 : 1,
       cause: facts.cause,
     });
@@ -119,7 +120,7 @@ export function classifyHttpError(status: number, problem: ProblemBody, policy: 
   if (status === 401 || status === 403) return 'unauthorized';
   // The service's own 404s name what is missing; any other 404 (a proxy's, a web server's) means the
   // base URL does not lead to the service's API.
-  if (status === 404) return /project not found|model not found|does not exist/i.test(text) ? 'not-found' : 'wrong-url';
+  if (status === 404) return /project not found|model not found/i.test(text) ? 'not-found' : 'wrong-url';
   if (status === 500) {
     if (title === 'KeyError' || title === 'TypeError') return 'wrong-envelope';
     if (/creation not completed|is training|not ready/i.test(text)) return 'not-ready';

@@ -18,7 +18,7 @@ function notFound(loc: FileLocation, reason = 'no such file or object'): NotFoun
   return new NotFoundError(`${loc.path}: ${reason}`);
 }
 
-function notAFile(loc: FileLocation, info: Stats): InputError {
+function notAFile(loc: FileLocation, info: Stats): NotFoundError {
   return notFound(loc, info.isDirectory() ? 'is a directory, not a file; name a file in it instead' : 'is not a regular file');
 }
 

@@ -43,7 +43,10 @@ describe('resuming a failed queue run', () => {
     const first = await runCli([...args, '--max-error-rate', '0', '--wait'], f.env());
     expect(first.code).toBe(1);
     // The failure says where the run is and how to resume it.
-    expect(first.stderr).toContain(`run folder: ${join(out, 'qr')}; resume: batch-scorer enqueue ${input}`);
+    expect(first.stderr).toContain(join(out, 'qr'));
+    const resume = /resume: (.*)/.exec(first.stderr)?.[1] ?? '';
+    expect(resume).toMatch(new RegExp(`^batch-scorer enqueue ${input} --model mindsdb/home_rentals_model --out ${out} .* --run-id qr$`));
+    for (const flag of ['--segment-rows 500', '--batch-size 25', '--max-error-rate 0']) expect(resume).toContain(flag);
     const failed = await f.finished('qr');
     expect(failed.state).toBe('failed');
     expect(failed.failedReason).toMatch(/E_ERROR_RATE/);
@@ -55,7 +58,7 @@ describe('resuming a failed queue run', () => {
     // the worker has let go of the failed run's last segments, enqueueing it again is refused.
     const again = await waitFor('the failed run to be replaceable', async () => {
       const r = await runCli([...args, '--max-error-rate', '0.05', '--json'], f.env());
-      if (r.code !== 0) expect(r.stderr).toMatch(/a worker still holds one of its segments; try again in a minute \[E_RUN_EXISTS\]/);
+      if (r.code !== 0) expect(r.stderr).toMatch(/a worker still holds one of its segments\); try again in a minute \[E_RUN_EXISTS\]/);
       return r.code === 0 && r;
     });
     expect(JSON.parse(again.stdout.trim()) as unknown).toMatchObject({ runId: 'qr', created: true, resumed: true });
@@ -69,5 +72,18 @@ describe('resuming a failed queue run', () => {
     }
     const manifest = JSON.parse(await readFile(join(out, 'qr', 'manifest.json'), 'utf8')) as Manifest;
     expect(manifest).toMatchObject({ state: 'succeeded', options: { maxErrorRate: 0.05 }, counts: { rowsQuarantined: ROWS / 200 } });
+  });
+
+  it('a queued run whose input is missing fails at once, and leaves no run folder', async () => {
+    await f.setup();
+    f.worker();
+    const out = join(tmp.dir, 'missing');
+    const missing = join(tmp.dir, 'no-such.csv');
+    const { runId } = await f.queue.enqueue({ input: missing, model: 'mindsdb/home_rentals_model', out, options: { runId: 'gone' } });
+    const status = await f.finished(runId);
+    expect(status).toMatchObject({ state: 'failed', attempts: 1 });
+    expect(status.failedReason).toContain(`${missing}: no such file or object [E_INPUT_NOT_FOUND]`);
+    expect(existsSync(join(out, 'gone'))).toBe(false);
+    expect(f.sim.stats.describeRequests).toBe(0);
   });
 });

@@ -441,7 +441,9 @@ describe('score refuses bad input and configuration with a clear message', () =>
       expect(err.code).toBe(c.code);
       expect(err.message).toMatch(c.message);
       expect(existsSync(join(out, 'bad', '_SUCCESS'))).toBe(false);
-      expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: c.code } });
+      // A missing input is refused before the run starts: no run folder. Any later failure is recorded.
+      if (c.code === 'E_INPUT_NOT_FOUND') expect(existsSync(join(out, 'bad'))).toBe(false);
+      else expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: c.code } });
     });
   }
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resumeCommand } from '../../src/cli/resume-command.js';
+import { enqueueCommand, resumeCommand } from '../../src/cli/resume-command.js';
 
 describe('resumeCommand', () => {
   it('repeats the arguments and adds the run id chosen for the run', () => {
@@ -16,6 +16,28 @@ describe('resumeCommand', () => {
   it('quotes words a shell would split or expand', () => {
     expect(resumeCommand(['score', 'my file.csv', '--param', "note=it's", '--out', '$HOME/runs', '--param', 'k={"a":1}'], 'r')).toBe(
       `batch-scorer score 'my file.csv' --param 'note=it'\\''s' --out '$HOME/runs' --param 'k={"a":1}' --run-id r`,
+    );
+  });
+});
+
+describe('enqueueCommand', () => {
+  it('writes a queued run back as the enqueue that resumes it, its options as flags', () => {
+    const run = {
+      runId: 'nightly',
+      input: '/data/in.csv',
+      model: 'p/m.2',
+      out: 's3://b/runs',
+      options: {
+        runId: 'nightly',
+        batchSize: 50,
+        explain: true,
+        strictColumns: false,
+        concurrency: 'auto' as const,
+        params: { partition_size: 10, mode: 'fast' },
+      },
+    };
+    expect(enqueueCommand(run)).toBe(
+      'batch-scorer enqueue /data/in.csv --model p/m.2 --out s3://b/runs --batch-size 50 --explain --concurrency auto --param partition_size=10 --param mode=fast --run-id nightly',
     );
   });
 });
