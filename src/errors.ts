@@ -100,6 +100,11 @@ export function isAbortError(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
 }
 
+/** The stable code of any thrown value: its own, or E_INTERNAL for what is not a BatchScorerError. */
+export function errorCode(err: unknown): ErrorCode {
+  return err instanceof BatchScorerError ? err.code : 'E_INTERNAL';
+}
+
 /** The message of any thrown value, for places that must not throw while reporting. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import type { Command, CommanderError } from 'commander';
-import { AbortedError, BatchScorerError, errorMessage, UsageError } from '../errors.js';
+import { AbortedError, BatchScorerError, errorCode, errorMessage, UsageError } from '../errors.js';
 
 /**
  * Runs a command's action: an error becomes one line on stderr that says what to fix, and the
@@ -31,7 +31,7 @@ export interface FailedRun {
  * a run had started.
  */
 export function reportError(err: unknown, run?: FailedRun): void {
-  const code = ` [${err instanceof BatchScorerError ? err.code : 'E_INTERNAL'}]`;
+  const code = ` [${errorCode(err)}]`;
   const which = run ? `run ${run.runId} failed: ` : '';
   process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
   if (run) process.stderr.write(`run folder: ${run.folder}; resume: ${run.resume}\n`);

@@ -1,3 +1,4 @@
+import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
 import type { RunStatus } from '../queue/producer.js';
 import { enqueueCommand } from './resume-command.js';
 
@@ -19,5 +20,5 @@ export function formatRunStatus(s: RunStatus): string {
  * run) or for a run folder this release cannot read.
  */
 export function resumable(s: RunStatus): boolean {
-  return s.state === 'failed' && !/\[E_RUN_(EXISTS|STATE)\]/.test(s.failedReason ?? '');
+  return s.state === 'failed' && !NOT_THIS_RUNS.some((code) => s.failedReason?.includes(`[${code}]`));
 }

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { BatchScorerError, errorMessage, type ErrorCode } from '../errors.js';
+import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
+import { NOT_THIS_RUNS, REFUSED_BEFORE_START } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
@@ -60,19 +61,16 @@ export function registerScore(program: Command): void {
     );
 }
 
-/**
- * Failures with no run to resume: a request refused before it started (no run folder was made),
- * a run id taken by another run or one that succeeded, a run folder this release cannot read.
- */
-const NOT_RESUMABLE: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_RUN_EXISTS', 'E_RUN_STATE'];
+/** Failures with no run to resume: a request refused before it started, or a run folder not this run's. */
+const NOT_RESUMABLE: readonly ErrorCode[] = [...REFUSED_BEFORE_START, ...NOT_THIS_RUNS];
 
 function isCode(err: unknown, code: ErrorCode): boolean {
-  return err instanceof BatchScorerError && err.code === code;
+  return errorCode(err) === code;
 }
 
 /** The `--json` line of a failure; a run that had started is named with its folder and resume command. */
 function printFailure(err: unknown, run: FailedRun | undefined): void {
-  const error = { code: err instanceof BatchScorerError ? err.code : 'E_INTERNAL', message: errorMessage(err) };
+  const error = { code: errorCode(err), message: errorMessage(err) };
   const line = run ? { runId: run.runId, state: 'failed', folder: run.folder, error, resume: run.resume } : { state: 'failed', error };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }

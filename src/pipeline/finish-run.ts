@@ -1,4 +1,4 @@
-import { BatchScorerError, errorMessage, type ErrorCode } from '../errors.js';
+import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { basename, formatLocation, type Location } from '../storage/location.js';
@@ -74,8 +74,14 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
   return [what];
 }
 
-/** What `preflight` refuses: nothing was asked or written yet, so there is no run to record. */
-const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT'];
+/** What `preflight` refuses: nothing was asked or written yet, so there is no run to record or resume. */
+export const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT'];
+
+/**
+ * Failures over a run folder that is not this run's to write or resume: its run id is another
+ * run's or one that succeeded, or its files are another release's or damaged.
+ */
+export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE'];
 
 /**
  * Records a failed run: a manifest that says why, and never `_SUCCESS`. `_work` stays, so the
@@ -88,8 +94,8 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
   try {
     // A run id taken by another run, a run folder this release cannot read (another release's, a
     // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
-    const code = (parts.error as BatchScorerError | undefined)?.code;
-    if (code === 'E_RUN_EXISTS' || code === 'E_RUN_STATE') return manifest;
+    const code = parts.error && errorCode(parts.error);
+    if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
     // A request refused before it started (preflight's refusals) leaves no run folder behind.
     if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;

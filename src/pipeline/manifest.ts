@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
-import type { BatchScorerError } from '../errors.js';
+import { errorCode, type BatchScorerError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
@@ -91,7 +91,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     counts: parts.counts ?? null,
     outputs: parts.outputs ?? [],
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
-    ...(parts.error ? { error: { code: (parts.error as BatchScorerError).code ?? 'E_INTERNAL', message: parts.error.message } } : {}),
+    ...(parts.error ? { error: { code: errorCode(parts.error), message: parts.error.message } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),
   };
 }
