@@ -16,6 +16,9 @@ export type ErrorCode =
   | 'E_REDIS_UNAVAILABLE' // Redis (REDIS_URL) did not answer: check the URL and that Redis runs
   | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
   | 'E_RUN_STATE' // a run folder's own files are missing, damaged, foreign or of a release this one cannot read
+  | 'E_RUN_NOT_FOUND' // no run on the queue has this id (never enqueued, or removed after its retention)
+  | 'E_RUN_CONFLICT' // the run is not in a state that allows this (cancelling a finished run, resuming a running one)
+  | 'E_CANCELLED' // the run was cancelled (DELETE /runs/:id, `batch-scorer cancel`): it may be resumed
   | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
   | 'E_ALIGNMENT' // answers did not line up with the rows sent, on every attempt
   | 'E_COLUMNS' // the input's columns do not fit the model
