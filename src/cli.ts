@@ -2,6 +2,7 @@
 import v8 from 'node:v8';
 import { Command } from 'commander';
 import { reportUsageErrors } from './cli/action.js';
+import { registerCancel } from './cli/cancel.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
 import { registerScore } from './cli/score.js';
@@ -26,6 +27,7 @@ registerScore(program);
 registerWorker(program);
 registerEnqueue(program);
 registerStatus(program);
+registerCancel(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.

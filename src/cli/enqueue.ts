@@ -7,7 +7,7 @@ import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
-import { formatRunStatus, resumable } from './run-status-view.js';
+import { ended, formatRunStatus, resumable } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
   addRunFlags(
@@ -32,20 +32,20 @@ export function registerEnqueue(program: Command): void {
           if (flags.json) process.stdout.write(`${JSON.stringify({ runId, created, ...(resumed ? { resumed } : {}) })}\n`);
           else process.stdout.write(`${runId}\n`);
           if (!created) process.stderr.write(`run ${runId} is already on the queue; not enqueued again\n`);
-          if (resumed) process.stderr.write(`run ${runId} had failed; enqueued again, keeping the segments it finished\n`);
+          if (resumed) process.stderr.write(`run ${runId} had failed or was cancelled; enqueued again, keeping the segments it finished\n`);
           if (!flags.wait) return;
           const bar = createProgressBar(!flags.json);
           for (;;) {
             // A Redis restart delays a run; following it must not fail because of one.
             const status = await queue.get(runId).catch((err: unknown) => void process.stderr.write(`batch-scorer: ${errorMessage(err)}; asking again\n`));
             if (status?.progress) bar.update(status.progress);
-            if (status && (status.state === 'completed' || status.state === 'failed')) {
+            if (status && ended(status)) {
               bar.stop();
-              // A failed run is enqueued again under its id to resume, keeping the segments it finished.
+              // A failed or cancelled run is enqueued again under its id to resume, keeping the segments it finished.
               const resume = resumable(status) ? resumeCommand(process.argv.slice(2), runId) : undefined;
               if (flags.json) process.stdout.write(`${JSON.stringify({ ...status, ...(resume ? { resume } : {}) })}\n`);
               else process.stderr.write(`${formatRunStatus(status)}\n`);
-              if (status.state === 'failed') process.exitCode = 1;
+              if (status.state !== 'completed') process.exitCode = 1;
               return;
             }
             await sleep(500);

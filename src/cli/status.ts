@@ -4,7 +4,7 @@ import { loadSettings } from '../config/settings.js';
 import { BatchScorerError } from '../errors.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
-import { formatRunStatus } from './run-status-view.js';
+import { ended, formatRunStatus } from './run-status-view.js';
 
 export function registerStatus(program: Command): void {
   program
@@ -33,8 +33,7 @@ export function registerStatus(program: Command): void {
             const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
             logsShown += logs.length;
             out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
-            const ended = shown.every((r) => r.state === 'completed' || r.state === 'failed');
-            if (!flags.watch || ended) break;
+            if (!flags.watch || shown.every(ended)) break;
             await sleep(1_000);
           }
         } finally {

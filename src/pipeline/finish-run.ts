@@ -84,10 +84,10 @@ export const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_N
 export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE'];
 
 /**
- * Records a failed run: a manifest that says why, and never `_SUCCESS`. `_work` stays, so the
- * same run id resumes from the segments that finished. Never over a succeeded run's manifest, nor
- * another run's. Best effort: a failure to write it is logged, and the original error stays the
- * one reported.
+ * Records a failed or cancelled (E_CANCELLED) run: a manifest that says why, and never
+ * `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that finished. Never
+ * over a succeeded run's manifest, nor another run's. Best effort: a failure to write it is
+ * logged, and the original error stays the one reported.
  */
 export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
   const manifest = buildManifest(parts);
@@ -96,8 +96,9 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
     if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
-    // A request refused before it started (preflight's refusals) leaves no run folder behind.
-    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;
+    // A request refused before it started (preflight's refusals), or cancelled before it was
+    // prepared, leaves no run folder behind.
+    if (!parts.run && code !== undefined && (REFUSED_BEFORE_START.includes(code) || code === 'E_CANCELLED')) return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
     if (parts.run && code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });

@@ -19,7 +19,8 @@ const manifestSchema = z.object({
   runId: z.string(),
   /** The run folder, `<out>/<runId>`; null for a run that failed before it was prepared. */
   folder: z.string().nullable(),
-  state: z.enum(['succeeded', 'failed']),
+  /** `cancelled`: stopped on request (E_CANCELLED), and resumable as a failed run is. */
+  state: z.enum(['succeeded', 'failed', 'cancelled']),
   startedAt: z.string(),
   finishedAt: z.string(),
   durationMs: z.number(),
@@ -70,7 +71,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
   return {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : null,
-    state: parts.error ? 'failed' : 'succeeded',
+    state: !parts.error ? 'succeeded' : errorCode(parts.error) === 'E_CANCELLED' ? 'cancelled' : 'failed',
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),

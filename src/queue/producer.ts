@@ -1,4 +1,4 @@
-import { Job, Queue } from 'bullmq';
+import { Job, Queue, type JobType } from 'bullmq';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
@@ -8,16 +8,34 @@ import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
+import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 
 /** How long a producer waits for Redis to answer at first before it gives up. */
 export const CONNECT_TIMEOUT_MS = 5_000;
 
+/**
+ * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
+ * `completed`, `failed`, or `cancelled` (from the moment it is cancelled, while its segments stop).
+ */
+export type RunState = 'waiting' | 'active' | 'completed' | 'failed' | 'cancelled';
+
+/** The BullMQ states a run job may be in while its run is in a given state. */
+const JOB_STATES: Record<RunState, JobType[]> = {
+  waiting: ['waiting', 'delayed', 'prioritized'],
+  active: ['active', 'waiting-children'],
+  completed: ['completed'],
+  failed: ['failed'],
+  // Marked cancelled in any state but completed; its job fails once its segments have stopped.
+  cancelled: ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'],
+};
+
+const ALL_JOB_STATES = [...new Set(Object.values(JOB_STATES).flat())];
+
 /** A run as `status` and the run API show it. */
 export interface RunStatus {
   runId: string;
-  /** `waiting` (queued or backing off), `active` (planning, scoring or assembling), `completed`, `failed`. */
-  state: 'waiting' | 'active' | 'completed' | 'failed';
+  state: RunState;
   progress?: RunProgress;
   /** The reason of a failed run, with its error code. */
   failedReason?: string;
@@ -70,6 +88,7 @@ export class RunQueue {
   private readonly redis: QueueRedis;
   private readonly queue: Queue<RunJobData>;
   private readonly progress: RunProgressStore;
+  private readonly cancels: RunCancels;
   private connected?: Promise<void>;
   private lastError?: Error;
   private closed?: Promise<void>;
@@ -78,6 +97,7 @@ export class RunQueue {
     this.redis = redisConnection(config.redisUrl, 'producer');
     this.queue = new Queue<RunJobData>(RUNS_QUEUE, { connection: this.redis, prefix: config.prefix });
     this.progress = new RunProgressStore(this.redis, config.prefix);
+    this.cancels = new RunCancels(this.redis, config.prefix);
     // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
     // since ioredis and BullMQ print an error event nobody listens to, stack and all.
     const keep = (err: Error) => void (this.lastError = err);
@@ -87,29 +107,32 @@ export class RunQueue {
 
   /**
    * Enqueues a run under its run id as job id: the same run id twice is one run (`created: false`
-   * the second time, while BullMQ keeps the job). A run that failed is enqueued again
-   * (`resumed: true`): its job and segment jobs are replaced, and the segments it finished, kept
-   * in storage, are not scored again.
+   * the second time, while BullMQ keeps the job). A run that failed or was cancelled is enqueued
+   * again (`resumed: true`): its job and segment jobs are replaced, and the segments it finished,
+   * kept in storage, are not scored again.
    */
   async enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
     const data = validateSubmission(submission);
     const { runId } = data;
     await this.ready();
     const existing = await this.queue.getJob(runId);
-    const failed = existing !== undefined && (await existing.getState()) === 'failed';
-    if (existing && !failed) return { runId, created: false };
-    if (failed) {
+    const state = existing && (await this.stateOf(existing)).state;
+    const resumed = state === 'failed' || state === 'cancelled';
+    if (existing && !resumed) return { runId, created: false };
+    if (resumed) {
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
           'E_RUN_EXISTS',
-          `run ${runId} failed, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`,
+          `run ${runId} ${state === 'cancelled' ? 'is cancelled and still stopping' : 'failed'}, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`,
           { retriable: true },
         );
       }
       await this.progress.clear(runId);
     }
+    // Also a marker left by a cancelled run of this id whose job is gone (past its retention).
+    await this.cancels.clear(runId);
     await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
-    return { runId, created: true, ...(failed ? { resumed: true } : {}) };
+    return { runId, created: true, ...(resumed ? { resumed } : {}) };
   }
 
   async get(runId: string): Promise<RunStatus | undefined> {
@@ -118,12 +141,65 @@ export class RunQueue {
     return job ? this.describe(job) : undefined;
   }
 
-  /** The most recent runs, newest first. */
-  async list(limit = 20): Promise<RunStatus[]> {
+  /** The most recent runs, newest first; with `state`, only the runs in that state. */
+  async list(options: { limit?: number; state?: RunState } = {}): Promise<RunStatus[]> {
+    const { limit = 20, state } = options;
     await this.ready();
-    const jobs = await this.queue.getJobs(['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'completed', 'failed'], 0, limit - 1);
-    jobs.sort((a, b) => b.timestamp - a.timestamp);
-    return Promise.all(jobs.slice(0, limit).map((j) => this.describe(j)));
+    const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
+    const found: Job<RunJobData>[] = [];
+    // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
+    // by page, as BullMQ answers up to a page of each of its states.
+    for (let start = 0; found.length < limit; start += limit) {
+      const jobs = await this.queue.getJobs(types, start, start + limit - 1);
+      if (jobs.length === 0) break;
+      const states = await Promise.all(jobs.map(async (j) => (state ? (await this.stateOf(j)).state : undefined)));
+      found.push(...jobs.filter((_, i) => states[i] === state));
+      if (!state) break;
+    }
+    found.sort((a, b) => b.timestamp - a.timestamp);
+    return Promise.all(found.slice(0, limit).map((j) => this.describe(j)));
+  }
+
+  /**
+   * Cancels a waiting or active run: its segments stop on every worker within about a second, it
+   * is never assembled, and its manifest says `cancelled`. Answers its status (`cancelled`);
+   * cancelling it again answers the same. E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for
+   * a run that already completed or failed.
+   */
+  async cancel(runId: string): Promise<RunStatus> {
+    const job = await this.requireJob(runId);
+    const { state: before } = await this.stateOf(job);
+    if (before === 'cancelled') return this.describe(job);
+    if (before === 'completed' || before === 'failed') throw finished(runId, before, 'there is nothing to cancel');
+    await this.cancels.mark(runId);
+    // Segments no worker took yet go at once; those being scored stop when their workers see the
+    // marker. A run job left with no segment is taken again, and ends the run as cancelled.
+    await job.removeUnprocessedChildren();
+    const after = await this.describe(job);
+    // It finished meanwhile: too late to cancel.
+    if (after.state === 'completed' || after.state === 'failed') throw finished(runId, after.state, 'there is nothing to cancel');
+    return after;
+  }
+
+  /**
+   * Resumes a failed or cancelled run: enqueued again from its stored request, keeping the
+   * segments it finished. E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for a waiting,
+   * active or completed run, or a cancelled one whose segments are still stopping.
+   */
+  async resume(runId: string): Promise<{ runId: string; resumed: true }> {
+    const job = await this.requireJob(runId);
+    const { state } = await this.stateOf(job);
+    if (state !== 'failed' && state !== 'cancelled') {
+      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`, { exitCode: 2 });
+    }
+    const { input, model, out, options } = job.data.request;
+    const again = await this.enqueue({ input, model, out, options }).catch((err: unknown) => {
+      if (err instanceof BatchScorerError && err.code === 'E_RUN_EXISTS')
+        throw new BatchScorerError('E_RUN_CONFLICT', err.message, { exitCode: 2, retriable: true, cause: err });
+      throw err;
+    });
+    if (!again.created) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was resumed meanwhile`, { exitCode: 2 });
+    return { runId, resumed: true };
   }
 
   /** The milestones a run's job logged (planned, segment k done, assembled), from the `from`th on (0-based). */
@@ -154,11 +230,31 @@ export class RunQueue {
     })());
   }
 
-  private async describe(job: Job<RunJobData>): Promise<RunStatus> {
+  private async requireJob(runId: string): Promise<Job<RunJobData>> {
+    await this.ready();
+    const job = await Job.fromId<RunJobData>(this.queue, runId);
+    if (!job) {
+      throw new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+    }
+    return job;
+  }
+
+  /**
+   * A run's state from its job's, and whether its job has ended: a job that failed with
+   * E_CANCELLED ended a cancelled run; an unfinished one whose run has a cancel marker is
+   * cancelled already, while its segments stop.
+   */
+  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean }> {
     const raw = await job.getState();
-    const state = raw === 'completed' || raw === 'failed' ? raw : raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting';
+    if (raw === 'completed') return { state: raw, ended: true };
+    if (raw === 'failed') return { state: job.failedReason.endsWith('[E_CANCELLED]') ? 'cancelled' : 'failed', ended: true };
+    if (await this.cancels.has(job.data.runId)) return { state: 'cancelled', ended: false };
+    return { state: raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting', ended: false };
+  }
+
+  private async describe(job: Job<RunJobData>): Promise<RunStatus> {
+    const { state, ended: finished } = await this.stateOf(job);
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
-    const finished = state === 'completed' || state === 'failed';
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
     return {
@@ -176,4 +272,9 @@ export class RunQueue {
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
     };
   }
+}
+
+/** The refusal of an action on a run that has finished. */
+function finished(runId: string, state: 'completed' | 'failed', why: string): BatchScorerError {
+  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; ${why}`, { exitCode: 2 });
 }

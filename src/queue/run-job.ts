@@ -1,8 +1,9 @@
-import { WaitingChildrenError, type Processor } from 'bullmq';
+import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
 import { parseRunOptions, type RunOptions } from '../config/run-options.js';
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, errorCode } from '../errors.js';
+import type { Logger } from '../log.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
-import { succeededManifestSchema, type Manifest } from '../pipeline/manifest.js';
+import { succeededManifestSchema, type Manifest, type ManifestParts } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
 import { prepareRun } from '../pipeline/prepare-run.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
@@ -10,8 +11,10 @@ import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/ru
 import { requireRunFile } from '../pipeline/run-state.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
-import { formatLocation } from '../storage/location.js';
+import { formatLocation, type Location } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
+import { cancelledError } from './run-cancel.js';
+import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
 /**
@@ -21,14 +24,18 @@ import type { WorkerContext } from './worker-context.js';
  */
 export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
   return async (job, token, lost) => {
-    const signal = ctx.jobSignal(lost);
     const data = job.data;
+    const cancel = ctx.cancelWatch.follow(data.runId);
+    const signal = ctx.jobSignal(cancel.signal, lost);
     const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
     const folder = runFiles.folder(data.request.out, data.runId);
     let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
     try {
+      // A run cancelled before a worker took it never starts; one cancelled while its segments
+      // were scored comes back here once they have stopped, and is not assembled.
+      if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
       request = await effectiveRequest(ctx, data);
       const succeeded = await alreadySucceeded(ctx, request, data.runId);
       if (succeeded) {
@@ -51,6 +58,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await job.updateData({ ...data, step: 'score', startedAt });
         }
         if (todo.length > 0) {
+          signal.throwIfAborted();
           const { runId } = run;
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
@@ -81,11 +89,32 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       const asked = request ?? { ...data.request, options: { ...data.request.options } };
+      if (cancel.signal.aborted || errorCode(err) === 'E_CANCELLED') {
+        throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: asked }, jobLog);
+      }
       throw await ctx.failJob(job, token, err, jobLog, (e) =>
         recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog),
       );
+    } finally {
+      cancel.release();
     }
   };
+}
+
+/**
+ * Ends a cancelled run: its segments no worker has taken are removed, its manifest says
+ * `cancelled` (`_work` stays, for a resume), and its job fails for good with E_CANCELLED.
+ */
+async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, jobLog: Logger): Promise<Error> {
+  const error = cancelledError(parts.runId);
+  await job.removeUnprocessedChildren();
+  // Cancelled between two steps, the run was prepared by an earlier take of its job; a folder
+  // left unreadable by a cancel during planning has no manifest to write (recordFailure skips it).
+  const run = parts.run ?? (await readPreparedRun(ctx.storage, folder).catch(() => undefined));
+  await recordFailure(ctx.storage, folder, { ...parts, run, error }, jobLog);
+  await job.log('cancelled');
+  jobLog.info('run cancelled');
+  return toQueueError(error);
 }
 
 /**

@@ -22,8 +22,10 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       await ctx.reportProgress(runId, index, done.rowsIn, done.rowsQuarantined, true);
       return { skipped: true };
     }
-    // Siblings of a segment that failed its run would be scored for nothing.
+    // Segments of a cancelled run are not scored; siblings of a segment that failed its run would be scored for nothing.
+    if (await ctx.cancels.has(runId)) return { skipped: 'run cancelled' };
     if ((await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
+    const cancel = ctx.cancelWatch.follow(runId);
     let run: PreparedRun | undefined;
     try {
       run = await ctx.loadRun(folder, runId, generation);
@@ -31,7 +33,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       let last = 0;
       let reporting: Promise<void> | undefined;
       const budget = { allowed: quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), used: 0 };
-      const stop = ctx.jobSignal(lost);
+      const stop = ctx.jobSignal(cancel.signal, lost);
       const counts = await scoreSegment(
         {
           run,
@@ -65,6 +67,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       );
       return { rows: counts.rowsIn };
     } catch (err) {
+      // A cancelled run's segments stop without failing it: once none is left, its run job is
+      // taken again and ends the run as cancelled.
+      if (cancel.signal.aborted) {
+        jobLog.info('stopped: run cancelled');
+        return { skipped: 'run cancelled' };
+      }
       throw await ctx.failJob(job, token, err, jobLog, async (e) => {
         // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
         const reason = `segment ${index}: ${toQueueError(e).message}`;
@@ -72,6 +80,8 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
         await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
       });
+    } finally {
+      cancel.release();
     }
   };
 }

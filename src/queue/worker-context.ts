@@ -10,7 +10,9 @@ import { createRequestLimit, type RequestLimit } from '../service/request-limit.
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { CancelWatch } from './cancel-watch.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
@@ -20,10 +22,13 @@ const REMEMBERED_RUNS = 64;
 
 /**
  * What a worker process shares between the jobs it runs: storage, service clients, the
- * process-wide request limit, prepared runs, progress, and the shutdown signal.
+ * process-wide request limit, prepared runs, progress, cancellations, and the shutdown signal.
  */
 export class WorkerContext {
   readonly progress: RunProgressStore;
+  readonly cancels: RunCancels;
+  /** Aborts the jobs this process holds of a run once it is cancelled. */
+  readonly cancelWatch: CancelWatch;
   readonly runsQueue: Queue<RunJobData>;
   readonly segmentsQueue: Queue<SegmentJobData>;
   /** Aborted when a shutdown stops waiting for in-flight work. */
@@ -41,6 +46,8 @@ export class WorkerContext {
     readonly options: WorkerOptions,
   ) {
     this.progress = new RunProgressStore(redis, queue.prefix);
+    this.cancels = new RunCancels(redis, queue.prefix);
+    this.cancelWatch = new CancelWatch(this.cancels, log);
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.processLimit = pLimit(options.concurrency);
@@ -92,9 +99,12 @@ export class WorkerContext {
     });
   }
 
-  /** A job's signal: the shutdown, and BullMQ's, aborted when the job's lock is lost (another worker may have it now). */
-  jobSignal(lost?: AbortSignal): AbortSignal {
-    return lost ? AbortSignal.any([this.shutdown.signal, lost]) : this.shutdown.signal;
+  /**
+   * A job's signal: the shutdown, its run's cancellation, and BullMQ's, aborted when the job's
+   * lock is lost (another worker may have it now).
+   */
+  jobSignal(cancelled: AbortSignal, lost?: AbortSignal): AbortSignal {
+    return AbortSignal.any([this.shutdown.signal, cancelled, ...(lost ? [lost] : [])]);
   }
 
   /** Sets a segment's progress and the run job's progress object; a failure to report is only logged. */
@@ -127,6 +137,7 @@ export class WorkerContext {
 
   /** Closes the queues and service clients (the Redis connection is the caller's). */
   async close(): Promise<void> {
+    this.cancelWatch.stop();
     await Promise.all([this.runsQueue.close(), this.segmentsQueue.close()]);
     await Promise.all([...this.clients.values()].map((c) => c.close()));
   }

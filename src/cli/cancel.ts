@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import type { RunQueue } from '../queue/producer.js';
+import { action } from './action.js';
+import { formatRunStatus } from './run-status-view.js';
+
+/** `cancel` and `resume`: stop a queued run, and take it up again where it stopped. */
+export function registerCancel(program: Command): void {
+  program
+    .command('cancel')
+    .description('cancel a waiting or running queued run: its segments stop within seconds on every worker; no _SUCCESS, manifest state cancelled')
+    .argument('<runId>', 'the run')
+    .option('--json', "print the run's status as JSON")
+    .action(
+      action(async (runId: string, flags: { json?: boolean }) => {
+        const status = await withRunQueue((queue) => queue.cancel(runId));
+        process.stdout.write(`${flags.json ? JSON.stringify(status) : formatRunStatus(status)}\n`);
+      }),
+    );
+  program
+    .command('resume')
+    .description('enqueue a failed or cancelled queued run again, as it was asked, keeping the segments it finished')
+    .argument('<runId>', 'the run')
+    .option('--json', 'print {"runId","resumed"} as JSON')
+    .action(
+      action(async (runId: string, flags: { json?: boolean }) => {
+        const resumed = await withRunQueue((queue) => queue.resume(runId));
+        process.stdout.write(`${flags.json ? JSON.stringify(resumed) : runId}\n`);
+        if (!flags.json) process.stderr.write(`run ${runId} enqueued again, keeping the segments it finished\n`);
+      }),
+    );
+}
+
+/** Runs `fn` with a producer on REDIS_URL, closed after it. */
+async function withRunQueue<T>(fn: (queue: RunQueue) => Promise<T>): Promise<T> {
+  const settings = loadSettings();
+  // bullmq loads only for the commands that use it.
+  const { RunQueue } = await import('../queue/producer.js');
+  const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
+  try {
+    return await fn(queue);
+  } finally {
+    await queue.close();
+  }
+}

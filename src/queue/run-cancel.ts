@@ -1,0 +1,50 @@
+import type { Redis } from 'ioredis';
+import { BatchScorerError } from '../errors.js';
+import { RETENTION } from './queues.js';
+
+/** A cancel marker is kept as long as the failed run job that ends a cancelled run. */
+const KEEP_SECONDS = RETENTION.runs.removeOnFail.age;
+
+/**
+ * Cancel markers: `<prefix>:cancelled:<runId>` exists once a run was cancelled, until it is
+ * enqueued again. A marker rather than a message (BullMQ's Worker.cancelJob reaches only the
+ * process running a job, its Relay is experimental): it also reaches jobs no worker has taken
+ * yet, and workers that were away from Redis when it was set. Workers ask for it (CancelWatch).
+ */
+export class RunCancels {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(runId: string): string {
+    return `${this.prefix}:cancelled:${runId}`;
+  }
+
+  async mark(runId: string): Promise<void> {
+    await this.redis.set(this.key(runId), Date.now(), 'EX', KEEP_SECONDS);
+  }
+
+  async clear(runId: string): Promise<void> {
+    await this.redis.del(this.key(runId));
+  }
+
+  async has(runId: string): Promise<boolean> {
+    return (await this.redis.exists(this.key(runId))) === 1;
+  }
+
+  /** Which of these runs were cancelled, in one round trip. */
+  async which(runIds: readonly string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const marks = await this.redis.mget(...runIds.map((id) => this.key(id)));
+    return runIds.filter((_, i) => marks[i] !== null);
+  }
+}
+
+/** What a cancelled run ends with: its run job's reason and its manifest's error. */
+export function cancelledError(runId: string): BatchScorerError {
+  return new BatchScorerError(
+    'E_CANCELLED',
+    `run ${runId} was cancelled; batch-scorer resume ${runId} (or enqueueing it again under its run id) resumes it, keeping the segments it finished`,
+  );
+}
