@@ -152,9 +152,12 @@ export class RunQueue {
     for (let start = 0; found.length < limit; start += limit) {
       const jobs = await this.queue.getJobs(types, start, start + limit - 1);
       if (jobs.length === 0) break;
-      const states = await Promise.all(jobs.map(async (j) => (state ? (await this.stateOf(j)).state : undefined)));
+      if (!state) {
+        found.push(...jobs);
+        break;
+      }
+      const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
       found.push(...jobs.filter((_, i) => states[i] === state));
-      if (!state) break;
     }
     found.sort((a, b) => b.timestamp - a.timestamp);
     return Promise.all(found.slice(0, limit).map((j) => this.describe(j)));
@@ -170,14 +173,14 @@ export class RunQueue {
     const job = await this.requireJob(runId);
     const { state: before } = await this.stateOf(job);
     if (before === 'cancelled') return this.describe(job);
-    if (before === 'completed' || before === 'failed') throw finished(runId, before, 'there is nothing to cancel');
+    if (before === 'completed' || before === 'failed') throw alreadyFinished(runId, before);
     await this.cancels.mark(runId);
     // Segments no worker took yet go at once; those being scored stop when their workers see the
     // marker. A run job left with no segment is taken again, and ends the run as cancelled.
     await job.removeUnprocessedChildren();
-    const after = await this.describe(job);
+    const after = await this.describe(await this.requireJob(runId));
     // It finished meanwhile: too late to cancel.
-    if (after.state === 'completed' || after.state === 'failed') throw finished(runId, after.state, 'there is nothing to cancel');
+    if (after.state === 'completed' || after.state === 'failed') throw alreadyFinished(runId, after.state);
     return after;
   }
 
@@ -274,7 +277,7 @@ export class RunQueue {
   }
 }
 
-/** The refusal of an action on a run that has finished. */
-function finished(runId: string, state: 'completed' | 'failed', why: string): BatchScorerError {
-  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; ${why}`, { exitCode: 2 });
+/** The refusal to cancel a run that has finished. */
+function alreadyFinished(runId: string, state: 'completed' | 'failed'): BatchScorerError {
+  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; there is nothing to cancel`, { exitCode: 2 });
 }
