@@ -29,3 +29,13 @@ export async function promtoolCheck(text: string): Promise<{ code: number | null
   const [code] = (await once(child, 'close')) as [number | null];
   return { code, output };
 }
+
+/** A metric labelled by `outcome` alone, as `{ outcome: value }`. */
+export function byOutcome(samples: Map<string, number>, metric: string): Record<string, number> {
+  const values: Record<string, number> = {};
+  for (const [series, value] of samples) {
+    const m = new RegExp(`^${metric}\\{outcome="([^"]*)"\\}$`).exec(series);
+    if (m) values[m[1]] = value;
+  }
+  return values;
+}

@@ -4,15 +4,15 @@ import { scoringMetrics } from '../../src/metrics/scoring-metrics.js';
 import { loadOutcome, predictOutcome } from '../../src/pipeline/scoring-observer.js';
 import { fixedLimit } from '../../src/service/request-limit.js';
 import { ServiceError } from '../../src/service/service-error.js';
-import { parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
+import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
 
 describe('scoring metrics', () => {
   it('count what the observer hears, by outcome, with every outcome present from the start', async () => {
     const registry = createMetricsRegistry();
     const observer = scoringMetrics(registry, { maxConcurrency: 8 });
     let s = parseSamples(await registry.metrics());
-    expect(sample(s, 'batch_scorer_predict_requests_total{outcome="bad-answer"}')).toBe(0);
-    expect(sample(s, 'batch_scorer_segments_total{outcome="stopped"}')).toBe(0);
+    expect(byOutcome(s, 'batch_scorer_predict_requests_total')).toEqual({ answered: 0, overloaded: 0, 'bad-rows': 0, 'bad-answer': 0, failed: 0 });
+    expect(byOutcome(s, 'batch_scorer_segments_total')).toEqual({ scored: 0, failed: 0, stopped: 0 });
 
     observer.requestStarted();
     observer.requestStarted();
@@ -25,12 +25,9 @@ describe('scoring metrics', () => {
     observer.rows(5, 2);
     s = parseSamples(await registry.metrics());
     expect(sample(s, 'batch_scorer_predict_requests_in_flight')).toBe(1);
-    expect(sample(s, 'batch_scorer_predict_requests_total{outcome="answered"}')).toBe(1);
-    expect(sample(s, 'batch_scorer_predict_requests_total{outcome="overloaded"}')).toBe(1);
-    expect(sample(s, 'batch_scorer_predict_requests_total{outcome="bad-rows"}')).toBe(1);
+    expect(byOutcome(s, 'batch_scorer_predict_requests_total')).toEqual({ answered: 1, overloaded: 1, 'bad-rows': 1, 'bad-answer': 0, failed: 0 });
     expect(sample(s, 'batch_scorer_predict_retries_total')).toBe(1);
-    expect(sample(s, 'batch_scorer_rows_total{outcome="scored"}')).toBe(15);
-    expect(sample(s, 'batch_scorer_rows_total{outcome="quarantined"}')).toBe(2);
+    expect(byOutcome(s, 'batch_scorer_rows_total')).toEqual({ scored: 15, quarantined: 2 });
     expect(sample(s, 'batch_scorer_predict_duration_seconds_bucket{le="0.025",outcome="overloaded"}')).toBe(1);
     expect(sample(s, 'batch_scorer_predict_duration_seconds_bucket{le="1",outcome="bad-rows"}')).toBe(0);
     expect(sample(s, 'batch_scorer_predict_duration_seconds_count{outcome="answered"}')).toBe(1);
@@ -54,8 +51,7 @@ describe('scoring metrics', () => {
     expect(await limit()).toBe(4);
     observer.segmentEnded(runA, 'stopped');
     expect(await limit()).toBe(0);
-    const s = parseSamples(await registry.metrics());
-    expect(['scored', 'failed', 'stopped'].map((o) => sample(s, `batch_scorer_segments_total{outcome="${o}"}`))).toEqual([1, 1, 1]);
+    expect(byOutcome(parseSamples(await registry.metrics()), 'batch_scorer_segments_total')).toEqual({ scored: 1, failed: 1, stopped: 1 });
   });
 
   it('each registry is its own: two in one process do not share counts', async () => {
