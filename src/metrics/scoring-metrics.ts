@@ -44,7 +44,7 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
   });
   const segments = new Counter({
     name: 'batch_scorer_segments_total',
-    help: 'Segments this process stopped working on, by outcome: scored, failed, or stopped (shutdown, lost lock, cancel).',
+    help: 'Segments this process stopped working on, by outcome: scored, failed, or stopped (shutdown, a lost lock).',
     labelNames: ['outcome'] as const,
     registers,
   });

@@ -89,15 +89,38 @@ describe('worker --metrics-port', () => {
     expect(await promtoolCheck(text)).toEqual({ code: 0, output: '' });
 
     // serve counts the run's rows exactly as its manifest does.
-    const served = await waitFor(
-      'the run outcome on serve',
-      async () => {
-        const v = parseSamples(await serveRegistry.metrics());
-        return sample(v, 'batch_scorer_runs_total{outcome="succeeded"}') === 1 ? v : undefined;
-      },
-      10_000,
-    );
+    const succeededOnServe = (runs: number) =>
+      waitFor(
+        `${runs} succeeded runs on serve`,
+        async () => {
+          const v = parseSamples(await serveRegistry.metrics());
+          return sample(v, 'batch_scorer_runs_total{outcome="succeeded"}') === runs ? v : undefined;
+        },
+        10_000,
+      );
+    const served = await succeededOnServe(1);
     expect(byOutcome(served, 'batch_scorer_run_rows_total')).toEqual({ scored: counts.rowsScored, quarantined: counts.rowsQuarantined });
+
+    // Its job gone (retention), the run enqueued again finds it done and is not counted again; a
+    // run after it is, so by then serve has read the repeat's event too (events come in order).
+    const connection = new Redis(f.redisUrl);
+    const runs = new Queue(RUNS_QUEUE, { connection, prefix: f.prefix });
+    closers.push(async () => {
+      await runs.close();
+      await connection.quit();
+    });
+    expect(await runs.remove(runId)).toBe(1);
+    const request = { input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'out') };
+    await f.queue.enqueue({ ...request, options: { runId, segmentRows: 400, batchSize: 25, maxErrorRate: 0.1 } });
+    expect((await f.finished(runId)).state).toBe('completed');
+    await f.queue.enqueue({ ...request, options: { runId: 'm2', limit: 100, maxErrorRate: 0.1 } });
+    expect((await f.finished('m2')).state).toBe('completed');
+    const m2 = (JSON.parse(await readFile(join(tmp.dir, 'out', 'm2', 'manifest.json'), 'utf8')) as Manifest).counts!;
+    const both = await succeededOnServe(2);
+    expect(byOutcome(both, 'batch_scorer_run_rows_total')).toEqual({
+      scored: counts.rowsScored + m2.rowsScored,
+      quarantined: counts.rowsQuarantined + m2.rowsQuarantined,
+    });
 
     // Without the token, or with another: refused. Health is open.
     const refused = await scrape(`${url}/metrics`);
