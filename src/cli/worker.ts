@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
+import { UsageError } from '../errors.js';
+import { isLoopbackHost } from '../http/metrics-server.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
@@ -10,6 +12,38 @@ const count = (flag: string) => (v: string) => {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
   return Number(v);
 };
+
+const port = (v: string) => {
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 65535) throw new InvalidArgumentError(`--metrics-port takes a port from 1 to 65535, got "${v}"`);
+  return Number(v);
+};
+
+/** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
+const METRICS_HOST = '127.0.0.1';
+
+interface WorkerFlags {
+  concurrency: number;
+  segments: number;
+  shutdownTimeout: number;
+  lockDuration: number;
+  metricsPort?: number;
+  metricsHost?: string;
+}
+
+/** --metrics-port and --metrics-host, checked: metrics beyond this machine need API_TOKEN. */
+function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined) {
+  if (flags.metricsPort === undefined) {
+    if (flags.metricsHost !== undefined) throw new UsageError('worker: --metrics-host needs --metrics-port');
+    return undefined;
+  }
+  const host = flags.metricsHost ?? METRICS_HOST;
+  if (!isLoopbackHost(host) && !apiToken) {
+    throw new UsageError(
+      `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${METRICS_HOST}`,
+    );
+  }
+  return { host, port: flags.metricsPort, token: apiToken };
+}
 
 export function registerWorker(program: Command): void {
   program
@@ -29,19 +63,23 @@ export function registerWorker(program: Command): void {
       count('--lock-duration'),
       DEFAULT_WORKER_OPTIONS.lockDurationMs,
     )
+    .option('--metrics-port <port>', 'serve Prometheus metrics on GET /metrics at this port (bearer API_TOKEN when set)', port)
+    .option('--metrics-host <host>', `address the metrics server binds (default ${METRICS_HOST}; beyond loopback only with API_TOKEN)`)
     .action(
-      action(async (flags: { concurrency: number; segments: number; shutdownTimeout: number; lockDuration: number }) => {
+      action(async (flags: WorkerFlags) => {
         const settings = loadSettings();
+        const metrics = metricsEndpoint(flags, settings.apiToken);
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);
         const { startWorker } = await import('../queue/worker.js');
-        const worker = startWorker({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, storage, log, {
+        const worker = await startWorker({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,
           shutdownTimeoutMs: flags.shutdownTimeout,
           lockDurationMs: flags.lockDuration,
           token: settings.serviceToken,
           runDefaults: settings.runDefaults,
+          metrics,
         });
         const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
         log.info({ signal }, 'signal received; a second one exits at once');

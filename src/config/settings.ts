@@ -33,6 +33,8 @@ export interface Settings {
   runDefaults: RunOptionsInput;
   /** MODEL_SERVICE_TOKEN: sent as a bearer token, never logged. */
   serviceToken?: string;
+  /** API_TOKEN: the bearer token HTTP endpoints (API, metrics) require when set; never logged. */
+  apiToken?: string;
   /** REDIS_URL, default redis://127.0.0.1:6379. */
   redisUrl: string;
   /** Queue key prefix; a `{hash tag}` keeps a queue's keys on one Redis Cluster slot. */
@@ -48,6 +50,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
   return {
     runDefaults: { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) },
     serviceToken: env.MODEL_SERVICE_TOKEN || undefined,
+    apiToken: env.API_TOKEN || undefined,
     redisUrl: env.REDIS_URL ?? file.redis?.url ?? 'redis://127.0.0.1:6379',
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,

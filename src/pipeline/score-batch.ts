@@ -6,6 +6,7 @@ import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
 import { echoesRowId, type EncodedRow } from './request-row.js';
+import { loadOutcome, predictOutcome, type ScoringObserver } from './scoring-observer.js';
 import type { SegmentCounts } from './segment-counts.js';
 
 /** What scoring a batch needs; shared by every batch of a segment. */
@@ -26,6 +27,8 @@ export interface BatchScorer {
   /** The segment's logger: retries are logged with its run and segment ids. */
   log: Logger;
   signal?: AbortSignal;
+  /** Hears requests, attempts and retries (metrics). */
+  observer?: ScoringObserver;
 }
 
 /** A row to score: as read, and as it is sent. */
@@ -46,21 +49,34 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
   let answer: Record<string, unknown>[];
   try {
     scorer.counts.requests++;
-    answer = await scorer.limit.run(() =>
-      scorer.client.predict(
-        scorer.model,
-        rows.map((r) => r.request.json),
-        {
-          envelope: scorer.envelope,
-          params: scorer.params,
-          signal: scorer.signal,
-          log: scorer.log,
-          check: (answer) => checkAlignment(scorer, rows, answer),
-          onRetry: () => scorer.counts.retries++,
-          onAttempt: ({ ms, error }) => scorer.limit.observe(error === undefined ? 'answered' : error.overload ? 'overloaded' : 'failed', ms),
-        },
-      ),
-    );
+    const { observer } = scorer;
+    answer = await scorer.limit.run(async () => {
+      observer?.requestStarted();
+      try {
+        return await scorer.client.predict(
+          scorer.model,
+          rows.map((r) => r.request.json),
+          {
+            envelope: scorer.envelope,
+            params: scorer.params,
+            signal: scorer.signal,
+            log: scorer.log,
+            check: (answer) => checkAlignment(scorer, rows, answer),
+            onRetry: () => {
+              scorer.counts.retries++;
+              observer?.retry();
+            },
+            onAttempt: ({ ms, error }) => {
+              const outcome = predictOutcome(error);
+              scorer.limit.observe(loadOutcome(outcome), ms);
+              observer?.requestDone(outcome, ms / 1000);
+            },
+          },
+        );
+      } finally {
+        observer?.requestEnded();
+      }
+    });
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {

@@ -12,6 +12,7 @@ import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
 import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
+import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone } from './segment-done.js';
 
@@ -42,6 +43,8 @@ export interface SegmentWork {
   onRows?: (rows: number) => void;
   /** Who scored the segment (queue mode: worker and job), recorded beside its counts. */
   facts?: SegmentFacts;
+  /** Hears segments, requests and rows as they go (a worker's metrics). */
+  observer?: ScoringObserver;
 }
 
 /** The largest share of rows that may be quarantined, as a row count. */
@@ -55,6 +58,20 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
  * batches are unwritten, so memory stays flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
+  const { observer, limit } = work;
+  if (!observer) return scoreSegmentParts(work, index);
+  observer.segmentStarted(limit);
+  try {
+    const counts = await scoreSegmentParts(work, index);
+    observer.segmentEnded(limit, 'scored');
+    return counts;
+  } catch (err) {
+    observer.segmentEnded(limit, work.stopSignal?.aborted ? 'stopped' : 'failed');
+    throw err;
+  }
+}
+
+async function scoreSegmentParts(work: SegmentWork, index: number): Promise<SegmentCounts> {
   const { run, storage } = work;
   const segment = run.input.segments[index];
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
@@ -92,6 +109,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     counts,
     log,
     signal,
+    observer: work.observer,
   };
   const { batchSize, maxBatchBytes } = run.request.options;
   const fromCsv = run.input.syntax === 'csv';
@@ -124,6 +142,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
     work.budget.used += outcomes.length - scored.length;
+    work.observer?.rows(scored.length, outcomes.length - scored.length);
     await Promise.all([put(rowsOut, writer.lines(scored)), put(errorsOut, errors)]);
     work.onRows?.(outcomes.length);
     if (work.budget.used > work.budget.allowed) {

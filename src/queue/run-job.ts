@@ -40,7 +40,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       const succeeded = await alreadySucceeded(ctx, request, data.runId);
       if (succeeded) {
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
-        return summary(succeeded, formatLocation(folder));
+        // A new job for a run an earlier job finished (and metrics counted): counted once, not again.
+        return { ...summary(succeeded, formatLocation(folder)), ...(data.step === undefined ? { repeat: true } : {}) };
       }
       // Refused before describe is asked: a missing input or an output that cannot be written.
       if (data.step === undefined) await preflight(request, ctx.storage, signal);

@@ -47,6 +47,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           signal: stop,
           stopSignal: stop,
           facts: { worker: WORKER_ID, jobId: job.id!, attempt: job.attemptsMade + 1 },
+          observer: ctx.observer,
           onRows: (n) => {
             rows += n;
             const now = Date.now();

@@ -5,6 +5,7 @@ import type { RunOptions } from '../config/run-options.js';
 import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
+import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
@@ -44,6 +45,8 @@ export class WorkerContext {
     readonly storage: Storage,
     readonly log: Logger,
     readonly options: WorkerOptions,
+    /** Hears the scoring of segments (the worker's metrics, with --metrics-port). */
+    readonly observer?: ScoringObserver,
   ) {
     this.progress = new RunProgressStore(redis, queue.prefix);
     this.cancels = new RunCancels(redis, queue.prefix);

@@ -14,6 +14,8 @@ export interface WorkerOptions {
   token?: string;
   /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
   runDefaults?: RunOptionsInput;
+  /** `--metrics-port`: serve `GET /metrics` there, behind `token` (API_TOKEN, never logged) when set. */
+  metrics?: { host: string; port: number; token?: string };
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };

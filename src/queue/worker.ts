@@ -1,6 +1,10 @@
 import { Worker } from 'bullmq';
-import { AbortedError, errorMessage } from '../errors.js';
+import { AbortedError, errorMessage, UsageError } from '../errors.js';
+import { startMetricsServer } from '../http/metrics-server.js';
 import type { Logger } from '../log.js';
+import { createMetricsRegistry } from '../metrics/registry.js';
+import { scoringMetrics } from '../metrics/scoring-metrics.js';
+import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RedisWatch } from './redis-watch.js';
@@ -27,11 +31,25 @@ export interface ScoringWorker {
  * Starts a worker process's two BullMQ workers: runs (plan, then assemble once every segment is
  * done) and segments (score one segment into storage). Any number of processes on any machines
  * share the work through Redis. It logs "worker started" once connected; until then, and
- * whenever Redis is away, it waits for it and says so (see RedisWatch).
+ * whenever Redis is away, it waits for it and says so (see RedisWatch). With `options.metrics`,
+ * its metrics server listens first (metrics answer while Redis is away); a port that cannot be
+ * bound fails the start (E_USAGE, exit 2).
  */
-export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): ScoringWorker {
+export async function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): Promise<ScoringWorker> {
+  let metrics: { observer: ScoringObserver; server: { close(): Promise<void> } } | undefined;
+  if (options.metrics) {
+    const { host, port, token } = options.metrics;
+    const registry = createMetricsRegistry();
+    const observer = scoringMetrics(registry, { maxConcurrency: options.concurrency });
+    const server = await startMetricsServer({ host, port, registry, credentials: { token }, log }).catch((err: unknown) => {
+      throw new UsageError(`worker: --metrics-port ${port}: cannot listen on ${host}:${port} (${errorMessage(err)}); choose another port or --metrics-host`, {
+        cause: err,
+      });
+    });
+    metrics = { observer, server };
+  }
   const redis = redisConnection(queue.redisUrl, 'worker');
-  const ctx = new WorkerContext(redis, queue, storage, log, options);
+  const ctx = new WorkerContext(redis, queue, storage, log, options, metrics?.observer);
   const common = {
     connection: redis,
     prefix: queue.prefix,
@@ -95,6 +113,8 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
               return redis.close();
             },
           ],
+          // Last: scrapes see the shutdown through to its end.
+          ['metrics server', () => metrics?.server.close() ?? Promise.resolve()],
         ];
         const cleanups = (async () => {
           for (const [name, step] of steps) {

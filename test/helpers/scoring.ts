@@ -11,7 +11,7 @@ import { requestValue } from '../../src/pipeline/request-row.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../../src/simulator/models.js';
-import { rentalsCsv } from '../../src/simulator/sample-data.js';
+import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simulator/sample-data.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
@@ -28,6 +28,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 
 export async function writeRentals(path: string, rows: number): Promise<void> {
   await writeFile(path, await text(rentalsCsv(rows)));
+}
+
+/** A rentals CSV whose rows `bad(i)` holds for carry `__engine_error__`, which the simulator's engine fails on. */
+export async function writeRentalsWithEngineErrors(path: string, rows: number, bad: (i: number) => boolean): Promise<void> {
+  const location = RENTAL_COLUMNS.indexOf('location');
+  const lines = [csvLine(RENTAL_COLUMNS)];
+  for (let i = 0; i < rows; i++) {
+    const row = rentalRow(i);
+    if (bad(i)) row[location] = '__engine_error__';
+    lines.push(csvLine(row));
+  }
+  await writeFile(path, lines.join(''));
 }
 
 /** Runs `score` in this process, as the CLI does, with a real storage and the given service. */

@@ -1,0 +1,44 @@
+import { isIP } from 'node:net';
+import { fastify, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../log.js';
+import { requireAuth, type Credentials } from './auth.js';
+
+/**
+ * Mounts `GET /metrics` (Prometheus text format) on an app: behind the bearer token when one is
+ * configured (`API_TOKEN`; no basic auth: scrapers send a token). Scrapes are not logged (one
+ * every few seconds would drown the log); failures are.
+ */
+export function registerMetricsRoute(app: FastifyInstance, registry: Registry, credentials: Credentials): void {
+  app.get('/metrics', { logLevel: 'warn', onRequest: requireAuth(credentials, { basic: false }) }, async (_request, reply) => {
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+}
+
+/** Whether a host name or address stays on this machine (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  if (h === 'localhost' || h === '::1') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/**
+ * A worker's metrics endpoint: `GET /metrics` and `GET /healthz` (open: it says the process is
+ * up), on its own small server. Closing it is a step of the worker's shutdown.
+ */
+export async function startMetricsServer(options: {
+  host: string;
+  port: number;
+  registry: Registry;
+  credentials: Credentials;
+  log: Logger;
+}): Promise<{ url: string; close(): Promise<void> }> {
+  const loggerInstance: FastifyBaseLogger = options.log.child({ component: 'metrics-server' });
+  const app = fastify({ loggerInstance });
+  app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
+  registerMetricsRoute(app, options.registry, options.credentials);
+  const auth = options.credentials.token ? 'bearer token required' : 'no credentials required';
+  const url = await app.listen({ host: options.host, port: options.port, listenTextResolver: (address) => `metrics at ${address}/metrics (${auth})` });
+  return { url, close: () => app.close() };
+}

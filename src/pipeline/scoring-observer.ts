@@ -1,0 +1,46 @@
+import type { RequestLimit, RequestOutcome } from '../service/request-limit.js';
+import type { ServiceError } from '../service/service-error.js';
+
+/**
+ * How one predict attempt ended: `answered` (and aligned), `overloaded` (429, 503, 504, no answer
+ * in time, a reset), `bad-rows` (the engine failed on rows of the batch), `bad-answer` (rows
+ * missing, extra or out of order), or `failed` for any other error.
+ */
+export type PredictOutcome = 'answered' | 'overloaded' | 'bad-rows' | 'bad-answer' | 'failed';
+
+/** How scoring a segment ended: done marker written, failed, or stopped (Ctrl-C, a worker's shutdown, a lost lock). */
+export type SegmentOutcome = 'scored' | 'failed' | 'stopped';
+
+/**
+ * Hears what scoring does, for a process's metrics: the pipeline reports through it and knows
+ * nothing of what listens. It counts work done, so a segment scored again after a crash is heard
+ * twice; the manifest's counts do not come from it. Calls must be cheap and must not throw.
+ */
+export interface ScoringObserver {
+  /** A segment starts under this request limit; the limits of the segments in progress bound the process's requests. */
+  segmentStarted(limit: RequestLimit): void;
+  /** The segment that started under `limit` ended. */
+  segmentEnded(limit: RequestLimit, outcome: SegmentOutcome): void;
+  /** A predict call took a slot of its limit; its attempts and the waits between them happen inside the slot. */
+  requestStarted(): void;
+  /** The predict call gave its slot back. */
+  requestEnded(): void;
+  /** One attempt (one HTTP request) of a predict call ended, after `seconds`. */
+  requestDone(outcome: PredictOutcome, seconds: number): void;
+  /** A predict call is to be tried again. */
+  retry(): void;
+  /** Rows finished and written: scored, and quarantined (malformed or refused by the engine). */
+  rows(scored: number, quarantined: number): void;
+}
+
+/** An attempt's outcome from its error (none when it was answered). */
+export function predictOutcome(error: ServiceError | undefined): PredictOutcome {
+  if (error === undefined) return 'answered';
+  if (error.overload) return 'overloaded';
+  return error.kind === 'bad-rows' || error.kind === 'bad-answer' ? error.kind : 'failed';
+}
+
+/** What an attempt says about the service's load, as a request limit learns it. */
+export function loadOutcome(outcome: PredictOutcome): RequestOutcome {
+  return outcome === 'answered' || outcome === 'overloaded' ? outcome : 'failed';
+}

@@ -1,0 +1,241 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { collectQueueDepths } from '../../src/metrics/queue-depths.js';
+import { createMetricsRegistry } from '../../src/metrics/registry.js';
+import { trackRunOutcomes } from '../../src/metrics/run-outcomes.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
+import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { runCli } from '../helpers/cli.js';
+import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
+import { dropPrefix, freePort, REDIS_URL, uniquePrefix, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { tempDir, writeRentalsWithEngineErrors } from '../helpers/scoring.js';
+
+const TOKEN = 'metrics-test-token';
+const ROWS = 1_200;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'some-bad.csv');
+  await writeRentalsWithEngineErrors(input, ROWS, (i) => i % 300 === 7);
+});
+afterAll(() => tmp.cleanup());
+
+const f = useQueueFixture();
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+const scrape = (url: string, token?: string) => fetch(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+
+describe('worker --metrics-port', () => {
+  it('counts the work the worker did as the manifest does, behind API_TOKEN, and passes promtool', async () => {
+    // Overload answers, so that retries and their outcome are counted too.
+    await f.setup({ rateLimitRate: 0.15, retryAfterSeconds: 0, latencyMs: 2 });
+    const port = await freePort();
+    const worker = f.worker(['--metrics-port', String(port)], { API_TOKEN: TOKEN });
+    const url = `http://127.0.0.1:${port}`;
+    // serve's side, from the same queue: run outcomes and queue depths.
+    const serveRegistry = createMetricsRegistry();
+    const tracker = trackRunOutcomes(serveRegistry, { redisUrl: f.redisUrl, prefix: f.prefix });
+    closers.push(() => tracker.close());
+    await tracker.ready;
+
+    await waitFor(
+      'the metrics server',
+      () =>
+        scrape(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      30_000,
+    );
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out: join(tmp.dir, 'out'),
+      options: { runId: 'm1', segmentRows: 400, batchSize: 25, maxErrorRate: 0.1 },
+    });
+    expect((await f.finished(runId)).state).toBe('completed');
+    const manifest = JSON.parse(await readFile(join(tmp.dir, 'out', 'm1', 'manifest.json'), 'utf8')) as Manifest;
+    const counts = manifest.counts!;
+    expect(counts.rowsQuarantined).toBe(4);
+    expect(counts.retries).toBeGreaterThan(counts.rowsQuarantined); // each engine failure is tried once more, overloads too
+
+    const answer = await scrape(`${url}/metrics`, TOKEN);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await answer.text();
+    const s = parseSamples(text);
+    expect(byOutcome(s, 'batch_scorer_rows_total')).toEqual({ scored: counts.rowsScored, quarantined: counts.rowsQuarantined });
+    expect(byOutcome(s, 'batch_scorer_segments_total')).toEqual({ scored: 3, failed: 0, stopped: 0 });
+    expect(sample(s, 'batch_scorer_predict_retries_total')).toBe(counts.retries);
+    // Every call is one request plus one per retry; the plan's probe is not a scoring request.
+    const requests = byOutcome(s, 'batch_scorer_predict_requests_total');
+    expect(Object.values(requests).reduce((a, b) => a + b)).toBe(counts.requests + counts.retries);
+    expect(requests.overloaded).toBeGreaterThan(0);
+    expect(requests['bad-rows']).toBeGreaterThanOrEqual(8); // 4 rows, each failing twice at least
+    expect(sample(s, 'batch_scorer_predict_duration_seconds_count{outcome="answered"}')).toBe(requests.answered);
+    expect(sample(s, 'batch_scorer_predict_duration_seconds_bucket{le="+Inf",outcome="answered"}')).toBe(requests.answered);
+    expect(sample(s, 'batch_scorer_predict_requests_in_flight')).toBe(0);
+    expect(sample(s, 'batch_scorer_predict_concurrency_limit')).toBe(0);
+    expect(sample(s, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).not.toContain(TOKEN);
+    expect(await promtoolCheck(text)).toEqual({ code: 0, output: '' });
+
+    // serve counts the run's rows exactly as its manifest does.
+    const succeededOnServe = (runs: number) =>
+      waitFor(
+        `${runs} succeeded runs on serve`,
+        async () => {
+          const v = parseSamples(await serveRegistry.metrics());
+          return sample(v, 'batch_scorer_runs_total{outcome="succeeded"}') === runs ? v : undefined;
+        },
+        10_000,
+      );
+    const served = await succeededOnServe(1);
+    expect(byOutcome(served, 'batch_scorer_run_rows_total')).toEqual({ scored: counts.rowsScored, quarantined: counts.rowsQuarantined });
+
+    // Its job gone (retention), the run enqueued again finds it done and is not counted again; a
+    // run after it is, so by then serve has read the repeat's event too (events come in order).
+    const connection = new Redis(f.redisUrl);
+    const runs = new Queue(RUNS_QUEUE, { connection, prefix: f.prefix });
+    closers.push(async () => {
+      await runs.close();
+      await connection.quit();
+    });
+    expect(await runs.remove(runId)).toBe(1);
+    const request = { input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'out') };
+    await f.queue.enqueue({ ...request, options: { runId, segmentRows: 400, batchSize: 25, maxErrorRate: 0.1 } });
+    expect((await f.finished(runId)).state).toBe('completed');
+    await f.queue.enqueue({ ...request, options: { runId: 'm2', limit: 100, maxErrorRate: 0.1 } });
+    expect((await f.finished('m2')).state).toBe('completed');
+    const m2 = (JSON.parse(await readFile(join(tmp.dir, 'out', 'm2', 'manifest.json'), 'utf8')) as Manifest).counts!;
+    const both = await succeededOnServe(2);
+    expect(byOutcome(both, 'batch_scorer_run_rows_total')).toEqual({
+      scored: counts.rowsScored + m2.rowsScored,
+      quarantined: counts.rowsQuarantined + m2.rowsQuarantined,
+    });
+
+    // Without the token, or with another: refused. Health is open.
+    const refused = await scrape(`${url}/metrics`);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect((await scrape(`${url}/metrics`, 'wrong')).status).toBe(401);
+    expect((await scrape(`${url}/healthz`)).status).toBe(200);
+    expect(worker.log()).not.toContain(TOKEN);
+
+    // The metrics server closes with the worker's shutdown.
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    await expect(scrape(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('refuses a --metrics-host beyond loopback without API_TOKEN, and a port taken, with exit 2', async () => {
+    const open = await runCli(['worker', '--metrics-port', '9464', '--metrics-host', '0.0.0.0'], { API_TOKEN: '' });
+    expect(open.code).toBe(2);
+    expect(open.stderr).toMatch(/--metrics-host 0\.0\.0\.0 is reachable from other machines: set API_TOKEN .* \[E_USAGE\]/);
+    const alone = await runCli(['worker', '--metrics-host', '127.0.0.1']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--metrics-host needs --metrics-port \[E_USAGE\]/);
+    const bad = await runCli(['worker', '--metrics-port', '70000']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--metrics-port takes a port from 1 to 65535, got "70000"/);
+
+    await f.setup();
+    const port = await freePort();
+    const first = f.worker(['--metrics-port', String(port)]);
+    await waitFor(
+      'the first metrics server',
+      () =>
+        scrape(`http://127.0.0.1:${port}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      30_000,
+    );
+    const second = await runCli(['worker', '--metrics-port', String(port)], f.env());
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(new RegExp(`--metrics-port ${port}: cannot listen on 127\\.0\\.0\\.1:${port} .*EADDRINUSE.* \\[E_USAGE\\]`));
+    expect(first.child.exitCode).toBe(null);
+  });
+});
+
+describe('run outcomes and queue depths, for serve', () => {
+  const prefix = uniquePrefix();
+  afterAll(() => dropPrefix(prefix));
+
+  it('counts each run once by its final outcome, rows of succeeded runs only, and queue depths by state; passes promtool', async () => {
+    const config = { redisUrl: REDIS_URL, prefix };
+    const registry = createMetricsRegistry();
+    const tracker = trackRunOutcomes(registry, config);
+    closers.push(() => tracker.close());
+    await tracker.ready;
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    closers.push(async () => connection.quit());
+    const runs = new Queue(RUNS_QUEUE, { connection, prefix });
+    const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix });
+    closers.push(() => Promise.all([runs.close(), segments.close()]));
+    collectQueueDepths(registry, [runs, segments]);
+
+    // Run jobs answer as the run job does (summary() in run-job.ts), or fail as it does (toQueueError).
+    const answers: Record<string, (attempt: number) => unknown> = {
+      ok: () => ({ folder: '/x/ok', state: 'succeeded', counts: { rowsScored: 7, rowsQuarantined: 2 } }),
+      // Fails once, passing, then succeeds: one run, counted once.
+      flaky: (attempt) => {
+        if (attempt === 0) throw new Error('service overloaded [E_SERVICE_UNAVAILABLE]');
+        return { folder: '/x/flaky', state: 'succeeded', counts: { rowsScored: 5, rowsQuarantined: 0 } };
+      },
+      // A run that succeeded under an earlier job, enqueued again: counted then, not now.
+      repeat: () => ({ folder: '/x/ok', state: 'succeeded', counts: { rowsScored: 7, rowsQuarantined: 2 }, repeat: true }),
+      bad: () => {
+        throw new UnrecoverableError('unknown model [E_MODEL_NOT_FOUND]');
+      },
+      cancelled: () => {
+        throw new UnrecoverableError('run cancelled [E_CANCELLED]');
+      },
+    };
+    const worker = new Worker(RUNS_QUEUE, (job) => Promise.resolve().then(() => answers[job.name](job.attemptsMade)), { connection, prefix });
+    closers.push(() => worker.close());
+    for (const name of Object.keys(answers)) await runs.add(name, {}, { jobId: name, attempts: 2, backoff: { type: 'fixed', delay: 10 } });
+    await segments.add('later', {}, { delay: 60_000 });
+    await segments.add('now', {});
+
+    const s = await waitFor(
+      'every run outcome',
+      async () => {
+        const v = parseSamples(await registry.metrics());
+        return Object.values(byOutcome(v, 'batch_scorer_runs_total')).reduce((a, b) => a + b) === 4 ? v : undefined;
+      },
+      20_000,
+    );
+    expect(byOutcome(s, 'batch_scorer_runs_total')).toEqual({ succeeded: 2, failed: 1, cancelled: 1 });
+    expect(byOutcome(s, 'batch_scorer_run_rows_total')).toEqual({ scored: 12, quarantined: 2 });
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="completed"}')).toBe(3);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="failed"}')).toBe(2);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="delayed"}')).toBe(1);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting"}')).toBe(1);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting-children"}')).toBe(0);
+    expect(await promtoolCheck(await registry.metrics())).toEqual({ code: 0, output: '' });
+  });
+
+  it('a scrape still answers while Redis does not, without queue depths', async () => {
+    const registry = createMetricsRegistry();
+    const port = await freePort();
+    // Nothing listens there; a producer's connection gives up after a few tries.
+    const connection = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
+    connection.on('error', () => {}); // refused: the case under test
+    const runs = new Queue(RUNS_QUEUE, { connection, prefix });
+    runs.on('error', () => {});
+    closers.push(() => Promise.resolve(connection.disconnect()));
+    collectQueueDepths(registry, [runs]);
+    const text = await registry.metrics();
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
+    expect(text).not.toMatch(/^batch_scorer_queue_jobs\{/m);
+  });
+});
