@@ -5,6 +5,7 @@ import { reportUsageErrors } from './cli/action.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
 import { registerScore } from './cli/score.js';
+import { registerServe } from './cli/serve.js';
 import { registerSimulate } from './cli/simulate.js';
 import { registerStatus } from './cli/status.js';
 import { registerWorker } from './cli/worker.js';
@@ -26,6 +27,7 @@ registerScore(program);
 registerWorker(program);
 registerEnqueue(program);
 registerStatus(program);
+registerServe(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.

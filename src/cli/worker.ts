@@ -6,7 +6,8 @@ import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
 import { action } from './action.js';
 
-const count = (flag: string) => (v: string) => {
+/** A commander parser for a flag taking a whole number of at least 1. */
+export const count = (flag: string) => (v: string) => {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
   return Number(v);
 };

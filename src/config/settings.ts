@@ -39,6 +39,12 @@ export interface Settings {
   queuePrefix: string;
   s3: S3Settings;
   logLevel: string;
+  /** API_TOKEN: the bearer token `serve` asks for on its API, `/metrics` and `/ui`; never logged. */
+  apiToken?: string;
+  /** DASHBOARD_USER and DASHBOARD_PASSWORD: basic-auth credentials for `serve`'s `/ui`; both or neither. */
+  dashboard?: { user: string; password: string };
+  /** PORT: where `serve` listens unless `--port` says otherwise (8080). */
+  port: number;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
@@ -52,7 +58,29 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,
     logLevel: env.LOG_LEVEL ?? file.log?.level ?? 'info',
+    apiToken: env.API_TOKEN || undefined,
+    dashboard: dashboardFromEnv(env),
+    port: portFromEnv(env.PORT),
   };
+}
+
+function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
+  const user = env.DASHBOARD_USER || undefined;
+  const password = env.DASHBOARD_PASSWORD || undefined;
+  if (user && password) return { user, password };
+  if (user || password) {
+    const missing = user ? 'DASHBOARD_PASSWORD' : 'DASHBOARD_USER';
+    throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`, { exitCode: 2 });
+  }
+  return undefined;
+}
+
+function portFromEnv(value: string | undefined): number {
+  if (value === undefined || value === '') return 8080;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 65535) {
+    throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`, { exitCode: 2 });
+  }
+  return Number(value);
 }
 
 function readConfigFiles(dir: string): ConfigFile {
