@@ -21,6 +21,9 @@ export const READY_TIMEOUT_MS = 1_000;
 /** Once the shutdown timeout has passed, how long closing the queue connections may take before they are dropped. */
 const CLOSE_CONNECTIONS_MS = 2_000;
 
+/** While closing, how often connections whose requests have been answered are closed. */
+const IDLE_SWEEP_MS = 50;
+
 /** An incoming `x-request-id` taken as is: short, and nothing a log line could be forged with. */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -247,11 +250,15 @@ async function closeHttp(app: FastifyInstance, timeoutMs: number, log: Logger): 
     log.warn('shutdown timeout: cutting the connections of requests still in flight');
     app.server.closeAllConnections();
   }, timeoutMs);
+  // Node closes the keep-alive connections idle when closing starts, not those that become idle
+  // once their request is answered: they would hold the close until their keep-alive timeout.
+  const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
   try {
     await app.close();
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'closing the HTTP server failed');
   } finally {
     clearTimeout(timer);
+    clearInterval(idle);
   }
 }
