@@ -6,6 +6,7 @@ import { registerCancel } from './cli/cancel.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
 import { registerScore } from './cli/score.js';
+import { registerServe } from './cli/serve.js';
 import { registerSimulate } from './cli/simulate.js';
 import { registerStatus } from './cli/status.js';
 import { registerWorker } from './cli/worker.js';
@@ -28,6 +29,7 @@ registerWorker(program);
 registerEnqueue(program);
 registerStatus(program);
 registerCancel(program);
+registerServe(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.

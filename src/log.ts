@@ -17,6 +17,12 @@ const REDACT_PATHS = [
   '*.authorization',
   'headers.authorization',
   '*.headers.authorization',
+  'headers["proxy-authorization"]',
+  '*.headers["proxy-authorization"]',
+  'headers.cookie',
+  '*.headers.cookie',
+  'serviceToken',
+  '*.serviceToken',
   'secretAccessKey',
   '*.secretAccessKey',
   'credentials',
@@ -35,6 +41,15 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     base: { pid: process.pid },
   };
   return pino(config, pino.destination({ fd: 2, sync: false }));
+}
+
+/**
+ * A request path as it may be logged: without its query string (`/runs?…`), since a value there,
+ * or even a bare parameter, may be a token (`?token=...`).
+ */
+export function redactPath(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? url : `${url.slice(0, at)}?…`;
 }
 
 /** A logger that drops everything: for library callers and tests that pass none. */

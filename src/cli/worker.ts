@@ -2,13 +2,14 @@ import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
-import { isLoopbackHost } from '../http/metrics-server.js';
+import { isLoopback } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
 import { action } from './action.js';
 
-const count = (flag: string) => (v: string) => {
+/** A commander parser for a flag taking a whole number of at least 1. */
+export const count = (flag: string) => (v: string) => {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
   return Number(v);
 };
@@ -37,7 +38,7 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined) {
     return undefined;
   }
   const host = flags.metricsHost ?? METRICS_HOST;
-  if (!isLoopbackHost(host) && !apiToken) {
+  if (!isLoopback(host) && !apiToken) {
     throw new UsageError(
       `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${METRICS_HOST}`,
     );

@@ -132,7 +132,8 @@ export function formatIssues(error: z.ZodError, naming: OptionNaming = 'fields')
 
 const KINDS: Record<string, string> = { int: 'a whole number', number: 'a number', boolean: 'true or false', string: 'text', record: 'an object' };
 
-function restate(issue: z.core.$ZodIssue): string {
+/** One zod issue as what the value must be (`must be at most 100000`), without its path. */
+export function restate(issue: z.core.$ZodIssue): string {
   if (issue.code === 'too_big' || issue.code === 'too_small') {
     const big = issue.code === 'too_big';
     const bound = Number(big ? issue.maximum : issue.minimum);

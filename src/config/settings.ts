@@ -33,14 +33,18 @@ export interface Settings {
   runDefaults: RunOptionsInput;
   /** MODEL_SERVICE_TOKEN: sent as a bearer token, never logged. */
   serviceToken?: string;
-  /** API_TOKEN: the bearer token HTTP endpoints (API, metrics) require when set; never logged. */
-  apiToken?: string;
   /** REDIS_URL, default redis://127.0.0.1:6379. */
   redisUrl: string;
   /** Queue key prefix; a `{hash tag}` keeps a queue's keys on one Redis Cluster slot. */
   queuePrefix: string;
   s3: S3Settings;
   logLevel: string;
+  /** API_TOKEN: the bearer token of HTTP endpoints (`serve`'s API, `/metrics` and `/ui`; a worker's `/metrics`) when set; never logged. */
+  apiToken?: string;
+  /** DASHBOARD_USER and DASHBOARD_PASSWORD: basic-auth credentials for `serve`'s `/ui`; both or neither. */
+  dashboard?: { user: string; password: string };
+  /** PORT: where `serve` listens unless `--port` says otherwise (8080). */
+  port: number;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
@@ -50,12 +54,33 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
   return {
     runDefaults: { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) },
     serviceToken: env.MODEL_SERVICE_TOKEN || undefined,
-    apiToken: env.API_TOKEN || undefined,
     redisUrl: env.REDIS_URL ?? file.redis?.url ?? 'redis://127.0.0.1:6379',
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,
     logLevel: env.LOG_LEVEL ?? file.log?.level ?? 'info',
+    apiToken: env.API_TOKEN || undefined,
+    dashboard: dashboardFromEnv(env),
+    port: portFromEnv(env.PORT),
   };
+}
+
+function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
+  const user = env.DASHBOARD_USER || undefined;
+  const password = env.DASHBOARD_PASSWORD || undefined;
+  if (user && password) return { user, password };
+  if (user || password) {
+    const missing = user ? 'DASHBOARD_PASSWORD' : 'DASHBOARD_USER';
+    throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`, { exitCode: 2 });
+  }
+  return undefined;
+}
+
+function portFromEnv(value: string | undefined): number {
+  if (value === undefined || value === '') return 8080;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 65535) {
+    throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`, { exitCode: 2 });
+  }
+  return Number(value);
 }
 
 function readConfigFiles(dir: string): ConfigFile {

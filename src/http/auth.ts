@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIPv4 } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
@@ -13,6 +14,15 @@ export interface Credentials {
 /** Whether any credential is configured; without one, endpoints are open (loopback only, or `--insecure`). */
 export function hasCredentials(c: Credentials): boolean {
   return Boolean(c.token || c.dashboard);
+}
+
+/**
+ * Whether a listening address is reachable from this machine only (127.0.0.0/8, ::1, localhost):
+ * beyond it, endpoints are served only with credentials (or when the user insists).
+ */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h === '::1' || (isIPv4(h) && h.startsWith('127.'));
 }
 
 /**

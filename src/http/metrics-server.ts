@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { fastify, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
@@ -14,13 +13,6 @@ export function registerMetricsRoute(app: FastifyInstance, registry: Registry, c
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });
-}
-
-/** Whether a host name or address stays on this machine (127.0.0.0/8, ::1, localhost). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  if (h === 'localhost' || h === '::1') return true;
-  return isIP(h) === 4 && h.startsWith('127.');
 }
 
 /**

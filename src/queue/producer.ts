@@ -18,7 +18,8 @@ export const CONNECT_TIMEOUT_MS = 5_000;
  * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
  * `completed`, `failed`, or `cancelled` (from the moment it is cancelled, while its segments stop).
  */
-export type RunState = 'waiting' | 'active' | 'completed' | 'failed' | 'cancelled';
+export const RUN_STATES = ['waiting', 'active', 'completed', 'failed', 'cancelled'] as const;
+export type RunState = (typeof RUN_STATES)[number];
 
 /** The BullMQ states a run job may be in while its run is in a given state. */
 const JOB_STATES: Record<RunState, JobType[]> = {

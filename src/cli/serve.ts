@@ -1,0 +1,71 @@
+import { once } from 'node:events';
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import { UsageError } from '../errors.js';
+import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
+import { createLogger } from '../log.js';
+import { createMetricsRegistry } from '../metrics/registry.js';
+import { createStorage } from '../storage/storage.js';
+import { action } from './action.js';
+import { count } from './worker.js';
+
+/** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
+const port = (v: string) => {
+  const n = count('--port')(v);
+  if (n > 65535) throw new InvalidArgumentError(`--port takes a TCP port from 1 to 65535, got "${v}"`);
+  return n;
+};
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .description('HTTP server: the run API, the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD)')
+    .option('--host <address>', 'address to listen on; beyond loopback only with credentials or --insecure', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (default: PORT, or 8080)', port)
+    .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
+    .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
+    .option('--insecure', 'listen beyond loopback without credentials (anyone who reaches the port may enqueue and cancel runs)')
+    .action(
+      action(async (flags: { host: string; port?: number; shutdownTimeout: number; queueActions?: boolean; insecure?: boolean }) => {
+        const settings = loadSettings();
+        const credentials: Credentials = { token: settings.apiToken, dashboard: settings.dashboard };
+        if (!isLoopback(flags.host) && !hasCredentials(credentials) && !flags.insecure) {
+          throw new UsageError(
+            `--host ${flags.host} is reachable beyond this machine, and no credentials are set: set API_TOKEN (and DASHBOARD_USER/DASHBOARD_PASSWORD for the dashboard), or pass --insecure to serve without them`,
+          );
+        }
+        const log = createLogger({ level: settings.logLevel });
+        const storage = createStorage(settings.s3);
+        const metrics = createMetricsRegistry();
+        const { startServe } = await import('../http/server.js');
+        const serving = await startServe({
+          host: flags.host,
+          port: flags.port ?? settings.port,
+          shutdownTimeoutMs: flags.shutdownTimeout,
+          queue: { redisUrl: settings.redisUrl, prefix: settings.queuePrefix },
+          credentials,
+          storage,
+          log,
+          metrics,
+          queueActions: flags.queueActions ?? false,
+        }).catch((err: unknown) => {
+          const code = (err as { code?: string }).code;
+          if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
+            throw new UsageError(`cannot listen on ${flags.host}:${flags.port ?? settings.port} (${code}): choose another --host or --port`, { cause: err });
+          throw err;
+        });
+        const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
+        log.info({ signal }, 'signal received; a second one exits at once');
+        const force = () => process.exit(130);
+        process.once('SIGTERM', force);
+        process.once('SIGINT', force);
+        await serving.close();
+        storage.close();
+        await new Promise<void>((resolve) => log.flush(() => resolve()));
+        // BullMQ may leave timers behind when Redis was away; everything is closed, so this is the end.
+        process.exit(0);
+      }),
+    );
+}

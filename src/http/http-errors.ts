@@ -1,0 +1,93 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { restate } from '../config/run-options.js';
+import { BatchScorerError, UsageError, type ErrorCode } from '../errors.js';
+
+/** The largest request body taken; a run submission is a few hundred bytes. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** One bad field of a request: its path as written in the request (`options.batchSize`), and what it must be. */
+export interface FieldIssue {
+  field: string;
+  message: string;
+}
+
+/** The body of every error answer. */
+export const errorBodySchema = z.object({
+  /** The stable error code, as the CLI prints it (`E_USAGE`, `E_RUN_NOT_FOUND`, ...). */
+  error: z.string(),
+  message: z.string(),
+  /** For E_USAGE: each bad field of the request. */
+  issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+});
+export type ErrorBody = z.output<typeof errorBodySchema>;
+
+/** A request refused for its content, naming each bad field (400 E_USAGE). */
+export class RequestError extends UsageError {
+  constructor(readonly issues: FieldIssue[]) {
+    super(issues.map((i) => `${i.field}: ${i.message}`).join('; '));
+  }
+
+  /** zod's issues as fields of the request; `where` is the part of the request they are in, for issues about all of it. */
+  static fromZod(error: z.ZodError, where: string): RequestError {
+    return new RequestError(
+      error.issues.flatMap((issue) => {
+        const path = issue.path.map(String);
+        if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ field: [...path, key].join('.'), message: 'unknown field: remove it' }));
+        return [{ field: path.length > 0 ? path.join('.') : where, message: restate(issue) }];
+      }),
+    );
+  }
+}
+
+/** Parses a part of a request (`where`: body, query, path), or throws a RequestError naming each bad field. */
+export function parseRequest<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw RequestError.fromZod(result.error, where);
+}
+
+/** The HTTP status of each error code a request can end in; a code not listed is a server fault (500). */
+const STATUS: Partial<Record<ErrorCode, number>> = {
+  E_USAGE: 400,
+  E_UNAUTHORIZED: 401,
+  E_RUN_NOT_FOUND: 404,
+  E_RUN_CONFLICT: 409,
+  E_RUN_EXISTS: 409,
+  E_REDIS_UNAVAILABLE: 503,
+};
+
+/**
+ * Answers every error of the server in one shape: BatchScorerErrors by their code's status, with
+ * their message; fastify's own refusals (a body too large, not JSON, of another media type) as
+ * E_USAGE with their status; anything else as a 500 whose message says nothing of its cause,
+ * logged with the request id so it can be found.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(async (err: FastifyError | BatchScorerError, request, reply) => {
+    let status: number;
+    let body: ErrorBody;
+    if (err instanceof BatchScorerError && STATUS[err.code] !== undefined) {
+      status = STATUS[err.code]!;
+      body = { error: err.code, message: err.message, ...(err instanceof RequestError ? { issues: err.issues } : {}) };
+    } else if (!(err instanceof BatchScorerError) && err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      status = err.statusCode;
+      body = { error: 'E_USAGE', message: clientErrorMessage(err) };
+    } else {
+      request.log.error({ err }, 'request failed');
+      status = 500;
+      body = { error: 'E_INTERNAL', message: `internal error; the server log has its details under request id ${request.id}` };
+    }
+    return reply.code(status).send(body);
+  });
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+}
+
+/** Fastify's own client errors, said as what to change. */
+function clientErrorMessage(err: FastifyError): string {
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return `request body too large: send at most ${BODY_LIMIT_BYTES / 1024} KiB`;
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return 'send the body as JSON with content-type: application/json';
+  return err.message;
+}

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+import { TOOL } from '../version.js';
+import { errorBodySchema } from './http-errors.js';
+import { runCreatedSchema, runDetailSchema, runListQuerySchema, runListSchema, runResumedSchema, runStatusSchema, runSubmissionSchema } from './run-schemas.js';
+
+/** A JSON Schema for OpenAPI 3.1 (JSON Schema 2020-12): requests as clients write them, answers as the server writes them. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
+  return rest;
+}
+
+const json = (ref: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } });
+const answer = (description: string, ref: string) => ({ description, content: json(ref) });
+const failure = (description: string) => answer(description, 'Error');
+
+const runId = { name: 'id', in: 'path', required: true, schema: jsonSchema(runStatusSchema.shape.runId, 'input') };
+const common = { '401': failure('credentials missing or refused'), '503': failure('Redis did not answer'), '500': failure('internal error') };
+
+/** The OpenAPI 3.1 document served at `/openapi.json`, generated from the zod schemas the routes parse with. */
+export function openApiDocument(): Record<string, unknown> {
+  const query = jsonSchema(runListQuerySchema, 'input') as { properties: Record<string, Record<string, unknown>> };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'batch-scorer run API', version: TOOL.version },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API_TOKEN' } },
+      schemas: {
+        RunSubmission: jsonSchema(runSubmissionSchema, 'input'),
+        RunCreated: jsonSchema(runCreatedSchema, 'output'),
+        RunStatus: jsonSchema(runStatusSchema, 'output'),
+        RunDetail: jsonSchema(runDetailSchema, 'output'),
+        RunList: jsonSchema(runListSchema, 'output'),
+        RunResumed: jsonSchema(runResumedSchema, 'output'),
+        Error: jsonSchema(errorBodySchema, 'output'),
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/runs': {
+        post: {
+          summary: 'Enqueue a run (the fields and checks of `batch-scorer enqueue`)',
+          requestBody: { required: true, content: json('RunSubmission') },
+          responses: {
+            '201': answer('enqueued', 'RunCreated'),
+            '200': answer('a run of this id is on the queue already: not enqueued again', 'RunCreated'),
+            '400': failure('a bad field, each named in issues'),
+            '409': failure('the run id is taken by a run that cannot be replaced'),
+            '413': failure('body too large'),
+            ...common,
+          },
+        },
+        get: {
+          summary: 'The most recent runs, newest first',
+          parameters: Object.entries(query.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })),
+          responses: { '200': answer('the runs', 'RunList'), '400': failure('a bad query parameter'), ...common },
+        },
+      },
+      '/runs/{id}': {
+        parameters: [runId],
+        get: {
+          summary: "A run's state and progress; once finished, its manifest and output locations",
+          responses: { '200': answer('the run', 'RunDetail'), '404': failure('no such run'), ...common },
+        },
+        delete: {
+          summary: 'Cancel a waiting or active run',
+          responses: { '200': answer('cancelled', 'RunStatus'), '404': failure('no such run'), '409': failure('the run has finished'), ...common },
+        },
+      },
+      '/runs/{id}/resume': {
+        parameters: [runId],
+        post: {
+          summary: 'Resume a failed or cancelled run, keeping the segments it finished',
+          responses: {
+            '200': answer('enqueued again', 'RunResumed'),
+            '404': failure('no such run'),
+            '409': failure('the run is not failed or cancelled'),
+            ...common,
+          },
+        },
+      },
+      '/metrics': {
+        get: { summary: 'Prometheus metrics', responses: { '200': { description: 'the text exposition format', content: { 'text/plain': {} } } } },
+      },
+      '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: 'up' } } } },
+      '/readyz': {
+        get: {
+          summary: 'Redis answers, and the server is not shutting down',
+          security: [],
+          responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
+import type { z } from 'zod';
+import { BatchScorerError, errorMessage } from '../errors.js';
+import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
+import { runFiles } from '../pipeline/prepared-run.js';
+import { readRunFile } from '../pipeline/run-state.js';
+import type { RunStatus, RunSubmission } from '../queue/producer.js';
+import { parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { parseRequest } from './http-errors.js';
+import type { runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
+import { runIdParamsSchema, runListQuerySchema, runSubmissionSchema } from './run-schemas.js';
+import type { RunsApi } from './runs-api.js';
+
+export interface RunRoutesDeps {
+  runs: RunsApi;
+  /** Where run folders are read from (their manifests). */
+  storage: Storage;
+}
+
+/** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`. */
+export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage }, done) => {
+  app.post('/runs', async (request, reply) => {
+    parseRequest(runSubmissionSchema, request.body, 'body');
+    // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
+    const { runId, created, resumed } = await runs.enqueue(request.body as RunSubmission);
+    request.log.info({ runId, created, resumed }, 'run submitted');
+    const body: z.input<typeof runCreatedSchema> = { runId, created, ...(resumed ? { resumed } : {}) };
+    return reply.code(created ? 201 : 200).send(body);
+  });
+
+  app.get('/runs', async (request) => {
+    const { state, limit } = parseRequest(runListQuerySchema, request.query, 'query');
+    const body: z.input<typeof runListSchema> = { runs: (await runs.list({ limit, ...(state ? { state } : {}) })).map(shown) };
+    return body;
+  });
+
+  app.get('/runs/:id', async (request) => {
+    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+    const status = await runs.get(id);
+    if (!status) throw notFound(id);
+    const manifest = status.state === 'waiting' || status.state === 'active' ? undefined : await readManifest(storage, status, request.log);
+    const body: z.input<typeof runDetailSchema> = {
+      ...shown(status),
+      ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}),
+    };
+    return body;
+  });
+
+  app.delete('/runs/:id', async (request) => {
+    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+    const status = await runs.cancel(id);
+    request.log.info({ runId: id }, 'run cancelled');
+    return shown(status);
+  });
+
+  app.post('/runs/:id/resume', async (request) => {
+    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+    const body: z.input<typeof runResumedSchema> = await runs.resume(id);
+    request.log.info({ runId: id }, 'run resumed');
+    return body;
+  });
+  done();
+};
+
+/** A run's status as the API answers it (the compiler checks it against the answer's schema). */
+function shown(status: RunStatus): z.input<typeof runStatusSchema> {
+  return status;
+}
+
+function notFound(runId: string): BatchScorerError {
+  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
+}
+
+/**
+ * A finished run's manifest, or undefined when it has none (it failed before it had a folder) or
+ * it cannot be read: the status is still worth answering, and the log says what is wrong.
+ */
+async function readManifest(storage: Storage, status: RunStatus, log: FastifyBaseLogger): Promise<Manifest | undefined> {
+  try {
+    return await readRunFile(storage, runFiles.manifest(parseLocation(status.folder)), manifestSchema);
+  } catch (err) {
+    log.warn({ runId: status.runId, err: errorMessage(err) }, 'manifest not readable');
+    return undefined;
+  }
+}

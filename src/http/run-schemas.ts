@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { runOptionsSchema } from '../config/run-options.js';
+import { UsageError } from '../errors.js';
+import { manifestSchema } from '../pipeline/manifest.js';
+import { RUN_STATES } from '../queue/producer.js';
+import { parseModelRef } from '../service/model-ref.js';
+import { parseLocation } from '../storage/location.js';
+
+/**
+ * The request and answer shapes of the run API, from the schemas the CLI and the pipeline use;
+ * `/openapi.json` is generated from them.
+ */
+
+/** A field checked by the parser the CLI uses for it, whose UsageError becomes the field's issue. */
+const checkedBy = (parse: (text: string) => unknown) =>
+  z.string().superRefine((value, ctx) => {
+    try {
+      parse(value);
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      ctx.addIssue({ code: 'custom', message: err.message });
+    }
+  });
+
+/** `POST /runs`: what `enqueue` takes (see validateSubmission), field by field. */
+export const runSubmissionSchema = z
+  .object({
+    /** The input: a local path (seen by the workers), file:///path or s3://bucket/key. */
+    input: checkedBy(parseLocation).describe('a local path (seen by the workers), file:///path or s3://bucket/key'),
+    model: checkedBy(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
+    out: checkedBy(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
+    /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
+    options: runOptionsSchema.optional(),
+  })
+  .strict();
+
+export const runStateSchema = z.enum(RUN_STATES);
+
+/** `GET /runs` query. */
+export const runListQuerySchema = z
+  .object({
+    state: runStateSchema.optional(),
+    limit: z.coerce.number().int().min(1).max(1000).default(20),
+  })
+  .strict();
+
+/** A run id in a path: the shape `--run-id` takes. */
+export const runIdParamsSchema = z.object({ id: runOptionsSchema.shape.runId.unwrap() }).strict();
+
+export const runCreatedSchema = z.object({
+  runId: z.string(),
+  /** false: a run of this id was on the queue already, and was not enqueued again. */
+  created: z.boolean(),
+  /** true: a failed or cancelled run of this id was enqueued again, keeping the segments it finished. */
+  resumed: z.boolean().optional(),
+});
+
+export const runResumedSchema = z.object({ runId: z.string(), resumed: z.literal(true) });
+
+const progressSchema = z.object({
+  rowsDone: z.int(),
+  rowsTotal: z.int(),
+  rowsQuarantined: z.int(),
+  segmentsDone: z.int(),
+  segmentsTotal: z.int(),
+  rowsPerSecond: z.number(),
+  etaSeconds: z.number().nullable(),
+});
+
+/** A run as `status --json` shows it. */
+export const runStatusSchema = z.object({
+  runId: z.string(),
+  state: runStateSchema,
+  progress: progressSchema.optional(),
+  /** Why a failed run failed, ending with its error code. */
+  failedReason: z.string().optional(),
+  attempts: z.int(),
+  /** The run folder, `<out>/<runId>`. */
+  folder: z.string(),
+  input: z.string(),
+  model: z.string(),
+  out: z.string(),
+  /** The run options the submission set. */
+  options: z.record(z.string(), z.unknown()),
+  enqueuedAt: z.string(),
+  finishedAt: z.string().optional(),
+});
+
+/** `GET /runs/:id`: the run, and once it has finished, its manifest and the locations of its output files. */
+export const runDetailSchema = runStatusSchema.extend({
+  manifest: manifestSchema.optional(),
+  outputs: z.array(z.string()).optional(),
+});
+
+export const runListSchema = z.object({ runs: z.array(runStatusSchema) });

@@ -1,0 +1,53 @@
+import { errorCode } from '../errors.js';
+import { RunQueue, type RunState, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import type { QueueConfig } from '../queue/queues.js';
+
+/**
+ * What the run API needs of the queue; RunQueue (src/queue/producer.ts) is one. Errors are
+ * BatchScorerErrors: E_USAGE for a bad submission, E_RUN_NOT_FOUND for an unknown run,
+ * E_RUN_CONFLICT for a run in a state that does not allow the request, E_REDIS_UNAVAILABLE.
+ */
+export interface RunsApi {
+  enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }>;
+  /** The run, or undefined when no run of this id is on the queue. */
+  get(runId: string): Promise<RunStatus | undefined>;
+  /** The most recent runs, newest first; with `state`, only those in that state. */
+  list(options?: { limit?: number; state?: RunState }): Promise<RunStatus[]>;
+  /** Cancels a waiting or active run; answers its status (`cancelled`). */
+  cancel(runId: string): Promise<RunStatus>;
+  /** Enqueues a failed or cancelled run again, keeping the segments it finished. */
+  resume(runId: string): Promise<{ runId: string; resumed: true }>;
+}
+
+/**
+ * The run API over a RunQueue made once Redis first answers a PING, and made again if its
+ * connection failed at first: RunQueue's first wait for Redis is final, and `serve` outlives a
+ * Redis that is away at its start. Every call pings first, so that while Redis is away the API
+ * answers 503 at once instead of after the producer's retries.
+ */
+export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>): { api: RunsApi; close(): Promise<void> } {
+  let queue: RunQueue | undefined;
+  const call = async <T>(fn: (runs: RunsApi) => Promise<T>): Promise<T> => {
+    await pingRedis();
+    const current = (queue ??= new RunQueue(config));
+    try {
+      return await fn(current);
+    } catch (err) {
+      if (errorCode(err) === 'E_REDIS_UNAVAILABLE' && queue === current) {
+        queue = undefined;
+        await current.close().catch(() => undefined);
+      }
+      throw err;
+    }
+  };
+  return {
+    api: {
+      enqueue: (submission) => call((runs) => runs.enqueue(submission)),
+      get: (runId) => call((runs) => runs.get(runId)),
+      list: (options) => call((runs) => runs.list(options)),
+      cancel: (runId) => call((runs) => runs.cancel(runId)),
+      resume: (runId) => call((runs) => runs.resume(runId)),
+    },
+    close: async () => queue?.close(),
+  };
+}

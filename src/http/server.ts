@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
+import type { Registry } from 'prom-client';
+import { errorMessage } from '../errors.js';
+import { redactPath, type Logger } from '../log.js';
+import { collectQueueDepths } from '../metrics/queue-depths.js';
+import { trackRunOutcomes } from '../metrics/run-outcomes.js';
+import { redisUnavailable } from '../queue/queue-redis.js';
+import { RUNS_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
+import { RedisWatch } from '../queue/redis-watch.js';
+import type { Storage } from '../storage/storage-types.js';
+import { requireAuth, type Credentials } from './auth.js';
+import { QUEUES_PATH, queueDashboard } from './dashboard.js';
+import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
+import { registerMetricsRoute } from './metrics-server.js';
+import { openApiDocument } from './openapi.js';
+import { runRoutes } from './run-routes.js';
+import { lazyRunQueue, type RunsApi } from './runs-api.js';
+
+/** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
+export const READY_TIMEOUT_MS = 1_000;
+
+/** Once the shutdown timeout has passed, how long closing the queue connections may take before they are dropped. */
+const CLOSE_CONNECTIONS_MS = 2_000;
+
+/** While closing, how often connections whose requests have been answered are closed. */
+const IDLE_SWEEP_MS = 50;
+
+/** An incoming `x-request-id` taken as is: short, and nothing a log line could be forged with. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** What the HTTP server serves from; all of it is built by startServe, or by a test. */
+export interface ServerDeps {
+  runs: RunsApi;
+  /** Where run folders (manifests) are read from. */
+  storage: Storage;
+  log: Logger;
+  /** Without any, every route is open (`serve` allows that on loopback only, or with `--insecure`). */
+  credentials: Credentials;
+  /** Served at `/metrics`. */
+  metrics: Registry;
+  /** Resolves when the server can take work; otherwise rejects saying why (Redis away, shutting down). */
+  ready: () => Promise<void>;
+  /** The queues the dashboard shows (bull-board at /ui/queues). */
+  queues: readonly Queue[];
+  /** Let dashboard users retry, remove, pause and clean jobs; read-only otherwise. */
+  queueActions?: boolean;
+  /**
+   * Plugins served under `/ui` behind its authentication (basic auth or the token), with routes
+   * relative to it: the run pages (`/runs`, `/runs/:id`, `/assets/*`).
+   */
+  uiPlugins?: FastifyPluginAsync[];
+  /** Where `/ui` leads: the queue dashboard unless told otherwise (the run list, once there is one). */
+  uiHome?: string;
+}
+
+/**
+ * The HTTP server of `serve`, not yet listening: health (open), the run API, `/openapi.json`
+ * and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
+ * `x-request-id` (the client's when it sent a sane one), which every log line of the request has.
+ */
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  const logger: FastifyBaseLogger = deps.log.child({ component: 'http' }, { serializers: { req: requestForLog } });
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
+  installErrorHandling(app);
+
+  // Probes call these every few seconds: their requests are not logged unless something is wrong.
+  app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
+  app.get('/readyz', { logLevel: 'warn' }, async (request, reply) => {
+    try {
+      await deps.ready();
+      return { status: 'ready' };
+    } catch (err) {
+      // The reason goes to the log, not to an open endpoint (it names the Redis host).
+      request.log.warn({ err: errorMessage(err) }, 'not ready');
+      return reply.code(503).send({ status: 'unavailable' });
+    }
+  });
+
+  const openApi = openApiDocument();
+  void app.register(async (api) => {
+    api.addHook('onRequest', requireAuth(deps.credentials, { basic: false }));
+    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage });
+    api.get('/openapi.json', () => openApi);
+  });
+  registerMetricsRoute(app, deps.metrics, deps.credentials);
+
+  void app.register(
+    async (ui) => {
+      ui.addHook('onRequest', requireAuth(deps.credentials, { basic: true }));
+      ui.get('/', (_request, reply) => reply.redirect(deps.uiHome ?? `${QUEUES_PATH}/`));
+      await ui.register(queueDashboard(deps.queues, { actions: deps.queueActions ?? false }), { prefix: QUEUES_PATH.slice('/ui'.length) });
+      for (const plugin of deps.uiPlugins ?? []) await ui.register(plugin);
+    },
+    { prefix: '/ui' },
+  );
+  return app;
+}
+
+/** A request as log lines show it: the query string, which may hold a token, is left out. */
+function requestForLog(request: FastifyRequest) {
+  return { method: request.method, url: redactPath(request.url), remoteAddress: request.ip };
+}
+
+export interface ServeOptions {
+  host: string;
+  port: number;
+  /** On close, how long requests in flight may take to finish before their connections are cut. */
+  shutdownTimeoutMs: number;
+  queue: QueueConfig;
+  credentials: Credentials;
+  storage: Storage;
+  log: Logger;
+  metrics: Registry;
+  queueActions?: boolean;
+  uiPlugins?: FastifyPluginAsync[];
+  uiHome?: string;
+}
+
+/** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
+export interface Serving {
+  /** Where it listens, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /**
+   * Stops taking connections and answers 503 on `/readyz`, lets requests in flight finish for up
+   * to the shutdown timeout (then cuts their connections), then closes the queue connections.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `serve`: its Redis connection (for `/readyz` and the dashboard's queues), the run queue
+ * (made once Redis first answers), and the HTTP server. It starts whether Redis answers or not;
+ * `/readyz` says which.
+ */
+export async function startServe(options: ServeOptions): Promise<Serving> {
+  const { log } = options;
+  const redis = redisConnection(options.queue.redisUrl, 'producer');
+  const watch = new RedisWatch(redis, log);
+  const queues = [RUNS_QUEUE, SEGMENTS_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));
+  for (const q of queues) q.on('error', (err) => watch.error(err));
+  const pingRedis = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer to PING')), READY_TIMEOUT_MS)));
+    try {
+      await Promise.race([redis.ping(), timedOut]);
+    } catch (err) {
+      throw redisUnavailable(redis, READY_TIMEOUT_MS, err);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const runs = lazyRunQueue(options.queue, pingRedis);
+  // serve scores nothing: its metrics are the queues' depths and the runs that finished.
+  collectQueueDepths(options.metrics, queues);
+  const outcomes = trackRunOutcomes(options.metrics, options.queue, log);
+  let draining = false;
+  const app = buildServer({
+    runs: runs.api,
+    storage: options.storage,
+    log,
+    credentials: options.credentials,
+    metrics: options.metrics,
+    ready: async () => {
+      if (draining) throw new Error('shutting down');
+      await pingRedis();
+    },
+    queues,
+    queueActions: options.queueActions,
+    uiPlugins: options.uiPlugins,
+    uiHome: options.uiHome,
+  });
+  const closeConnections = async () => {
+    // Cleanups run in reverse order of opening, each even when one before it failed.
+    const steps: [string, () => Promise<unknown>][] = [
+      ['run outcomes', () => outcomes.close()],
+      ['run queue', () => runs.close()],
+      ['dashboard queues', () => Promise.all(queues.map((q) => q.close()))],
+      [
+        'redis',
+        () => {
+          watch.stop();
+          return redis.close();
+        },
+      ],
+    ];
+    for (const [name, step] of steps) {
+      try {
+        await step();
+      } catch (err) {
+        log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
+      }
+    }
+  };
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    await closeConnections();
+    throw err;
+  }
+  const { port } = app.server.address() as { port: number };
+  const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  log.info(
+    {
+      url,
+      redis: redis.shownUrl,
+      prefix: options.queue.prefix,
+      // Which credentials are set, never what they are.
+      auth: { bearer: Boolean(options.credentials.token), basic: Boolean(options.credentials.dashboard) },
+      queueActions: options.queueActions ?? false,
+    },
+    'serving',
+  );
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close: () =>
+      (closing ??= (async () => {
+        draining = true;
+        log.info({ timeoutMs: options.shutdownTimeoutMs }, 'shutting down: taking no more connections, finishing requests in flight');
+        await closeHttp(app, options.shutdownTimeoutMs, log);
+        // While Redis is away, BullMQ's close and QUIT would wait for it: the connections are dropped instead.
+        if (redis.status !== 'ready') redis.disconnectAll();
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<void>(
+          (resolve) =>
+            (timer = setTimeout(() => {
+              log.warn({ redis: redis.shownUrl }, 'closing the queue connections did not finish in time: dropped');
+              redis.disconnectAll();
+              resolve();
+            }, CLOSE_CONNECTIONS_MS)),
+        );
+        await Promise.race([closeConnections(), late]);
+        clearTimeout(timer);
+        log.info('server stopped');
+      })()),
+  };
+}
+
+/** Closes the HTTP server: no new connections, requests in flight finish until `timeoutMs`, then their connections are cut. */
+async function closeHttp(app: FastifyInstance, timeoutMs: number, log: Logger): Promise<void> {
+  const timer = setTimeout(() => {
+    log.warn('shutdown timeout: cutting the connections of requests still in flight');
+    app.server.closeAllConnections();
+  }, timeoutMs);
+  // Node closes the keep-alive connections idle when closing starts, not those that become idle
+  // once their request is answered: they would hold the close until their keep-alive timeout.
+  const idle = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+  try {
+    await app.close();
+  } catch (err) {
+    log.error({ err: errorMessage(err) }, 'closing the HTTP server failed');
+  } finally {
+    clearTimeout(timer);
+    clearInterval(idle);
+  }
+}

@@ -1,0 +1,183 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { tempDir, writeRentals } from '../helpers/scoring.js';
+import { useServeProcesses } from '../helpers/serve.js';
+
+const TOKEN = 'tok-3f9a1c7e5b2d4086';
+const USER = 'operator';
+const PASSWORD = 'pw-8e1d6b0a9c4f2357';
+const CREDENTIALS = { API_TOKEN: TOKEN, DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD };
+const bearer = { authorization: `Bearer ${TOKEN}` };
+const basic = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
+const MODEL = 'mindsdb/home_rentals_model';
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'rentals.csv');
+  await writeRentals(input, 3_000);
+});
+afterAll(() => tmp.cleanup());
+
+const f = useQueueFixture();
+const serve = useServeProcesses();
+
+async function call(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
+  const res = await fetch(url, {
+    method: init.method ?? 'GET',
+    redirect: 'manual',
+    headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+    body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+  });
+  const text = await res.text();
+  const json = res.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+describe('serve', () => {
+  it('takes a run over HTTP that real workers complete, and reports it with its manifest', async () => {
+    await f.setup();
+    f.worker();
+    const s = await serve({ ...f.env(), ...CREDENTIALS });
+    const out = join(tmp.dir, 'out');
+    const submission = { input, model: MODEL, out, options: { runId: 'over-http', segmentRows: 1_000 } };
+    const posted = await call(`${s.url}/runs`, { method: 'POST', headers: { ...bearer, 'x-request-id': 'client-id-1' }, body: submission });
+    expect(posted.status).toBe(201);
+    expect(posted.json).toEqual({ runId: 'over-http', created: true });
+    expect(posted.headers.get('x-request-id')).toBe('client-id-1');
+    expect(posted.headers.get('content-type')).toMatch(/^application\/json/);
+    const again = await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: submission });
+    expect([again.status, again.json]).toEqual([200, { runId: 'over-http', created: false }]);
+
+    const done = await waitFor(
+      'the run to finish',
+      async () => {
+        const r = await call(`${s.url}/runs/over-http`, { headers: bearer });
+        return r.json?.state === 'completed' || r.json?.state === 'failed' ? r.json : undefined;
+      },
+      30_000,
+    );
+    expect(done).toMatchObject({
+      runId: 'over-http',
+      state: 'completed',
+      progress: { rowsDone: 3_000, rowsTotal: 3_000, segmentsDone: 3, segmentsTotal: 3 },
+      folder: join(out, 'over-http'),
+      manifest: { runId: 'over-http', state: 'succeeded', counts: { rowsIn: 3_000, rowsScored: 3_000, rowsQuarantined: 0, segments: 3 } },
+    });
+    expect(done.outputs).toContain(join(out, 'over-http', 'predictions.csv'));
+
+    const completed = await call(`${s.url}/runs?state=completed`, { headers: bearer });
+    expect((completed.json?.runs as { runId: string }[]).map((r) => r.runId)).toEqual(['over-http']);
+    const failed = await call(`${s.url}/runs?state=failed&limit=5`, { headers: bearer });
+    expect(failed.json).toEqual({ runs: [] });
+    const missing = await call(`${s.url}/runs/no-such-run`, { headers: bearer });
+    expect([missing.status, missing.json?.error]).toEqual([404, 'E_RUN_NOT_FOUND']);
+  });
+
+  it('refuses bad requests naming each bad field, and bodies over 64 KiB', async () => {
+    await f.setup();
+    const s = await serve({ ...f.env(), ...CREDENTIALS });
+    const post = (body: unknown) => call(`${s.url}/runs`, { method: 'POST', headers: bearer, body });
+    const fields = (r: Awaited<ReturnType<typeof call>>) => (r.json?.issues as { field: string }[]).map((i) => i.field).sort();
+
+    const bad = await post({ input, model: 'no-slash', out: tmp.dir, colour: 'red', options: { batchSize: 0, bogus: 1, concurrency: 'lots' } });
+    expect(bad.status).toBe(400);
+    expect(bad.json?.error).toBe('E_USAGE');
+    expect(fields(bad)).toEqual(['colour', 'model', 'options.batchSize', 'options.bogus', 'options.concurrency']);
+    const issues = bad.json?.issues as { field: string; message: string }[];
+    expect(issues.find((i) => i.field === 'options.batchSize')?.message).toBe('must be at least 1');
+    expect(issues.find((i) => i.field === 'model')?.message).toMatch(/expected project\/model/);
+    expect(bad.json?.message).toMatch(/options\.batchSize: must be at least 1/);
+
+    const missing = await post({ model: MODEL });
+    expect(fields(missing)).toEqual(['input', 'out']);
+    const notJson = await post('{"input": ');
+    expect([notJson.status, notJson.json?.error]).toEqual([400, 'E_USAGE']);
+    const huge = await post({ input, model: MODEL, out: tmp.dir, options: { params: { pad: 'x'.repeat(100 * 1024) } } });
+    expect([huge.status, huge.json?.error]).toEqual([413, 'E_USAGE']);
+    const badQuery = await call(`${s.url}/runs?state=sleeping&limit=0`, { headers: bearer });
+    expect([badQuery.status, fields(badQuery)]).toEqual([400, ['limit', 'state']]);
+    const badId = await call(`${s.url}/runs/..%2Fetc`, { headers: bearer });
+    expect([badId.status, fields(badId)]).toEqual([400, ['id']]);
+  });
+
+  it('asks for credentials everywhere but health, takes basic auth on /ui only, and never logs secrets', async () => {
+    await f.setup();
+    const s = await serve({ ...f.env(), ...CREDENTIALS, LOG_LEVEL: 'debug' });
+    const routes: [string, string][] = [
+      ['GET', '/runs'],
+      ['POST', '/runs'],
+      ['GET', '/runs/some-run'],
+      ['DELETE', '/runs/some-run'],
+      ['POST', '/runs/some-run/resume'],
+      ['GET', '/openapi.json'],
+      ['GET', '/metrics'],
+      ['GET', '/ui'],
+      ['GET', '/ui/queues/'],
+      ['GET', '/ui/queues/api/queues'],
+    ];
+    for (const [method, path] of routes) {
+      const body = method === 'POST' ? {} : undefined;
+      const refused = await call(`${s.url}${path}`, { method, body });
+      expect([method, path, refused.status, refused.json?.error]).toEqual([method, path, 401, 'E_UNAUTHORIZED']);
+      const wrong = await call(`${s.url}${path}`, { method, body, headers: { authorization: `Bearer ${TOKEN}x` } });
+      expect([method, path, wrong.status]).toEqual([method, path, 401]);
+    }
+    const readable = ['/runs', '/openapi.json', '/metrics', '/ui/queues/', '/ui/queues/api/queues'];
+    for (const path of readable) expect([path, (await call(`${s.url}${path}`, { headers: bearer })).status]).toEqual([path, 200]);
+    // A token in a query string stays out of the log too.
+    expect((await call(`${s.url}/openapi.json?token=${TOKEN}`, { headers: bearer })).status).toBe(200);
+    for (const path of ['/ui/queues/', '/ui/queues/api/queues'])
+      expect([path, (await call(`${s.url}${path}`, { headers: basic })).status]).toEqual([path, 200]);
+    const home = await call(`${s.url}/ui`, { headers: basic });
+    expect([home.status, home.headers.get('location')]).toEqual([302, '/ui/queues/']);
+    expect((await call(`${s.url}/runs`, { headers: basic })).status).toBe(401);
+    expect((await call(`${s.url}/metrics`, { headers: basic })).status).toBe(401);
+    for (const path of ['/healthz', '/readyz']) expect([path, (await call(`${s.url}${path}`)).status]).toEqual([path, 200]);
+
+    // The dashboard is read-only unless serve is told otherwise, and refuses changes itself.
+    const board = await call(`${s.url}/ui/queues/api/queues`, { headers: bearer });
+    expect((board.json?.queues as { name: string; readOnlyMode: boolean }[]).map((q) => [q.name, q.readOnlyMode]).sort()).toEqual([
+      ['runs', true],
+      ['segments', true],
+    ]);
+    expect((await call(`${s.url}/ui/queues/api/queues/runs/pause`, { method: 'PUT', headers: bearer })).status).toBeGreaterThanOrEqual(400);
+
+    const openApi = await call(`${s.url}/openapi.json`, { headers: bearer });
+    expect(openApi.json).toMatchObject({ openapi: '3.1.0', paths: { '/runs': { post: {} }, '/runs/{id}': { delete: {} } } });
+
+    expect(await s.stop()).toBe(0);
+    const log = s.stderr();
+    expect(log).toMatch(/"msg":"server stopped"/);
+    expect(log).toMatch(/"url":"\/openapi\.json\?…"/);
+    for (const secret of [TOKEN, PASSWORD, basic.authorization.split(' ')[1]]) expect(log).not.toContain(secret);
+  });
+
+  it('answers /readyz 503 at once, and the API 503, while Redis does not answer', async () => {
+    await f.setup();
+    const closed = `redis://127.0.0.1:${await freePort()}`;
+    const s = await serve({ ...f.env(), ...CREDENTIALS, REDIS_URL: closed });
+    const started = Date.now();
+    const ready = await call(`${s.url}/readyz`);
+    expect([ready.status, ready.json]).toEqual([503, { status: 'unavailable' }]);
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect((await call(`${s.url}/healthz`)).status).toBe(200);
+    const post = await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: { input, model: MODEL, out: tmp.dir } });
+    expect([post.status, post.json?.error]).toEqual([503, 'E_REDIS_UNAVAILABLE']);
+    expect(post.json?.message).toContain('check REDIS_URL');
+    expect(await s.stop()).toBe(0);
+  });
+
+  it('refuses to listen beyond loopback without credentials unless --insecure', async () => {
+    const none = { API_TOKEN: '', DASHBOARD_USER: '', DASHBOARD_PASSWORD: '' };
+    const refused = await runCli(['serve', '--host', '0.0.0.0', '--port', String(await freePort())], none);
+    expect(refused.code).toBe(2);
+    for (const word of ['API_TOKEN', 'DASHBOARD_USER/DASHBOARD_PASSWORD', '--insecure']) expect(refused.stderr).toContain(word);
+    const half = await runCli(['serve', '--port', String(await freePort())], { ...none, DASHBOARD_USER: 'someone' });
+    expect(half.code).toBe(2);
+    expect(half.stderr).toContain('DASHBOARD_PASSWORD is not set');
+  });
+});
