@@ -1,8 +1,11 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
-import { tempDir, writeRentals } from '../helpers/scoring.js';
+import { byOutcome, parseSamples, sample } from '../helpers/metrics.js';
+import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
 const TOKEN = 'tok-3f9a1c7e5b2d4086';
@@ -69,12 +72,67 @@ describe('serve', () => {
     });
     expect(done.outputs).toContain(join(out, 'over-http', 'predictions.csv'));
 
+    // serve's /metrics counts the run's rows exactly as its manifest does, once its outcome event is in.
+    const manifestCounts = (done.manifest as { counts: { rowsScored: number; rowsQuarantined: number } }).counts;
+    const scraped = await waitFor(
+      'serve to count the finished run',
+      async () => {
+        const m = parseSamples((await call(`${s.url}/metrics`, { headers: bearer })).text);
+        return m.get('batch_scorer_runs_total{outcome="succeeded"}') === 1 ? m : undefined;
+      },
+      10_000,
+    );
+    expect(byOutcome(scraped, 'batch_scorer_run_rows_total')).toEqual({ scored: manifestCounts.rowsScored, quarantined: manifestCounts.rowsQuarantined });
+    expect(sample(scraped, 'batch_scorer_queue_jobs{queue="runs",state="completed"}')).toBe(1);
+
     const completed = await call(`${s.url}/runs?state=completed`, { headers: bearer });
     expect((completed.json?.runs as { runId: string }[]).map((r) => r.runId)).toEqual(['over-http']);
     const failed = await call(`${s.url}/runs?state=failed&limit=5`, { headers: bearer });
     expect(failed.json).toEqual({ runs: [] });
     const missing = await call(`${s.url}/runs/no-such-run`, { headers: bearer });
     expect([missing.status, missing.json?.error]).toEqual([404, 'E_RUN_NOT_FOUND']);
+  });
+
+  it('cancels a long run over HTTP within seconds (no _SUCCESS, manifest cancelled) and resumes it byte-identical to an uninterrupted run', async () => {
+    const ROWS = 30_000;
+    const long = join(tmp.dir, 'long.csv');
+    await writeRentals(long, ROWS);
+    await f.setup({ latencyMs: 50 });
+    f.worker(['--concurrency', '2']);
+    f.worker(['--concurrency', '2']);
+    const s = await serve({ ...f.env(), ...CREDENTIALS });
+    const out = join(tmp.dir, 'cancelled');
+    const options = { runId: 'to-cancel', segmentRows: 2_000, batchSize: 50 };
+    expect((await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: { input: long, model: MODEL, out, options } })).status).toBe(201);
+    const status = async () =>
+      (await call(`${s.url}/runs/to-cancel`, { headers: bearer })).json as { state: string; finishedAt?: string; progress?: { segmentsDone: number } };
+    await waitFor('two segments done', async () => ((await status()).progress?.segmentsDone ?? 0) >= 2, 30_000);
+
+    const cancelled = await call(`${s.url}/runs/to-cancel`, { method: 'DELETE', headers: bearer });
+    expect([cancelled.status, cancelled.json?.state]).toEqual([200, 'cancelled']);
+    // Within seconds its job has ended, and no predict request is sent any more.
+    const ended = await waitFor('the cancelled run to end', async () => ((await status()).finishedAt ? status() : undefined), 5_000);
+    expect(ended.state).toBe('cancelled');
+    const requests = f.sim.stats.predictRequests;
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // a window in which a running segment would send ~40 requests
+    expect(f.sim.stats.predictRequests).toBe(requests);
+    const folder = join(out, 'to-cancel');
+    expect(existsSync(join(folder, '_SUCCESS'))).toBe(false);
+    expect(JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8'))).toMatchObject({ state: 'cancelled', error: { code: 'E_CANCELLED' } });
+    // A cancelled run cannot be cancelled into another state; an unknown one is 404.
+    expect((await call(`${s.url}/runs/nope`, { method: 'DELETE', headers: bearer })).status).toBe(404);
+    expect((await call(`${s.url}/runs?state=cancelled`, { headers: bearer })).json?.runs).toMatchObject([{ runId: 'to-cancel' }]);
+
+    const resumed = await call(`${s.url}/runs/to-cancel/resume`, { method: 'POST', headers: bearer });
+    expect([resumed.status, resumed.json]).toEqual([200, { runId: 'to-cancel', resumed: true }]);
+    const done = await waitFor('the resumed run to finish', async () => ((await status()).state === 'completed' ? status() : undefined), 60_000);
+    expect(done.state).toBe('completed');
+    // Resuming a completed run, or cancelling it, conflicts.
+    expect((await call(`${s.url}/runs/to-cancel/resume`, { method: 'POST', headers: bearer })).status).toBe(409);
+    expect((await call(`${s.url}/runs/to-cancel`, { method: 'DELETE', headers: bearer })).status).toBe(409);
+    const direct = join(tmp.dir, 'uninterrupted');
+    await score(long, direct, { service: f.sim.url, ...options, runId: 'direct' });
+    expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(direct, 'direct', 'predictions.csv')));
   });
 
   it('refuses bad requests naming each bad field, and bodies over 64 KiB', async () => {
