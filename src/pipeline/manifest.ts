@@ -15,7 +15,7 @@ const queueFactsSchema = z.object({ jobIds: z.array(z.string()), attempts: z.int
 export type QueueFacts = z.output<typeof queueFactsSchema>;
 
 /** manifest.json: enough to explain a run and to run it again the same way. */
-const manifestSchema = z.object({
+export const manifestSchema = z.object({
   runId: z.string(),
   /** The run folder, `<out>/<runId>`; null for a run that failed before it was prepared. */
   folder: z.string().nullable(),
