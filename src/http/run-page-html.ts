@@ -396,7 +396,7 @@ function targetCard(t: PredictionProfile['targets'][number], i: number, charts: 
 /** An input row as one short line of JSON. */
 function inputText(input: unknown): string {
   const text = typeof input === 'string' ? input : (JSON.stringify(input) ?? '');
-  return text.length > 160 ? `${text.slice(0, 160)}…` : text;
+  return text.length > 400 ? `${text.slice(0, 400)}…` : text;
 }
 
 function quarantineSection({ quarantined, progress }: RunPageView): Html {

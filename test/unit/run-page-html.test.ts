@@ -125,6 +125,9 @@ function view(over: Partial<RunPageView> = {}): RunPageView {
   };
 }
 
+/** A page without the whitespace between tags (the templates are formatted for reading). */
+const squash = (page: string) => page.replace(/>\s+</g, '><');
+
 /** The chart specs a page embeds for its script. */
 function charts(page: string): ChartSpec[] {
   const m = new RegExp(`<script type="application/json" id="${CHARTS_ELEMENT_ID}">(.*?)</script>`, 's').exec(page);
@@ -187,7 +190,7 @@ describe('run pages', () => {
   });
 
   it('draw one chart per target and one per confidence, plus throughput', () => {
-    const page = renderRunPage(ctx, view());
+    const page = squash(renderRunPage(ctx, view()));
     const specs = charts(page);
     expect(specs.map((c) => c.canvas).sort()).toEqual([
       'chart-confidence-0',
@@ -219,21 +222,23 @@ describe('run pages', () => {
 
   it('refresh a live run page, not a finished one', () => {
     const active = status({ state: 'active', finishedAt: undefined });
-    expect(renderRunPage(ctx, view({ status: active, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5">');
+    expect(renderRunPage(ctx, view({ status: active, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
     expect(renderRunPage(ctx, view())).not.toContain('http-equiv="refresh"');
   });
 
   it('show segment cells by state, active ones with their worker', () => {
-    const page = renderRunPage(
-      ctx,
-      view({
-        segments: [
-          { index: 0, state: 'done', rows: 500, quarantined: 0 },
-          { index: 1, state: 'active', rows: 120, quarantined: 0, worker: 'host-a:42' },
-          { index: 2, state: 'failed', rows: 0, quarantined: 0, reason: 'E_BAD_ROWS' },
-          { index: 3, state: 'waiting', rows: 0, quarantined: 0 },
-        ],
-      }),
+    const page = squash(
+      renderRunPage(
+        ctx,
+        view({
+          segments: [
+            { index: 0, state: 'done', rows: 500, quarantined: 0 },
+            { index: 1, state: 'active', rows: 120, quarantined: 0, worker: 'host-a:42' },
+            { index: 2, state: 'failed', rows: 0, quarantined: 0, reason: 'E_BAD_ROWS' },
+            { index: 3, state: 'waiting', rows: 0, quarantined: 0 },
+          ],
+        }),
+      ),
     );
     expect(page.match(/data-state="(\w+)"/g)).toEqual(['data-state="done"', 'data-state="active"', 'data-state="failed"', 'data-state="waiting"']);
     expect(page).toMatch(
