@@ -19,6 +19,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The run pages' script, stylesheet and icon, served as they are (no front-end build).
+COPY assets ./assets
 # jobs/*.yaml (JOBS_DIR defaults to ./jobs) and config/*.yaml (read from ./config).
 COPY jobs ./jobs
 COPY config ./config

@@ -32,7 +32,19 @@
     new Chart(canvas, {
       type: line ? 'line' : 'bar',
       data: line
-        ? { datasets: [{ label: spec.label, data: spec.points, borderColor: color, backgroundColor: color + '33', fill: true, pointRadius: 0, tension: 0.25 }] }
+        ? {
+            datasets: [
+              {
+                label: spec.label,
+                data: spec.points,
+                borderColor: color,
+                backgroundColor: color + '33',
+                fill: true,
+                pointRadius: 0,
+                stepped: spec.stepped ? 'after' : false,
+              },
+            ],
+          }
         : {
             labels: spec.labels,
             datasets: [
@@ -52,7 +64,9 @@
         interaction: { mode: 'index', intersect: false },
         plugins: { legend: { display: false } },
         scales: {
-          x: line ? axis(spec.xTitle, { type: 'linear', min: 0 }) : axis(spec.xTitle, { grid: { display: false }, ticks: { maxRotation: 45, autoSkip: true } }),
+          x: line
+            ? axis(spec.xTitle, { type: 'linear', min: 0, max: spec.points[spec.points.length - 1].x })
+            : axis(spec.xTitle, { grid: { display: false }, ticks: { maxRotation: 45, autoSkip: true } }),
           y: axis(spec.yTitle, { beginAtZero: true, ticks: { precision: 0 } }),
         },
       },

@@ -17,7 +17,7 @@ export const REFRESH_SECONDS = 5;
 export interface PageContext {
   prefix: string;
   queues: string;
-  assets: { css: string; chart: string; script: string };
+  assets: { css: string; chart: string; script: string; icon: string };
 }
 
 /**
@@ -33,6 +33,8 @@ export interface ChartSpec {
   points?: { x: number; y: number }[];
   xTitle: string;
   yTitle: string;
+  /** Throughput: each value holds over the interval up to its point. */
+  stepped?: boolean;
   /** Histogram bars touch; class bars do not. */
   contiguous?: boolean;
   color: 'blue' | 'violet' | 'teal' | 'green';
@@ -84,6 +86,7 @@ function page(ctx: PageContext, title: string, body: HtmlValue, options: { refre
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         ${options.refresh ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}" />` : ''}
         <title>${title} · batch-scorer</title>
+        <link rel="icon" href="${ctx.assets.icon}" type="image/svg+xml" />
         <link rel="stylesheet" href="${ctx.assets.css}" />
       </head>
       <body>
@@ -116,7 +119,7 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], state?: RunSt
     return html`<tr>
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
       <td>${stateBadge(r.state)}</td>
-      <td class="wrap">${r.model}</td>
+      <td class="nowrap">${r.model}</td>
       <td class="wrap">${r.input}</td>
       <td class="progress-cell">
         ${p ? html`${progressBar(p.rowsDone, p.rowsTotal)}<span class="muted">${integer(p.rowsDone)} / ${integer(p.rowsTotal)}</span>` : html`<span class="muted">not planned</span>`}
@@ -280,9 +283,11 @@ function throughputSection(view: RunPageView, charts: ChartSpec[]): Html {
     canvas: 'chart-throughput',
     kind: 'line',
     label: 'rows/s',
-    points: view.throughput.map((p) => ({ x: p.seconds, y: p.rowsPerSecond })),
+    // Each rate holds over the interval that ends at its point: drawn as steps from the start.
+    points: [{ x: 0, y: view.throughput[0].rowsPerSecond }, ...view.throughput.map((p) => ({ x: p.seconds, y: p.rowsPerSecond }))],
     xTitle: 'seconds since start',
     yTitle: 'rows/s',
+    stepped: true,
     color: 'blue',
   });
   return html`<section class="card">

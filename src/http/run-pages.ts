@@ -45,7 +45,7 @@ const listQuery = z.object({ state: z.enum(RUN_STATES).optional() });
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
  * inside the server's authentication: `GET /runs` (recent runs, `?state=` filters),
  * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
- * and `GET /assets/{chart.js,run-page.js,run-pages.css}`. Every answer carries a strict
+ * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. Every answer carries a strict
  * Content-Security-Policy.
  */
 export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
@@ -56,6 +56,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
       queues: deps.queuesPath ?? `${app.prefix}/`,
       assets: {
         css: `${app.prefix}/assets/run-pages.css?v=${assets.css.version}`,
+        icon: `${app.prefix}/assets/favicon.svg?v=${assets.icon.version}`,
         chart: `${app.prefix}/assets/chart.js?v=${assets.chart.version}`,
         script: `${app.prefix}/assets/run-page.js?v=${assets.script.version}`,
       },
@@ -83,7 +84,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
       return htmlPage(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));
     });
 
-    for (const asset of [assets.css, assets.chart, assets.script]) {
+    for (const asset of Object.values(assets)) {
       app.get(`/assets/${asset.name}`, (_request, reply) => reply.header('cache-control', IMMUTABLE).type(asset.type).send(asset.body));
     }
 
@@ -134,7 +135,7 @@ interface Asset {
 }
 
 /** The assets, read once: Chart.js from its package, the page script and stylesheet from `assets/` at the package root (beside `dist/` and `src/`). */
-async function loadAssets(): Promise<{ css: Asset; chart: Asset; script: Asset }> {
+async function loadAssets(): Promise<Record<'css' | 'chart' | 'script' | 'icon', Asset>> {
   const chartDist = dirname(createRequire(import.meta.url).resolve('chart.js'));
   const own = join(packageRoot(), 'assets');
   const asset = async (name: string, type: string, path: string): Promise<Asset> => {
@@ -142,12 +143,13 @@ async function loadAssets(): Promise<{ css: Asset; chart: Asset; script: Asset }
     return { name, type, body, version: createHash('sha256').update(body).digest('hex').slice(0, 12) };
   };
   const js = 'text/javascript; charset=utf-8';
-  const [css, chart, script] = await Promise.all([
+  const [css, chart, script, icon] = await Promise.all([
     asset('run-pages.css', 'text/css; charset=utf-8', join(own, 'run-pages.css')),
     asset('chart.js', js, join(chartDist, 'chart.umd.min.js')),
     asset('run-page.js', js, join(own, 'run-page.js')),
+    asset('favicon.svg', 'image/svg+xml', join(own, 'favicon.svg')),
   ]);
-  return { css, chart, script };
+  return { css, chart, script, icon };
 }
 
 /** The folder holding package.json, above this file whether it runs from `src/http` (tests) or `dist/http`. */

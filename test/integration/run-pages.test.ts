@@ -80,14 +80,14 @@ describe('run pages on a real queue run', () => {
 
     // The throughput chart: samples from the start to the last row, the rates adding up to the rows.
     const throughput = charts(page).find((c) => c.canvas === 'chart-throughput')!;
-    expect(throughput.points!.length).toBeGreaterThanOrEqual(2);
+    expect(throughput.points!.length).toBeGreaterThanOrEqual(3);
     expect(throughput.points!.every((p) => p.y >= 0)).toBe(true);
     const rows = throughput.points!.reduce((sum, p, i, all) => sum + p.y * (p.x - (i > 0 ? all[i - 1].x : 0)), 0);
     expect(Math.abs(rows - PAGE_RUN.rows) / PAGE_RUN.rows).toBeLessThan(0.1);
 
     // Quarantined rows with their reasons, markup in them shown as text.
     expect(page).toContain(`The first ${PAGE_RUN.quarantined} of ${PAGE_RUN.quarantined}, from errors.jsonl.`);
-    expect(page).toContain('<td class="num">8</td><td>500 MLEngineException</td>');
+    expect(page).toContain('<td class="num">908</td><td>500 MLEngineException</td>');
     expect(page).not.toContain(HOSTILE);
     expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
 

@@ -7,7 +7,7 @@ import type { RunStatus } from '../../src/queue/producer.js';
 const ctx: PageContext = {
   prefix: '/ui',
   queues: '/ui/',
-  assets: { css: '/ui/assets/run-pages.css?v=1', chart: '/ui/assets/chart.js?v=1', script: '/ui/assets/run-page.js?v=1' },
+  assets: { css: '/ui/assets/run-pages.css?v=1', chart: '/ui/assets/chart.js?v=1', script: '/ui/assets/run-page.js?v=1', icon: '/ui/assets/favicon.svg?v=1' },
 };
 const HOSTILE = '<script>alert(1)</script>';
 const ATTRIBUTE_BREAK = '"><img src=x onerror=alert(1)>';
@@ -206,6 +206,7 @@ describe('run pages', () => {
     expect(specs.find((c) => c.canvas === 'chart-throughput')).toMatchObject({
       kind: 'line',
       points: [
+        { x: 0, y: 400 },
         { x: 1, y: 400 },
         { x: 2, y: 600 },
       ],
