@@ -85,8 +85,9 @@ export type QuarantinedRow = z.output<typeof quarantinedRowSchema>;
 export interface SegmentCell {
   index: number;
   state: 'waiting' | 'retrying' | 'active' | 'done' | 'failed' | 'skipped';
-  rows: number;
-  quarantined: number;
+  /** Rows scored so far and quarantined; unknown once the run's progress has expired. */
+  rows?: number;
+  quarantined?: number;
   /** The worker scoring it (active) or that last took it. */
   worker?: string;
   attempts?: number;
@@ -140,9 +141,10 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
   ]);
   const generation = Date.parse(status.enqueuedAt);
-  const segments = await attempt('segment jobs', () =>
-    segmentCells(sources.segments, runId, generation, details.segments, finished, manifest?.state === 'succeeded'),
-  );
+  const succeeded = manifest?.state === 'succeeded';
+  // Past the progress hash's expiry, a run that succeeded still had all its segments done.
+  const marks = details.segments.length === 0 && succeeded && manifest.counts ? Array<undefined>(manifest.counts.segments).fill(undefined) : details.segments;
+  const segments = await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded));
   const quarantined = await attempt('quarantined rows', () => quarantineSample(sources.storage, folder, details.segments));
   return {
     status,
@@ -159,18 +161,19 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
 /**
  * The segments' cells. A segment the progress hash marks done is done; the others are as their
  * job is. A job that is gone (removed after its retention) was done if the run succeeded, else
- * it was never scored.
+ * it was never scored. No mark at all: the run succeeded, but its progress expired.
  */
 async function segmentCells(
   segments: Queue,
   runId: string,
   generation: number,
-  marks: SegmentMark[],
+  marks: (SegmentMark | undefined)[],
   runFinished: boolean,
   runSucceeded: boolean,
 ): Promise<SegmentCell[]> {
   return Promise.all(
     marks.map(async (mark, index): Promise<SegmentCell> => {
+      if (!mark) return { index, state: 'done' };
       const cell = { index, rows: mark.rows, quarantined: mark.quarantined };
       if (mark.done) return { ...cell, state: 'done' };
       const job = await Job.fromId(segments, segmentJobId(runId, generation, index));

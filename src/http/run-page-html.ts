@@ -177,7 +177,7 @@ export function renderRunPage(ctx: PageContext, view: RunPageView): string {
     </div>
     <p class="subtitle"><span>${status.model}</span> · <span class="wrap">${status.input}</span> → <span class="wrap">${status.folder}</span></p>
     ${status.failedReason ? html`<p class="notice error">${status.failedReason}</p>` : ''}
-    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${segmentsSection(view.segments)}
+    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${segmentsSection(view)}
     ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}`;
   return page(ctx, `Run ${status.runId}`, body, { refresh: live, charts }).text;
 }
@@ -238,18 +238,21 @@ const CELL_LABELS: Record<SegmentCell['state'], string> = {
   skipped: 'not scored',
 };
 
-function segmentsSection(cells: SegmentCell[]): Html {
+function segmentsSection(view: RunPageView): Html {
+  const cells = view.segments;
   if (cells.length === 0)
     return html`<section class="card">
       <h2>Segments</h2>
-      <p class="muted">None yet: the run is not planned.</p>
+      <p class="muted">
+        ${view.status.state === 'waiting' || view.status.state === 'active' ? 'None yet: the run is not planned.' : 'None known: the run was not planned, or its progress has expired.'}
+      </p>
     </section>`;
   const counts = new Map<SegmentCell['state'], number>();
   for (const c of cells) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
   const cell = (c: SegmentCell) => {
     const tip = [
       `segment ${c.index}: ${CELL_LABELS[c.state]}`,
-      `${integer(c.rows)} rows`,
+      c.rows !== undefined ? `${integer(c.rows)} rows` : '',
       c.quarantined ? `${integer(c.quarantined)} quarantined` : '',
       c.worker ? `worker ${c.worker}` : '',
       c.attempts ? `${c.attempts} failed attempts` : '',
@@ -257,7 +260,12 @@ function segmentsSection(cells: SegmentCell[]): Html {
     ]
       .filter(Boolean)
       .join(' · ');
-    const detail = c.state === 'active' || c.state === 'retrying' ? (c.worker ?? '') : c.state === 'done' ? `${integer(c.rows)} rows` : CELL_LABELS[c.state];
+    const detail =
+      c.state === 'active' || c.state === 'retrying'
+        ? (c.worker ?? '')
+        : c.state === 'done' && c.rows !== undefined
+          ? `${integer(c.rows)} rows`
+          : CELL_LABELS[c.state];
     return html`<li class="cell cell-${c.state}" data-state="${c.state}" title="${tip}">
       <span class="index">${c.index}</span><span class="detail">${detail}</span>
     </li>`;

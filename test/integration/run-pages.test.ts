@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -112,6 +113,15 @@ describe('run pages on a real queue run', () => {
     const unknown = await get('/ui/runs/nope');
     expect(unknown.statusCode).toBe(404);
     expect(unknown.body).toContain('No run nope is on the queue');
+
+    // Once its progress has expired, a run that succeeded still shows its segments done.
+    const redis = new Redis(f.redisUrl);
+    try {
+      expect(await redis.del(`${f.prefix}:progress:pages`)).toBe(1);
+    } finally {
+      await redis.quit();
+    }
+    expect(cells((await get(`/ui/runs/${runId}`)).body).map((c) => c.state)).toEqual(Array(6).fill('done'));
 
     // Assets: Chart.js and the page script, long cached.
     const chart = await get(/src="(\/ui\/assets\/chart\.js\?v=\w+)"/.exec(page)![1]);
