@@ -35,6 +35,8 @@ WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# The run pages' script, stylesheet and icon, served as they are (no front-end build).
+COPY assets ./assets
 # jobs/*.yaml (JOBS_DIR defaults to ./jobs) and config/*.yaml (read from ./config).
 COPY jobs ./jobs
 COPY config ./config

@@ -15,6 +15,7 @@ import { QUEUES_PATH, queueDashboard } from './dashboard.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
+import { runPages } from './run-pages.js';
 import { runRoutes } from './run-routes.js';
 import { lazyRunQueue, type RunsApi } from './runs-api.js';
 
@@ -126,8 +127,6 @@ export interface ServeOptions {
   log: Logger;
   metrics: Registry;
   queueActions?: boolean;
-  uiPlugins?: FastifyPluginAsync[];
-  uiHome?: string;
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -151,6 +150,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   const redis = redisConnection(options.queue.redisUrl, 'producer');
   const watch = new RedisWatch(redis, log);
   const queues = [RUNS_QUEUE, SEGMENTS_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));
+  const segmentsQueue = queues[1];
   for (const q of queues) q.on('error', (err) => watch.error(err));
   const pingRedis = async () => {
     let timer: NodeJS.Timeout | undefined;
@@ -180,8 +180,10 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     },
     queues,
     queueActions: options.queueActions,
-    uiPlugins: options.uiPlugins,
-    uiHome: options.uiHome,
+    uiPlugins: [
+      runPages({ runs: runs.api, storage: options.storage, queue: { ...options.queue, segments: segmentsQueue }, log, queuesPath: `${QUEUES_PATH}/` }),
+    ],
+    uiHome: '/ui/runs',
   });
   const closeConnections = async () => {
     // Cleanups run in reverse order of opening, each even when one before it failed.

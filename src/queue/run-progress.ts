@@ -3,6 +3,45 @@ import { computeProgress, type RunProgress } from '../pipeline/progress.js';
 
 const KEEP_SECONDS = 7 * 24 * 3600;
 
+/** How often a run's throughput is sampled at most (a run page's chart needs no finer grain). */
+export const SAMPLE_EVERY_MS = 2_000;
+/** Samples kept per run, the newest: two hours at one per SAMPLE_EVERY_MS, about 70 kB. */
+const SAMPLES_KEPT = 3_600;
+
+/** A point of a run's throughput history: its rows done (all segments) at `t` (epoch ms). */
+export interface ThroughputSample {
+  t: number;
+  rowsDone: number;
+}
+
+/** A segment as the progress hash knows it: rows scored so far (quarantined included), and whether it finished. */
+export interface SegmentMark {
+  rows: number;
+  quarantined: number;
+  done: boolean;
+}
+
+/**
+ * Appends `t,rowsDone` to the samples list unless the last sample is younger than the interval;
+ * the final sample of a run (`ARGV[4]` = 1) is always taken, once. Atomic, so any number of
+ * workers reporting at once add one sample per interval between them.
+ */
+const SAMPLE_SCRIPT = `
+local last = redis.call('lindex', KEYS[1], -1)
+if last then
+  local t, rows = string.match(last, '^(%d+),(%d+)$')
+  if ARGV[4] == '1' then
+    if rows == ARGV[2] then return 0 end
+  elseif tonumber(ARGV[1]) - tonumber(t) < tonumber(ARGV[3]) then
+    return 0
+  end
+end
+redis.call('rpush', KEYS[1], ARGV[1] .. ',' .. ARGV[2])
+redis.call('ltrim', KEYS[1], -tonumber(ARGV[5]), -1)
+redis.call('expire', KEYS[1], ARGV[6])
+return 1
+`;
+
 /**
  * A run's progress, summed over its segments in a Redis hash: each segment sets (not adds) its own
  * rows done, so a segment scored again after a crash does not count twice.
@@ -15,6 +54,11 @@ export class RunProgressStore {
 
   private key(runId: string): string {
     return `${this.prefix}:progress:${runId}`;
+  }
+
+  /** Beside the hash, under the same prefix, so both sit on one Redis Cluster slot. */
+  private samplesKey(runId: string): string {
+    return `${this.prefix}:progress:${runId}:samples`;
   }
 
   /**
@@ -30,10 +74,20 @@ export class RunProgressStore {
       .hset(key, { rowsTotal, segmentsTotal })
       .expire(key, KEEP_SECONDS)
       .exec();
+    await this.sample(runId, { rowsDone: rowsBefore, rowsTotal });
   }
 
   async clear(runId: string): Promise<void> {
-    await this.redis.del(this.key(runId));
+    await this.redis.del(this.key(runId), this.samplesKey(runId));
+  }
+
+  /**
+   * Records the run's rows done for its throughput history, at most once per SAMPLE_EVERY_MS
+   * whoever reports; the run's last rows are always recorded, so the history ends where it did.
+   */
+  async sample(runId: string, progress: Pick<RunProgress, 'rowsDone' | 'rowsTotal'>, now = Date.now()): Promise<void> {
+    const final = progress.rowsDone >= progress.rowsTotal ? 1 : 0;
+    await this.redis.eval(SAMPLE_SCRIPT, 1, this.samplesKey(runId), now, progress.rowsDone, SAMPLE_EVERY_MS, final, SAMPLES_KEPT, KEEP_SECONDS);
   }
 
   async segment(runId: string, index: number, rows: number, quarantined: number, done = false): Promise<void> {
@@ -58,6 +112,31 @@ export class RunProgressStore {
   async read(runId: string, finishedAt?: number): Promise<RunProgress | undefined> {
     return progressFromHash(await this.redis.hgetall(this.key(runId)), Date.now(), finishedAt);
   }
+
+  /** What a run page shows: the progress, each segment's mark (none before the run is planned), and the throughput history, oldest first. */
+  async details(runId: string, finishedAt?: number): Promise<{ progress?: RunProgress; segments: SegmentMark[]; samples: ThroughputSample[] }> {
+    const [hash, list] = await Promise.all([this.redis.hgetall(this.key(runId)), this.redis.lrange(this.samplesKey(runId), 0, -1)]);
+    const progress = progressFromHash(hash, Date.now(), finishedAt);
+    return { ...(progress ? { progress } : {}), segments: segmentsFromHash(hash), samples: samplesFromList(list) };
+  }
+}
+
+/** Each segment's mark, from the `r<i>`, `q<i>` and `d<i>` fields of a run's progress hash. */
+export function segmentsFromHash(h: Record<string, string>): SegmentMark[] {
+  const total = Number(h.segmentsTotal ?? 0);
+  return Array.from({ length: Number.isInteger(total) && total > 0 ? total : 0 }, (_, i) => ({
+    rows: Number(h[`r${i}`] ?? 0),
+    quarantined: Number(h[`q${i}`] ?? 0),
+    done: h[`d${i}`] !== undefined,
+  }));
+}
+
+/** The samples list's `t,rowsDone` entries; anything else (it is Redis, anyone may write) is skipped. */
+export function samplesFromList(list: string[]): ThroughputSample[] {
+  return list.flatMap((entry) => {
+    const m = /^(\d+),(\d+)$/.exec(entry);
+    return m ? [{ t: Number(m[1]), rowsDone: Number(m[2]) }] : [];
+  });
 }
 
 /**

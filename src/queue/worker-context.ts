@@ -115,6 +115,7 @@ export class WorkerContext {
     try {
       await this.progress.segment(runId, index, rows, quarantined, done);
       const p = await this.progress.read(runId);
+      if (p) await this.progress.sample(runId, p);
       const job = p && (await Job.fromId(this.runsQueue, runId));
       if (job) await job.updateProgress({ ...p });
     } catch (err) {

@@ -53,6 +53,8 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
   const common = {
     connection: redis,
     prefix: queue.prefix,
+    // Jobs record who took them (`processedBy`), which the run pages show.
+    name: WORKER_ID,
     lockDuration: options.lockDurationMs,
     stalledInterval: Math.max(1_000, options.lockDurationMs / 2),
     maxStalledCount: 10,

@@ -1,0 +1,281 @@
+import { Job, type Queue } from 'bullmq';
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+import { errorMessage, NotFoundError } from '../errors.js';
+import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
+import { manifestSchema } from '../pipeline/manifest.js';
+import { runFiles } from '../pipeline/prepared-run.js';
+import type { RunProgress } from '../pipeline/progress.js';
+import { readRunFile } from '../pipeline/run-state.js';
+import type { RunQueue, RunState, RunStatus } from '../queue/producer.js';
+import { segmentJobId } from '../queue/queues.js';
+import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
+import { joinLocation, parseLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+
+/** Runs the list shows at most, newest first. */
+export const LIST_LIMIT = 100;
+/** Quarantined rows a run page shows; errors.jsonl is read only that far. */
+export const QUARANTINE_SAMPLE = 20;
+/** Bytes of errors.jsonl read at most for the sample, whatever its rows hold. */
+const QUARANTINE_BYTES = 1 << 20;
+/** Points of the throughput chart at most: longer histories are shown over longer intervals. */
+const THROUGHPUT_POINTS = 300;
+
+/** Where the run pages read from: the run queue, the segment jobs, the progress hashes and the run folders. */
+export interface RunPageSources {
+  runs: Pick<RunQueue, 'get' | 'list'>;
+  segments: Queue;
+  progress: RunProgressStore;
+  storage: Storage;
+}
+
+const numericSummarySchema = z.object({
+  count: z.number(),
+  min: z.number(),
+  max: z.number(),
+  mean: z.number(),
+  quantiles: z.array(z.object({ p: z.number(), value: z.number() })),
+  histogram: z.array(z.object({ lo: z.number(), hi: z.number(), count: z.number() })),
+});
+export type NumericSummary = z.output<typeof numericSummarySchema>;
+
+/**
+ * The manifest's prediction profile, as the pipeline writes it. Until it lands in the pipeline,
+ * a copy: when merging, use the pipeline's predictionProfileSchema here instead.
+ */
+const predictionProfileSchema = z.object({
+  relativeAccuracy: z.number(),
+  targets: z.array(
+    z.object({
+      target: z.string(),
+      column: z.string(),
+      kind: z.enum(['numeric', 'categorical']),
+      count: z.number(),
+      nulls: z.number(),
+      numeric: numericSummarySchema.nullable(),
+      classes: z.array(z.object({ value: z.string(), count: z.number() })).nullable(),
+      otherClasses: z.number(),
+      confidence: numericSummarySchema.nullable(),
+    }),
+  ),
+});
+export type PredictionProfile = z.output<typeof predictionProfileSchema>;
+
+/** The manifest as a page reads it: older runs have no profile. */
+const pageManifestSchema = manifestSchema.extend({ profile: predictionProfileSchema.nullable().optional() });
+export type PageManifest = z.output<typeof pageManifestSchema>;
+
+/** One line of errors.jsonl (see score-segment's errorLine). */
+const quarantinedRowSchema = z.object({
+  row: z.number(),
+  line: z.number().nullable().optional(),
+  input: z.unknown(),
+  status: z.number().nullable(),
+  title: z.string().nullable(),
+  detail: z.string(),
+});
+export type QuarantinedRow = z.output<typeof quarantinedRowSchema>;
+
+/** A segment's cell in the grid. `skipped`: not scored, since its run failed or stopped first. */
+export interface SegmentCell {
+  index: number;
+  state: 'waiting' | 'retrying' | 'active' | 'done' | 'failed' | 'skipped';
+  /** Rows scored so far and quarantined; unknown once the run's progress has expired. */
+  rows?: number;
+  quarantined?: number;
+  /** The worker scoring it (active) or that last took it. */
+  worker?: string;
+  attempts?: number;
+  reason?: string;
+}
+
+/** One point of the throughput chart: rows per second over the interval ending `seconds` after the first sample. */
+export interface ThroughputPoint {
+  seconds: number;
+  rowsPerSecond: number;
+}
+
+/** Everything a run page shows; a part that could not be read is missing and its reason is in `problems`. */
+export interface RunPageView {
+  status: RunStatus;
+  progress?: RunProgress;
+  /** Empty until the run is planned. */
+  segments: SegmentCell[];
+  throughput: ThroughputPoint[];
+  manifest?: PageManifest;
+  describe?: DescribeSnapshot;
+  quarantined: { rows: (QuarantinedRow | { unreadable: string })[]; from: string } | undefined;
+  problems: string[];
+}
+
+/** The most recent runs, newest first, of one state when `state` is given. */
+export async function gatherRunList(sources: RunPageSources, state?: RunState): Promise<RunStatus[]> {
+  return sources.runs.list({ limit: LIST_LIMIT, state });
+}
+
+/** A run page's content, or undefined for a run the queue does not know. */
+export async function gatherRunPage(sources: RunPageSources, runId: string): Promise<RunPageView | undefined> {
+  const status = await sources.runs.get(runId);
+  if (!status) return undefined;
+  const problems: string[] = [];
+  const attempt = async <T>(what: string, read: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await read();
+    } catch (err) {
+      problems.push(`${what}: ${errorMessage(err)}`);
+      return undefined;
+    }
+  };
+  const folder = parseLocation(status.folder);
+  const finished = status.state === 'completed' || status.state === 'failed' || (status.state as string) === 'cancelled';
+  const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
+  const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
+  const [manifest, describe] = await Promise.all([
+    attempt('manifest.json', () => readRunFile(sources.storage, runFiles.manifest(folder), pageManifestSchema)),
+    attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
+  ]);
+  const generation = Date.parse(status.enqueuedAt);
+  const succeeded = manifest?.state === 'succeeded';
+  // Past the progress hash's expiry, a run that succeeded still had all its segments done.
+  const marks = details.segments.length === 0 && succeeded && manifest.counts ? Array<undefined>(manifest.counts.segments).fill(undefined) : details.segments;
+  const segments = await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded));
+  const quarantined = await attempt('quarantined rows', () => quarantineSample(sources.storage, folder, details.segments));
+  return {
+    status,
+    ...(details.progress ? { progress: details.progress } : status.progress ? { progress: status.progress } : {}),
+    segments: segments ?? [],
+    throughput: throughputSeries(details.samples),
+    ...(manifest ? { manifest } : {}),
+    ...(describe ? { describe } : {}),
+    quarantined,
+    problems,
+  };
+}
+
+/**
+ * The segments' cells. A segment the progress hash marks done is done; the others are as their
+ * job is. A job that is gone (removed after its retention) was done if the run succeeded, else
+ * it was never scored. No mark at all: the run succeeded, but its progress expired.
+ */
+async function segmentCells(
+  segments: Queue,
+  runId: string,
+  generation: number,
+  marks: (SegmentMark | undefined)[],
+  runFinished: boolean,
+  runSucceeded: boolean,
+): Promise<SegmentCell[]> {
+  return Promise.all(
+    marks.map(async (mark, index): Promise<SegmentCell> => {
+      if (!mark) return { index, state: 'done' };
+      const cell = { index, rows: mark.rows, quarantined: mark.quarantined };
+      if (mark.done) return { ...cell, state: 'done' };
+      const job = await Job.fromId(segments, segmentJobId(runId, generation, index));
+      if (!job) return { ...cell, state: runSucceeded ? 'done' : runFinished ? 'skipped' : 'waiting' };
+      const facts = { ...cell, ...(job.processedBy ? { worker: job.processedBy } : {}), attempts: job.attemptsMade };
+      const state = await job.getState();
+      if (state === 'active') return { ...facts, state: 'active' };
+      if (state === 'failed') return { ...facts, state: 'failed', reason: job.failedReason };
+      if (state === 'completed') return { ...facts, state: skippedSegment.safeParse(job.returnvalue).success ? 'skipped' : 'done' };
+      return { ...facts, state: job.attemptsMade > 0 ? 'retrying' : 'waiting' };
+    }),
+  );
+}
+
+/** What a segment job answers when its run failed before it started (see segment-job). */
+const skippedSegment = z.object({ skipped: z.literal('run failed') });
+
+/**
+ * The first quarantined rows: from errors.jsonl once the run is assembled, else from the
+ * segments done so far that quarantined rows, in segment order. Undefined when there are none.
+ */
+async function quarantineSample(storage: Storage, folder: Location, marks: SegmentMark[]): Promise<RunPageView['quarantined']> {
+  const assembled = runFiles.errors(folder);
+  const fromAssembled = await firstLines(storage, assembled, QUARANTINE_SAMPLE);
+  if (fromAssembled) return fromAssembled.length > 0 ? { rows: fromAssembled.map(quarantinedRow), from: 'errors.jsonl' } : undefined;
+  const rows: string[] = [];
+  for (const [index, mark] of marks.entries()) {
+    if (rows.length >= QUARANTINE_SAMPLE) break;
+    if (!mark.done || mark.quarantined === 0) continue;
+    rows.push(...((await firstLines(storage, runFiles.segmentErrors(folder, index), QUARANTINE_SAMPLE - rows.length)) ?? []));
+  }
+  return rows.length > 0 ? { rows: rows.map(quarantinedRow), from: 'the segments scored so far' } : undefined;
+}
+
+function quarantinedRow(line: string): QuarantinedRow | { unreadable: string } {
+  try {
+    const parsed = quarantinedRowSchema.safeParse(JSON.parse(line));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // shown as it is, below
+  }
+  return { unreadable: line.slice(0, 200) };
+}
+
+/**
+ * The first `count` lines of a file, read as a stream that is dropped as soon as they are in
+ * (never the whole file, and never more than QUARANTINE_BYTES); undefined when it does not exist.
+ */
+export async function firstLines(storage: Storage, loc: Location, count: number): Promise<string[] | undefined> {
+  let stream: Readable;
+  try {
+    stream = await storage.read(loc);
+  } catch (err) {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  }
+  const lines: string[] = [];
+  let partial = '';
+  let bytes = 0;
+  try {
+    for await (const chunk of stream) {
+      const text = partial + (chunk as Buffer).toString('utf8');
+      bytes += (chunk as Buffer).length;
+      const parts = text.split('\n');
+      partial = parts.pop()!;
+      lines.push(...parts.filter((l) => l.trim() !== ''));
+      if (lines.length >= count || bytes >= QUARANTINE_BYTES) break;
+    }
+  } finally {
+    stream.destroy();
+  }
+  if (lines.length < count && partial.trim() !== '' && bytes < QUARANTINE_BYTES) lines.push(partial);
+  return lines.slice(0, count);
+}
+
+/**
+ * Rows per second between samples, at most THROUGHPUT_POINTS of them: samples closer than the
+ * interval that gives are skipped (the rate then spans both), so a long run's chart stays light
+ * and a final sample taken just after another does not show as a spike.
+ */
+export function throughputSeries(samples: ThroughputSample[]): ThroughputPoint[] {
+  if (samples.length < 2) return [];
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const gap = Math.max(1_000, (last.t - first.t) / THROUGHPUT_POINTS);
+  const kept = [first];
+  for (const s of samples.slice(1)) if (s.t - kept[kept.length - 1].t >= gap) kept.push(s);
+  if (kept[kept.length - 1] !== last) {
+    if (kept.length > 1) kept[kept.length - 1] = last;
+    else kept.push(last);
+  }
+  return kept.slice(1).map((s, i) => {
+    const before = kept[i];
+    const rate = ((s.rowsDone - before.rowsDone) * 1000) / Math.max(1, s.t - before.t);
+    return { seconds: Math.round((s.t - first.t) / 100) / 10, rowsPerSecond: Math.max(0, Math.round(rate)) };
+  });
+}
+
+/**
+ * A finished run's output file, by its name in the manifest, or undefined when the manifest lists
+ * no such file. Only files of the run folder itself are served, whatever the manifest says.
+ */
+export async function outputFile(sources: RunPageSources, runId: string, name: string): Promise<{ location: Location; file: string } | undefined> {
+  const status = await sources.runs.get(runId);
+  if (!status || name.includes('/') || name.includes('\\') || name.startsWith('.')) return undefined;
+  const folder = parseLocation(status.folder);
+  const manifest = await readRunFile(sources.storage, runFiles.manifest(folder), pageManifestSchema);
+  const listed = manifest?.outputs.find((o) => o.file === name);
+  return listed ? { location: joinLocation(folder, listed.file), file: listed.file } : undefined;
+}

@@ -1,0 +1,527 @@
+import { RUN_STATES, type RunState, type RunStatus } from '../queue/producer.js';
+import { html, jsonScript, type Html, type HtmlValue } from './html.js';
+import type { NumericSummary, PageManifest, PredictionProfile, RunPageView, SegmentCell } from './run-page-data.js';
+
+/** Seconds between reloads of the page of a run that is still waiting or running. */
+export const REFRESH_SECONDS = 5;
+
+/** Where a page links to: the plugin's prefix (`/ui`), the queue dashboard, and the static assets (with their cache-busting query). */
+export interface PageContext {
+  prefix: string;
+  queues: string;
+  assets: { css: string; chart: string; script: string; icon: string };
+}
+
+/**
+ * One chart as the page script draws it: `bars` (labels, values) for histograms and class counts,
+ * `line` (points) for throughput. The id of its canvas is `canvas`.
+ */
+export interface ChartSpec {
+  canvas: string;
+  kind: 'bars' | 'line';
+  label: string;
+  labels?: string[];
+  values?: number[];
+  points?: { x: number; y: number }[];
+  xTitle: string;
+  yTitle: string;
+  /** Throughput: each value holds over the interval up to its point. */
+  stepped?: boolean;
+  /** Histogram bars touch; class bars do not. */
+  contiguous?: boolean;
+  color: 'blue' | 'violet' | 'teal' | 'green';
+}
+
+/** The id of the `<script type="application/json">` holding a page's ChartSpec[]. */
+export const CHARTS_ELEMENT_ID = 'run-charts';
+
+const dateTime = (iso: string | undefined) => (iso ? html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>` : '–');
+const integer = (n: number) => Math.round(n).toLocaleString('en-US');
+
+/** A number with at most 4 significant digits, for statistics and histogram bounds. */
+export function shortNumber(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (n !== 0 && Math.abs(n) < 1e-3) return n.toExponential(2);
+  return Number(n.toPrecision(4)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+}
+
+export function formatDuration(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** A run state's coloured badge; a state this release does not know still shows, in grey. */
+export function stateBadge(state: string): Html {
+  const known = (RUN_STATES as readonly string[]).includes(state) ? state : 'unknown';
+  return html`<span class="badge badge-${known}">${state}</span>`;
+}
+
+function page(ctx: PageContext, title: string, body: HtmlValue, options: { refresh?: boolean; charts?: ChartSpec[] } = {}): Html {
+  const charts = options.charts ?? [];
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        ${options.refresh ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}" />` : ''}
+        <title>${title} · batch-scorer</title>
+        <link rel="icon" href="${ctx.assets.icon}" type="image/svg+xml" />
+        <link rel="stylesheet" href="${ctx.assets.css}" />
+      </head>
+      <body>
+        <header class="top">
+          <a class="brand" href="${ctx.prefix}/runs">batch-scorer</a>
+          <nav><a href="${ctx.prefix}/runs">Runs</a><a href="${ctx.queues}">Queues</a></nav>
+        </header>
+        <main>${body}</main>
+        ${
+          charts.length > 0
+            ? html`${jsonScript(CHARTS_ELEMENT_ID, charts)}
+                <script src="${ctx.assets.chart}"></script>
+                <script src="${ctx.assets.script}"></script>`
+            : ''
+        }
+      </body>
+    </html> `;
+}
+
+function progressBar(done: number, total: number): Html {
+  return html`<progress value="${done}" max="${Math.max(total, 1)}">${total > 0 ? Math.floor((done * 100) / total) : 0}%</progress>`;
+}
+
+/** `/ui/runs`: the recent runs, newest first, of one state when `state` is set. */
+export function renderRunList(ctx: PageContext, runs: RunStatus[], state?: RunState): string {
+  const filter = (label: string, value?: RunState) =>
+    html`<a class="pill${value === state ? ' current' : ''}" href="${ctx.prefix}/runs${value ? `?state=${value}` : ''}">${label}</a>`;
+  const row = (r: RunStatus) => {
+    const p = r.progress;
+    return html`<tr>
+      <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
+      <td>${stateBadge(r.state)}</td>
+      <td class="nowrap">${r.model}</td>
+      <td class="wrap">${r.input}</td>
+      <td class="progress-cell">
+        ${p ? html`${progressBar(p.rowsDone, p.rowsTotal)}<span class="muted">${integer(p.rowsDone)} / ${integer(p.rowsTotal)}</span>` : html`<span class="muted">not planned</span>`}
+      </td>
+      <td class="num">${p ? integer(p.rowsPerSecond) : '–'}</td>
+      <td>${dateTime(r.enqueuedAt)}</td>
+      <td>${dateTime(r.finishedAt)}</td>
+    </tr>`;
+  };
+  const body = html`<h1>Runs</h1>
+    <nav class="filters">${filter('all')}${RUN_STATES.map((s) => filter(s, s))}</nav>
+    ${
+      runs.length === 0
+        ? html`<p class="empty">No ${state ?? ''} runs on the queue.</p>`
+        : html`<table class="runs">
+            <thead>
+              <tr>
+                <th>Run</th>
+                <th>State</th>
+                <th>Model</th>
+                <th>Input</th>
+                <th>Rows</th>
+                <th class="num">Rows/s</th>
+                <th>Enqueued</th>
+                <th>Finished</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${runs.map(row)}
+            </tbody>
+          </table>`
+    }`;
+  return page(ctx, 'Runs', body, { refresh: runs.some((r) => r.state === 'waiting' || r.state === 'active') }).text;
+}
+
+/** A page saying what went wrong: an unknown run (404) or a bad filter (400). */
+export function renderMessage(ctx: PageContext, title: string, message: string): string {
+  return page(
+    ctx,
+    title,
+    html`<h1>${title}</h1>
+      <p class="notice">${message}</p>
+      <p><a href="${ctx.prefix}/runs">All runs</a></p>`,
+  ).text;
+}
+
+/** `/ui/runs/:id`: a run's progress, segments, throughput, prediction profile, quarantined rows, model and outputs. */
+export function renderRunPage(ctx: PageContext, view: RunPageView): string {
+  const { status, manifest } = view;
+  const live = status.state === 'waiting' || status.state === 'active';
+  const charts: ChartSpec[] = [];
+  const body = html`<div class="title">
+      <h1>Run <span class="run-id">${status.runId}</span></h1>
+      ${stateBadge(status.state)} ${live ? html`<span class="muted">refreshing every ${REFRESH_SECONDS} s</span>` : ''}
+    </div>
+    <p class="subtitle"><span>${status.model}</span> · <span class="wrap">${status.input}</span> → <span class="wrap">${status.folder}</span></p>
+    ${status.failedReason ? html`<p class="notice error">${status.failedReason}</p>` : ''}
+    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${segmentsSection(view)}
+    ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}`;
+  return page(ctx, `Run ${status.runId}`, body, { refresh: live, charts }).text;
+}
+
+function progressSection({ status, progress: p, manifest }: RunPageView): Html {
+  const stat = (label: string, value: HtmlValue, id: string) =>
+    html`<div class="stat" id="stat-${id}">
+      <div class="label">${label}</div>
+      <div class="value">${value}</div>
+    </div>`;
+  const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
+  const duration = manifest ? manifest.durationMs / 1000 : finishedAt ? (finishedAt - Date.parse(status.enqueuedAt)) / 1000 : undefined;
+  const eta = !p || status.state === 'completed' ? '–' : p.etaSeconds === null ? '?' : formatDuration(p.etaSeconds);
+  return html`<section class="card">
+    <h2>Progress</h2>
+    ${
+      p
+        ? html`<div class="bar">
+            ${progressBar(p.rowsDone, p.rowsTotal)}<span>${p.rowsTotal > 0 ? Math.floor((p.rowsDone * 100) / p.rowsTotal) : 0}%</span>
+          </div>`
+        : html`<p class="muted">Not planned yet: the input is being read.</p>`
+    }
+    <div class="stats">
+      ${stat('Rows', p ? html`${integer(p.rowsDone)} <small>/ ${integer(p.rowsTotal)}</small>` : '–', 'rows')}
+      ${stat('Quarantined', p ? integer(p.rowsQuarantined) : '–', 'quarantined')} ${stat('Rows/s', p ? integer(p.rowsPerSecond) : '–', 'rate')}
+      ${stat('ETA', eta, 'eta')} ${stat('Segments', p ? html`${p.segmentsDone} <small>/ ${p.segmentsTotal}</small>` : '–', 'segments')}
+      ${stat('Attempts', status.attempts, 'attempts')}
+    </div>
+    <dl class="facts">
+      <dt>Enqueued</dt>
+      <dd>${dateTime(status.enqueuedAt)}</dd>
+      <dt>Finished</dt>
+      <dd>${dateTime(status.finishedAt)}</dd>
+      ${
+        duration !== undefined
+          ? html`<dt>Duration</dt>
+              <dd>${formatDuration(duration)}</dd>`
+          : ''
+      }
+      ${
+        manifest?.counts
+          ? html`<dt>Requests</dt>
+              <dd>${integer(manifest.counts.requests)} (${integer(manifest.counts.retries)} retries)</dd>
+              <dt>Scored</dt>
+              <dd>${integer(manifest.counts.rowsScored)}</dd>`
+          : ''
+      }
+    </dl>
+  </section>`;
+}
+
+const CELL_LABELS: Record<SegmentCell['state'], string> = {
+  waiting: 'waiting',
+  retrying: 'retrying',
+  active: 'active',
+  done: 'done',
+  failed: 'failed',
+  skipped: 'not scored',
+};
+
+function segmentsSection(view: RunPageView): Html {
+  const cells = view.segments;
+  if (cells.length === 0)
+    return html`<section class="card">
+      <h2>Segments</h2>
+      <p class="muted">
+        ${view.status.state === 'waiting' || view.status.state === 'active' ? 'None yet: the run is not planned.' : 'None known: the run was not planned, or its progress has expired.'}
+      </p>
+    </section>`;
+  const counts = new Map<SegmentCell['state'], number>();
+  for (const c of cells) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
+  const cell = (c: SegmentCell) => {
+    const tip = [
+      `segment ${c.index}: ${CELL_LABELS[c.state]}`,
+      c.rows !== undefined ? `${integer(c.rows)} rows` : '',
+      c.quarantined ? `${integer(c.quarantined)} quarantined` : '',
+      c.worker ? `worker ${c.worker}` : '',
+      c.attempts ? `${c.attempts} failed attempts` : '',
+      c.reason ?? '',
+    ]
+      .filter(Boolean)
+      .join(' · ');
+    const detail =
+      c.state === 'active' || c.state === 'retrying'
+        ? (c.worker ?? '')
+        : c.state === 'done' && c.rows !== undefined
+          ? `${integer(c.rows)} rows`
+          : CELL_LABELS[c.state];
+    return html`<li class="cell cell-${c.state}" data-state="${c.state}" title="${tip}">
+      <span class="index">${c.index}</span><span class="detail">${detail}</span>
+    </li>`;
+  };
+  return html`<section class="card">
+    <h2>Segments</h2>
+    <ul class="legend">
+      ${[...counts].map(([state, n]) => html`<li><span class="swatch cell-${state}"></span>${CELL_LABELS[state]} <strong>${n}</strong></li>`)}
+    </ul>
+    <ol class="grid${cells.length > 120 ? ' compact' : ''}" id="segments">
+      ${cells.map(cell)}
+    </ol>
+  </section>`;
+}
+
+function throughputSection(view: RunPageView, charts: ChartSpec[]): Html {
+  if (view.throughput.length === 0)
+    return html`<section class="card">
+      <h2>Throughput</h2>
+      <p class="muted">No throughput samples yet.</p>
+    </section>`;
+  charts.push({
+    canvas: 'chart-throughput',
+    kind: 'line',
+    label: 'rows/s',
+    // Each rate holds over the interval that ends at its point: drawn as steps from the start.
+    points: [{ x: 0, y: view.throughput[0].rowsPerSecond }, ...view.throughput.map((p) => ({ x: p.seconds, y: p.rowsPerSecond }))],
+    xTitle: 'seconds since start',
+    yTitle: 'rows/s',
+    stepped: true,
+    color: 'blue',
+  });
+  return html`<section class="card">
+    <h2>Throughput</h2>
+    <div class="chart wide"><canvas id="chart-throughput" role="img" aria-label="rows per second over time"></canvas></div>
+  </section>`;
+}
+
+function quantileLabel(p: number): string {
+  return `p${shortNumber(p * 100)}`;
+}
+
+function histogramChart(canvas: string, summary: NumericSummary, label: string, color: ChartSpec['color']): ChartSpec {
+  return {
+    canvas,
+    kind: 'bars',
+    label,
+    labels: summary.histogram.map((b) => `${shortNumber(b.lo)} – ${shortNumber(b.hi)}`),
+    values: summary.histogram.map((b) => b.count),
+    xTitle: label,
+    yTitle: 'rows',
+    contiguous: true,
+    color,
+  };
+}
+
+function profileSection(manifest: PageManifest | undefined, charts: ChartSpec[]): Html {
+  const profile = manifest?.profile;
+  if (!profile) {
+    const why = manifest
+      ? 'This run has no prediction profile (it was scored by an older release).'
+      : 'The prediction profile appears once the run is assembled.';
+    return html`<section class="card">
+      <h2>Predictions</h2>
+      <p class="muted">${why}</p>
+    </section>`;
+  }
+  return html`<section class="card">
+    <h2>Predictions</h2>
+    <p class="muted">Quantiles within ${shortNumber(profile.relativeAccuracy * 100)}% relative accuracy.</p>
+    <div class="targets">${profile.targets.map((t, i) => targetCard(t, i, charts))}</div>
+  </section>`;
+}
+
+function targetCard(t: PredictionProfile['targets'][number], i: number, charts: ChartSpec[]): Html {
+  const figures: Html[] = [];
+  const figure = (canvas: string, caption: string) =>
+    html`<figure>
+      <div class="chart"><canvas id="${canvas}" role="img" aria-label="${caption}"></canvas></div>
+      <figcaption>${caption}</figcaption>
+    </figure>`;
+  if (t.kind === 'numeric' && t.numeric) {
+    charts.push(histogramChart(`chart-prediction-${i}`, t.numeric, t.column, 'violet'));
+    figures.push(figure(`chart-prediction-${i}`, `${t.column}: distribution of predictions`));
+  }
+  if (t.kind === 'categorical' && t.classes) {
+    const other = t.otherClasses > 0 ? [{ value: '(other classes)', count: t.otherClasses }] : [];
+    const classes = [...t.classes, ...other];
+    charts.push({
+      canvas: `chart-prediction-${i}`,
+      kind: 'bars',
+      label: t.column,
+      labels: classes.map((c) => c.value),
+      values: classes.map((c) => c.count),
+      xTitle: t.column,
+      yTitle: 'rows',
+      color: 'teal',
+    });
+    figures.push(figure(`chart-prediction-${i}`, `${t.column}: rows per class`));
+  }
+  if (t.confidence) {
+    charts.push(histogramChart(`chart-confidence-${i}`, t.confidence, 'confidence', 'green'));
+    figures.push(figure(`chart-confidence-${i}`, `${t.column}: confidence`));
+  }
+  const columns = [...(t.numeric ? [{ name: 'prediction', s: t.numeric }] : []), ...(t.confidence ? [{ name: 'confidence', s: t.confidence }] : [])];
+  const quantiles = [...new Set(columns.flatMap((c) => c.s.quantiles.map((q) => q.p)))].sort((a, b) => a - b);
+  const statRow = (label: string, value: (s: NumericSummary) => number | undefined) =>
+    html`<tr>
+      <th>${label}</th>
+      ${columns.map((c) => {
+        const v = value(c.s);
+        return html`<td class="num">${v === undefined ? '–' : shortNumber(v)}</td>`;
+      })}
+    </tr>`;
+  return html`<article class="target" data-target="${t.target}">
+    <h3>${t.target} <span class="muted">${t.column !== t.target ? html`column ${t.column} · ` : ''}${t.kind}</span></h3>
+    <p class="muted">
+      ${integer(t.count)} rows · ${integer(t.nulls)}
+      null${t.kind === 'categorical' && t.classes ? html` · ${t.classes.length} classes shown${t.otherClasses > 0 ? html`, ${integer(t.otherClasses)} rows in other classes` : ''}` : ''}
+    </p>
+    <div class="figures">${figures}</div>
+    ${
+      columns.length > 0
+        ? html`<table class="stats-table">
+            <thead>
+              <tr>
+                <th></th>
+                ${columns.map((c) => html`<th class="num">${c.name}</th>`)}
+              </tr>
+            </thead>
+            <tbody>
+              ${statRow('count', (s) => s.count)} ${statRow('min', (s) => s.min)} ${statRow('mean', (s) => s.mean)} ${statRow('max', (s) => s.max)}
+              ${quantiles.map((p) => statRow(quantileLabel(p), (s) => s.quantiles.find((q) => q.p === p)?.value))}
+            </tbody>
+          </table>`
+        : ''
+    }
+  </article>`;
+}
+
+/** An input row as one short line of JSON. */
+function inputText(input: unknown): string {
+  const text = typeof input === 'string' ? input : (JSON.stringify(input) ?? '');
+  return text.length > 400 ? `${text.slice(0, 400)}…` : text;
+}
+
+function quarantineSection({ quarantined, progress }: RunPageView): Html {
+  if (!quarantined) {
+    const none = progress && progress.rowsQuarantined === 0 ? 'No row was quarantined.' : 'No quarantined rows to show yet.';
+    return html`<section class="card">
+      <h2>Quarantined rows</h2>
+      <p class="muted">${none}</p>
+    </section>`;
+  }
+  const row = (r: (typeof quarantined.rows)[number]) =>
+    'unreadable' in r
+      ? html`<tr>
+          <td colspan="4" class="muted">unreadable line: <code>${r.unreadable}</code></td>
+        </tr>`
+      : html`<tr>
+          <td class="num">${r.row}</td>
+          <td>${r.status ?? ''} ${r.title ?? ''}</td>
+          <td class="wrap">${r.detail}</td>
+          <td><code class="wrap">${inputText(r.input)}</code></td>
+        </tr>`;
+  const total = progress?.rowsQuarantined;
+  return html`<section class="card">
+    <h2>Quarantined rows</h2>
+    <p class="muted">The first ${quarantined.rows.length}${total !== undefined ? html` of ${integer(total)}` : ''}, from ${quarantined.from}.</p>
+    <table class="quarantine">
+      <thead>
+        <tr>
+          <th class="num">Row</th>
+          <th>Status</th>
+          <th>Reason</th>
+          <th>Input</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${quarantined.rows.map(row)}
+      </tbody>
+    </table>
+  </section>`;
+}
+
+function modelSection({ status, manifest, describe }: RunPageView): Html {
+  const model = manifest?.model;
+  const resolved = model && 'project' in model ? model : undefined;
+  return html`<section class="card">
+    <h2>Model</h2>
+    <dl class="facts">
+      <dt>Requested</dt>
+      <dd>${model?.requested ?? status.model}</dd>
+      ${
+        resolved
+          ? html`<dt>Model</dt>
+              <dd>${resolved.project}/${resolved.name}</dd>
+              <dt>Pinned version</dt>
+              <dd>${resolved.resolvedVersion ?? html`<span class="muted">none (the server reports no version)</span>`}</dd>
+              <dt>Status</dt>
+              <dd>${resolved.status ?? '–'}</dd>
+              <dt>Row id member</dt>
+              <dd>${resolved.rowIdMember ?? html`<span class="muted">none (rows aligned by position)</span>`}</dd>`
+          : ''
+      }
+      ${
+        manifest?.service
+          ? html`<dt>Service</dt>
+              <dd>${manifest.service}</dd>`
+          : ''
+      }
+    </dl>
+    ${
+      describe
+        ? html`<details>
+            <summary>Describe snapshot, taken ${dateTime(describe.takenAt)} from ${describe.service}</summary>
+            <pre>${JSON.stringify(describe.answers, null, 2)}</pre>
+          </details>`
+        : html`<p class="muted">No describe snapshot yet.</p>`
+    }
+  </section>`;
+}
+
+function outputsSection(ctx: PageContext, { status, manifest }: RunPageView): Html {
+  const files = manifest?.outputs ?? [];
+  const warnings = manifest?.warnings ?? [];
+  const href = (file: string) => `${ctx.prefix}/runs/${encodeURIComponent(status.runId)}/files/${encodeURIComponent(file)}`;
+  return html`<section class="card">
+    <h2>Outputs</h2>
+    <p class="muted">Run folder <code>${status.folder}</code></p>
+    ${
+      files.length > 0
+        ? html`<table class="outputs">
+            <thead>
+              <tr>
+                <th>File</th>
+                <th class="num">Rows</th>
+                <th class="num">Size</th>
+                <th>sha256</th>
+                <th>Location</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${files.map(
+                (f) =>
+                  html`<tr>
+                    <td><a href="${href(f.file)}" download>${f.file}</a></td>
+                    <td class="num">${integer(f.rows)}</td>
+                    <td class="num">${formatBytes(f.bytes)}</td>
+                    <td><code title="${f.sha256}">${f.sha256.slice(0, 12)}…</code></td>
+                    <td class="wrap"><code>${f.location}</code></td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+        : html`<p class="muted">${manifest ? 'This run wrote no outputs.' : 'The outputs are listed once the run is assembled.'}</p>`
+    }
+    ${
+      warnings.length > 0
+        ? html`<h3>Warnings</h3>
+            <ul class="warnings">
+              ${warnings.map((w) => html`<li>${w}</li>`)}
+            </ul>`
+        : ''
+    }
+  </section>`;
+}

@@ -1,0 +1,164 @@
+import type { Queue } from 'bullmq';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { errorCode, errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import { RUN_STATES, type RunQueue } from '../queue/producer.js';
+import { redisConnection, type QueueConfig } from '../queue/queues.js';
+import { RunProgressStore } from '../queue/run-progress.js';
+import type { Storage } from '../storage/storage-types.js';
+import { gatherRunList, gatherRunPage, outputFile, type RunPageSources } from './run-page-data.js';
+import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
+
+/**
+ * What the run pages read from. `runs` is the producer side of the queue; `queue.segments` the
+ * segments queue; the progress hashes are read under `queue.prefix` on a connection of the
+ * plugin's own to `queue.redisUrl`, closed with the server.
+ */
+export interface RunPagesDeps {
+  runs: Pick<RunQueue, 'get' | 'list'>;
+  storage: Storage;
+  queue: QueueConfig & { segments: Queue };
+  log: Logger;
+  /** Where the header's "Queues" link goes: by default the root of the plugin's prefix (bull-board at `/ui/`). */
+  queuesPath?: string;
+}
+
+/**
+ * Nothing but this server's own files may load or run on the pages: no inline script or style
+ * (a value that slipped through escaping still could not run), no framing, no other origin.
+ */
+const CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+const listQuery = z.object({ state: z.enum(RUN_STATES).optional() });
+
+/**
+ * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
+ * inside the server's authentication: `GET /runs` (recent runs, `?state=` filters),
+ * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
+ * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. Every answer carries a strict
+ * Content-Security-Policy.
+ */
+export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
+  return async (app) => {
+    const assets = await loadAssets();
+    const ctx: PageContext = {
+      prefix: app.prefix,
+      queues: deps.queuesPath ?? `${app.prefix}/`,
+      assets: {
+        css: `${app.prefix}/assets/run-pages.css?v=${assets.css.version}`,
+        icon: `${app.prefix}/assets/favicon.svg?v=${assets.icon.version}`,
+        chart: `${app.prefix}/assets/chart.js?v=${assets.chart.version}`,
+        script: `${app.prefix}/assets/run-page.js?v=${assets.script.version}`,
+      },
+    };
+    // A connection of the pages' own for the progress hashes: BullMQ 6 keeps its queue's to itself.
+    const redis = redisConnection(deps.queue.redisUrl, 'producer');
+    redis.on('error', (err) => deps.log.debug({ err: errorMessage(err), redis: redis.shownUrl }, 'run pages: Redis connection error'));
+    app.addHook('onClose', () => redis.close());
+    const sources: RunPageSources = {
+      runs: deps.runs,
+      storage: deps.storage,
+      segments: deps.queue.segments,
+      progress: new RunProgressStore(redis, deps.queue.prefix),
+    };
+    const htmlPage = (reply: FastifyReply, code: number, body: string) =>
+      reply.code(code).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(body);
+
+    app.addHook('onSend', async (_request, reply) => {
+      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'same-origin');
+    });
+    app.setErrorHandler((err, request, reply) => {
+      deps.log.error({ err: errorMessage(err), code: errorCode(err), url: request.url }, 'run page failed');
+      return htmlPage(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));
+    });
+
+    for (const asset of Object.values(assets)) {
+      app.get(`/assets/${asset.name}`, (_request, reply) => reply.header('cache-control', IMMUTABLE).type(asset.type).send(asset.body));
+    }
+
+    app.get('/runs', async (request, reply) => {
+      const query = listQuery.safeParse(request.query);
+      if (!query.success) return htmlPage(reply, 400, renderMessage(ctx, 'Unknown state', `state must be one of ${RUN_STATES.join(', ')}.`));
+      const runs = await gatherRunList(sources, query.data.state);
+      return htmlPage(reply, 200, renderRunList(ctx, runs, query.data.state));
+    });
+
+    app.get<{ Params: { id: string } }>('/runs/:id', async (request, reply) => {
+      const view = await gatherRunPage(sources, request.params.id);
+      if (!view)
+        return htmlPage(
+          reply,
+          404,
+          renderMessage(ctx, 'No such run', `No run ${request.params.id} is on the queue (never enqueued, or removed after its retention).`),
+        );
+      return htmlPage(reply, 200, renderRunPage(ctx, view));
+    });
+
+    app.get<{ Params: { id: string; name: string } }>('/runs/:id/files/:name', async (request, reply) => {
+      const { id, name } = request.params;
+      const file = await outputFile(sources, id, name);
+      if (!file) return htmlPage(reply, 404, renderMessage(ctx, 'No such file', `Run ${id} lists no output file ${name}.`));
+      const body = await deps.storage.read(file.location);
+      return reply
+        .type(contentType(file.file))
+        .header('cache-control', 'no-store')
+        .header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent(file.file)}`)
+        .send(body);
+    });
+  };
+}
+
+function contentType(file: string): string {
+  if (file.endsWith('.csv')) return 'text/csv; charset=utf-8';
+  if (file.endsWith('.jsonl')) return 'application/x-ndjson; charset=utf-8';
+  return 'application/octet-stream';
+}
+
+interface Asset {
+  name: string;
+  type: string;
+  body: Buffer;
+  /** A digest of the content, for the cache-busting query. */
+  version: string;
+}
+
+/** The assets, read once: Chart.js from its package, the page script and stylesheet from `assets/` at the package root (beside `dist/` and `src/`). */
+async function loadAssets(): Promise<Record<'css' | 'chart' | 'script' | 'icon', Asset>> {
+  const chartDist = dirname(createRequire(import.meta.url).resolve('chart.js'));
+  const own = join(packageRoot(), 'assets');
+  const asset = async (name: string, type: string, path: string): Promise<Asset> => {
+    const body = await readFile(path);
+    return { name, type, body, version: createHash('sha256').update(body).digest('hex').slice(0, 12) };
+  };
+  const js = 'text/javascript; charset=utf-8';
+  const [css, chart, script, icon] = await Promise.all([
+    asset('run-pages.css', 'text/css; charset=utf-8', join(own, 'run-pages.css')),
+    asset('chart.js', js, join(chartDist, 'chart.umd.min.js')),
+    asset('run-page.js', js, join(own, 'run-page.js')),
+    asset('favicon.svg', 'image/svg+xml', join(own, 'favicon.svg')),
+  ]);
+  return { css, chart, script, icon };
+}
+
+/** The folder holding package.json, above this file whether it runs from `src/http` (tests) or `dist/http`. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}: the run pages' assets cannot be found`);
+    dir = parent;
+  }
+  return dir;
+}

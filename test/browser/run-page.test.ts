@@ -1,0 +1,144 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { NumericSummary, PredictionProfile } from '../../src/http/run-page-data.js';
+import { createStorage } from '../../src/storage/storage.js';
+import { useQueueFixture } from '../helpers/queue.js';
+import { mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
+import { parseCsv, tempDir } from '../helpers/scoring.js';
+
+const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'screenshots');
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-quic',
+  '--disable-sync',
+];
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let browser: Browser;
+beforeAll(async () => {
+  tmp = await tempDir();
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  await mkdir(SCREENSHOTS, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+  await tmp?.cleanup();
+});
+
+const f = useQueueFixture();
+
+/** A numeric summary of values, as the pipeline's profile has it (exact here, where the pipeline sketches). */
+function summarize(values: number[], bins = 24): NumericSummary {
+  const sorted = [...values].sort((a, b) => a - b);
+  const [min, max] = [sorted[0], sorted[sorted.length - 1]];
+  const width = (max - min) / bins || 1;
+  const histogram = Array.from({ length: bins }, (_, i) => ({ lo: min + i * width, hi: min + (i + 1) * width, count: 0 }));
+  for (const v of values) histogram[Math.min(bins - 1, Math.floor((v - min) / width))].count += 1;
+  const quantiles = [0.01, 0.25, 0.5, 0.75, 0.99].map((p) => ({ p, value: sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] }));
+  return { count: values.length, min, max, mean: values.reduce((a, b) => a + b, 0) / values.length, quantiles, histogram };
+}
+
+/**
+ * Until the pipeline writes the prediction profile into the manifest, this test writes one, made
+ * from the run's own predictions, so the page has something to draw.
+ */
+async function addProfile(folder: string): Promise<void> {
+  const rows = parseCsv(await readFile(join(folder, 'predictions.csv'), 'utf8'));
+  const numbers = (column: string) => rows.map((r) => Number(r[column])).filter((v) => Number.isFinite(v));
+  const profile: PredictionProfile = {
+    relativeAccuracy: 0.01,
+    targets: [
+      {
+        target: 'rental_price',
+        column: 'rental_price',
+        kind: 'numeric',
+        count: rows.length,
+        nulls: rows.length - numbers('rental_price').length,
+        numeric: summarize(numbers('rental_price')),
+        classes: null,
+        otherClasses: 0,
+        confidence: summarize(numbers('rental_price_confidence')),
+      },
+    ],
+  };
+  const path = join(folder, 'manifest.json');
+  const manifest = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  await writeFile(path, `${JSON.stringify({ ...manifest, profile }, null, 2)}\n`);
+}
+
+/**
+ * Browser-side: how many data points Chart.js holds for the chart on canvas `id`, and how many of
+ * its pixels are neither transparent nor near white. (Source text: the tests' TypeScript knows no DOM.)
+ */
+const chartDrawn = (id: string) => `(() => {
+  const canvas = document.getElementById(${JSON.stringify(id)});
+  const chart = window.Chart.getChart(canvas);
+  const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let coloured = 0;
+  for (let i = 0; i < pixels.length; i += 4) if (pixels[i + 3] > 0 && !(pixels[i] > 240 && pixels[i + 1] > 240 && pixels[i + 2] > 240)) coloured += 1;
+  return { points: chart ? chart.data.datasets[0].data.length : 0, coloured };
+})()`;
+
+describe('the run page in a browser', () => {
+  it('shows a finished run: progress, its segment grid and the prediction charts drawn, with no script or policy error', async () => {
+    await f.setup({ latencyMs: 40, latencyJitterMs: 40 });
+    f.worker();
+    f.worker();
+    const out = join(tmp.dir, 'out');
+    const input = join(tmp.dir, 'rentals.csv');
+    await writePageInput(input);
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { runId: 'browser', segmentRows: PAGE_RUN.segmentRows, batchSize: PAGE_RUN.batchSize },
+    });
+    expect((await f.finished(runId)).state).toBe('completed');
+    await addProfile(join(out, runId));
+
+    const storage = createStorage();
+    let app: FastifyInstance | undefined;
+    try {
+      app = await mountRunPages(f, storage);
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+      page.on('pageerror', (err) => problems.push(err.message));
+      page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)));
+
+      await page.goto(`${base}/ui/runs`);
+      await expect(page.locator('table.runs a', { hasText: runId }).count()).resolves.toBe(1);
+      await page.screenshot({ path: join(SCREENSHOTS, 'run-list.png'), fullPage: true });
+
+      const response = await page.goto(`${base}/ui/runs/${runId}`);
+      expect(response?.headers()['content-security-policy']).toMatch(/^default-src 'self'/);
+      await expect(page.locator('#stat-rows .value').innerText()).resolves.toBe('6,000 / 6,000');
+      await expect(page.locator('#segments li[data-state="done"]').count()).resolves.toBe(PAGE_RUN.rows / PAGE_RUN.segmentRows);
+      await expect(page.locator('#segments li').count()).resolves.toBe(PAGE_RUN.rows / PAGE_RUN.segmentRows);
+
+      // Each chart is drawn by Chart.js with its data, and its canvas has coloured pixels.
+      for (const id of ['chart-prediction-0', 'chart-confidence-0', 'chart-throughput']) {
+        const drawn = await page.evaluate<{ points: number; coloured: number }>(chartDrawn(id));
+        expect(drawn.points, id).toBeGreaterThan(0);
+        expect(drawn.coloured, id).toBeGreaterThan(500);
+      }
+      expect(problems).toEqual([]);
+      await page.screenshot({ path: join(SCREENSHOTS, 'run-page.png'), fullPage: true });
+      await page.close();
+    } finally {
+      await app?.close();
+      storage.close();
+    }
+  });
+});

@@ -1,0 +1,43 @@
+import { writeFile } from 'node:fs/promises';
+import { Queue } from 'bullmq';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { runPages } from '../../src/http/run-pages.js';
+import { silentLogger } from '../../src/log.js';
+import { redisConnection, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
+import type { Storage } from '../../src/storage/storage-types.js';
+import type { useQueueFixture } from './queue.js';
+
+/** Markup in an input value, which the pages must show as text. */
+export const HOSTILE = '<script>alert(1)</script>';
+
+/** The run the page tests score: 6 segments of 1000 rows, of which one row in 1000 the engine fails on (quarantined). */
+export const PAGE_RUN = { rows: 6_000, segmentRows: 1_000, batchSize: 100, quarantined: 6 } as const;
+
+/** Writes the page tests' input: rentals, with row 908 of every thousand failing in the engine and carrying markup in its notes. */
+export async function writePageInput(path: string): Promise<void> {
+  const lines = [csvLine(RENTAL_COLUMNS)];
+  for (let i = 0; i < PAGE_RUN.rows; i++) {
+    const row = rentalRow(i);
+    if (i % 1000 === 907) {
+      row[RENTAL_COLUMNS.indexOf('location')] = '__engine_error__';
+      row[RENTAL_COLUMNS.indexOf('notes')] = HOSTILE;
+    }
+    lines.push(csvLine(row));
+  }
+  await writeFile(path, lines.join(''));
+}
+
+/** A fastify server with the run pages under `/ui`, on the fixture's queue, as `serve` mounts them. */
+export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, storage: Storage): Promise<FastifyInstance> {
+  const connection = redisConnection(f.redisUrl, 'producer');
+  const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
+  const app = Fastify();
+  await app.register(runPages({ runs: f.queue, storage, queue: { redisUrl: f.redisUrl, prefix: f.prefix, segments }, log: silentLogger }), { prefix: '/ui' });
+  app.addHook('onClose', async () => {
+    await segments.close();
+    await connection.close();
+  });
+  await app.ready();
+  return app;
+}

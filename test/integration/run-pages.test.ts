@@ -1,0 +1,133 @@
+import { readFile } from 'node:fs/promises';
+import { Redis } from 'ioredis';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { ChartSpec } from '../../src/http/run-page-html.js';
+import { createStorage } from '../../src/storage/storage.js';
+import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
+import { tempDir } from '../helpers/scoring.js';
+
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'rentals.csv');
+  await writePageInput(input);
+});
+afterAll(() => tmp.cleanup());
+afterAll(() => storage.close());
+
+const f = useQueueFixture();
+const storage = createStorage();
+let app: FastifyInstance | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+const charts = (page: string) => JSON.parse(/<script type="application\/json" id="run-charts">(.*?)<\/script>/s.exec(page)![1]) as ChartSpec[];
+const cells = (page: string) => [...page.matchAll(/<li class="cell [^"]*" data-state="(\w+)" title="([^"]*)"/g)].map((m) => ({ state: m[1], title: m[2] }));
+const stat = (page: string, id: string) => new RegExp(`id="stat-${id}"><div class="label">[^<]*</div><div class="value">(.*?)</div>`).exec(page)?.[1];
+
+describe('run pages on a real queue run', () => {
+  it('show a run live and once finished: progress, segment cells with their workers, throughput, quarantined rows, outputs', async () => {
+    // Slow answers, so the run lasts some seconds and its page can be seen while it runs.
+    await f.setup({ latencyMs: 250 });
+    const workers = [f.worker(), f.worker()];
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => {
+      const res = await app!.inject({ method: 'GET', url });
+      // Without the whitespace between tags (the templates are formatted for reading).
+      return res.headers['content-type']?.toString().startsWith('text/html') ? Object.assign(res, { body: res.body.replace(/>\s+</g, '><') }) : res;
+    };
+    const out = join(tmp.dir, 'out');
+    const { runId } = await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { runId: 'pages', segmentRows: PAGE_RUN.segmentRows, batchSize: PAGE_RUN.batchSize },
+    });
+
+    // While it runs: the page refreshes itself, and a segment being scored names its worker.
+    const workerIds = () => workers.map((w) => `:${w.child.pid}`);
+    const live = await waitFor(
+      'a segment shown active with its worker',
+      async () => {
+        const page = (await get(`/ui/runs/${runId}`)).body;
+        return cells(page).some((c) => c.state === 'active' && workerIds().some((id) => c.title.includes(id))) ? page : undefined;
+      },
+      30_000,
+    );
+    expect(live).toContain('<meta http-equiv="refresh" content="5"');
+    expect(live).toContain('<span class="badge badge-active">active</span>');
+    expect(cells(live)).toHaveLength(6);
+
+    const status = await f.finished(runId);
+    expect(status.state).toBe('completed');
+
+    const res = await get(`/ui/runs/${runId}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-security-policy']).toMatch(/^default-src 'self'/);
+    const page = res.body;
+    expect(page).not.toContain('http-equiv="refresh"');
+    expect(page).toContain('<span class="badge badge-completed">completed</span>');
+    expect(stat(page, 'rows')).toBe('6,000 <small>/ 6,000</small>');
+    expect(stat(page, 'quarantined')).toBe(String(PAGE_RUN.quarantined));
+    expect(stat(page, 'segments')).toBe('6 <small>/ 6</small>');
+    expect(Number(stat(page, 'rate')!.replace(/,/g, ''))).toBe(status.progress!.rowsPerSecond);
+    expect(cells(page).map((c) => c.state)).toEqual(Array(6).fill('done'));
+
+    // The throughput chart: samples from the start to the last row, the rates adding up to the rows.
+    const throughput = charts(page).find((c) => c.canvas === 'chart-throughput')!;
+    expect(throughput.points!.length).toBeGreaterThanOrEqual(3);
+    expect(throughput.points!.every((p) => p.y >= 0)).toBe(true);
+    const rows = throughput.points!.reduce((sum, p, i, all) => sum + p.y * (p.x - (i > 0 ? all[i - 1].x : 0)), 0);
+    expect(Math.abs(rows - PAGE_RUN.rows) / PAGE_RUN.rows).toBeLessThan(0.1);
+
+    // Quarantined rows with their reasons, markup in them shown as text.
+    expect(page).toContain(`The first ${PAGE_RUN.quarantined} of ${PAGE_RUN.quarantined}, from errors.jsonl.`);
+    expect(page).toContain('<td class="num">908</td><td>500 MLEngineException</td>');
+    expect(page).not.toContain(HOSTILE);
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+
+    // The model, pinned, with its describe snapshot; the outputs, downloadable.
+    expect(page).toMatch(/<dt>Pinned version<\/dt><dd>\d+<\/dd>/);
+    expect(page).toContain('<summary>Describe snapshot, taken');
+    expect(page).toContain(`href="/ui/runs/pages/files/predictions.csv"`);
+    const file = await get('/ui/runs/pages/files/predictions.csv');
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(file.body).toBe(await readFile(join(out, 'pages', 'predictions.csv'), 'utf8'));
+    expect((await get('/ui/runs/pages/files/manifest.json')).statusCode).toBe(404);
+    expect((await get('/ui/runs/pages/files/..%2Fpages%2Fmanifest.json')).statusCode).toBe(404);
+
+    // The list, filtered by state; an unknown run and an unknown state.
+    const list = (await get('/ui/runs')).body;
+    expect(list).toContain('<a href="/ui/runs/pages">pages</a>');
+    expect(list).toContain('<span class="badge badge-completed">completed</span>');
+    expect((await get('/ui/runs?state=completed')).body).toContain('<a href="/ui/runs/pages">pages</a>');
+    expect((await get('/ui/runs?state=failed')).body).toContain('No failed runs on the queue.');
+    expect((await get('/ui/runs?state=nope')).statusCode).toBe(400);
+    const unknown = await get('/ui/runs/nope');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain('No run nope is on the queue');
+
+    // Once its progress has expired, a run that succeeded still shows its segments done.
+    const redis = new Redis(f.redisUrl);
+    try {
+      expect(await redis.del(`${f.prefix}:progress:pages`)).toBe(1);
+    } finally {
+      await redis.quit();
+    }
+    expect(cells((await get(`/ui/runs/${runId}`)).body).map((c) => c.state)).toEqual(Array(6).fill('done'));
+
+    // Assets: Chart.js and the page script, long cached.
+    const chart = await get(/src="(\/ui\/assets\/chart\.js\?v=\w+)"/.exec(page)![1]);
+    expect(chart.statusCode).toBe(200);
+    expect(chart.headers['cache-control']).toContain('immutable');
+    expect(chart.body).toContain('Chart');
+    expect((await get(/src="(\/ui\/assets\/run-page\.js\?v=\w+)"/.exec(page)![1])).body).toContain('run-charts');
+  });
+});

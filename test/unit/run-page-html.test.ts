@@ -1,0 +1,274 @@
+import { describe, expect, it } from 'vitest';
+import { escapeHtml, html, jsonScript } from '../../src/http/html.js';
+import { throughputSeries, type PageManifest, type PredictionProfile, type RunPageView } from '../../src/http/run-page-data.js';
+import { CHARTS_ELEMENT_ID, renderMessage, renderRunList, renderRunPage, stateBadge, type ChartSpec, type PageContext } from '../../src/http/run-page-html.js';
+import type { RunStatus } from '../../src/queue/producer.js';
+
+const ctx: PageContext = {
+  prefix: '/ui',
+  queues: '/ui/',
+  assets: { css: '/ui/assets/run-pages.css?v=1', chart: '/ui/assets/chart.js?v=1', script: '/ui/assets/run-page.js?v=1', icon: '/ui/assets/favicon.svg?v=1' },
+};
+const HOSTILE = '<script>alert(1)</script>';
+const ATTRIBUTE_BREAK = '"><img src=x onerror=alert(1)>';
+
+function status(over: Partial<RunStatus> = {}): RunStatus {
+  return {
+    runId: 'r1',
+    state: 'completed',
+    progress: { rowsDone: 1000, rowsTotal: 1000, rowsQuarantined: 2, segmentsDone: 2, segmentsTotal: 2, rowsPerSecond: 500, etaSeconds: 0 },
+    attempts: 1,
+    folder: '/tmp/out/r1',
+    input: '/tmp/in.csv',
+    model: 'mindsdb/home_rentals_model',
+    out: '/tmp/out',
+    options: {},
+    enqueuedAt: '2024-05-01T10:00:00.000Z',
+    finishedAt: '2024-05-01T10:00:02.000Z',
+    ...over,
+  };
+}
+
+const summary = (lo: number, hi: number) => ({
+  count: 10,
+  min: lo,
+  max: hi,
+  mean: (lo + hi) / 2,
+  quantiles: [
+    { p: 0.5, value: (lo + hi) / 2 },
+    { p: 0.99, value: hi },
+  ],
+  histogram: [
+    { lo, hi: (lo + hi) / 2, count: 4 },
+    { lo: (lo + hi) / 2, hi, count: 6 },
+  ],
+});
+
+function profile(column = 'rental_price'): PredictionProfile {
+  return {
+    relativeAccuracy: 0.01,
+    targets: [
+      {
+        target: column,
+        column,
+        kind: 'numeric',
+        count: 10,
+        nulls: 0,
+        numeric: summary(100, 5000),
+        classes: null,
+        otherClasses: 0,
+        confidence: summary(0.5, 1),
+      },
+      {
+        target: 'location',
+        column: 'location',
+        kind: 'categorical',
+        count: 10,
+        nulls: 1,
+        numeric: null,
+        classes: [
+          { value: 'great', count: 6 },
+          { value: 'good', count: 3 },
+        ],
+        otherClasses: 0,
+        confidence: summary(0.2, 0.9),
+      },
+    ],
+  };
+}
+
+function manifest(p: PredictionProfile | undefined): PageManifest {
+  return {
+    runId: 'r1',
+    folder: '/tmp/out/r1',
+    state: 'succeeded',
+    startedAt: '2024-05-01T10:00:00.000Z',
+    finishedAt: '2024-05-01T10:00:02.000Z',
+    durationMs: 2000,
+    tool: { name: 'batch-scorer', version: '0.2.0' },
+    input: { location: '/tmp/in.csv', etag: null, size: 10, mtime: null, sha256: null, rows: 1000, format: 'csv', gzip: false },
+    model: {
+      requested: 'mindsdb/home_rentals_model',
+      project: 'mindsdb',
+      name: 'home_rentals_model',
+      requestedVersion: null,
+      resolvedVersion: 3,
+      status: 'complete',
+      rowIdEchoed: true,
+    },
+    service: 'http://127.0.0.1:47334',
+    options: {},
+    counts: { rowsIn: 1000, rowsScored: 998, rowsQuarantined: 2, requests: 2, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0, segments: 2 },
+    outputs: [{ file: 'predictions.csv', location: '/tmp/out/r1/predictions.csv', rows: 998, bytes: 12345, sha256: 'ab'.repeat(32) }],
+    warnings: [],
+    ...(p ? { profile: p } : {}),
+  };
+}
+
+function view(over: Partial<RunPageView> = {}): RunPageView {
+  const s = over.status ?? status();
+  return {
+    status: s,
+    ...(s.progress ? { progress: s.progress } : {}),
+    segments: [
+      { index: 0, state: 'done', rows: 500, quarantined: 2 },
+      { index: 1, state: 'done', rows: 500, quarantined: 0 },
+    ],
+    throughput: [
+      { seconds: 1, rowsPerSecond: 400 },
+      { seconds: 2, rowsPerSecond: 600 },
+    ],
+    manifest: manifest(profile()),
+    quarantined: undefined,
+    problems: [],
+    ...over,
+  };
+}
+
+/** A page without the whitespace between tags (the templates are formatted for reading). */
+const squash = (page: string) => page.replace(/>\s+</g, '><');
+
+/** The chart specs a page embeds for its script. */
+function charts(page: string): ChartSpec[] {
+  const m = new RegExp(`<script type="application/json" id="${CHARTS_ELEMENT_ID}">(.*?)</script>`, 's').exec(page);
+  return m ? (JSON.parse(m[1]) as ChartSpec[]) : [];
+}
+
+describe('html templates', () => {
+  it('escape every interpolated value, in text and in attributes, but not nested templates', () => {
+    expect(html`<a title="${ATTRIBUTE_BREAK}">${HOSTILE}</a>`.text).toBe(
+      '<a title="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;">&lt;script&gt;alert(1)&lt;/script&gt;</a>',
+    );
+    expect(html`<p>${html`<b>${'&'}</b>`}${[1, '<', null, false]}</p>`.text).toBe('<p><b>&amp;</b>1&lt;</p>');
+    expect(escapeHtml(`'`)).toBe('&#39;');
+  });
+
+  it('embed JSON no value can break out of', () => {
+    const out = jsonScript('x', { name: `</script>${HOSTILE}\u2028` }).text;
+    expect(out.match(/<\/script>/g)).toHaveLength(1);
+    expect(out).not.toContain('<script>alert');
+    const json = /<script type="application\/json" id="x">(.*)<\/script>/s.exec(out)![1];
+    expect(JSON.parse(json)).toEqual({ name: `</script>${HOSTILE}\u2028` });
+  });
+});
+
+describe('run pages', () => {
+  it('show hostile run ids, inputs, columns and quarantined rows as text', () => {
+    const hostile = status({ runId: HOSTILE, input: ATTRIBUTE_BREAK, model: HOSTILE, failedReason: HOSTILE, state: 'failed' });
+    const page = renderRunPage(
+      ctx,
+      view({
+        status: hostile,
+        manifest: manifest(profile(HOSTILE)),
+        quarantined: { rows: [{ row: 7, line: 8, input: { [HOSTILE]: ATTRIBUTE_BREAK }, status: 400, title: HOSTILE, detail: HOSTILE }], from: 'errors.jsonl' },
+        problems: [HOSTILE],
+      }),
+    );
+    expect(page).not.toContain('<script>alert');
+    expect(page).not.toContain('<img');
+    expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    // Our own scripts only: the chart data, Chart.js and the page script.
+    expect(page.match(/<script/g)).toHaveLength(3);
+    expect(charts(page).map((c) => c.label)).toContain(HOSTILE);
+    expect(page).toContain(`href="/ui/runs/${encodeURIComponent(HOSTILE)}/files/predictions.csv"`);
+
+    const list = renderRunList(ctx, [hostile]);
+    expect(list).not.toContain('<script>alert');
+    expect(list).not.toContain('<img');
+    expect(list).toContain(`href="/ui/runs/${encodeURIComponent(HOSTILE)}"`);
+    expect(renderMessage(ctx, 'No such run', HOSTILE)).not.toContain('<script>alert');
+  });
+
+  it('give each state its badge, and an unknown state a neutral one', () => {
+    for (const state of ['waiting', 'active', 'completed', 'failed', 'cancelled']) {
+      expect(stateBadge(state).text).toBe(`<span class="badge badge-${state}">${state}</span>`);
+    }
+    expect(stateBadge('paused').text).toBe('<span class="badge badge-unknown">paused</span>');
+    const list = renderRunList(ctx, [status({ runId: 'a', state: 'active' }), status({ runId: 'b', state: 'failed' })]);
+    expect(list).toContain('<span class="badge badge-active">active</span>');
+    expect(list).toContain('<span class="badge badge-failed">failed</span>');
+  });
+
+  it('draw one chart per target and one per confidence, plus throughput', () => {
+    const page = squash(renderRunPage(ctx, view()));
+    const specs = charts(page);
+    expect(specs.map((c) => c.canvas).sort()).toEqual([
+      'chart-confidence-0',
+      'chart-confidence-1',
+      'chart-prediction-0',
+      'chart-prediction-1',
+      'chart-throughput',
+    ]);
+    for (const spec of specs) expect(page).toContain(`<canvas id="${spec.canvas}"`);
+    const numeric = specs.find((c) => c.canvas === 'chart-prediction-0')!;
+    expect(numeric).toMatchObject({ kind: 'bars', values: [4, 6], labels: ['100 – 2,550', '2,550 – 5,000'], contiguous: true });
+    expect(specs.find((c) => c.canvas === 'chart-prediction-1')).toMatchObject({ kind: 'bars', labels: ['great', 'good'], values: [6, 3] });
+    expect(specs.find((c) => c.canvas === 'chart-throughput')).toMatchObject({
+      kind: 'line',
+      points: [
+        { x: 0, y: 400 },
+        { x: 1, y: 400 },
+        { x: 2, y: 600 },
+      ],
+    });
+    // The statistics table: quantiles by name.
+    expect(page).toMatch(/<th>p50<\/th><td class="num">2,550<\/td><td class="num">0.75<\/td>/);
+  });
+
+  it('say there is no profile for an older run, and draw no prediction chart', () => {
+    const page = renderRunPage(ctx, view({ manifest: manifest(undefined) }));
+    expect(page).toContain('no prediction profile');
+    expect(charts(page).map((c) => c.canvas)).toEqual(['chart-throughput']);
+  });
+
+  it('refresh a live run page, not a finished one', () => {
+    const active = status({ state: 'active', finishedAt: undefined });
+    expect(renderRunPage(ctx, view({ status: active, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
+    expect(renderRunPage(ctx, view())).not.toContain('http-equiv="refresh"');
+  });
+
+  it('show segment cells by state, active ones with their worker', () => {
+    const page = squash(
+      renderRunPage(
+        ctx,
+        view({
+          segments: [
+            { index: 0, state: 'done', rows: 500, quarantined: 0 },
+            { index: 1, state: 'active', rows: 120, quarantined: 0, worker: 'host-a:42' },
+            { index: 2, state: 'failed', rows: 0, quarantined: 0, reason: 'E_BAD_ROWS' },
+            { index: 3, state: 'waiting', rows: 0, quarantined: 0 },
+          ],
+        }),
+      ),
+    );
+    expect(page.match(/data-state="(\w+)"/g)).toEqual(['data-state="done"', 'data-state="active"', 'data-state="failed"', 'data-state="waiting"']);
+    expect(page).toMatch(
+      /<li class="cell cell-active" data-state="active" title="[^"]*worker host-a:42[^"]*"><span class="index">1<\/span><span class="detail">host-a:42<\/span>/,
+    );
+  });
+});
+
+describe('throughputSeries', () => {
+  it('gives rows/s between samples, skipping samples too close together', () => {
+    const samples = [
+      { t: 10_000, rowsDone: 0 },
+      { t: 12_000, rowsDone: 1000 },
+      { t: 14_000, rowsDone: 3000 },
+      { t: 14_200, rowsDone: 3100 },
+    ];
+    // The final sample, 200 ms after one, replaces it: the last rate spans 12 s to 14.2 s.
+    expect(throughputSeries(samples)).toEqual([
+      { seconds: 2, rowsPerSecond: 500 },
+      { seconds: 4.2, rowsPerSecond: 955 },
+    ]);
+    expect(throughputSeries(samples.slice(0, 1))).toEqual([]);
+  });
+
+  it('keeps at most 300 points of a long history', () => {
+    const samples = Array.from({ length: 3600 }, (_, i) => ({ t: i * 2000, rowsDone: i * 100 }));
+    const series = throughputSeries(samples);
+    expect(series.length).toBeLessThanOrEqual(301);
+    expect(series.length).toBeGreaterThan(250);
+    expect(new Set(series.map((p) => p.rowsPerSecond))).toEqual(new Set([50]));
+  });
+});
