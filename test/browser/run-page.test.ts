@@ -1,13 +1,11 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
 import type { NumericSummary, PredictionProfile } from '../../src/http/run-page-data.js';
-import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture } from '../helpers/queue.js';
-import { mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
+import { PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
+import { useServeProcesses } from '../helpers/serve.js';
 import { parseCsv, tempDir } from '../helpers/scoring.js';
 
 const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'screenshots');
@@ -35,6 +33,9 @@ afterAll(async () => {
 });
 
 const f = useQueueFixture();
+const serve = useServeProcesses();
+const USER = 'viewer';
+const PASSWORD = 'browser-test-password';
 
 /** A numeric summary of values, as the pipeline's profile has it (exact here, where the pipeline sketches). */
 function summarize(values: number[], bins = 24): NumericSummary {
@@ -105,13 +106,21 @@ describe('the run page in a browser', () => {
     expect((await f.finished(runId)).state).toBe('completed');
     await addProfile(join(out, runId));
 
-    const storage = createStorage();
-    let app: FastifyInstance | undefined;
+    const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD });
+    const base = s.url;
+    // Without credentials the dashboard is refused, and the browser is asked to log in (Chromium itself
+    // turns that answer into a navigation error, so the browser's own request API looks at it).
+    const anonymous = await browser.newContext();
     try {
-      app = await mountRunPages(f, storage);
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const refused = await anonymous.request.get(`${base}/ui/runs/${runId}`, { maxRedirects: 0 });
+      expect(refused.status()).toBe(401);
+      expect(refused.headers()['www-authenticate']).toMatch(/^Basic /);
+    } finally {
+      await anonymous.close();
+    }
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, httpCredentials: { username: USER, password: PASSWORD } });
+    try {
+      const page = await context.newPage();
       const problems: string[] = [];
       page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
       page.on('pageerror', (err) => problems.push(err.message));
@@ -135,10 +144,8 @@ describe('the run page in a browser', () => {
       }
       expect(problems).toEqual([]);
       await page.screenshot({ path: join(SCREENSHOTS, 'run-page.png'), fullPage: true });
-      await page.close();
     } finally {
-      await app?.close();
-      storage.close();
+      await context.close();
     }
   });
 });
