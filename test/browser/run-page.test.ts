@@ -6,6 +6,7 @@ import type { NumericSummary, PredictionProfile } from '../../src/http/run-page-
 import { useQueueFixture } from '../helpers/queue.js';
 import { PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
 import { useServeProcesses } from '../helpers/serve.js';
+import { CHROMIUM, noteMissing } from '../helpers/tools.js';
 import { parseCsv, tempDir } from '../helpers/scoring.js';
 
 const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'screenshots');
@@ -24,7 +25,8 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 let browser: Browser;
 beforeAll(async () => {
   tmp = await tempDir();
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  if (!CHROMIUM) return;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
   await mkdir(SCREENSHOTS, { recursive: true });
 });
 afterAll(async () => {
@@ -89,7 +91,9 @@ const chartDrawn = (id: string) => `(() => {
   return { points: chart ? chart.data.datasets[0].data.length : 0, coloured };
 })()`;
 
-describe('the run page in a browser', () => {
+if (!CHROMIUM) noteMissing('the browser test of the run pages', 'chromium');
+
+describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
   it('shows a finished run: progress, its segment grid and the prediction charts drawn, with no script or policy error', async () => {
     await f.setup({ latencyMs: 40, latencyJitterMs: 40 });
     f.worker();
