@@ -1,6 +1,8 @@
+import { once } from 'node:events';
 import { constants } from 'node:os';
 import type { Command, CommanderError } from 'commander';
 import { AbortedError, BatchScorerError, errorCode, errorMessage, UsageError } from '../errors.js';
+import type { Logger } from '../log.js';
 
 /**
  * Runs a command's action: an error becomes one line on stderr that says what to fix, and the
@@ -96,4 +98,21 @@ export function interruptSignal(onFirst?: (signal: string) => void): {
     },
     exitCode,
   };
+}
+
+/**
+ * The life of a long-running command (`worker`, `serve`): waits for SIGTERM or SIGINT, runs the
+ * graceful `shutdown`, flushes the log and exits 0; a second signal exits at once. The exit is
+ * explicit: with Redis away, BullMQ's close leaves timers behind that would keep the process
+ * alive, though every connection is closed or dropped by then.
+ */
+export async function runUntilSignal(log: Logger, shutdown: () => Promise<void>): Promise<never> {
+  const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
+  log.info({ signal }, 'signal received; a second one exits at once');
+  const force = () => process.exit(130);
+  process.once('SIGTERM', force);
+  process.once('SIGINT', force);
+  await shutdown();
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  process.exit(0);
 }

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
@@ -6,7 +5,7 @@ import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { createStorage } from '../storage/storage.js';
-import { action } from './action.js';
+import { action, runUntilSignal } from './action.js';
 import { count } from './worker.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
@@ -56,16 +55,10 @@ export function registerServe(program: Command): void {
             throw new UsageError(`cannot listen on ${flags.host}:${flags.port ?? settings.port} (${code}): choose another --host or --port`, { cause: err });
           throw err;
         });
-        const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
-        log.info({ signal }, 'signal received; a second one exits at once');
-        const force = () => process.exit(130);
-        process.once('SIGTERM', force);
-        process.once('SIGINT', force);
-        await serving.close();
-        storage.close();
-        await new Promise<void>((resolve) => log.flush(() => resolve()));
-        // BullMQ may leave timers behind when Redis was away; everything is closed, so this is the end.
-        process.exit(0);
+        await runUntilSignal(log, async () => {
+          await serving.close();
+          storage.close();
+        });
       }),
     );
 }

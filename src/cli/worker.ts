@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
@@ -6,7 +5,7 @@ import { isLoopback } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
-import { action } from './action.js';
+import { action, runUntilSignal } from './action.js';
 
 /** A commander parser for a flag taking a whole number of at least 1. */
 export const count = (flag: string) => (v: string) => {
@@ -82,17 +81,10 @@ export function registerWorker(program: Command): void {
           runDefaults: settings.runDefaults,
           metrics,
         });
-        const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
-        log.info({ signal }, 'signal received; a second one exits at once');
-        const force = () => process.exit(130);
-        process.once('SIGTERM', force);
-        process.once('SIGINT', force);
-        await worker.close();
-        storage.close();
-        await new Promise<void>((resolve) => log.flush(() => resolve()));
-        // With Redis away, BullMQ's close never finishes and leaves timers that would keep the
-        // process alive; the worker has dropped its connections, so this is the end.
-        process.exit(0);
+        await runUntilSignal(log, async () => {
+          await worker.close();
+          storage.close();
+        });
       }),
     );
 }

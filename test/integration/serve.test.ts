@@ -176,6 +176,10 @@ describe('serve', () => {
       ['GET', '/ui'],
       ['GET', '/ui/queues/'],
       ['GET', '/ui/queues/api/queues'],
+      ['GET', '/ui/runs'],
+      ['GET', '/ui/runs/some-run'],
+      ['GET', '/ui/runs/some-run/files/predictions.csv'],
+      ['GET', '/ui/assets/chart.js'],
     ];
     for (const [method, path] of routes) {
       const body = method === 'POST' ? {} : undefined;
@@ -188,10 +192,10 @@ describe('serve', () => {
     for (const path of readable) expect([path, (await call(`${s.url}${path}`, { headers: bearer })).status]).toEqual([path, 200]);
     // A token in a query string stays out of the log too.
     expect((await call(`${s.url}/openapi.json?token=${TOKEN}`, { headers: bearer })).status).toBe(200);
-    for (const path of ['/ui/queues/', '/ui/queues/api/queues'])
+    for (const path of ['/ui/queues/', '/ui/queues/api/queues', '/ui/runs', '/ui/assets/chart.js'])
       expect([path, (await call(`${s.url}${path}`, { headers: basic })).status]).toEqual([path, 200]);
     const home = await call(`${s.url}/ui`, { headers: basic });
-    expect([home.status, home.headers.get('location')]).toEqual([302, '/ui/queues/']);
+    expect([home.status, home.headers.get('location')]).toEqual([302, '/ui/runs']);
     expect((await call(`${s.url}/runs`, { headers: basic })).status).toBe(401);
     expect((await call(`${s.url}/metrics`, { headers: basic })).status).toBe(401);
     for (const path of ['/healthz', '/readyz']) expect([path, (await call(`${s.url}${path}`)).status]).toEqual([path, 200]);
