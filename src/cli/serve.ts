@@ -36,6 +36,8 @@ export function registerServe(program: Command): void {
           );
         }
         const log = createLogger({ level: settings.logLevel });
+        if (settings.dashboard && !settings.apiToken)
+          log.warn('DASHBOARD_USER/DASHBOARD_PASSWORD are set but API_TOKEN is not: the run API and /metrics refuse every request');
         const storage = createStorage(settings.s3);
         const metrics = createMetricsRegistry();
         const { startServe } = await import('../http/server.js');

@@ -1,7 +1,8 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { restate } from '../config/run-options.js';
 import { BatchScorerError, UsageError, type ErrorCode } from '../errors.js';
+import { requireAuth, type Credentials } from './auth.js';
 
 /** The largest request body taken; a run submission is a few hundred bytes. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -63,7 +64,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
  * E_USAGE with their status; anything else as a 500 whose message says nothing of its cause,
  * logged with the request id so it can be found.
  */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, credentials: Credentials): void {
   app.setErrorHandler(async (err: FastifyError | BatchScorerError, request, reply) => {
     let status: number;
     let body: ErrorBody;
@@ -80,8 +81,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     return reply.code(status).send(body);
   });
-  app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  // Asked without credentials, an unknown path is refused like a known one: which paths exist is
+  // no business of a caller without them (under /ui, the dashboard's login is asked for).
+  const apiAuth = requireAuth(credentials, { basic: false });
+  const uiAuth = requireAuth(credentials, { basic: true });
+  app.setNotFoundHandler(
+    {
+      preHandler: (request: FastifyRequest, reply: FastifyReply) =>
+        (request.url === '/ui' || request.url.startsWith('/ui/') ? uiAuth : apiAuth)(request, reply),
+    },
+    async (request, reply) => reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 }
 

@@ -32,5 +32,6 @@ export async function startMetricsServer(options: {
   registerMetricsRoute(app, options.registry, options.credentials);
   const auth = options.credentials.token ? 'bearer token required' : 'no credentials required';
   const url = await app.listen({ host: options.host, port: options.port, listenTextResolver: (address) => `metrics at ${address}/metrics (${auth})` });
-  return { url, close: () => app.close() };
+  let closing: Promise<void> | undefined;
+  return { url, close: () => (closing ??= app.close()) };
 }

@@ -184,7 +184,7 @@ async function segmentCells(
 }
 
 /** What a segment job answers when its run failed before it started (see segment-job). */
-const skippedSegment = z.object({ skipped: z.literal('run failed') });
+const skippedSegment = z.object({ skipped: z.enum(['run failed', 'run cancelled']) });
 
 /**
  * The first quarantined rows: from errors.jsonl once the run is assembled, else from the

@@ -76,7 +76,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
     done();
   });
-  installErrorHandling(app);
+  installErrorHandling(app, deps.credentials);
 
   // Probes call these every few seconds: their requests are not logged unless something is wrong.
   app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
@@ -210,6 +210,8 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   try {
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
+    // Listening loads the plugins first: the run pages' connection is closed with the app.
+    await app.close().catch(() => undefined);
     await closeConnections();
     throw err;
   }

@@ -71,8 +71,11 @@ export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: 
     runs.inc({ outcome: failedReason.endsWith('[E_CANCELLED]') ? 'cancelled' : 'failed' });
   });
 
+  const ready = events.waitUntilReady().then(() => {});
+  // Nobody may wait for it (serve does not), and it fails once closed before Redis answered.
+  ready.catch(() => undefined);
   return {
-    ready: events.waitUntilReady().then(() => {}),
+    ready,
     close: async () => {
       await events.close();
       await redis.close();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
@@ -8,8 +9,12 @@ import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
+import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
+
+/** How long cancel() waits for an assembly already under way to end (it decides the answer). */
+const ASSEMBLY_WAIT_MS = 60_000;
 
 /** How long a producer waits for Redis to answer at first before it gives up. */
 export const CONNECT_TIMEOUT_MS = 5_000;
@@ -179,9 +184,20 @@ export class RunQueue {
     // Segments no worker took yet go at once; those being scored stop when their workers see the
     // marker. A run job left with no segment is taken again, and ends the run as cancelled.
     await job.removeUnprocessedChildren();
-    const after = await this.describe(await this.requireJob(runId));
-    // It finished meanwhile: too late to cancel.
-    if (after.state === 'completed' || after.state === 'failed') throw alreadyFinished(runId, after.state);
+    // The other half of the run job's cancel handshake (see run-job.ts): an assembly that began
+    // before the marker was seen is not cut; its outcome decides the answer.
+    let now = await this.requireJob(runId);
+    const deadline = Date.now() + ASSEMBLY_WAIT_MS;
+    while (now.data.step === 'assemble' && !(await this.stateOf(now)).ended && Date.now() < deadline) {
+      await sleep(CANCEL_POLL_MS);
+      now = await this.requireJob(runId);
+    }
+    const after = await this.describe(now);
+    if (after.state === 'completed' || after.state === 'failed') {
+      // It finished meanwhile: too late to cancel, and the marker must not outlive the answer.
+      await this.cancels.clear(runId);
+      throw alreadyFinished(runId, after.state);
+    }
     return after;
   }
 
@@ -248,16 +264,20 @@ export class RunQueue {
    * E_CANCELLED ended a cancelled run; an unfinished one whose run has a cancel marker is
    * cancelled already, while its segments stop.
    */
-  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean }> {
+  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean; job: Job<RunJobData> }> {
     const raw = await job.getState();
-    if (raw === 'completed') return { state: raw, ended: true };
-    if (raw === 'failed') return { state: job.failedReason.endsWith('[E_CANCELLED]') ? 'cancelled' : 'failed', ended: true };
-    if (await this.cancels.has(job.data.runId)) return { state: 'cancelled', ended: false };
-    return { state: raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting', ended: false };
+    if (raw === 'completed' || raw === 'failed') {
+      // A job that ended after this copy of it was read: its reason and end time are in a fresh one.
+      const ended = job.finishedOn === undefined ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job) : job;
+      const cancelled = raw === 'failed' && (ended.failedReason ?? '').endsWith('[E_CANCELLED]');
+      return { state: cancelled ? 'cancelled' : raw, ended: true, job: ended };
+    }
+    if (await this.cancels.has(job.data.runId)) return { state: 'cancelled', ended: false, job };
+    return { state: raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting', ended: false, job };
   }
 
-  private async describe(job: Job<RunJobData>): Promise<RunStatus> {
-    const { state, ended: finished } = await this.stateOf(job);
+  private async describe(read: Job<RunJobData>): Promise<RunStatus> {
+    const { state, ended: finished, job } = await this.stateOf(read);
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;

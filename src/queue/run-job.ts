@@ -78,19 +78,31 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         }
         await job.updateData({ ...data, step: 'assemble', startedAt });
       }
+      // The cancel handshake: the step says `assemble` before the marker is read here, and cancel()
+      // writes the marker before it reads the step; so either this sees the cancel, or cancel()
+      // sees the assembly and waits for its outcome. Once begun, assembly is not cut by a cancel:
+      // a half-written `_SUCCESS` must never stand beside a run reported cancelled.
+      if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
+      const assembling = ctx.jobSignal(new AbortController().signal, lost);
       const queue = (segments: { jobId?: string; worker?: string }[]) => ({
         jobIds: [job.id!, ...segments.map((s) => s.jobId ?? '?')],
         attempts: job.attemptsMade + 1,
         workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
       });
-      const manifest = await finishRun(run, { startedAt, queue }, { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal });
+      const manifest = await finishRun(
+        run,
+        { startedAt, queue },
+        { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling },
+      );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
       jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
       return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       const asked = request ?? { ...data.request, options: { ...data.request.options } };
-      if (cancel.signal.aborted || errorCode(err) === 'E_CANCELLED') {
+      // What a cancel causes may come before the watch's next poll (its segments removed under it).
+      const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
+      if (cancelled) {
         throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: asked }, jobLog);
       }
       throw await ctx.failJob(job, token, err, jobLog, (e) =>

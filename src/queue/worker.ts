@@ -128,6 +128,8 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
           }
         })();
         await Promise.race([cleanups, droppedConnections]);
+        // Connections dropped before the cleanups reached it: the port is released all the same.
+        await metrics?.server.close().catch(() => undefined);
         clearTimeout(timer);
         clearTimeout(dropTimer);
         log.info('worker stopped');

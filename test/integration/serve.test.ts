@@ -180,6 +180,8 @@ describe('serve', () => {
       ['GET', '/ui/runs/some-run'],
       ['GET', '/ui/runs/some-run/files/predictions.csv'],
       ['GET', '/ui/assets/chart.js'],
+      ['GET', '/no-such-route'],
+      ['GET', '/ui/no-such-page'],
     ];
     for (const [method, path] of routes) {
       const body = method === 'POST' ? {} : undefined;
@@ -198,6 +200,9 @@ describe('serve', () => {
     expect([home.status, home.headers.get('location')]).toEqual([302, '/ui/runs']);
     expect((await call(`${s.url}/runs`, { headers: basic })).status).toBe(401);
     expect((await call(`${s.url}/metrics`, { headers: basic })).status).toBe(401);
+    // With credentials, an unknown path is what it is.
+    expect((await call(`${s.url}/no-such-route`, { headers: bearer })).status).toBe(404);
+    expect((await call(`${s.url}/ui/no-such-page`, { headers: basic })).status).toBe(404);
     for (const path of ['/healthz', '/readyz']) expect([path, (await call(`${s.url}${path}`)).status]).toEqual([path, 200]);
 
     // The dashboard is read-only unless serve is told otherwise, and refuses changes itself.
