@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
+import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
@@ -51,7 +52,7 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
 
 /**
  * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
- * and last its counts, whose presence marks the segment done. Reading waits while `window`
+ * and last its counts and prediction profile, whose presence marks the segment done. Reading waits while `window`
  * batches are unwritten, so memory stays flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
@@ -60,6 +61,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
   const { folder } = run;
   const counts = emptyCounts();
+  const profile = new ProfileAccumulator(run.schema);
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
   // The first failure is the one to report: cancelling the other batches makes them fail too,
@@ -118,8 +120,10 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     const scored: { input: Record<string, unknown>; text?: string; predictions: unknown[] }[] = [];
     let errors = '';
     for (const o of outcomes) {
-      if ('predictions' in o) scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
-      else errors += errorLine(o.row, o.error, run.input.syntax);
+      if ('predictions' in o) {
+        scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
+        profile.add(o.predictions);
+      } else errors += errorLine(o.row, o.error, run.input.syntax);
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
@@ -172,7 +176,12 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
     throw failure;
   }
   const [rowsWritten, errorsWritten] = await writes;
-  await writeSegmentDone(storage, run, index, { ...counts, ...work.facts, bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes } });
+  await writeSegmentDone(storage, run, index, {
+    ...counts,
+    ...work.facts,
+    bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
+    profile: profile.toJSON(),
+  });
   log.debug({ counts }, 'segment scored');
   return counts;
 }
