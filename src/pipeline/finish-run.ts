@@ -7,6 +7,7 @@ import { assembleOutputs, concatenateParts, readFinishedSegments } from './assem
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { quarantineAllowance } from './score-segment.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
+import { mergeProfiles } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { requireRunFile, writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
@@ -21,8 +22,8 @@ export interface FinishContext {
 
 /**
  * Ends a run whose segments are all done: checks the quarantined share and, on a server without
- * versions, that the model did not change meanwhile; joins the outputs, writes manifest.json and
- * then `_SUCCESS`, last, and removes the `_work` area.
+ * versions, that the model did not change meanwhile; joins the outputs and the segments' prediction
+ * profiles, writes manifest.json and then `_SUCCESS`, last, and removes the `_work` area.
  */
 export async function finishRun(
   run: PreparedRun,
@@ -41,11 +42,28 @@ export async function finishRun(
     );
   }
   const warnings = await checkModelUnchanged(run, ctx);
+  const { profile, warning } = mergeProfiles(
+    run.schema,
+    finished.done.map((d) => d.profile),
+  );
+  if (warning) {
+    log.warn(warning);
+    warnings.push(warning);
+  }
   const outputs = await assembleOutputs(storage, run, finished, signal);
   if (counts.unechoedRows > 0) {
     warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
   }
-  const manifest = buildManifest({ runId: run.runId, startedAt: facts.startedAt, run, counts, outputs, warnings, queue: facts.queue?.(finished.done) });
+  const manifest = buildManifest({
+    runId: run.runId,
+    startedAt: facts.startedAt,
+    run,
+    counts,
+    profile,
+    outputs,
+    warnings,
+    queue: facts.queue?.(finished.done),
+  });
   await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.

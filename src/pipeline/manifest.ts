@@ -3,6 +3,7 @@ import { runOptionsSchema } from '../config/run-options.js';
 import { errorCode, type BatchScorerError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
+import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 
@@ -40,6 +41,8 @@ export const manifestSchema = z.object({
   service: z.string().nullable(),
   options: z.record(z.string(), z.unknown()),
   counts: segmentCountsSchema.extend({ segments: z.int().min(0) }).nullable(),
+  /** What the predictions came to (see PredictionProfile); null for a failed run, and in manifests of releases that kept none. */
+  profile: predictionProfileSchema.nullable().default(null),
   outputs: z.array(outputFileSchema),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
@@ -58,6 +61,7 @@ export interface ManifestParts {
   /** What was asked, for runs that failed before being prepared. */
   request?: { input: string; model: string; options: Record<string, unknown> };
   counts?: SegmentCounts & { segments: number };
+  profile?: PredictionProfile | null;
   outputs?: OutputFile[];
   warnings?: string[];
   error?: BatchScorerError | Error;
@@ -90,6 +94,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     service: run?.service ?? null,
     options: run?.request.options ?? parts.request?.options ?? {},
     counts: parts.counts ?? null,
+    profile: parts.profile ?? null,
     outputs: parts.outputs ?? [],
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: parts.error.message } } : {}),

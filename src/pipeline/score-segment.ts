@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
+import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import { segmentRows } from './segment-rows.js';
@@ -54,7 +55,7 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
 
 /**
  * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
- * and last its counts, whose presence marks the segment done. Reading waits while `window`
+ * and last its counts and prediction profile, whose presence marks the segment done. Reading waits while `window`
  * batches are unwritten, so memory stays flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
@@ -77,6 +78,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
   const { folder } = run;
   const counts = emptyCounts();
+  const profile = new ProfileAccumulator(run.schema);
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
   // The first failure is the one to report: cancelling the other batches makes them fail too,
@@ -136,8 +138,10 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     const scored: { input: Record<string, unknown>; text?: string; predictions: unknown[] }[] = [];
     let errors = '';
     for (const o of outcomes) {
-      if ('predictions' in o) scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
-      else errors += errorLine(o.row, o.error, run.input.syntax);
+      if ('predictions' in o) {
+        scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
+        profile.add(o.predictions);
+      } else errors += errorLine(o.row, o.error, run.input.syntax);
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
@@ -191,7 +195,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     throw failure;
   }
   const [rowsWritten, errorsWritten] = await writes;
-  await writeSegmentDone(storage, run, index, { ...counts, ...work.facts, bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes } });
+  await writeSegmentDone(storage, run, index, {
+    ...counts,
+    ...work.facts,
+    bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
+    profile: profile.toJSON(),
+  });
   log.debug({ counts }, 'segment scored');
   return counts;
 }

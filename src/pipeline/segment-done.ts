@@ -2,24 +2,27 @@ import pLimit from 'p-limit';
 import { z } from 'zod';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { segmentProfileSchema } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-state.js';
 import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 
 /**
  * A segment's done marker, written after its parts: its counts, the bytes of its parts (so
- * assembly knows the output's size without asking storage), and who scored it in queue mode.
+ * assembly knows the output's size without asking storage), who scored it in queue mode, and the
+ * prediction profile of its scored rows (null in done markers of releases that kept none).
  * Its presence is what makes a segment done.
  */
 const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
   bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
+  profile: segmentProfileSchema.nullable().default(null),
 });
 export type SegmentDone = z.output<typeof segmentDoneSchema>;
 
 /** Done markers read at once: enough to hide storage latency, few enough to be polite. */
 const READS_AT_ONCE = 16;
 
-export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: SegmentDone): Promise<unknown> {
+export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: z.input<typeof segmentDoneSchema>): Promise<unknown> {
   return writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
 }
 

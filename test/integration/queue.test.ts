@@ -63,6 +63,10 @@ describe('queue mode with real worker processes on Redis', () => {
       expect(sha256(queued)).toBe(sha256(await directRun('two')));
       const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/q/two/manifest.json'))) as Manifest;
       expect(manifest.state).toBe('succeeded');
+      // The workers' segment profiles, merged, are what one process finds.
+      const direct = JSON.parse(await readFile(join(tmp.dir, 'direct-two', 'd', 'manifest.json'), 'utf8')) as Manifest;
+      expect(manifest.profile?.targets[0]).toMatchObject({ target: 'rental_price', count: ROWS, nulls: 0 });
+      expect(manifest.profile).toEqual(direct.profile);
       const pids = f.workers.map((w) => String(w.child.pid)).sort();
       expect(manifest.queue?.workers.map((w) => w.split(':')[1]).sort()).toEqual(pids);
       expect(manifest.queue?.jobIds).toHaveLength(16);

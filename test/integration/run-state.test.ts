@@ -1,5 +1,5 @@
 import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { loadPreparedRun } from '../../src/pipeline/prepared-run.js';
@@ -104,6 +104,33 @@ describe('a run folder written by batch-scorer 0.1.0', () => {
     expect(err.code).toBe('E_RUN_STATE');
     expect(err.message).toContain(`${runJson}: taken as written by batch-scorer 0.1.0 (it has no schemaVersion), this is batch-scorer ${TOOL.version}`);
     expect(err.message).toMatch(/input: Invalid input: expected object, received undefined/);
+  });
+});
+
+describe('the prediction profile of a resumed run', () => {
+  it('merges the profiles of the segments finished before with the new ones: the same as an uninterrupted run', async () => {
+    const clean = await score(input, out, { service: sim.url, runId: 'profile-clean', ...OPTIONS });
+    await failedRun('profile-resumed');
+    const m = await resume('profile-resumed');
+    expect(m.profile?.targets[0]).toMatchObject({ target: 'rental_price', count: ROWS });
+    expect(m.profile).toEqual(clean.profile);
+  });
+
+  it('is null, with a warning, over done markers of a release that kept none', async () => {
+    const folder = await failedRun('unprofiled');
+    const markers = await doneMarkers(folder);
+    for (const file of markers) {
+      const { profile, ...content } = await readJson(file);
+      expect(profile).toMatchObject({ relativeAccuracy: 0.01 });
+      await writeJson(file, content);
+    }
+    const m = await resume('unprofiled');
+    expect(m.state).toBe('succeeded');
+    expect(m.profile).toBeNull();
+    const which = markers.map((file) => Number(basename(file, '.done.json'))).join(', ');
+    const warning = `${markers.length} of 5 segments (${which}) were scored by an earlier release, which kept no prediction profile`;
+    expect(m.warnings.join('\n')).toContain(warning);
+    expect(await readJson(join(folder, 'manifest.json'))).toMatchObject({ profile: null, warnings: [expect.stringContaining(warning)] });
   });
 });
 

@@ -1,0 +1,412 @@
+import { DDSketch } from '@datadog/sketches-js';
+import { z } from 'zod';
+import { errorMessage, RunStateError } from '../errors.js';
+import { ExactSum } from './exact-sum.js';
+import type { OutputSchema } from './output-schema.js';
+
+/** The quantile sketch's relative accuracy: a quantile is within 1% of the exact one. */
+export const RELATIVE_ACCURACY = 0.01;
+/** The quantiles a numeric summary gives. */
+export const PROFILE_QUANTILES: readonly number[] = [0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99];
+/**
+ * Buckets a stored or summarized sketch keeps, for positive and for negative values: 2048 cover
+ * magnitudes down to about 6e17 times below the largest; smaller ones are counted in the lowest
+ * bucket kept, so a done marker's sketch stays within a few tens of kilobytes whatever the values.
+ */
+export const SKETCH_BUCKETS = 2048;
+/** Equal-width bins of a numeric summary's histogram. */
+export const HISTOGRAM_BINS = 20;
+/** Distinct classes a segment keeps per target; rows of the others are counted as other, so memory stays flat. */
+export const CLASSES_KEPT = 1000;
+/** Distinct classes kept while merging segments; past it, all but the CLASSES_KEPT most frequent become other. */
+const CLASSES_MERGED = 10 * CLASSES_KEPT;
+/** Classes the manifest lists per target, most frequent first. */
+export const CLASSES_LISTED = 50;
+
+const count = z.int().min(0);
+
+const numericSummarySchema = z.object({
+  count: z.int().min(1),
+  /** Exact, as are count and mean. */
+  min: z.number(),
+  max: z.number(),
+  /** The exact sum over count, whatever the segments (see ExactSum). */
+  mean: z.number(),
+  /**
+   * From the sketch: within `relativeAccuracy` of the exact quantile (of a magnitude within the
+   * sketch's reach of the largest, see SKETCH_BUCKETS), and within [min, max].
+   */
+  quantiles: z.array(z.object({ p: z.number(), value: z.number() })),
+  /**
+   * HISTOGRAM_BINS equal-width bins over [min, max] (one when min = max), each value counted in the
+   * bin of its sketch bucket, so the counts are estimates that add up to count.
+   */
+  histogram: z.array(z.object({ lo: z.number(), hi: z.number(), count })),
+});
+/** What a run's values of one kind (a target's numbers, its confidences) came to. */
+export type NumericSummary = z.output<typeof numericSummarySchema>;
+
+const classCountSchema = z.object({ value: z.string(), count: z.int().min(1) });
+
+/**
+ * A run's prediction profile, in the manifest: per target, how many scored rows had a value, and
+ * what the values and their confidences were. Merged from the segments' profiles in segment order.
+ */
+export const predictionProfileSchema = z.object({
+  relativeAccuracy: z.number(),
+  targets: z.array(
+    z.object({
+      target: z.string(),
+      /** Its output column (`pred_` prefixed when it clashed with an input column). */
+      column: z.string(),
+      /** Numeric when the model answers an interval for it or every value was a number. */
+      kind: z.enum(['numeric', 'categorical']),
+      /** Scored rows with a value. */
+      count,
+      /** Scored rows without one: count + nulls is the run's rowsScored. */
+      nulls: count,
+      /** Numeric targets' numbers; null when no row had one. */
+      numeric: numericSummarySchema.nullable(),
+      /**
+       * Categorical targets' CLASSES_LISTED most frequent values (as text), ties by value. A
+       * segment keeps CLASSES_KEPT distinct values: rows of others are counted in otherClasses.
+       */
+      classes: z.array(classCountSchema).nullable(),
+      /** Rows whose value is not among `classes`. */
+      otherClasses: count,
+      /** Numeric confidences; null when the model answered none. */
+      confidence: numericSummarySchema.nullable(),
+    }),
+  ),
+});
+export type PredictionProfile = z.output<typeof predictionProfileSchema>;
+
+type Sketch = DDSketch;
+type SketchStore = Sketch['store'];
+
+/** The base of the sketches' logarithmic buckets: a stored sketch's must be this release's, for their buckets to add up. */
+const GAMMA = newSketch().mapping.gamma;
+
+/**
+ * Numbers seen: the sketch (which counts them and keeps min and max as it takes them) and their
+ * exact sum.
+ */
+class Numbers {
+  constructor(
+    readonly sketch: Sketch = newSketch(),
+    readonly sum: ExactSum = new ExactSum(),
+  ) {}
+
+  get count(): number {
+    return this.sketch.count;
+  }
+
+  add(value: number): void {
+    this.sketch.accept(value);
+    this.sum.add(value);
+  }
+
+  merge(other: Numbers): void {
+    const [into, from] = [this.sketch, other.sketch];
+    addBuckets(into.store, from.store);
+    addBuckets(into.negativeStore, from.negativeStore);
+    into.zeroCount += from.zeroCount;
+    into.count += from.count;
+    into.min = Math.min(into.min, from.min);
+    into.max = Math.max(into.max, from.max);
+    for (const part of other.sum.parts()) this.sum.add(part);
+  }
+
+  toJSON(): z.input<typeof numbersStateSchema> | null {
+    const { count, min, max } = this.sketch;
+    if (count === 0) return null;
+    return { count, min, max, sum: this.sum.parts(), sketch: Buffer.from(bounded(this.sketch).toProto()).toString('base64') };
+  }
+
+  summary(): NumericSummary | null {
+    const { count, min, max } = this.sketch;
+    if (count === 0) return null;
+    const sketch = bounded(this.sketch);
+    // Sketch values are bucket midpoints, which may lie just past the exact ends.
+    const clamp = (value: number) => Math.min(max, Math.max(min, value));
+    return {
+      count,
+      min,
+      max,
+      mean: clamp(this.sum.value() / count),
+      quantiles: PROFILE_QUANTILES.map((p) => ({ p, value: clamp(sketch.getValueAtQuantile(p)) })),
+      histogram: histogram(sketch, clamp),
+    };
+  }
+}
+
+function newSketch(): Sketch {
+  return new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
+}
+
+/**
+ * Adds one sketch store's buckets to another's, those below `floor` to the bucket `floor`.
+ * DDSketch's own merge (sketches-js 2.1.1) leaves the negative values out (DataDog/sketches-js#22),
+ * and its collapsing stores count a collapsed bucket twice, so neither is used.
+ */
+function addBuckets(into: SketchStore, from: SketchStore, floor = -Infinity): void {
+  from.bins.forEach((n, i) => {
+    if (n > 0) into.add(Math.max(floor, i + from.offset), n);
+  });
+}
+
+/**
+ * The sketch with each store cut to its SKETCH_BUCKETS highest keys, the lower buckets counted in
+ * the lowest kept. A key ends in max(key, top - SKETCH_BUCKETS + 1), top being the highest key of
+ * all the values, however often it was cut before: so a run's sketch is the same whatever its segments.
+ */
+function bounded(sketch: Sketch): Sketch {
+  const out = newSketch();
+  for (const store of ['store', 'negativeStore'] as const) {
+    const from = sketch[store];
+    let top = -Infinity;
+    from.bins.forEach((n, i) => {
+      if (n > 0) top = i + from.offset;
+    });
+    addBuckets(out[store], from, top - SKETCH_BUCKETS + 1);
+  }
+  out.zeroCount = sketch.zeroCount;
+  out.count = sketch.count;
+  out.min = sketch.min;
+  out.max = sketch.max;
+  return out;
+}
+
+function histogram(sketch: Sketch, clamp: (value: number) => number): NumericSummary['histogram'] {
+  const { min, max, count } = sketch;
+  if (min === max) return [{ lo: min, hi: max, count }];
+  // In halves, so that a span past Number.MAX_VALUE stays finite.
+  const half = max / 2 - min / 2;
+  const edge = (i: number) => (i === HISTOGRAM_BINS ? max : min + half * (i / HISTOGRAM_BINS) + half * (i / HISTOGRAM_BINS));
+  const bins = Array.from({ length: HISTOGRAM_BINS }, (_, i) => ({ lo: edge(i), hi: edge(i + 1), count: 0 }));
+  const put = (value: number, n: number) => {
+    const at = Math.floor(((clamp(value) / 2 - min / 2) / half) * HISTOGRAM_BINS);
+    bins[Math.min(HISTOGRAM_BINS - 1, at)].count += n;
+  };
+  const { mapping, store, negativeStore } = sketch;
+  store.bins.forEach((n, i) => {
+    if (n > 0) put(mapping.value(i + store.offset), n);
+  });
+  negativeStore.bins.forEach((n, i) => {
+    if (n > 0) put(-mapping.value(i + negativeStore.offset), n);
+  });
+  if (sketch.zeroCount > 0) put(0, sketch.zeroCount);
+  return bins;
+}
+
+/** A segment's numbers as its done marker keeps them: the sketch as protobuf (`toProto`), in base64. */
+const numbersStateSchema = z
+  .object({ count: z.int().min(1), min: z.number(), max: z.number(), sum: z.array(z.number()), sketch: z.string() })
+  .transform((state, ctx): Numbers => {
+    let sketch: Sketch;
+    try {
+      sketch = DDSketch.fromProto(Buffer.from(state.sketch, 'base64'));
+    } catch (err) {
+      ctx.issues.push({ code: 'custom', message: `sketch: not a DDSketch (${errorMessage(err)})`, input: state.sketch });
+      return z.NEVER;
+    }
+    if (sketch.mapping.gamma !== GAMMA || sketch.count !== state.count) {
+      ctx.issues.push({
+        code: 'custom',
+        message: `sketch: not a DDSketch of ${state.count} values at relative accuracy ${RELATIVE_ACCURACY}`,
+        input: state.sketch,
+      });
+      return z.NEVER;
+    }
+    // The protobuf form keeps the buckets only.
+    sketch.min = state.min;
+    sketch.max = state.max;
+    return new Numbers(sketch, ExactSum.of(state.sum));
+  });
+
+/**
+ * One segment's profile, kept in its done marker and merged at assembly. Both accumulations are
+ * kept whatever the values, since a later segment may decide the kind.
+ */
+export const segmentProfileSchema = z.object({
+  relativeAccuracy: z.literal(RELATIVE_ACCURACY),
+  targets: z.array(
+    z.object({
+      target: z.string(),
+      count,
+      nulls: count,
+      numbers: numbersStateSchema.nullable(),
+      classes: z.array(classCountSchema),
+      otherClasses: count,
+      confidence: numbersStateSchema.nullable(),
+    }),
+  ),
+});
+export type SegmentProfile = z.output<typeof segmentProfileSchema>;
+type TargetState = z.input<typeof segmentProfileSchema>['targets'][number];
+
+/** One target's accumulation: where its values are in a row's predictions, and what they came to. */
+class TargetProfile {
+  count = 0;
+  nulls = 0;
+  readonly numbers = new Numbers();
+  readonly confidence = new Numbers();
+  /** Rows by value as answered (a number, a string, a boolean; objects as JSON text), up to CLASSES_KEPT values. */
+  readonly classes = new Map<unknown, number>();
+  otherClasses = 0;
+
+  constructor(
+    readonly target: string,
+    readonly column: string,
+    /** The model answers an interval: numeric, whatever its values, so no classes are counted. */
+    readonly interval: boolean,
+    readonly valueAt: number,
+    /** -1 when the schema has no confidence column. */
+    readonly confidenceAt: number,
+  ) {}
+
+  add(predictions: readonly unknown[]): void {
+    const value = predictions[this.valueAt];
+    if (value === null || value === undefined) this.nulls++;
+    else {
+      this.count++;
+      if (typeof value === 'number' && Number.isFinite(value)) this.numbers.add(value);
+      if (!this.interval) this.countClass(typeof value === 'object' ? JSON.stringify(value) : value);
+    }
+    const confidence = predictions[this.confidenceAt];
+    if (typeof confidence === 'number' && Number.isFinite(confidence)) this.confidence.add(confidence);
+  }
+
+  private countClass(key: unknown): void {
+    const n = this.classes.get(key);
+    if (n !== undefined) this.classes.set(key, n + 1);
+    else if (this.classes.size < CLASSES_KEPT) this.classes.set(key, 1);
+    else this.otherClasses++;
+  }
+
+  toJSON(): TargetState {
+    // Only numbers, more distinct than kept: a numeric target. Its classes would count only if
+    // another segment made it categorical, and then be mostly other anyway: all are, and done
+    // markers stay small.
+    const dropped = this.numbers.count === this.count && this.otherClasses > 0;
+    const classes = new Map<string, number>();
+    if (!dropped) {
+      // 1 and "1" are one class in text.
+      for (const [value, n] of this.classes) classes.set(String(value), (classes.get(String(value)) ?? 0) + n);
+    }
+    return {
+      target: this.target,
+      count: this.count,
+      nulls: this.nulls,
+      numbers: this.numbers.toJSON(),
+      classes: [...classes].map(([value, n]) => ({ value, count: n })),
+      otherClasses: dropped ? this.count : this.otherClasses,
+      confidence: this.confidence.toJSON(),
+    };
+  }
+
+  merge(state: SegmentProfile['targets'][number]): void {
+    this.count += state.count;
+    this.nulls += state.nulls;
+    if (state.numbers) this.numbers.merge(state.numbers);
+    if (state.confidence) this.confidence.merge(state.confidence);
+    for (const { value, count: n } of state.classes) this.classes.set(value, (this.classes.get(value) ?? 0) + n);
+    this.otherClasses += state.otherClasses;
+    if (this.classes.size > CLASSES_MERGED) {
+      const kept = new Set(mostFrequent(this.classes, CLASSES_KEPT).map((c) => c.value));
+      for (const [value, n] of this.classes) {
+        if (kept.has(String(value))) continue;
+        this.classes.delete(value);
+        this.otherClasses += n;
+      }
+    }
+  }
+
+  summary(): PredictionProfile['targets'][number] {
+    const kind = this.interval || this.numbers.count === this.count ? 'numeric' : 'categorical';
+    const classes = kind === 'categorical' ? mostFrequent(this.classes, CLASSES_LISTED) : null;
+    return {
+      target: this.target,
+      column: this.column,
+      kind,
+      count: this.count,
+      nulls: this.nulls,
+      numeric: kind === 'numeric' ? this.numbers.summary() : null,
+      classes,
+      otherClasses: classes ? this.count - classes.reduce((n, c) => n + c.count, 0) : 0,
+      confidence: this.confidence.summary(),
+    };
+  }
+}
+
+/** The `n` most frequent classes, ties by value (as text), so the order is the same every time. */
+function mostFrequent(classes: ReadonlyMap<unknown, number>, n: number): { value: string; count: number }[] {
+  return [...classes]
+    .map(([value, count]) => ({ value: String(value), count }))
+    .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+    .slice(0, n);
+}
+
+/**
+ * A prediction profile as rows are scored (`add`, once per scored row, allocating nothing beyond
+ * what the sketches grow), stored per segment (`toJSON`), and merged in segment order (`merge`)
+ * into the manifest's profile (`summary`).
+ */
+export class ProfileAccumulator {
+  private readonly targets: TargetProfile[];
+
+  constructor(schema: OutputSchema) {
+    let first = 0;
+    this.targets = schema.targets.map((t) => {
+      const at = (member: string) => {
+        const i = t.columns.findIndex((c) => c.member === member);
+        return i < 0 ? -1 : first + i;
+      };
+      const profile = new TargetProfile(t.target, t.columns[0].column, t.interval, at(t.target), at(`${t.target}_confidence`));
+      first += t.columns.length;
+      return profile;
+    });
+  }
+
+  /** A scored row's prediction values, in schema order (`OutputSchema.columns`). */
+  add(predictions: readonly unknown[]): void {
+    for (let i = 0; i < this.targets.length; i++) this.targets[i].add(predictions);
+  }
+
+  toJSON(): z.input<typeof segmentProfileSchema> {
+    return { relativeAccuracy: RELATIVE_ACCURACY, targets: this.targets.map((t) => t.toJSON()) };
+  }
+
+  /** Adds segment `index`'s profile; segments are merged in their order, so the result is always the same. */
+  merge(segment: SegmentProfile, index: number): void {
+    const names = segment.targets.map((t) => t.target);
+    if (names.join('\0') !== this.targets.map((t) => t.target).join('\0')) {
+      throw new RunStateError(
+        `segment ${index}'s done marker profiles the targets ${names.join(', ') || '(none)'}, not the run's (${this.targets.map((t) => t.target).join(', ')}): was it edited? Delete it to score the segment again, then resume the run`,
+      );
+    }
+    segment.targets.forEach((t, i) => this.targets[i].merge(t));
+  }
+
+  summary(): PredictionProfile {
+    return { relativeAccuracy: RELATIVE_ACCURACY, targets: this.targets.map((t) => t.summary()) };
+  }
+}
+
+/**
+ * The run's profile from its segments', in segment order; null, with a warning saying why, when
+ * a segment was scored by a release that kept none (its done marker has no profile).
+ */
+export function mergeProfiles(schema: OutputSchema, segments: readonly (SegmentProfile | null)[]): { profile: PredictionProfile | null; warning?: string } {
+  const without = segments.flatMap((s, i) => (s === null ? [i] : []));
+  if (without.length > 0) {
+    const which = without.length > 5 ? `${without.slice(0, 5).join(', ')} and ${without.length - 5} more` : without.join(', ');
+    return {
+      profile: null,
+      warning: `${without.length} of ${segments.length} segments (${which}) were scored by an earlier release, which kept no prediction profile: the manifest has none; score the input again under a new --run-id to have one`,
+    };
+  }
+  const merged = new ProfileAccumulator(schema);
+  segments.forEach((s, i) => merged.merge(s!, i));
+  return { profile: merged.summary() };
+}
