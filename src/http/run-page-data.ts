@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
-import { manifestSchema } from '../pipeline/manifest.js';
+import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
@@ -30,41 +30,10 @@ export interface RunPageSources {
   storage: Storage;
 }
 
-const numericSummarySchema = z.object({
-  count: z.number(),
-  min: z.number(),
-  max: z.number(),
-  mean: z.number(),
-  quantiles: z.array(z.object({ p: z.number(), value: z.number() })),
-  histogram: z.array(z.object({ lo: z.number(), hi: z.number(), count: z.number() })),
-});
-export type NumericSummary = z.output<typeof numericSummarySchema>;
+export type { NumericSummary, PredictionProfile } from '../pipeline/prediction-profile.js';
 
-/**
- * The manifest's prediction profile, as the pipeline writes it. Until it lands in the pipeline,
- * a copy: when merging, use the pipeline's predictionProfileSchema here instead.
- */
-const predictionProfileSchema = z.object({
-  relativeAccuracy: z.number(),
-  targets: z.array(
-    z.object({
-      target: z.string(),
-      column: z.string(),
-      kind: z.enum(['numeric', 'categorical']),
-      count: z.number(),
-      nulls: z.number(),
-      numeric: numericSummarySchema.nullable(),
-      classes: z.array(z.object({ value: z.string(), count: z.number() })).nullable(),
-      otherClasses: z.number(),
-      confidence: numericSummarySchema.nullable(),
-    }),
-  ),
-});
-export type PredictionProfile = z.output<typeof predictionProfileSchema>;
-
-/** The manifest as a page reads it: older runs have no profile. */
-const pageManifestSchema = manifestSchema.extend({ profile: predictionProfileSchema.nullable().optional() });
-export type PageManifest = z.output<typeof pageManifestSchema>;
+/** The manifest as a page reads it (older runs' manifests read with a null profile). */
+export type PageManifest = Manifest;
 
 /** One line of errors.jsonl (see score-segment's errorLine). */
 const quarantinedRowSchema = z.object({
@@ -132,7 +101,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
   const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
   const [manifest, describe] = await Promise.all([
-    attempt('manifest.json', () => readRunFile(sources.storage, runFiles.manifest(folder), pageManifestSchema)),
+    attempt('manifest.json', () => readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema)),
     attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
   ]);
   const generation = Date.parse(status.enqueuedAt);
@@ -275,7 +244,7 @@ export async function outputFile(sources: RunPageSources, runId: string, name: s
   const status = await sources.runs.get(runId);
   if (!status || name.includes('/') || name.includes('\\') || name.startsWith('.')) return undefined;
   const folder = parseLocation(status.folder);
-  const manifest = await readRunFile(sources.storage, runFiles.manifest(folder), pageManifestSchema);
+  const manifest = await readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema);
   const listed = manifest?.outputs.find((o) => o.file === name);
   return listed ? { location: joinLocation(folder, listed.file), file: listed.file } : undefined;
 }

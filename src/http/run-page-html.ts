@@ -317,9 +317,11 @@ function histogramChart(canvas: string, summary: NumericSummary, label: string, 
 function profileSection(manifest: PageManifest | undefined, charts: ChartSpec[]): Html {
   const profile = manifest?.profile;
   if (!profile) {
-    const why = manifest
-      ? 'This run has no prediction profile (it was scored by an older release).'
-      : 'The prediction profile appears once the run is assembled.';
+    const why = !manifest
+      ? 'The prediction profile appears once the run is assembled.'
+      : manifest.state !== 'succeeded'
+        ? 'A run that did not succeed has no prediction profile; it is made when the run is assembled.'
+        : 'This run has no prediction profile: some of its segments were scored by an earlier release (see its warnings).';
     return html`<section class="card">
       <h2>Predictions</h2>
       <p class="muted">${why}</p>

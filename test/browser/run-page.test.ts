@@ -1,13 +1,13 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NumericSummary, PredictionProfile } from '../../src/http/run-page-data.js';
 import { useQueueFixture } from '../helpers/queue.js';
 import { PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
 import { useServeProcesses } from '../helpers/serve.js';
 import { CHROMIUM, noteMissing } from '../helpers/tools.js';
-import { parseCsv, tempDir } from '../helpers/scoring.js';
+import { tempDir } from '../helpers/scoring.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
 
 const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'screenshots');
 const CHROMIUM_ARGS = [
@@ -39,45 +39,6 @@ const serve = useServeProcesses();
 const USER = 'viewer';
 const PASSWORD = 'browser-test-password';
 
-/** A numeric summary of values, as the pipeline's profile has it (exact here, where the pipeline sketches). */
-function summarize(values: number[], bins = 24): NumericSummary {
-  const sorted = [...values].sort((a, b) => a - b);
-  const [min, max] = [sorted[0], sorted[sorted.length - 1]];
-  const width = (max - min) / bins || 1;
-  const histogram = Array.from({ length: bins }, (_, i) => ({ lo: min + i * width, hi: min + (i + 1) * width, count: 0 }));
-  for (const v of values) histogram[Math.min(bins - 1, Math.floor((v - min) / width))].count += 1;
-  const quantiles = [0.01, 0.25, 0.5, 0.75, 0.99].map((p) => ({ p, value: sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] }));
-  return { count: values.length, min, max, mean: values.reduce((a, b) => a + b, 0) / values.length, quantiles, histogram };
-}
-
-/**
- * Until the pipeline writes the prediction profile into the manifest, this test writes one, made
- * from the run's own predictions, so the page has something to draw.
- */
-async function addProfile(folder: string): Promise<void> {
-  const rows = parseCsv(await readFile(join(folder, 'predictions.csv'), 'utf8'));
-  const numbers = (column: string) => rows.map((r) => Number(r[column])).filter((v) => Number.isFinite(v));
-  const profile: PredictionProfile = {
-    relativeAccuracy: 0.01,
-    targets: [
-      {
-        target: 'rental_price',
-        column: 'rental_price',
-        kind: 'numeric',
-        count: rows.length,
-        nulls: rows.length - numbers('rental_price').length,
-        numeric: summarize(numbers('rental_price')),
-        classes: null,
-        otherClasses: 0,
-        confidence: summarize(numbers('rental_price_confidence')),
-      },
-    ],
-  };
-  const path = join(folder, 'manifest.json');
-  const manifest = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
-  await writeFile(path, `${JSON.stringify({ ...manifest, profile }, null, 2)}\n`);
-}
-
 /**
  * Browser-side: how many data points Chart.js holds for the chart on canvas `id`, and how many of
  * its pixels are neither transparent nor near white. (Source text: the tests' TypeScript knows no DOM.)
@@ -108,7 +69,6 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       options: { runId: 'browser', segmentRows: PAGE_RUN.segmentRows, batchSize: PAGE_RUN.batchSize },
     });
     expect((await f.finished(runId)).state).toBe('completed');
-    await addProfile(join(out, runId));
 
     const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD });
     const base = s.url;
@@ -146,6 +106,10 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
         expect(drawn.points, id).toBeGreaterThan(0);
         expect(drawn.coloured, id).toBeGreaterThan(500);
       }
+      // The distribution drawn is the one the run computed: its profile in the manifest, nothing made up here.
+      const { profile } = JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8')) as Manifest;
+      expect(profile?.targets.map((t) => [t.target, t.kind, t.count])).toEqual([['rental_price', 'numeric', PAGE_RUN.rows - PAGE_RUN.quarantined]]);
+      await expect(page.locator('main').innerText()).resolves.toContain(`${(PAGE_RUN.rows - PAGE_RUN.quarantined).toLocaleString('en-US')} rows`);
       expect(problems).toEqual([]);
       await page.screenshot({ path: join(SCREENSHOTS, 'run-page.png'), fullPage: true });
     } finally {

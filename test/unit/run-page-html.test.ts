@@ -101,7 +101,7 @@ function manifest(p: PredictionProfile | undefined): PageManifest {
     counts: { rowsIn: 1000, rowsScored: 998, rowsQuarantined: 2, requests: 2, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0, segments: 2 },
     outputs: [{ file: 'predictions.csv', location: '/tmp/out/r1/predictions.csv', rows: 998, bytes: 12345, sha256: 'ab'.repeat(32) }],
     warnings: [],
-    ...(p ? { profile: p } : {}),
+    profile: p ?? null,
   };
 }
 
