@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
 
 /**
  * prom-client's gauges named `_total`, which Prometheus reserves for counters (`promtool check
@@ -16,4 +16,14 @@ export function createMetricsRegistry(): Registry {
   collectDefaultMetrics({ register: registry });
   for (const name of MISNAMED_DEFAULT_METRICS) registry.removeSingleMetric(name);
   return registry;
+}
+
+/**
+ * A counter labelled by `outcome` alone, each outcome present at 0 from the start: a series that
+ * appears only once something happened cannot be told apart from a scrape that missed it.
+ */
+export function outcomeCounter<O extends string>(registry: Registry, name: string, help: string, outcomes: readonly O[]): Counter<'outcome'> {
+  const counter = new Counter({ name, help, labelNames: ['outcome'] as const, registers: [registry] });
+  for (const outcome of outcomes) counter.inc({ outcome }, 0);
+  return counter;
 }

@@ -1,5 +1,6 @@
 import { isNotConnectionError, QueueEvents } from 'bullmq';
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { outcomeCounter } from './registry.js';
 import { z } from 'zod';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -26,21 +27,17 @@ const runResultSchema = z.object({
  * when it is back. Each process counts what it saw since it started, as counters do.
  */
 export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: Logger): { ready: Promise<void>; close(): Promise<void> } {
-  const registers = [registry];
-  const runs = new Counter({
-    name: 'batch_scorer_runs_total',
-    help: 'Runs that ended, by outcome: succeeded, failed, cancelled.',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
-  const rows = new Counter({
-    name: 'batch_scorer_run_rows_total',
-    help: "Rows of the runs that succeeded, by outcome (scored, quarantined), as their manifests' counts say.",
-    labelNames: ['outcome'] as const,
-    registers,
-  });
-  for (const outcome of ['succeeded', 'failed', 'cancelled'] satisfies RunOutcome[]) runs.inc({ outcome }, 0);
-  for (const outcome of ['scored', 'quarantined']) rows.inc({ outcome }, 0);
+  const runs = outcomeCounter(registry, 'batch_scorer_runs_total', 'Runs that ended, by outcome: succeeded, failed, cancelled.', [
+    'succeeded',
+    'failed',
+    'cancelled',
+  ] satisfies RunOutcome[]);
+  const rows = outcomeCounter(
+    registry,
+    'batch_scorer_run_rows_total',
+    "Rows of the runs that succeeded, by outcome (scored, quarantined), as their manifests' counts say.",
+    ['scored', 'quarantined'],
+  );
 
   // A blocking reader: like a worker's, its connection waits out a Redis restart.
   const redis = redisConnection(config.redisUrl, 'worker');

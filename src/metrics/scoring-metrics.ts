@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { outcomeCounter } from './registry.js';
 import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../pipeline/scoring-observer.js';
 import type { RequestLimit } from '../service/request-limit.js';
 
@@ -13,18 +14,18 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  */
 export function scoringMetrics(registry: Registry, options: { maxConcurrency: number }): ScoringObserver {
   const registers = [registry];
-  const rows = new Counter({
-    name: 'batch_scorer_rows_total',
-    help: 'Rows this process finished, by outcome: scored, or quarantined (malformed, or refused by the engine).',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
-  const requests = new Counter({
-    name: 'batch_scorer_predict_requests_total',
-    help: 'Predict HTTP requests this process sent, by outcome: answered, overloaded, bad-rows, bad-answer, failed. Each retry is one more.',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
+  const rows = outcomeCounter(
+    registry,
+    'batch_scorer_rows_total',
+    'Rows this process finished, by outcome: scored, or quarantined (malformed, or refused by the engine).',
+    ['scored', 'quarantined'],
+  );
+  const requests = outcomeCounter(
+    registry,
+    'batch_scorer_predict_requests_total',
+    'Predict HTTP requests this process sent, by outcome: answered, overloaded, bad-rows, bad-answer, failed. Each retry is one more.',
+    ['answered', 'overloaded', 'bad-rows', 'bad-answer', 'failed'] satisfies PredictOutcome[],
+  );
   const latency = new Histogram({
     name: 'batch_scorer_predict_duration_seconds',
     help: 'Time from sending a predict request to its answer or failure, by outcome (waits between retries not included).',
@@ -42,12 +43,12 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
     help: 'Predict calls holding a slot of the concurrency limit now (sending, or waiting to retry).',
     registers,
   });
-  const segments = new Counter({
-    name: 'batch_scorer_segments_total',
-    help: 'Segments this process stopped working on, by outcome: scored, failed, or stopped (shutdown, a lost lock).',
-    labelNames: ['outcome'] as const,
-    registers,
-  });
+  const segments = outcomeCounter(
+    registry,
+    'batch_scorer_segments_total',
+    'Segments this process stopped working on, by outcome: scored, failed, or stopped (shutdown, a lost lock).',
+    ['scored', 'failed', 'stopped'] satisfies SegmentOutcome[],
+  );
   // The limits of the segments in progress, each with how many of its segments are in progress:
   // the segments of one run share one limit.
   const limits = new Map<RequestLimit, number>();
@@ -62,9 +63,6 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
     },
   });
   // Every outcome from the start, so that rates and ratios do not miss a series that has not happened yet.
-  for (const outcome of ['scored', 'quarantined']) rows.inc({ outcome }, 0);
-  for (const outcome of ['answered', 'overloaded', 'bad-rows', 'bad-answer', 'failed'] satisfies PredictOutcome[]) requests.inc({ outcome }, 0);
-  for (const outcome of ['scored', 'failed', 'stopped'] satisfies SegmentOutcome[]) segments.inc({ outcome }, 0);
 
   return {
     segmentStarted: (limit) => void limits.set(limit, (limits.get(limit) ?? 0) + 1),
