@@ -7,7 +7,7 @@ import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
-import { ended, formatRunStatus, resumable } from './run-status-view.js';
+import { formatRunStatus, resumable } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
   addRunFlags(
@@ -25,7 +25,7 @@ export function registerEnqueue(program: Command): void {
         const options = runOptionsInputFromFlags(flags, settings);
         parseRunOptions(options, 'enqueue', 'flags');
         // bullmq loads only for the commands that use it.
-        const { RunQueue } = await import('../queue/producer.js');
+        const { RunQueue, runEnded } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           const { runId, created, resumed } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });
@@ -39,7 +39,7 @@ export function registerEnqueue(program: Command): void {
             // A Redis restart delays a run; following it must not fail because of one.
             const status = await queue.get(runId).catch((err: unknown) => void process.stderr.write(`batch-scorer: ${errorMessage(err)}; asking again\n`));
             if (status?.progress) bar.update(status.progress);
-            if (status && ended(status)) {
+            if (status && runEnded(status)) {
               bar.stop();
               // A failed or cancelled run is enqueued again under its id to resume, keeping the segments it finished.
               const resume = resumable(status) ? resumeCommand(process.argv.slice(2), runId) : undefined;

@@ -15,11 +15,6 @@ export function formatRunStatus(s: RunStatus): string {
   return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;
 }
 
-/** A run that goes no further by itself: completed, failed, or cancelled (its segments may still be stopping). */
-export function ended(s: RunStatus): boolean {
-  return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled';
-}
-
 /**
  * A cancelled run, or a failed one that enqueueing again resumes: not one refused for its run id
  * (taken by another run) or for a run folder this release cannot read.

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
@@ -6,23 +6,17 @@ import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { createStorage } from '../storage/storage.js';
 import { action, runUntilSignal } from './action.js';
-import { count } from './worker.js';
+import { count, tcpPort } from './number-flags.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-
-const port = (v: string) => {
-  const n = count('--port')(v);
-  if (n > 65535) throw new InvalidArgumentError(`--port takes a TCP port from 1 to 65535, got "${v}"`);
-  return n;
-};
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('HTTP server: the run API, the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD)')
     .option('--host <address>', 'address to listen on; beyond loopback only with credentials or --insecure', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (default: PORT, or 8080)', port)
+    .option('--port <port>', 'port to listen on (default: PORT, or 8080)', tcpPort('--port'))
     .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
     .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
     .option('--insecure', 'listen beyond loopback without credentials (anyone who reaches the port may enqueue and cancel runs)')

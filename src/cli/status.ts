@@ -4,7 +4,7 @@ import { loadSettings } from '../config/settings.js';
 import { BatchScorerError } from '../errors.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
-import { ended, formatRunStatus } from './run-status-view.js';
+import { formatRunStatus } from './run-status-view.js';
 
 export function registerStatus(program: Command): void {
   program
@@ -18,7 +18,7 @@ export function registerStatus(program: Command): void {
       action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const { RunQueue } = await import('../queue/producer.js');
+        const { RunQueue, runEnded } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
@@ -33,7 +33,7 @@ export function registerStatus(program: Command): void {
             const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
             logsShown += logs.length;
             out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
-            if (!flags.watch || shown.every(ended)) break;
+            if (!flags.watch || shown.every(runEnded)) break;
             await sleep(1_000);
           }
         } finally {

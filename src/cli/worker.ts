@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
@@ -6,17 +6,7 @@ import { createLogger } from '../log.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { createStorage } from '../storage/storage.js';
 import { action, runUntilSignal } from './action.js';
-
-/** A commander parser for a flag taking a whole number of at least 1. */
-export const count = (flag: string) => (v: string) => {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
-  return Number(v);
-};
-
-const port = (v: string) => {
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 65535) throw new InvalidArgumentError(`--metrics-port takes a port from 1 to 65535, got "${v}"`);
-  return Number(v);
-};
+import { count, tcpPort } from './number-flags.js';
 
 /** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
 const METRICS_HOST = '127.0.0.1';
@@ -63,7 +53,7 @@ export function registerWorker(program: Command): void {
       count('--lock-duration'),
       DEFAULT_WORKER_OPTIONS.lockDurationMs,
     )
-    .option('--metrics-port <port>', 'serve Prometheus metrics on GET /metrics at this port (bearer API_TOKEN when set)', port)
+    .option('--metrics-port <port>', 'serve Prometheus metrics on GET /metrics at this port (bearer API_TOKEN when set)', tcpPort('--metrics-port'))
     .option('--metrics-host <host>', `address the metrics server binds (default ${METRICS_HOST}; beyond loopback only with API_TOKEN)`)
     .action(
       action(async (flags: WorkerFlags) => {

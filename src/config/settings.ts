@@ -75,9 +75,14 @@ function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
   return undefined;
 }
 
+/** Whether a text is a TCP port number a server may listen on (1 to 65535). */
+export function isTcpPort(value: string): boolean {
+  return /^\d+$/.test(value) && Number(value) >= 1 && Number(value) <= 65535;
+}
+
 function portFromEnv(value: string | undefined): number {
   if (value === undefined || value === '') return 8080;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 65535) {
+  if (!isTcpPort(value)) {
     throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`, { exitCode: 2 });
   }
   return Number(value);

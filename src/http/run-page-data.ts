@@ -7,7 +7,7 @@ import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
-import type { RunQueue, RunState, RunStatus } from '../queue/producer.js';
+import { runEnded, type RunQueue, type RunState, type RunStatus } from '../queue/producer.js';
 import { segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
 import { joinLocation, parseLocation, type Location } from '../storage/location.js';
@@ -97,7 +97,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     }
   };
   const folder = parseLocation(status.folder);
-  const finished = status.state === 'completed' || status.state === 'failed' || (status.state as string) === 'cancelled';
+  const finished = runEnded(status);
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
   const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
   const [manifest, describe] = await Promise.all([

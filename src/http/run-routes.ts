@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
 import type { z } from 'zod';
-import { BatchScorerError, errorMessage } from '../errors.js';
+import { errorMessage } from '../errors.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import { readRunFile } from '../pipeline/run-state.js';
-import type { RunStatus, RunSubmission } from '../queue/producer.js';
+import { runEnded, runNotFound, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
@@ -38,8 +38,8 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
   app.get('/runs/:id', async (request) => {
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
     const status = await runs.get(id);
-    if (!status) throw notFound(id);
-    const manifest = status.state === 'waiting' || status.state === 'active' ? undefined : await readManifest(storage, status, request.log);
+    if (!status) throw runNotFound(id);
+    const manifest = runEnded(status) ? await readManifest(storage, status, request.log) : undefined;
     const body: z.input<typeof runDetailSchema> = {
       ...shown(status),
       ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}),
@@ -66,10 +66,6 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
 /** A run's status as the API answers it (the compiler checks it against the answer's schema). */
 function shown(status: RunStatus): z.input<typeof runStatusSchema> {
   return status;
-}
-
-function notFound(runId: string): BatchScorerError {
-  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
 }
 
 /**

@@ -9,6 +9,7 @@ import { trackRunOutcomes } from '../metrics/run-outcomes.js';
 import { redisUnavailable } from '../queue/queue-redis.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
 import { RedisWatch } from '../queue/redis-watch.js';
+import { runShutdownSteps } from '../shutdown-steps.js';
 import type { Storage } from '../storage/storage-types.js';
 import { requireAuth, type Credentials } from './auth.js';
 import { QUEUES_PATH, queueDashboard } from './dashboard.js';
@@ -48,12 +49,10 @@ export interface ServerDeps {
   /** Let dashboard users retry, remove, pause and clean jobs; read-only otherwise. */
   queueActions?: boolean;
   /**
-   * Plugins served under `/ui` behind its authentication (basic auth or the token), with routes
-   * relative to it: the run pages (`/runs`, `/runs/:id`, `/assets/*`).
+   * The run pages (see runPages), served under `/ui` behind its authentication (basic auth or
+   * the token): `/ui/runs`, where `/ui` leads, `/ui/runs/:id` and `/ui/assets/*`.
    */
-  uiPlugins?: FastifyPluginAsync[];
-  /** Where `/ui` leads: the queue dashboard unless told otherwise (the run list, once there is one). */
-  uiHome?: string;
+  runPages: FastifyPluginAsync;
 }
 
 /**
@@ -102,9 +101,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   void app.register(
     async (ui) => {
       ui.addHook('onRequest', requireAuth(deps.credentials, { basic: true }));
-      ui.get('/', (_request, reply) => reply.redirect(deps.uiHome ?? `${QUEUES_PATH}/`));
+      ui.get('/', (_request, reply) => reply.redirect('/ui/runs'));
       await ui.register(queueDashboard(deps.queues, { actions: deps.queueActions ?? false }), { prefix: QUEUES_PATH.slice('/ui'.length) });
-      for (const plugin of deps.uiPlugins ?? []) await ui.register(plugin);
+      await ui.register(deps.runPages);
     },
     { prefix: '/ui' },
   );
@@ -180,33 +179,25 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     },
     queues,
     queueActions: options.queueActions,
-    uiPlugins: [
-      runPages({ runs: runs.api, storage: options.storage, queue: { ...options.queue, segments: segmentsQueue }, log, queuesPath: `${QUEUES_PATH}/` }),
-    ],
-    uiHome: '/ui/runs',
+    runPages: runPages({ runs: runs.api, storage: options.storage, queue: { ...options.queue, segments: segmentsQueue }, log, queuesPath: `${QUEUES_PATH}/` }),
   });
-  const closeConnections = async () => {
-    // Cleanups run in reverse order of opening, each even when one before it failed.
-    const steps: [string, () => Promise<unknown>][] = [
-      ['run outcomes', () => outcomes.close()],
-      ['run queue', () => runs.close()],
-      ['dashboard queues', () => Promise.all(queues.map((q) => q.close()))],
+  // Cleanups run in reverse order of opening, each even when one before it failed.
+  const closeConnections = () =>
+    runShutdownSteps(
       [
-        'redis',
-        () => {
-          watch.stop();
-          return redis.close();
-        },
+        ['run outcomes', () => outcomes.close()],
+        ['run queue', () => runs.close()],
+        ['dashboard queues', () => Promise.all(queues.map((q) => q.close()))],
+        [
+          'redis',
+          () => {
+            watch.stop();
+            return redis.close();
+          },
+        ],
       ],
-    ];
-    for (const [name, step] of steps) {
-      try {
-        await step();
-      } catch (err) {
-        log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
-      }
-    }
-  };
+      log,
+    );
   try {
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {

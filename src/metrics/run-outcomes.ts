@@ -1,10 +1,11 @@
 import { isNotConnectionError, QueueEvents } from 'bullmq';
 import type { Registry } from 'prom-client';
-import { outcomeCounter } from './registry.js';
 import { z } from 'zod';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { redisConnection, RUNS_QUEUE, type QueueConfig } from '../queue/queues.js';
+import { failedByCancel } from '../queue/run-cancel.js';
+import { outcomeCounter } from './registry.js';
 
 /** How a run ended, as `batch_scorer_runs_total` counts it. */
 export type RunOutcome = 'succeeded' | 'failed' | 'cancelled';
@@ -64,8 +65,7 @@ export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: 
     }
   });
   events.on('failed', ({ failedReason }) => {
-    // The error code ends the reason (see toQueueError).
-    runs.inc({ outcome: failedReason.endsWith('[E_CANCELLED]') ? 'cancelled' : 'failed' });
+    runs.inc({ outcome: failedByCancel(failedReason) ? 'cancelled' : 'failed' });
   });
 
   const ready = events.waitUntilReady().then(() => {});

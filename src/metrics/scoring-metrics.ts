@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { outcomeCounter } from './registry.js';
 import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../pipeline/scoring-observer.js';
 import type { RequestLimit } from '../service/request-limit.js';
+import { outcomeCounter } from './registry.js';
 
 /** Predict latency buckets, in seconds: from a fast local model to the default 60 s time limit and beyond. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -62,7 +62,6 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
       this.set(Math.min(sum, options.maxConcurrency));
     },
   });
-  // Every outcome from the start, so that rates and ratios do not miss a series that has not happened yet.
 
   return {
     segmentStarted: (limit) => void limits.set(limit, (limits.get(limit) ?? 0) + 1),

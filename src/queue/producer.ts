@@ -10,7 +10,7 @@ import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
-import { RunCancels } from './run-cancel.js';
+import { failedByCancel, RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
@@ -55,6 +55,16 @@ export interface RunStatus {
   options: RunOptionsInput;
   enqueuedAt: string;
   finishedAt?: string;
+}
+
+/** A run that goes no further by itself: completed, failed, or cancelled (its segments may still be stopping). */
+export function runEnded(s: Pick<RunStatus, 'state'>): boolean {
+  return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled';
+}
+
+/** No run of this id on the queue (E_RUN_NOT_FOUND, exit 2). */
+export function runNotFound(runId: string): BatchScorerError {
+  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
 }
 
 /** What to score; validated before anything reaches Redis. */
@@ -254,7 +264,7 @@ export class RunQueue {
     await this.ready();
     const job = await Job.fromId<RunJobData>(this.queue, runId);
     if (!job) {
-      throw new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+      throw runNotFound(runId);
     }
     return job;
   }
@@ -269,7 +279,7 @@ export class RunQueue {
     if (raw === 'completed' || raw === 'failed') {
       // A job that ended after this copy of it was read: its reason and end time are in a fresh one.
       const ended = job.finishedOn === undefined ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job) : job;
-      const cancelled = raw === 'failed' && (ended.failedReason ?? '').endsWith('[E_CANCELLED]');
+      const cancelled = raw === 'failed' && failedByCancel(ended.failedReason);
       return { state: cancelled ? 'cancelled' : raw, ended: true, job: ended };
     }
     if (await this.cancels.has(job.data.runId)) return { state: 'cancelled', ended: false, job };

@@ -149,10 +149,10 @@ export function progressFromHash(h: Record<string, string>, now: number, finishe
   let rowsDone = 0;
   let rowsQuarantined = 0;
   let segmentsDone = 0;
-  for (const [k, v] of Object.entries(h)) {
-    if (/^r\d/.test(k)) rowsDone += Number(v);
-    else if (/^q\d/.test(k)) rowsQuarantined += Number(v);
-    else if (/^d\d/.test(k)) segmentsDone += 1;
+  for (const mark of segmentsFromHash(h)) {
+    rowsDone += mark.rows;
+    rowsQuarantined += mark.quarantined;
+    if (mark.done) segmentsDone += 1;
   }
   const counts = { rowsDone, rowsTotal: Number(h.rowsTotal), rowsQuarantined, segmentsDone, segmentsTotal: Number(h.segmentsTotal) };
   const progress = computeProgress(counts, rowsDone - Number(h.rowsBefore ?? 0), (finishedAt ?? now) - Number(h.startedAt));

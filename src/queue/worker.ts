@@ -2,6 +2,7 @@ import { Worker } from 'bullmq';
 import { AbortedError, errorMessage, UsageError } from '../errors.js';
 import { startMetricsServer } from '../http/metrics-server.js';
 import type { Logger } from '../log.js';
+import { runShutdownSteps, type ShutdownStep } from '../shutdown-steps.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { scoringMetrics } from '../metrics/scoring-metrics.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
@@ -105,7 +106,7 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
           else dropTimer = setTimeout(() => drop('shutdown did not finish in time: connections dropped'), HAND_BACK_MS);
         }, options.shutdownTimeoutMs);
         // Cleanups run in reverse order of opening, each even when one before it failed.
-        const steps: [string, () => Promise<unknown>][] = [
+        const steps: ShutdownStep[] = [
           ['workers', () => Promise.all([runsWorker.close(), segmentsWorker.close()])],
           ['queues and service clients', () => ctx.close()],
           [
@@ -118,15 +119,7 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
           // Last: scrapes see the shutdown through to its end.
           ['metrics server', () => metrics?.server.close() ?? Promise.resolve()],
         ];
-        const cleanups = (async () => {
-          for (const [name, step] of steps) {
-            try {
-              await step();
-            } catch (err) {
-              log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
-            }
-          }
-        })();
+        const cleanups = runShutdownSteps(steps, log);
         await Promise.race([cleanups, droppedConnections]);
         // Connections dropped before the cleanups reached it: the port is released all the same.
         await metrics?.server.close().catch(() => undefined);

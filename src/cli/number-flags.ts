@@ -1,0 +1,14 @@
+import { InvalidArgumentError } from 'commander';
+import { isTcpPort } from '../config/settings.js';
+
+/** A commander parser for a flag taking a whole number of at least 1. */
+export const count = (flag: string) => (v: string) => {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
+  return Number(v);
+};
+
+/** A commander parser for a flag taking a TCP port (1 to 65535). */
+export const tcpPort = (flag: string) => (v: string) => {
+  if (!isTcpPort(v)) throw new InvalidArgumentError(`${flag} takes a port from 1 to 65535, got "${v}"`);
+  return Number(v);
+};
