@@ -1,5 +1,6 @@
 import { Job, type Queue } from 'bullmq';
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
@@ -195,11 +196,13 @@ export async function firstLines(storage: Storage, loc: Location, count: number)
     throw err;
   }
   const lines: string[] = [];
+  const decoder = new StringDecoder('utf8');
   let partial = '';
   let bytes = 0;
   try {
     for await (const chunk of stream) {
-      const text = partial + (chunk as Buffer).toString('utf8');
+      // A character whose bytes straddle two chunks is decoded whole, not as two U+FFFD.
+      const text = partial + decoder.write(chunk as Buffer);
       bytes += (chunk as Buffer).length;
       const parts = text.split('\n');
       partial = parts.pop()!;
