@@ -1,4 +1,3 @@
-import type { Queue } from 'bullmq';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -9,22 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { RUN_STATES, type RunQueue } from '../queue/producer.js';
-import { redisConnection, type QueueConfig } from '../queue/queues.js';
-import { RunProgressStore } from '../queue/run-progress.js';
-import type { Storage } from '../storage/storage-types.js';
+import { RUN_STATES } from '../queue/producer.js';
 import { gatherRunList, gatherRunPage, outputFile, type RunPageSources } from './run-page-data.js';
 import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
 
 /**
- * What the run pages read from. `runs` is the producer side of the queue; `queue.segments` the
- * segments queue; the progress hashes are read under `queue.prefix` on a connection of the
- * plugin's own to `queue.redisUrl`, closed with the server.
+ * What the run pages read from (the run queue, the segment jobs, the progress hashes on the
+ * server's own Redis connection, the run folders), and where they log.
  */
-export interface RunPagesDeps {
-  runs: Pick<RunQueue, 'get' | 'list'>;
-  storage: Storage;
-  queue: QueueConfig & { segments: Queue };
+export interface RunPagesDeps extends RunPageSources {
   log: Logger;
   /** Where the header's "Queues" link goes: by default the root of the plugin's prefix (bull-board at `/ui/`). */
   queuesPath?: string;
@@ -61,16 +53,6 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
         script: `${app.prefix}/assets/run-page.js?v=${assets.script.version}`,
       },
     };
-    // A connection of the pages' own for the progress hashes: BullMQ 6 keeps its queue's to itself.
-    const redis = redisConnection(deps.queue.redisUrl, 'producer');
-    redis.on('error', (err) => deps.log.debug({ err: errorMessage(err), redis: redis.shownUrl }, 'run pages: Redis connection error'));
-    app.addHook('onClose', () => redis.close());
-    const sources: RunPageSources = {
-      runs: deps.runs,
-      storage: deps.storage,
-      segments: deps.queue.segments,
-      progress: new RunProgressStore(redis, deps.queue.prefix),
-    };
     const htmlPage = (reply: FastifyReply, code: number, body: string) =>
       reply.code(code).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(body);
 
@@ -91,12 +73,12 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
     app.get('/runs', async (request, reply) => {
       const query = listQuery.safeParse(request.query);
       if (!query.success) return htmlPage(reply, 400, renderMessage(ctx, 'Unknown state', `state must be one of ${RUN_STATES.join(', ')}.`));
-      const runs = await gatherRunList(sources, query.data.state);
+      const runs = await gatherRunList(deps, query.data.state);
       return htmlPage(reply, 200, renderRunList(ctx, runs, query.data.state));
     });
 
     app.get<{ Params: { id: string } }>('/runs/:id', async (request, reply) => {
-      const view = await gatherRunPage(sources, request.params.id);
+      const view = await gatherRunPage(deps, request.params.id);
       if (!view)
         return htmlPage(
           reply,
@@ -108,7 +90,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
 
     app.get<{ Params: { id: string; name: string } }>('/runs/:id/files/:name', async (request, reply) => {
       const { id, name } = request.params;
-      const file = await outputFile(sources, id, name);
+      const file = await outputFile(deps, id, name);
       if (!file) return htmlPage(reply, 404, renderMessage(ctx, 'No such file', `Run ${id} lists no output file ${name}.`));
       const body = await deps.storage.read(file.location);
       return reply

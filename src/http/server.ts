@@ -9,6 +9,7 @@ import { trackRunOutcomes } from '../metrics/run-outcomes.js';
 import { redisUnavailable } from '../queue/queue-redis.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
 import { RedisWatch } from '../queue/redis-watch.js';
+import { RunProgressStore } from '../queue/run-progress.js';
 import { runShutdownSteps } from '../shutdown-steps.js';
 import type { Storage } from '../storage/storage-types.js';
 import { requireAuth, type Credentials } from './auth.js';
@@ -179,7 +180,14 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     },
     queues,
     queueActions: options.queueActions,
-    runPages: runPages({ runs: runs.api, storage: options.storage, queue: { ...options.queue, segments: segmentsQueue }, log, queuesPath: `${QUEUES_PATH}/` }),
+    runPages: runPages({
+      runs: runs.api,
+      storage: options.storage,
+      segments: segmentsQueue,
+      progress: new RunProgressStore(redis, options.queue.prefix),
+      log,
+      queuesPath: `${QUEUES_PATH}/`,
+    }),
   });
   // Cleanups run in reverse order of opening, each even when one before it failed.
   const closeConnections = () =>
@@ -201,7 +209,6 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   try {
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
-    // Listening loads the plugins first: the run pages' connection is closed with the app.
     await app.close().catch(() => undefined);
     await closeConnections();
     throw err;

@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { runPages } from '../../src/http/run-pages.js';
 import { silentLogger } from '../../src/log.js';
 import { redisConnection, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { RunProgressStore } from '../../src/queue/run-progress.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import type { useQueueFixture } from './queue.js';
@@ -33,7 +34,9 @@ export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, stora
   const connection = redisConnection(f.redisUrl, 'producer');
   const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
   const app = Fastify();
-  await app.register(runPages({ runs: f.queue, storage, queue: { redisUrl: f.redisUrl, prefix: f.prefix, segments }, log: silentLogger }), { prefix: '/ui' });
+  await app.register(runPages({ runs: f.queue, storage, segments, progress: new RunProgressStore(connection, f.prefix), log: silentLogger }), {
+    prefix: '/ui',
+  });
   app.addHook('onClose', async () => {
     await segments.close();
     await connection.close();
