@@ -5,6 +5,7 @@ import { reportUsageErrors } from './cli/action.js';
 import { registerCancel } from './cli/cancel.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
+import { registerPipelines } from './cli/pipelines.js';
 import { registerScore } from './cli/score.js';
 import { registerServe } from './cli/serve.js';
 import { registerSimulate } from './cli/simulate.js';
@@ -30,6 +31,7 @@ registerEnqueue(program);
 registerStatus(program);
 registerCancel(program);
 registerServe(program);
+registerPipelines(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.

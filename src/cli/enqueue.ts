@@ -28,7 +28,13 @@ export function registerEnqueue(program: Command): void {
         const { RunQueue, runEnded } = await import('../queue/producer.js');
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
-          const { runId, created, resumed } = await queue.enqueue({ input, model: String(flags.model), out: String(flags.out), options });
+          const { runId, created, resumed } = await queue.enqueue({
+            input,
+            model: String(flags.model),
+            out: String(flags.out),
+            options,
+            trigger: { kind: 'cli', command: 'enqueue' },
+          });
           if (flags.json) process.stdout.write(`${JSON.stringify({ runId, created, ...(resumed ? { resumed } : {}) })}\n`);
           else process.stdout.write(`${runId}\n`);
           if (!created) process.stderr.write(`run ${runId} is already on the queue; not enqueued again\n`);

@@ -30,7 +30,13 @@ export function registerScore(program: Command): void {
         const json = Boolean(flags.json);
         // Chosen here rather than by the run, so that a failure can name the run and how to resume it.
         const runId = options.runId ?? newRunId();
-        const request: RunRequest = { input, out: String(flags.out), model: String(flags.model), options: { ...options, runId } };
+        const request: RunRequest = {
+          input,
+          out: String(flags.out),
+          model: String(flags.model),
+          options: { ...options, runId },
+          trigger: { kind: 'cli', command: 'score' },
+        };
         const storage = createStorage(settings.s3);
         const interrupt = interruptSignal();
         let run: FailedRun | undefined;

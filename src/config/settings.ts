@@ -45,6 +45,8 @@ export interface Settings {
   dashboard?: { user: string; password: string };
   /** PORT: where `serve` listens unless `--port` says otherwise (8080). */
   port: number;
+  /** JOBS_DIR: the folder of `jobs/*.yaml` pipeline declarations (./jobs). */
+  jobsDir: string;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
@@ -61,6 +63,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     apiToken: env.API_TOKEN || undefined,
     dashboard: dashboardFromEnv(env),
     port: portFromEnv(env.PORT),
+    jobsDir: env.JOBS_DIR || 'jobs',
   };
 }
 

@@ -23,7 +23,7 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
   app.post('/runs', async (request, reply) => {
     parseRequest(runSubmissionSchema, request.body, 'body');
     // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
-    const { runId, created, resumed } = await runs.enqueue(request.body as RunSubmission);
+    const { runId, created, resumed } = await runs.enqueue({ ...(request.body as RunSubmission), trigger: { kind: 'api' } });
     request.log.info({ runId, created, resumed }, 'run submitted');
     const body: z.input<typeof runCreatedSchema> = { runId, created, ...(resumed ? { resumed } : {}) };
     return reply.code(created ? 201 : 200).send(body);

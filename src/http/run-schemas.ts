@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
-import { UsageError } from '../errors.js';
+import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
 import { RUN_STATES } from '../queue/producer.js';
 import { parseModelRef } from '../service/model-ref.js';
@@ -11,24 +11,13 @@ import { parseLocation } from '../storage/location.js';
  * `/openapi.json` is generated from them.
  */
 
-/** A field checked by the parser the CLI uses for it, whose UsageError becomes the field's issue. */
-const checkedBy = (parse: (text: string) => unknown) =>
-  z.string().superRefine((value, ctx) => {
-    try {
-      parse(value);
-    } catch (err) {
-      if (!(err instanceof UsageError)) throw err;
-      ctx.addIssue({ code: 'custom', message: err.message });
-    }
-  });
-
 /** `POST /runs`: what `enqueue` takes (see validateSubmission), field by field. */
 export const runSubmissionSchema = z
   .object({
     /** The input: a local path (seen by the workers), file:///path or s3://bucket/key. */
-    input: checkedBy(parseLocation).describe('a local path (seen by the workers), file:///path or s3://bucket/key'),
-    model: checkedBy(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
-    out: checkedBy(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
+    input: checkedText(parseLocation).describe('a local path (seen by the workers), file:///path or s3://bucket/key'),
+    model: checkedText(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
+    out: checkedText(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
     /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
     options: runOptionsSchema.optional(),
   })

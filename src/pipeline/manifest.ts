@@ -5,6 +5,7 @@ import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
+import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 
 /** One file of the run folder, as the manifest lists it. */
@@ -26,6 +27,8 @@ export const manifestSchema = z.object({
   finishedAt: z.string(),
   durationMs: z.number(),
   tool: z.object({ name: z.string(), version: z.string() }),
+  /** What started the run (see RunTrigger); null in manifests of releases that kept none. */
+  trigger: runTriggerSchema.nullable().default(null),
   input: z.object({
     location: z.string(),
     etag: z.string().nullable(),
@@ -59,7 +62,7 @@ export interface ManifestParts {
   /** The prepared run, when the run got that far. */
   run?: PreparedRun;
   /** What was asked, for runs that failed before being prepared. */
-  request?: { input: string; model: string; options: Record<string, unknown> };
+  request?: { input: string; model: string; options: Record<string, unknown>; trigger?: RunTrigger };
   counts?: SegmentCounts & { segments: number };
   profile?: PredictionProfile | null;
   outputs?: OutputFile[];
@@ -80,6 +83,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),
     tool: TOOL,
+    trigger: run?.request.trigger ?? parts.request?.trigger ?? null,
     input: {
       location: input?.location ?? parts.request?.input ?? '',
       etag: input?.info.etag ?? null,

@@ -6,6 +6,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { holdsFiles } from '../storage/storage.js';
 import { outputSchemaSchema } from './output-schema.js';
 import { inputPlanSchema } from './plan.js';
+import { runTriggerSchema } from './run-trigger.js';
 import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-state.js';
 
 /** A location as stored (text), parsed once when read. */
@@ -46,7 +47,7 @@ const preparedRunSchema = z
     folder: storedLocation,
     createdAt: z.string(),
     /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
-    request: z.object({ input: z.string(), model: z.string(), out: z.string(), options: runOptionsSchema }),
+    request: z.object({ input: z.string(), model: z.string(), out: z.string(), options: runOptionsSchema, trigger: runTriggerSchema.optional() }),
     input: inputPlanSchema,
     model: runModelSchema,
     service: z.string(),

@@ -1,13 +1,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import { OUTPUT_NEUTRAL_OPTIONS, optionFlag, type RunOptions } from '../config/run-options.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
+import type { RunTrigger } from './run-trigger.js';
 
-/** What the user asked for: the run's fingerprint. */
+/** What the user asked for: the run's fingerprint (all but `trigger`). */
 export interface RunRequest {
   input: string;
   model: string;
   out: string;
   options: RunOptions;
+  /** What started the run; not compared: the same run asked again by other means is the same run. */
+  trigger?: RunTrigger;
 }
 
 /**

@@ -5,6 +5,7 @@ import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
+import { triggerPipeline, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
@@ -53,6 +54,10 @@ export interface RunStatus {
   out: string;
   /** The run options the enqueuer set (the worker fills in the rest from its own settings). */
   options: RunOptionsInput;
+  /** What started the run; absent for runs enqueued by releases that kept none. */
+  trigger?: RunTrigger;
+  /** The `jobs/*.yaml` pipeline that started the run, if one did. */
+  pipeline?: string;
   enqueuedAt: string;
   finishedAt?: string;
 }
@@ -73,6 +78,17 @@ export interface RunSubmission {
   model: string;
   out: string;
   options?: RunOptionsInput;
+  /** What started the run, for its manifest. */
+  trigger?: RunTrigger;
+}
+
+/** How `enqueue` treats a run of the same id that failed or was cancelled. */
+export interface EnqueueOptions {
+  /**
+   * `resume` (the default, what a person asking again means): enqueue it again, keeping its
+   * finished segments. `keep`: leave it as it is, as a trigger seeing the same file again must.
+   */
+  ifEnded?: 'resume' | 'keep';
 }
 
 /**
@@ -90,6 +106,7 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
       model: submission.model,
       out: formatLocation(parseLocation(submission.out)),
       options: { ...submission.options, runId },
+      ...(submission.trigger ? { trigger: submission.trigger } : {}),
     },
   };
 }
@@ -125,15 +142,15 @@ export class RunQueue {
    * Enqueues a run under its run id as job id: the same run id twice is one run (`created: false`
    * the second time, while BullMQ keeps the job). A run that failed or was cancelled is enqueued
    * again (`resumed: true`): its job and segment jobs are replaced, and the segments it finished,
-   * kept in storage, are not scored again.
+   * kept in storage, are not scored again; unless `ifEnded: 'keep'`, which leaves it.
    */
-  async enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
+  async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
     const data = validateSubmission(submission);
     const { runId } = data;
     await this.ready();
     const existing = await this.queue.getJob(runId);
     const state = existing && (await this.stateOf(existing)).state;
-    const resumed = state === 'failed' || state === 'cancelled';
+    const resumed = (state === 'failed' || state === 'cancelled') && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
     if (resumed) {
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
@@ -157,20 +174,25 @@ export class RunQueue {
     return job ? this.describe(job) : undefined;
   }
 
-  /** The most recent runs, newest first; with `state`, only the runs in that state. */
-  async list(options: { limit?: number; state?: RunState } = {}): Promise<RunStatus[]> {
-    const { limit = 20, state } = options;
+  /**
+   * The most recent runs, newest first; with `state`, only the runs in that state; with
+   * `pipeline`, only the runs that pipeline of `jobs/*.yaml` started.
+   */
+  async list(options: { limit?: number; state?: RunState; pipeline?: string } = {}): Promise<RunStatus[]> {
+    const { limit = 20, state, pipeline } = options;
     await this.ready();
     const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
     const found: Job<RunJobData>[] = [];
-    // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
-    // by page, as BullMQ answers up to a page of each of its states.
+    // A job's state is not the run's (a cancelled run's job may still be waiting), and the
+    // pipeline is in its data: filtered page by page, as BullMQ answers up to a page of each state.
     for (let start = 0; found.length < limit; start += limit) {
-      const jobs = await this.queue.getJobs(types, start, start + limit - 1);
-      if (jobs.length === 0) break;
+      const page = await this.queue.getJobs(types, start, start + limit - 1);
+      if (page.length === 0) break;
+      const jobs = page.filter((j) => pipeline === undefined || triggerPipeline(j.data.request.trigger) === pipeline);
       if (!state) {
         found.push(...jobs);
-        break;
+        if (pipeline === undefined) break;
+        continue;
       }
       const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
       found.push(...jobs.filter((_, i) => states[i] === state));
@@ -222,8 +244,8 @@ export class RunQueue {
     if (state !== 'failed' && state !== 'cancelled') {
       throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`, { exitCode: 2 });
     }
-    const { input, model, out, options } = job.data.request;
-    const again = await this.enqueue({ input, model, out, options }).catch((err: unknown) => {
+    const { input, model, out, options, trigger } = job.data.request;
+    const again = await this.enqueue({ input, model, out, options, trigger }).catch((err: unknown) => {
       if (err instanceof BatchScorerError && err.code === 'E_RUN_EXISTS')
         throw new BatchScorerError('E_RUN_CONFLICT', err.message, { exitCode: 2, retriable: true, cause: err });
       throw err;
@@ -291,6 +313,7 @@ export class RunQueue {
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
+    const pipeline = triggerPipeline(job.data.request.trigger);
     return {
       runId: job.data.runId,
       state,
@@ -302,6 +325,8 @@ export class RunQueue {
       model: job.data.request.model,
       out: job.data.request.out,
       options: job.data.request.options,
+      ...(job.data.request.trigger ? { trigger: job.data.request.trigger } : {}),
+      ...(pipeline ? { pipeline } : {}),
       enqueuedAt: new Date(job.timestamp).toISOString(),
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
     };

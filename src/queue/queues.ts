@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { RunOptionsInput } from '../config/run-options.js';
+import type { RunTrigger } from '../pipeline/run-trigger.js';
 import { QueueRedis } from './queue-redis.js';
 
 /** Runs: one job per run, stepping plan → score (waiting for its segments) → assemble. */
@@ -20,7 +21,7 @@ export interface QueueConfig {
  */
 export interface RunJobData {
   runId: string;
-  request: { input: string; model: string; out: string; options: RunOptionsInput };
+  request: { input: string; model: string; out: string; options: RunOptionsInput; trigger?: RunTrigger };
   step?: 'score' | 'assemble';
   startedAt?: string;
 }

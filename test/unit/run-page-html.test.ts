@@ -82,6 +82,7 @@ function manifest(p: PredictionProfile | undefined): PageManifest {
     runId: 'r1',
     folder: '/tmp/out/r1',
     state: 'succeeded',
+    trigger: null,
     startedAt: '2024-05-01T10:00:00.000Z',
     finishedAt: '2024-05-01T10:00:02.000Z',
     durationMs: 2000,
