@@ -8,6 +8,12 @@ export const RUNS_QUEUE = 'runs';
 /** Segments: one job per segment of a run, taken by any worker; children of their run's job. */
 export const SEGMENTS_QUEUE = 'segments';
 
+/**
+ * Schedules: BullMQ job schedulers, one per scheduled pipeline of `jobs/*.yaml` (`schedule sync`);
+ * each job they fire is turned by a worker into a run on the runs queue.
+ */
+export const SCHEDULES_QUEUE = 'schedules';
+
 /** Where the queues live; the prefix carries a `{hash tag}` so every key of it sits on one Redis Cluster slot. */
 export interface QueueConfig {
   redisUrl: string;
