@@ -34,6 +34,8 @@ describe('batch-scorer CLI (child process)', () => {
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0])).toMatchObject({ runId: 'cli', state: 'succeeded', rowsIn: 300, rowsScored: 300, folder: join(out, 'cli') });
     expect(r.stderr).toContain('"msg":"run planned"');
+    // What started it: a person at the command line.
+    expect(JSON.parse(await readFile(join(out, 'cli', 'manifest.json'), 'utf8'))).toMatchObject({ trigger: { kind: 'cli', command: 'score' } });
     for (const text of [
       r.stdout,
       r.stderr,

@@ -63,6 +63,8 @@ describe('queue mode with real worker processes on Redis', () => {
       expect(sha256(queued)).toBe(sha256(await directRun('two')));
       const manifest = JSON.parse(await storage.readText(parseLocation('s3://results/q/two/manifest.json'))) as Manifest;
       expect(manifest.state).toBe('succeeded');
+      // Enqueued by a program through RunQueue, naming no trigger: the manifest says so (null).
+      expect(manifest.trigger).toBeNull();
       // The workers' segment profiles, merged, are what one process finds.
       const direct = JSON.parse(await readFile(join(tmp.dir, 'direct-two', 'd', 'manifest.json'), 'utf8')) as Manifest;
       expect(manifest.profile?.targets[0]).toMatchObject({ target: 'rental_price', count: ROWS, nulls: 0 });
@@ -148,7 +150,13 @@ describe('queue mode with real worker processes on Redis', () => {
     const status = await f.queue.get('bad');
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
     expect(status!.failedReason).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
-    expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: 'E_MODEL_NOT_FOUND' } });
+    expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({
+      state: 'failed',
+      error: { code: 'E_MODEL_NOT_FOUND' },
+      // A run that failed before it was prepared still says what started it.
+      trigger: { kind: 'cli', command: 'enqueue' },
+    });
+    expect(status!.trigger).toEqual({ kind: 'cli', command: 'enqueue' });
     expect(existsSync(join(out, 'bad', '_SUCCESS'))).toBe(false);
   });
 
