@@ -116,9 +116,8 @@ function listHref(ctx: PageContext, filter: RunListFilter): string {
 function startedBy(ctx: PageContext, trigger: RunTrigger | undefined): Html {
   if (!trigger) return html`<span class="muted" title="not recorded">–</span>`;
   const kind = trigger.kind === 'cli' ? `cli ${trigger.command}` : trigger.kind;
-  return html`<span class="nowrap" title="${describeTrigger(trigger)}"
-    >${kind}${'pipeline' in trigger ? html` <a href="${listHref(ctx, { pipeline: trigger.pipeline })}">${trigger.pipeline}</a>` : ''}</span
-  >`;
+  const pipeline = 'pipeline' in trigger ? html` <a href="${listHref(ctx, { pipeline: trigger.pipeline })}">${trigger.pipeline}</a>` : '';
+  return html`<span title="${describeTrigger(trigger)}">${kind}${pipeline}</span>`;
 }
 
 /** `/ui/runs`: the recent runs, newest first, narrowed to a state and a pipeline when `filter` says so. */
