@@ -1,8 +1,12 @@
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
+import { describeTrigger } from '../pipeline/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
 import { enqueueCommand } from './resume-command.js';
 
-/** One line of a run for `status`: state, rows done/total, rows/s, ETA, failures, output location. */
+/**
+ * One line of a run for `status`: state, rows done/total, rows/s, ETA, what started it (and its
+ * pipeline, if one did), output location, failures.
+ */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
   const rows = p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
@@ -11,7 +15,9 @@ export function formatRunStatus(s: RunStatus): string {
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
   const failed = s.failedReason ? `failed: ${s.failedReason}` : '';
-  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, s.folder, failed].filter(Boolean).join('  ');
+  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, `by ${describeTrigger(s.trigger)}`, s.folder, failed]
+    .filter(Boolean)
+    .join('  ');
   return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;
 }
 

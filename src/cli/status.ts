@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, UsageError } from '../errors.js';
+import { pipelineNameSchema } from '../triggers/pipelines.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
 import { formatRunStatus } from './run-status-view.js';
@@ -9,13 +10,15 @@ import { formatRunStatus } from './run-status-view.js';
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description('show a run (or the latest runs): state, rows done/total, rows/s, ETA, failures, output location')
+    .description('show a run (or the latest runs): state, rows done/total, rows/s, ETA, failures, output location, what started it')
     .argument('[runId]', 'the run; without it, the 20 latest runs')
+    .option('--pipeline <name>', 'only the runs this pipeline of jobs/*.yaml started (without a run id)', pipelineName)
     .option('--watch', 'refresh every second until the run ends (in place on a terminal; elsewhere a line only when it changed)')
     .option('--json', 'print JSON (JSON lines with --watch; log lines as {"runId","log"})')
     .option('--logs', "also print the run's milestones (planned, segments done, assembled); with --watch, each once")
     .action(
-      action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean }) => {
+      action(async (runId: string | undefined, flags: { watch?: boolean; json?: boolean; logs?: boolean; pipeline?: string }) => {
+        if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
         const { RunQueue, runEnded } = await import('../queue/producer.js');
@@ -25,11 +28,13 @@ export function registerStatus(program: Command): void {
         let logsShown = 0;
         try {
           for (;;) {
-            const runs = runId ? [await queue.get(runId)] : await queue.list();
+            const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
             if (runId && !runs[0])
               throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
             const shown = runs.filter((r) => r !== undefined);
-            const frame = flags.json ? JSON.stringify(runId ? shown[0] : shown) : shown.map(formatRunStatus).join('\n') || 'no runs';
+            const frame = flags.json
+              ? JSON.stringify(runId ? shown[0] : shown)
+              : shown.map(formatRunStatus).join('\n') || `no runs${flags.pipeline ? ` of pipeline ${flags.pipeline}` : ''}`;
             const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
             logsShown += logs.length;
             out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
@@ -41,4 +46,11 @@ export function registerStatus(program: Command): void {
         }
       }),
     );
+}
+
+/** `--pipeline`: a name as `jobs/*.yaml` allows it, so a typo is told apart from a pipeline with no runs. */
+function pipelineName(value: string): string {
+  const parsed = pipelineNameSchema.safeParse(value);
+  if (!parsed.success) throw new InvalidArgumentError(`--pipeline: ${parsed.error.issues[0].message}, got "${value}"`);
+  return parsed.data;
 }

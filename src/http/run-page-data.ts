@@ -79,9 +79,15 @@ export interface RunPageView {
   problems: string[];
 }
 
-/** The most recent runs, newest first, of one state when `state` is given. */
-export async function gatherRunList(sources: RunPageSources, state?: RunState): Promise<RunStatus[]> {
-  return sources.runs.list({ limit: LIST_LIMIT, state });
+/** What the run list is narrowed to: runs in one state, runs one pipeline of `jobs/*.yaml` started, or both. */
+export interface RunListFilter {
+  state?: RunState;
+  pipeline?: string;
+}
+
+/** The most recent runs, newest first, that pass `filter`. */
+export async function gatherRunList(sources: RunPageSources, filter: RunListFilter = {}): Promise<RunStatus[]> {
+  return sources.runs.list({ limit: LIST_LIMIT, ...filter });
 }
 
 /** A run page's content, or undefined for a run the queue does not know. */

@@ -1,6 +1,7 @@
+import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { RUN_STATES, type RunState, type RunStatus } from '../queue/producer.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
-import type { NumericSummary, PageManifest, PredictionProfile, RunPageView, SegmentCell } from './run-page-data.js';
+import type { NumericSummary, PageManifest, PredictionProfile, RunListFilter, RunPageView, SegmentCell } from './run-page-data.js';
 
 /** Seconds between reloads of the page of a run that is still waiting or running. */
 export const REFRESH_SECONDS = 5;
@@ -102,15 +103,35 @@ function progressBar(done: number, total: number): Html {
   return html`<progress value="${done}" max="${Math.max(total, 1)}">${total > 0 ? Math.floor((done * 100) / total) : 0}%</progress>`;
 }
 
-/** `/ui/runs`: the recent runs, newest first, of one state when `state` is set. */
-export function renderRunList(ctx: PageContext, runs: RunStatus[], state?: RunState): string {
-  const filter = (label: string, value?: RunState) =>
-    html`<a class="pill${value === state ? ' current' : ''}" href="${ctx.prefix}/runs${value ? `?state=${value}` : ''}">${label}</a>`;
+/** The run list's address with these filters (`/ui/runs?state=failed&pipeline=nightly`). */
+function listHref(ctx: PageContext, filter: RunListFilter): string {
+  const query = new URLSearchParams();
+  if (filter.state) query.set('state', filter.state);
+  if (filter.pipeline) query.set('pipeline', filter.pipeline);
+  const text = query.toString();
+  return `${ctx.prefix}/runs${text ? `?${text}` : ''}`;
+}
+
+/** What started a run, short, for the list: its kind, and its pipeline linking to that pipeline's runs. */
+function startedBy(ctx: PageContext, trigger: RunTrigger | undefined): Html {
+  if (!trigger) return html`<span class="muted" title="not recorded">–</span>`;
+  const kind = trigger.kind === 'cli' ? `cli ${trigger.command}` : trigger.kind;
+  const pipeline = 'pipeline' in trigger ? html` <a href="${listHref(ctx, { pipeline: trigger.pipeline })}">${trigger.pipeline}</a>` : '';
+  return html`<span title="${describeTrigger(trigger)}">${kind}${pipeline}</span>`;
+}
+
+/** `/ui/runs`: the recent runs, newest first, narrowed to a state and a pipeline when `filter` says so. */
+export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunListFilter = {}): string {
+  const { state, pipeline } = filter;
+  // A state filter keeps the pipeline filter, and the other way round.
+  const stateFilter = (label: string, value?: RunState) =>
+    html`<a class="pill${value === state ? ' current' : ''}" href="${listHref(ctx, { state: value, pipeline })}">${label}</a>`;
   const row = (r: RunStatus) => {
     const p = r.progress;
     return html`<tr>
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
       <td>${stateBadge(r.state)}</td>
+      <td>${startedBy(ctx, r.trigger)}</td>
       <td class="nowrap">${r.model}</td>
       <td class="wrap">${r.input}</td>
       <td class="progress-cell">
@@ -121,16 +142,21 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], state?: RunSt
       <td>${dateTime(r.finishedAt)}</td>
     </tr>`;
   };
-  const body = html`<h1>Runs</h1>
-    <nav class="filters">${filter('all')}${RUN_STATES.map((s) => filter(s, s))}</nav>
+  const title = pipeline ? html`Runs of pipeline <span class="run-id">${pipeline}</span>` : 'Runs';
+  const body = html`<h1>${title}</h1>
+    <nav class="filters">
+      ${stateFilter('all')}${RUN_STATES.map((s) => stateFilter(s, s))}
+      ${pipeline ? html`<a class="pill current" id="pipeline-filter" href="${listHref(ctx, { state })}" title="show every pipeline's runs">pipeline ${pipeline} ×</a>` : ''}
+    </nav>
     ${
       runs.length === 0
-        ? html`<p class="empty">No ${state ?? ''} runs on the queue.</p>`
+        ? html`<p class="empty">No ${state ?? ''} runs${pipeline ? html` of pipeline ${pipeline}` : ''} on the queue.</p>`
         : html`<table class="runs">
             <thead>
               <tr>
                 <th>Run</th>
                 <th>State</th>
+                <th>Started by</th>
                 <th>Model</th>
                 <th>Input</th>
                 <th>Rows</th>
@@ -144,7 +170,7 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], state?: RunSt
             </tbody>
           </table>`
     }`;
-  return page(ctx, 'Runs', body, { refresh: runs.some((r) => r.state === 'waiting' || r.state === 'active') }).text;
+  return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => r.state === 'waiting' || r.state === 'active') }).text;
 }
 
 /** A page saying what went wrong: an unknown run (404) or a bad filter (400). */
@@ -169,8 +195,9 @@ export function renderRunPage(ctx: PageContext, view: RunPageView): string {
     </div>
     <p class="subtitle"><span>${status.model}</span> · <span class="wrap">${status.input}</span> → <span class="wrap">${status.folder}</span></p>
     ${status.failedReason ? html`<p class="notice error">${status.failedReason}</p>` : ''}
-    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${segmentsSection(view)}
-    ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}`;
+    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${triggerSection(ctx, status.trigger)}
+    ${segmentsSection(view)} ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${quarantineSection(view)} ${modelSection(view)}
+    ${outputsSection(ctx, view)}`;
   return page(ctx, `Run ${status.runId}`, body, { refresh: live, charts }).text;
 }
 
@@ -218,6 +245,52 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
           : ''
       }
     </dl>
+  </section>`;
+}
+
+/** What started the run, in full: the schedule's fire time, the file version an event or a poll found, the command. */
+function triggerSection(ctx: PageContext, trigger: RunTrigger | undefined): Html {
+  const fact = (label: string, value: HtmlValue, id: string) =>
+    html`<dt>${label}</dt>
+      <dd id="trigger-${id}">${value}</dd>`;
+  const object = (o: ObjectVersion) =>
+    html`${fact('Object', html`<code class="wrap">${o.location}</code>`, 'location')} ${fact('ETag', html`<code>${o.etag}</code>`, 'etag')}
+    ${o.versionId !== undefined ? fact('Version id', html`<code>${o.versionId}</code>`, 'version') : ''}
+    ${o.size !== undefined ? fact('Size', formatBytes(o.size), 'size') : ''}`;
+  const facts = (t: RunTrigger): Html => {
+    switch (t.kind) {
+      case 'cli':
+        return fact('Command', html`<code>batch-scorer ${t.command}</code>`, 'command');
+      case 'api':
+        return fact('Request', html`<code>POST /runs</code>`, 'request');
+      case 'schedule':
+        return html`${fact('Fire time', dateTime(t.fireTime), 'fire-time')} ${fact('Cron', html`<code>${t.cron}</code>`, 'cron')}
+        ${fact('Time zone', t.tz, 'tz')}`;
+      case 'event':
+        return html`${fact('Event', t.eventName, 'event')} ${t.eventTime !== undefined ? fact('Event time', dateTime(t.eventTime), 'event-time') : ''}
+        ${object(t.object)}`;
+      case 'poll':
+        return html`${fact('Found at', dateTime(t.foundAt), 'found-at')} ${object(t.object)}`;
+    }
+  };
+  const what: Record<RunTrigger['kind'], string> = {
+    cli: 'the command line',
+    api: 'the run API',
+    schedule: 'a schedule',
+    event: 'an S3 event notification',
+    poll: 'watch, polling the storage',
+  };
+  return html`<section class="card" id="trigger">
+    <h2>Started by</h2>
+    ${
+      trigger
+        ? html`<dl class="facts">
+            ${fact('Kind', html`${trigger.kind} <span class="muted">(${what[trigger.kind]})</span>`, 'kind')}
+            ${'pipeline' in trigger ? fact('Pipeline', html`<a href="${listHref(ctx, { pipeline: trigger.pipeline })}">${trigger.pipeline}</a>`, 'pipeline') : ''}
+            ${facts(trigger)}
+          </dl>`
+        : html`<p class="muted">Not recorded: the run was enqueued by an earlier release, or by a program that named nothing.</p>`
+    }
   </section>`;
 }
 

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { RUN_STATES } from '../queue/producer.js';
+import { pipelineNameSchema } from '../triggers/pipelines.js';
 import { gatherRunList, gatherRunPage, outputFile, type RunPageSources } from './run-page-data.js';
 import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
 
@@ -31,11 +32,11 @@ const CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-actio
 /** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-const listQuery = z.object({ state: z.enum(RUN_STATES).optional() });
+const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pipelineNameSchema.optional() });
 
 /**
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
- * inside the server's authentication: `GET /runs` (recent runs, `?state=` filters),
+ * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter),
  * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
  * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. Every answer carries a strict
  * Content-Security-Policy.
@@ -72,9 +73,12 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
 
     app.get('/runs', async (request, reply) => {
       const query = listQuery.safeParse(request.query);
-      if (!query.success) return htmlPage(reply, 400, renderMessage(ctx, 'Unknown state', `state must be one of ${RUN_STATES.join(', ')}.`));
-      const runs = await gatherRunList(deps, query.data.state);
-      return htmlPage(reply, 200, renderRunList(ctx, runs, query.data.state));
+      if (!query.success) {
+        const why = query.error.issues.map((i) => (i.path[0] === 'state' ? `state must be one of ${RUN_STATES.join(', ')}.` : `pipeline: ${i.message}.`));
+        return htmlPage(reply, 400, renderMessage(ctx, 'Bad filter', why.join(' ')));
+      }
+      const runs = await gatherRunList(deps, query.data);
+      return htmlPage(reply, 200, renderRunList(ctx, runs, query.data));
     });
 
     app.get<{ Params: { id: string } }>('/runs/:id', async (request, reply) => {

@@ -30,8 +30,8 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
   });
 
   app.get('/runs', async (request) => {
-    const { state, limit } = parseRequest(runListQuerySchema, request.query, 'query');
-    const body: z.input<typeof runListSchema> = { runs: (await runs.list({ limit, ...(state ? { state } : {}) })).map(shown) };
+    const { state, pipeline, limit } = parseRequest(runListQuerySchema, request.query, 'query');
+    const body: z.input<typeof runListSchema> = { runs: (await runs.list({ limit, state, pipeline })).map(shown) };
     return body;
   });
 

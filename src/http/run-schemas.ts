@@ -2,9 +2,11 @@ import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
+import { runTriggerSchema } from '../pipeline/run-trigger.js';
 import { RUN_STATES } from '../queue/producer.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { parseLocation } from '../storage/location.js';
+import { pipelineNameSchema } from '../triggers/pipelines.js';
 
 /**
  * The request and answer shapes of the run API, from the schemas the CLI and the pipeline use;
@@ -29,6 +31,8 @@ export const runStateSchema = z.enum(RUN_STATES);
 export const runListQuerySchema = z
   .object({
     state: runStateSchema.optional(),
+    /** Only the runs this pipeline of `jobs/*.yaml` started. */
+    pipeline: pipelineNameSchema.optional().describe('only the runs this pipeline of jobs/*.yaml started'),
     limit: z.coerce.number().int().min(1).max(1000).default(20),
   })
   .strict();
@@ -71,6 +75,10 @@ export const runStatusSchema = z.object({
   out: z.string(),
   /** The run options the submission set. */
   options: z.record(z.string(), z.unknown()),
+  /** What started the run (cli, api, schedule, event, poll); absent for runs of releases that kept none. */
+  trigger: runTriggerSchema.optional(),
+  /** The `jobs/*.yaml` pipeline that started the run, if one did. */
+  pipeline: z.string().optional(),
   enqueuedAt: z.string(),
   finishedAt: z.string().optional(),
 });

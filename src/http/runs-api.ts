@@ -11,8 +11,8 @@ export interface RunsApi {
   enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }>;
   /** The run, or undefined when no run of this id is on the queue. */
   get(runId: string): Promise<RunStatus | undefined>;
-  /** The most recent runs, newest first; with `state`, only those in that state. */
-  list(options?: { limit?: number; state?: RunState }): Promise<RunStatus[]>;
+  /** The most recent runs, newest first; with `state`, only those in that state; with `pipeline`, only those that pipeline started. */
+  list(options?: { limit?: number; state?: RunState; pipeline?: string }): Promise<RunStatus[]>;
   /** Cancels a waiting or active run; answers its status (`cancelled`). */
   cancel(runId: string): Promise<RunStatus>;
   /** Enqueues a failed or cancelled run again, keeping the segments it finished. */

@@ -7,7 +7,7 @@ import { redactPath, type Logger } from '../log.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';
 import { redisUnavailable } from '../queue/queue-redis.js';
-import { RUNS_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
+import { RUNS_QUEUE, SCHEDULES_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
 import { RedisWatch } from '../queue/redis-watch.js';
 import { RunProgressStore } from '../queue/run-progress.js';
 import { runShutdownSteps } from '../shutdown-steps.js';
@@ -149,7 +149,8 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   const { log } = options;
   const redis = redisConnection(options.queue.redisUrl, 'producer');
   const watch = new RedisWatch(redis, log);
-  const queues = [RUNS_QUEUE, SEGMENTS_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));
+  // The schedules queue too: its delayed jobs are the schedulers' next firings, which the dashboard and the depths show.
+  const queues = [RUNS_QUEUE, SEGMENTS_QUEUE, SCHEDULES_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));
   const segmentsQueue = queues[1];
   for (const q of queues) q.on('error', (err) => watch.error(err));
   const pingRedis = async () => {

@@ -15,7 +15,7 @@ const COUNT_TIMEOUT_MS = 2_000;
 export function collectQueueDepths(registry: Registry, queues: Queue[]): void {
   new Gauge({
     name: 'batch_scorer_queue_jobs',
-    help: 'Jobs in each queue (runs, segments) by state, counted when scraped; completed and failed jobs are kept for their retention only.',
+    help: 'Jobs in each queue (runs, segments, schedules) by state, counted when scraped; completed and failed jobs are kept for their retention only.',
     labelNames: ['queue', 'state'] as const,
     registers: [registry],
     async collect() {

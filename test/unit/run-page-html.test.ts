@@ -249,6 +249,105 @@ describe('run pages', () => {
   });
 });
 
+describe('provenance on the run pages', () => {
+  const schedule = { kind: 'schedule', pipeline: 'nightly-rentals', fireTime: '2026-11-23T01:00:00.000Z', cron: '0 2 * * *', tz: 'Europe/Paris' } as const;
+  const object = { location: 's3://inbox/rentals/a b.csv', etag: '9b2cf535f27731c974343645a3985328', versionId: 'v-42', size: 2048 };
+  const event = { kind: 'event', pipeline: 'rentals-inbox', object, eventName: 's3:ObjectCreated:Put', eventTime: '2026-11-23T09:30:00.000Z' } as const;
+  const poll = {
+    kind: 'poll',
+    pipeline: 'rentals-inbox',
+    object: { location: '/data/in/x.csv', etag: '2048-1700000000000' },
+    foundAt: '2026-11-23T09:31:00.000Z',
+  } as const;
+  /** The facts of a run page's "Started by" card, by id. */
+  const facts = (page: string) => Object.fromEntries([...squash(page).matchAll(/<dd id="trigger-([\w-]+)">(.*?)<\/dd>/g)].map((m) => [m[1], m[2]]));
+
+  it("list what started each run, its pipeline linking to that pipeline's runs", () => {
+    const list = squash(
+      renderRunList(ctx, [
+        status({ runId: 's', trigger: schedule, pipeline: schedule.pipeline }),
+        status({ runId: 'e', trigger: event, pipeline: event.pipeline }),
+        status({ runId: 'c', trigger: { kind: 'cli', command: 'enqueue' } }),
+        status({ runId: 'a', trigger: { kind: 'api' } }),
+        status({ runId: 'old' }),
+      ]),
+    );
+    expect(list).toContain('<th>Started by</th>');
+    const cells = [...list.matchAll(/<td><span (?:class="muted" )?title="([^"]*)">(.*?)<\/span><\/td>/g)].map((m) => [m[1], m[2]]);
+    expect(cells).toEqual([
+      ['schedule nightly-rentals (2026-11-23T01:00:00.000Z)', 'schedule <a href="/ui/runs?pipeline=nightly-rentals">nightly-rentals</a>'],
+      ['event rentals-inbox (s3:ObjectCreated:Put s3://inbox/rentals/a b.csv)', 'event <a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a>'],
+      ['cli (enqueue)', 'cli enqueue'],
+      ['api (POST /runs)', 'api'],
+      ['not recorded', '–'],
+    ]);
+  });
+
+  it('filter by pipeline beside the state: each state link keeps the pipeline, and the pipeline pill drops it', () => {
+    const list = squash(renderRunList(ctx, [status({ trigger: event, pipeline: event.pipeline })], { state: 'failed', pipeline: 'rentals-inbox' }));
+    expect(list).toContain('<h1>Runs of pipeline <span class="run-id">rentals-inbox</span></h1>');
+    expect(list).toContain('<title>Runs of rentals-inbox · batch-scorer</title>');
+    expect(list).toContain('<a class="pill" href="/ui/runs?pipeline=rentals-inbox">all</a>');
+    expect(list).toContain('<a class="pill current" href="/ui/runs?state=failed&amp;pipeline=rentals-inbox">failed</a>');
+    expect(list).toMatch(/<a class="pill current" id="pipeline-filter" href="\/ui\/runs\?state=failed" [^>]*>pipeline rentals-inbox ×<\/a>/);
+    expect(renderRunList(ctx, [], { pipeline: 'rentals-inbox' })).toContain('No  runs of pipeline rentals-inbox on the queue.');
+    expect(renderRunList(ctx, [], { state: 'failed' })).not.toContain('id="pipeline-filter"');
+  });
+
+  it("show a schedule's fire time, cron and time zone", () => {
+    const page = renderRunPage(ctx, view({ status: status({ trigger: schedule, pipeline: schedule.pipeline }) }));
+    expect(facts(page)).toEqual({
+      kind: 'schedule <span class="muted">(a schedule)</span>',
+      pipeline: '<a href="/ui/runs?pipeline=nightly-rentals">nightly-rentals</a>',
+      'fire-time': '<time datetime="2026-11-23T01:00:00.000Z">2026-11-23 01:00:00 UTC</time>',
+      cron: '<code>0 2 * * *</code>',
+      tz: 'Europe/Paris',
+    });
+  });
+
+  it('show the object version an event or a poll found, and the event', () => {
+    expect(facts(renderRunPage(ctx, view({ status: status({ trigger: event, pipeline: event.pipeline }) })))).toEqual({
+      kind: 'event <span class="muted">(an S3 event notification)</span>',
+      pipeline: '<a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a>',
+      event: 's3:ObjectCreated:Put',
+      'event-time': '<time datetime="2026-11-23T09:30:00.000Z">2026-11-23 09:30:00 UTC</time>',
+      location: '<code class="wrap">s3://inbox/rentals/a b.csv</code>',
+      etag: '<code>9b2cf535f27731c974343645a3985328</code>',
+      version: '<code>v-42</code>',
+      size: '2.0 KiB',
+    });
+    // A poll of a local folder: no version id, no size.
+    expect(facts(renderRunPage(ctx, view({ status: status({ trigger: poll, pipeline: poll.pipeline }) })))).toEqual({
+      kind: 'poll <span class="muted">(watch, polling the storage)</span>',
+      pipeline: '<a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a>',
+      'found-at': '<time datetime="2026-11-23T09:31:00.000Z">2026-11-23 09:31:00 UTC</time>',
+      location: '<code class="wrap">/data/in/x.csv</code>',
+      etag: '<code>2048-1700000000000</code>',
+    });
+    expect(facts(renderRunPage(ctx, view({ status: status({ trigger: { kind: 'cli', command: 'score' } }) })))).toEqual({
+      kind: 'cli <span class="muted">(the command line)</span>',
+      command: '<code>batch-scorer score</code>',
+    });
+    expect(renderRunPage(ctx, view())).toContain('Not recorded: the run was enqueued by an earlier release');
+  });
+
+  it('show hostile trigger values as text', () => {
+    const hostileEvent = {
+      kind: 'event',
+      pipeline: HOSTILE,
+      object: { location: `s3://inbox/${HOSTILE}`, etag: ATTRIBUTE_BREAK, versionId: HOSTILE },
+      eventName: ATTRIBUTE_BREAK,
+    } as const;
+    const s = status({ trigger: hostileEvent, pipeline: HOSTILE });
+    for (const page of [renderRunPage(ctx, view({ status: s })), renderRunList(ctx, [s], { pipeline: HOSTILE })]) {
+      expect(page).not.toContain('<script>alert');
+      expect(page).not.toContain('<img');
+      expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+      expect(page).toContain(`href="/ui/runs?${new URLSearchParams({ pipeline: HOSTILE }).toString()}"`);
+    }
+  });
+});
+
 describe('throughputSeries', () => {
   it('gives rows/s between samples, skipping samples too close together', () => {
     const samples = [
