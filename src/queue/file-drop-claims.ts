@@ -10,6 +10,17 @@ import { BatchScorerError } from '../errors.js';
 const claimSchema = z.object({ runId: z.string(), enqueued: z.boolean() });
 export type FileDropClaim = z.output<typeof claimSchema>;
 
+/** Sets a claim enqueued unless it is already (HGET then HSET, atomic in Redis); 1 when it set it. */
+const MARK_ENQUEUED = `
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current then
+  local ok, claim = pcall(cjson.decode, current)
+  if ok and type(claim) == 'table' and claim.enqueued == true then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
+`;
+
 /**
  * Which file versions each file-drop pipeline has started a run for: the hash
  * `<prefix>:file-drops:<pipeline>`, field `<location>\n<etag>`, value a FileDropClaim as JSON.
@@ -44,10 +55,13 @@ export class FileDropClaims {
     return winner ?? candidate;
   }
 
-  /** Records that the claimed run is on the queue. */
-  async enqueued(pipeline: string, version: string, runId: string): Promise<void> {
+  /**
+   * Records that the claimed run is on the queue. Answers whether this call did (the claim was
+   * still pending): of the processes that enqueued the same run at once, one only is told so.
+   */
+  async enqueued(pipeline: string, version: string, runId: string): Promise<boolean> {
     const done: FileDropClaim = { runId, enqueued: true };
-    await this.redis.hset(this.key(pipeline), version, JSON.stringify(done));
+    return (await this.redis.eval(MARK_ENQUEUED, 1, this.key(pipeline), version, JSON.stringify(done))) === 1;
   }
 
   private parse(value: string, pipeline: string, version: string): FileDropClaim {

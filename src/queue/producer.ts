@@ -182,8 +182,8 @@ export class RunQueue {
    * processes see it: the version (trigger's pipeline, location and ETag) is claimed for the
    * proposed run id unless it is claimed already, and the claimed run, whichever run id won, is
    * enqueued with `ifEnded: 'keep'` (a failed run is never restarted by another sighting).
-   * `created` is false when the run was on the queue (or had been) already. A claim whose
-   * enqueue did not happen (a crash in between) is completed by the next sighting.
+   * `created` is true for one sighting only, the one that recorded the run as enqueued. A claim
+   * whose enqueue did not happen (a crash in between) is completed by the next sighting.
    */
   async enqueueFileDrop(submission: FileDropSubmission): Promise<{ runId: string; created: boolean }> {
     validateSubmission(submission); // a bad submission claims nothing
@@ -193,9 +193,9 @@ export class RunQueue {
     const [seen] = await this.drops.lookup(pipeline, [version]);
     if (seen?.enqueued) return { runId: seen.runId, created: false };
     const { runId } = seen ?? (await this.drops.claim(pipeline, version, submission.options.runId));
-    const { created } = await this.enqueue({ ...submission, options: { ...submission.options, runId } }, { ifEnded: 'keep' });
-    await this.drops.enqueued(pipeline, version, runId);
-    return { runId, created };
+    // Sightings at the same moment may both get here: the job id makes their enqueues one run.
+    await this.enqueue({ ...submission, options: { ...submission.options, runId } }, { ifEnded: 'keep' });
+    return { runId, created: await this.drops.enqueued(pipeline, version, runId) };
   }
 
   /** The claims of these versions of files (see enqueueFileDrop), undefined for those never seen, in one round trip. */
