@@ -31,7 +31,10 @@ export const eventRoutes: FastifyPluginCallback<EventRoutesDeps> = (app, { runs,
     for (const drop of drops) {
       const { runId, created } = await runs.enqueueFileDrop(drop);
       const { pipeline, object } = drop.trigger;
-      request.log.info({ runId, created, pipeline, location: object.location, etag: object.etag }, created ? 'file drop: run enqueued' : 'file drop: run started before');
+      request.log.info(
+        { runId, created, pipeline, location: object.location, etag: object.etag },
+        created ? 'file drop: run enqueued' : 'file drop: run started before',
+      );
       body.runs.push({ runId, pipeline, location: object.location, created });
     }
     return body;

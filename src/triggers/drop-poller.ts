@@ -64,7 +64,8 @@ async function startNew(deps: DropPollerDeps, pipelines: readonly FileDropPipeli
     const claims = await deps.runs.fileDropClaims(pipeline.name, objects);
     for (const [i, object] of objects.entries()) {
       if (claims[i]?.enqueued) continue;
-      const modified = watched[i].mtimeMs === undefined ? foundAt : new Date(watched[i].mtimeMs!);
+      const { mtimeMs } = watched[i];
+      const modified = mtimeMs === undefined ? foundAt : new Date(mtimeMs);
       const trigger = { kind: 'poll' as const, pipeline: pipeline.name, object, foundAt: foundAt.toISOString() };
       const { runId, created } = await deps.runs.enqueueFileDrop(fileDropSubmission(pipeline, trigger, modified));
       if (!created) continue; // enqueued meanwhile by an event or another watcher

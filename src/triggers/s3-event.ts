@@ -94,7 +94,13 @@ export function fileDropsOfEvent(event: S3Event, pipelines: readonly Pipeline[],
     const object = objectVersion(location, unquoteEtag(record.s3.object.eTag!), record.s3.object);
     const eventTime = record.eventTime !== undefined && !Number.isNaN(Date.parse(record.eventTime)) ? new Date(record.eventTime) : undefined;
     for (const pipeline of watching) {
-      const trigger = { kind: 'event' as const, pipeline: pipeline.name, object, eventName, ...(record.eventTime !== undefined && { eventTime: record.eventTime }) };
+      const trigger = {
+        kind: 'event' as const,
+        pipeline: pipeline.name,
+        object,
+        eventName,
+        ...(record.eventTime !== undefined && { eventTime: record.eventTime }),
+      };
       const key = `${pipeline.name}\n${object.location}\n${object.etag}`;
       if (!drops.has(key)) drops.set(key, fileDropSubmission(pipeline, trigger, eventTime ?? now));
     }

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
@@ -116,7 +116,7 @@ async function completedRun(name: string, runId: string): Promise<Manifest> {
 }
 
 describe('file drops', () => {
-  afterAll(async () => {
+  afterEach(() => {
     for (const w of watchers.splice(0)) if (w.child.exitCode === null) w.child.kill('SIGKILL');
   });
 
@@ -131,17 +131,27 @@ describe('file drops', () => {
     const first = await postEvent(s.url, { Records: [awsRecord(key, etag)] });
     expect(first.status).toBe(200);
     expect(first.json.ignored).toBe(0);
-    expect(first.json.runs).toEqual([{ runId: expect.stringMatching(/^drops-\d{8}-[0-9a-f]{8}$/), pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: true }]);
+    expect(first.json.runs).toEqual([
+      { runId: expect.stringMatching(/^drops-\d{8}-[0-9a-f]{8}$/) as string, pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: true },
+    ]);
     const runId = first.json.runs![0].runId;
 
     // The same event again, in MinIO's format, and twice in one message: the same run, not a new one.
     const again = await postEvent(s.url, { Records: [awsRecord(key, etag)] });
     const minio = await postEvent(s.url, minioEvent(key, etag));
     const twice = await postEvent(s.url, { Records: [awsRecord(key, `"${etag}"`), awsRecord(key, etag)] });
-    for (const answer of [again, minio, twice]) expect([answer.status, answer.json.runs]).toEqual([200, [{ runId, pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: false }]]);
+    for (const answer of [again, minio, twice])
+      expect([answer.status, answer.json.runs]).toEqual([200, [{ runId, pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: false }]]);
 
     // The AWS test event; an event kind other than ObjectCreated, a bucket and a prefix no pipeline watches.
-    const test = await postEvent(s.url, { Service: 'Amazon S3', Event: 's3:TestEvent', Time: new Date().toISOString(), Bucket: 'inbox', RequestId: 'R1', HostId: 'H1' });
+    const test = await postEvent(s.url, {
+      Service: 'Amazon S3',
+      Event: 's3:TestEvent',
+      Time: new Date().toISOString(),
+      Bucket: 'inbox',
+      RequestId: 'R1',
+      HostId: 'H1',
+    });
     expect([test.status, test.json]).toEqual([200, { runs: [], ignored: 0 }]);
     const strangers = await postEvent(s.url, {
       Records: [
@@ -160,7 +170,12 @@ describe('file drops', () => {
     expect([bad.status, bad.json.error, bad.json.issues?.map((i) => i.field)]).toEqual([400, 'E_USAGE', ['Records.0.s3.object.eTag']]);
 
     const manifest = await completedRun('events', runId);
-    expect(manifest.trigger).toMatchObject({ kind: 'event', pipeline: PIPELINE, eventName: 'ObjectCreated:Put', object: { location: 's3://inbox/events/new file+1.csv', etag } });
+    expect(manifest.trigger).toMatchObject({
+      kind: 'event',
+      pipeline: PIPELINE,
+      eventName: 'ObjectCreated:Put',
+      object: { location: 's3://inbox/events/new file+1.csv', etag },
+    });
     expect(manifest.counts).toMatchObject({ rowsIn: 300, rowsScored: 300 });
 
     // New content under the same key: a new ETag, a second run; the same content again: none.
@@ -186,7 +201,11 @@ describe('file drops', () => {
     f.worker([], env(jobs));
     const old = await drop('polled/old.csv', 100);
     const w = startWatch(jobs, ['--interval', '0.3']);
-    const [oldRun] = await waitFor('the file there before watch started to be enqueued', async () => ((await runIds()).length === 1 ? runIds() : undefined), 20_000);
+    const [oldRun] = await waitFor(
+      'the file there before watch started to be enqueued',
+      async () => ((await runIds()).length === 1 ? runIds() : undefined),
+      20_000,
+    );
     // Folders deeper down count; other suffixes do not.
     await storage.write(parseLocation('s3://inbox/polled/notes.txt'), 'not a csv');
     const dropped = await drop('polled/day 2/new.csv', 250);
@@ -194,7 +213,11 @@ describe('file drops', () => {
     const newRun = both.find((id) => id !== oldRun)!;
 
     const manifest = await completedRun('polled', newRun);
-    expect(manifest.trigger).toMatchObject({ kind: 'poll', pipeline: PIPELINE, object: { location: 's3://inbox/polled/day 2/new.csv', etag: dropped, size: expect.any(Number) } });
+    expect(manifest.trigger).toMatchObject({
+      kind: 'poll',
+      pipeline: PIPELINE,
+      object: { location: 's3://inbox/polled/day 2/new.csv', etag: dropped, size: expect.any(Number) as number },
+    });
     expect((manifest.trigger as { foundAt?: string }).foundAt).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(manifest.counts).toMatchObject({ rowsIn: 250, rowsScored: 250 });
     expect((await completedRun('polled', oldRun)).trigger).toMatchObject({ object: { etag: old } });
@@ -250,10 +273,17 @@ describe('file drops', () => {
     const etag = await drop('pending/x.csv', 10);
     const redis = new Redis(f.redisUrl);
     try {
-      await redis.hset(`${f.prefix}:file-drops:${PIPELINE}`, `s3://inbox/pending/x.csv\n${etag}`, JSON.stringify({ runId: 'claimed-before-the-crash', enqueued: false }));
+      await redis.hset(
+        `${f.prefix}:file-drops:${PIPELINE}`,
+        `s3://inbox/pending/x.csv\n${etag}`,
+        JSON.stringify({ runId: 'claimed-before-the-crash', enqueued: false }),
+      );
       const once = await runCli(['watch', '--once'], env(jobs));
       expect([once.code, once.stdout]).toEqual([0, 'claimed-before-the-crash\n']);
-      expect(JSON.parse((await redis.hget(`${f.prefix}:file-drops:${PIPELINE}`, `s3://inbox/pending/x.csv\n${etag}`))!)).toEqual({ runId: 'claimed-before-the-crash', enqueued: true });
+      expect(JSON.parse((await redis.hget(`${f.prefix}:file-drops:${PIPELINE}`, `s3://inbox/pending/x.csv\n${etag}`))!)).toEqual({
+        runId: 'claimed-before-the-crash',
+        enqueued: true,
+      });
       // Claimed and enqueued: later polls start nothing.
       expect(await runCli(['watch', '--once'], env(jobs))).toMatchObject({ code: 0, stdout: '' });
       expect(await runIds()).toEqual(['claimed-before-the-crash']);
@@ -271,14 +301,20 @@ describe('file drops', () => {
     const invalid = await mkdtemp(join(tmpdir(), 'drops-bad-'));
     folders.push(invalid);
     await writeFile(join(invalid, 'bad.yaml'), 'name: bad\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: s3://inbox/x }\noutput: s3://results/x/\n');
-    for (const command of [['watch', '--once'], ['serve', '--port', String(await freePort())]]) {
+    for (const command of [
+      ['watch', '--once'],
+      ['serve', '--port', String(await freePort())],
+    ]) {
       const refused = await runCli(command, { ...env(jobs), JOBS_DIR: invalid });
       expect([command[0], refused.code, refused.stderr]).toEqual([command[0], 2, expect.stringContaining('trigger.prefix')]);
     }
 
     const missingBucket = await mkdtemp(join(tmpdir(), 'drops-nobucket-'));
     folders.push(missingBucket);
-    await writeFile(join(missingBucket, 'x.yaml'), 'name: nobucket\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: s3://no-such-bucket/in/ }\noutput: s3://results/x/\n');
+    await writeFile(
+      join(missingBucket, 'x.yaml'),
+      'name: nobucket\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: s3://no-such-bucket/in/ }\noutput: s3://results/x/\n',
+    );
     const failed = await runCli(['watch', '--once'], { ...env(jobs), JOBS_DIR: missingBucket });
     expect([failed.code, failed.stderr]).toEqual([1, expect.stringContaining('s3://no-such-bucket/in/')]);
 

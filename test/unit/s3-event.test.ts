@@ -17,7 +17,16 @@ const pipeline = (name: string, prefix: string, suffix = '.csv'): FileDropPipeli
 const PIPELINES: Pipeline[] = [
   pipeline('inbox', 's3://inbox/rentals/'),
   pipeline('everything', 's3://inbox/', ''),
-  { kind: 'schedule', name: 'nightly', model: 'mindsdb/home_rentals_model', input: 's3://inbox/rentals/x.csv', output: 's3://results/n/', options: {}, schedule: { cron: '0 2 * * *', tz: 'UTC' }, source },
+  {
+    kind: 'schedule',
+    name: 'nightly',
+    model: 'mindsdb/home_rentals_model',
+    input: 's3://inbox/rentals/x.csv',
+    output: 's3://results/n/',
+    options: {},
+    schedule: { cron: '0 2 * * *', tz: 'UTC' },
+    source,
+  },
 ];
 const NOW = new Date('2026-11-23T10:00:00Z');
 
@@ -30,7 +39,12 @@ function awsRecord(bucket: string, key: string, eTag = 'd41d8cd98f00b204e9800998
     eventTime: '2026-11-22T23:59:58.000Z',
     eventName,
     userIdentity: { principalId: 'EXAMPLE' },
-    s3: { s3SchemaVersion: '1.0', configurationId: 'inbox', bucket: { name: bucket, arn: `arn:aws:s3:::${bucket}` }, object: { key, size: 1024, eTag, sequencer: '0A1B2C3D4E5F678901' } },
+    s3: {
+      s3SchemaVersion: '1.0',
+      configurationId: 'inbox',
+      bucket: { name: bucket, arn: `arn:aws:s3:::${bucket}` },
+      object: { key, size: 1024, eTag, sequencer: '0A1B2C3D4E5F678901' },
+    },
   };
 }
 
@@ -64,7 +78,11 @@ describe('S3 event notifications', () => {
     record.s3.object = { ...record.s3.object, versionId: 'v-7' } as typeof record.s3.object;
     const { drops: found } = drops({ EventName: 's3:ObjectCreated:CompleteMultipartUpload', Key: 'inbox/rentals/a b.csv', Records: [record] });
     expect(found.map((d) => d.trigger)).toContainEqual(
-      expect.objectContaining({ pipeline: 'inbox', eventName: 's3:ObjectCreated:CompleteMultipartUpload', object: expect.objectContaining({ location: 's3://inbox/rentals/a b.csv', etag: 'abc123', versionId: 'v-7' }) }),
+      expect.objectContaining({
+        pipeline: 'inbox',
+        eventName: 's3:ObjectCreated:CompleteMultipartUpload',
+        object: expect.objectContaining({ location: 's3://inbox/rentals/a b.csv', etag: 'abc123', versionId: 'v-7' }) as unknown,
+      }),
     );
   });
 
@@ -95,10 +113,15 @@ describe('S3 event notifications', () => {
   });
 
   it('takes the AWS test event, and refuses a malformed body naming the field', () => {
-    expect(drops({ Service: 'Amazon S3', Event: 's3:TestEvent', Time: '2026-11-23T10:00:00Z', Bucket: 'inbox', RequestId: 'R', HostId: 'H' })).toEqual({ drops: [], ignored: [] });
+    expect(drops({ Service: 'Amazon S3', Event: 's3:TestEvent', Time: '2026-11-23T10:00:00Z', Bucket: 'inbox', RequestId: 'R', HostId: 'H' })).toEqual({
+      drops: [],
+      ignored: [],
+    });
     const issues = (body: unknown) => s3EventSchema.safeParse(body).error?.issues.map((i) => i.path.join('.'));
     expect(issues({})).toEqual(['Records']);
-    expect(issues({ Records: [{ eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'inbox' }, object: { key: 'k.csv' } } }] })).toEqual(['Records.0.s3.object.eTag']);
+    expect(issues({ Records: [{ eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'inbox' }, object: { key: 'k.csv' } } }] })).toEqual([
+      'Records.0.s3.object.eTag',
+    ]);
     expect(issues({ Records: [{ eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'inbox' } } }] })).toEqual(['Records.0.s3.object']);
     expect(issues({ Records: [awsRecord('inbox', 'rentals/100%.csv')] })).toEqual(['Records.0.s3.object.key']);
   });
