@@ -105,7 +105,7 @@ function startWatch(jobsDir: string, args: string[]): CliProcess {
 }
 
 /** The run ids the pipeline started on this test's queue. */
-const runIds = async () => (await f.queue.list({ pipeline: PIPELINE, limit: 1000 })).map((r) => r.runId).sort();
+const runIds = async () => (await f.queue.list({ pipeline: PIPELINE, limit: 2000 })).map((r) => r.runId).sort();
 
 /** Waits for a run to complete and answers its manifest, checking its folder holds `_SUCCESS`. */
 async function completedRun(name: string, runId: string): Promise<Manifest> {
@@ -290,6 +290,37 @@ describe('file drops', () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  it('watch follows every listing page (1,001 files), and polls a local folder by size and modification time', async () => {
+    await f.setup();
+    const jobs = await jobsFor('pages');
+    const keys = Array.from({ length: 1_001 }, (_, i) => `pages/${String(i).padStart(4, '0')}.csv`);
+    for (let i = 0; i < keys.length; i += 100)
+      await Promise.all(keys.slice(i, i + 100).map((k) => storage.write(parseLocation(`s3://inbox/${k}`), 'a,b\n1,2\n')));
+    const first = await runCli(['watch', '--once'], env(jobs));
+    expect([first.code, first.stdout.split('\n').filter(Boolean).length]).toEqual([0, 1_001]);
+    // Every file claimed: the next pass starts nothing (one claim lookup per page of the listing).
+    const second = await runCli(['watch', '--once'], env(jobs));
+    expect([second.code, second.stdout]).toEqual([0, '']);
+    expect(await runIds()).toHaveLength(1_001);
+
+    const inbox = await mkdtemp(join(tmpdir(), 'drops-local-'));
+    folders.push(inbox);
+    await writeFile(
+      join(jobs, 'drops.yaml'),
+      `name: local\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: ${inbox}/, suffix: .csv }\noutput: ${inbox}-out/\n`,
+    );
+    await writeFile(join(inbox, 'a.csv'), 'a,b\n1,2\n');
+    const local = await runCli(['watch', '--once'], env(jobs));
+    expect([local.code, local.stdout]).toEqual([0, expect.stringMatching(/^local-\d{8}-[0-9a-f]{8}\n$/) as string]);
+    expect((await runCli(['watch', '--once'], env(jobs))).stdout).toBe('');
+    await writeFile(join(inbox, 'a.csv'), 'a,b\n1,2\n3,4\n');
+    const changed = await runCli(['watch', '--once'], env(jobs));
+    expect(changed.stdout).toMatch(/^local-\d{8}-[0-9a-f]{8}\n$/);
+    expect(changed.stdout).not.toBe(local.stdout);
+    const [run] = await f.queue.list({ pipeline: 'local', limit: 1 });
+    expect(run.trigger).toMatchObject({ kind: 'poll', object: { location: join(inbox, 'a.csv'), etag: expect.stringMatching(/^12-\d+$/) as string } });
   });
 
   it('refuses a bad --interval, an invalid jobs folder (serve too), fails --once on a missing bucket, and answers 503 while Redis is away', async () => {
