@@ -10,6 +10,7 @@ import { registerScore } from './cli/score.js';
 import { registerServe } from './cli/serve.js';
 import { registerSimulate } from './cli/simulate.js';
 import { registerStatus } from './cli/status.js';
+import { registerWatch } from './cli/watch.js';
 import { registerWorker } from './cli/worker.js';
 import { TOOL } from './version.js';
 
@@ -32,6 +33,7 @@ registerStatus(program);
 registerCancel(program);
 registerServe(program);
 registerPipelines(program);
+registerWatch(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.

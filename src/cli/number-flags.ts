@@ -12,3 +12,9 @@ export const tcpPort = (flag: string) => (v: string) => {
   if (!isTcpPort(v)) throw new InvalidArgumentError(`${flag} takes a port from 1 to 65535, got "${v}"`);
   return Number(v);
 };
+
+/** A commander parser for a flag taking a number above 0 (fractions allowed: `--interval 0.5`). */
+export const positiveNumber = (flag: string) => (v: string) => {
+  if (!/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0) throw new InvalidArgumentError(`${flag} takes a number above 0, got "${v}"`);
+  return Number(v);
+};

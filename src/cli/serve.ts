@@ -5,8 +5,10 @@ import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { createStorage } from '../storage/storage.js';
+import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
 import { action, runUntilSignal } from './action.js';
 import { count, tcpPort } from './number-flags.js';
+import { JOBS_FLAG } from './pipelines.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -14,14 +16,17 @@ const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('HTTP server: the run API, the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD)')
+    .description(
+      'HTTP server: the run API, S3 event notifications (POST /events/s3), the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD, JOBS_DIR)',
+    )
     .option('--host <address>', 'address to listen on; beyond loopback only with credentials or --insecure', '127.0.0.1')
     .option('--port <port>', 'port to listen on (default: PORT, or 8080)', tcpPort('--port'))
     .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
     .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
+    .option(...JOBS_FLAG)
     .option('--insecure', 'listen beyond loopback without credentials (anyone who reaches the port may enqueue and cancel runs)')
     .action(
-      action(async (flags: { host: string; port?: number; shutdownTimeout: number; queueActions?: boolean; insecure?: boolean }) => {
+      action(async (flags: { host: string; port?: number; shutdownTimeout: number; queueActions?: boolean; insecure?: boolean; jobs?: string }) => {
         const settings = loadSettings();
         const credentials: Credentials = { token: settings.apiToken, dashboard: settings.dashboard };
         if (!isLoopback(flags.host) && !hasCredentials(credentials) && !flags.insecure) {
@@ -32,6 +37,10 @@ export function registerServe(program: Command): void {
         const log = createLogger({ level: settings.logLevel });
         if (settings.dashboard && !settings.apiToken)
           log.warn('DASHBOARD_USER/DASHBOARD_PASSWORD are set but API_TOKEN is not: the run API and /metrics refuse every request');
+        // Invalid pipelines refuse the start (E_CONFIG); a missing folder is a serve without any.
+        const jobsDir = flags.jobs ?? settings.jobsDir;
+        const pipelines = await loadPipelinesIfPresent(jobsDir);
+        if (!pipelines) log.info({ jobsDir }, 'no pipelines folder: POST /events/s3 will start no runs');
         const storage = createStorage(settings.s3);
         const metrics = createMetricsRegistry();
         const { startServe } = await import('../http/server.js');
@@ -45,6 +54,7 @@ export function registerServe(program: Command): void {
           log,
           metrics,
           queueActions: flags.queueActions ?? false,
+          pipelines: pipelines ?? [],
         }).catch((err: unknown) => {
           const code = (err as { code?: string }).code;
           if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { s3EventSchema } from '../triggers/s3-event.js';
 import { TOOL } from '../version.js';
+import { eventRunsSchema } from './event-routes.js';
 import { errorBodySchema } from './http-errors.js';
 import { runCreatedSchema, runDetailSchema, runListQuerySchema, runListSchema, runResumedSchema, runStatusSchema, runSubmissionSchema } from './run-schemas.js';
 
@@ -31,6 +33,8 @@ export function openApiDocument(): Record<string, unknown> {
         RunDetail: jsonSchema(runDetailSchema, 'output'),
         RunList: jsonSchema(runListSchema, 'output'),
         RunResumed: jsonSchema(runResumedSchema, 'output'),
+        S3Event: jsonSchema(s3EventSchema, 'input'),
+        EventRuns: jsonSchema(eventRunsSchema, 'output'),
         Error: jsonSchema(errorBodySchema, 'output'),
       },
     },
@@ -74,6 +78,19 @@ export function openApiDocument(): Record<string, unknown> {
             '200': answer('enqueued again', 'RunResumed'),
             '404': failure('no such run'),
             '409': failure('the run is not failed or cancelled'),
+            ...common,
+          },
+        },
+      },
+      '/events/s3': {
+        post: {
+          summary:
+            "S3 event notifications (AWS, MinIO's webhook, the s3:TestEvent): one run per new file version under a file-drop pipeline's prefix, however often it is notified",
+          requestBody: { required: true, content: json('S3Event') },
+          responses: {
+            '200': answer('the runs of the notified files (created: false for a file version seen before), and how many records started none', 'EventRuns'),
+            '400': failure('a bad field, each named in issues'),
+            '413': failure('body too large'),
             ...common,
           },
         },

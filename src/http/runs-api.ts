@@ -1,5 +1,5 @@
 import { errorCode } from '../errors.js';
-import { RunQueue, type RunState, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import { RunQueue, type FileDropSubmission, type RunState, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import type { QueueConfig } from '../queue/queues.js';
 
 /**
@@ -9,6 +9,8 @@ import type { QueueConfig } from '../queue/queues.js';
  */
 export interface RunsApi {
   enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }>;
+  /** Starts the run of a file version exactly once (see RunQueue.enqueueFileDrop). */
+  enqueueFileDrop(submission: FileDropSubmission): Promise<{ runId: string; created: boolean }>;
   /** The run, or undefined when no run of this id is on the queue. */
   get(runId: string): Promise<RunStatus | undefined>;
   /** The most recent runs, newest first; with `state`, only those in that state; with `pipeline`, only those that pipeline started. */
@@ -43,6 +45,7 @@ export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>
   return {
     api: {
       enqueue: (submission) => call((runs) => runs.enqueue(submission)),
+      enqueueFileDrop: (submission) => call((runs) => runs.enqueueFileDrop(submission)),
       get: (runId) => call((runs) => runs.get(runId)),
       list: (options) => call((runs) => runs.list(options)),
       cancel: (runId) => call((runs) => runs.cancel(runId)),

@@ -14,6 +14,8 @@ import { runShutdownSteps } from '../shutdown-steps.js';
 import type { Storage } from '../storage/storage-types.js';
 import { requireAuth, type Credentials } from './auth.js';
 import { QUEUES_PATH, queueDashboard } from './dashboard.js';
+import type { Pipeline } from '../triggers/pipelines.js';
+import { eventRoutes } from './event-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
@@ -54,11 +56,13 @@ export interface ServerDeps {
    * the token): `/ui/runs`, where `/ui` leads, `/ui/runs/:id` and `/ui/assets/*`.
    */
   runPages: FastifyPluginAsync;
+  /** The pipelines of `jobs/*.yaml` whose file drops `POST /events/s3` starts runs of. */
+  pipelines: readonly Pipeline[];
 }
 
 /**
- * The HTTP server of `serve`, not yet listening: health (open), the run API, `/openapi.json`
- * and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
+ * The HTTP server of `serve`, not yet listening: health (open), the run API, `POST /events/s3`,
+ * `/openapi.json` and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
  * `x-request-id` (the client's when it sent a sane one), which every log line of the request has.
  */
 export function buildServer(deps: ServerDeps): FastifyInstance {
@@ -95,6 +99,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   void app.register(async (api) => {
     api.addHook('onRequest', requireAuth(deps.credentials, { basic: false }));
     await api.register(runRoutes, { runs: deps.runs, storage: deps.storage });
+    await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
     api.get('/openapi.json', () => openApi);
   });
   registerMetricsRoute(app, deps.metrics, deps.credentials);
@@ -127,6 +132,8 @@ export interface ServeOptions {
   log: Logger;
   metrics: Registry;
   queueActions?: boolean;
+  /** The pipelines of `jobs/*.yaml` (none: `POST /events/s3` ignores every event). */
+  pipelines?: readonly Pipeline[];
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -181,6 +188,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     },
     queues,
     queueActions: options.queueActions,
+    pipelines: options.pipelines ?? [],
     runPages: runPages({
       runs: runs.api,
       storage: options.storage,
@@ -224,6 +232,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       // Which credentials are set, never what they are.
       auth: { bearer: Boolean(options.credentials.token), basic: Boolean(options.credentials.dashboard) },
       queueActions: options.queueActions ?? false,
+      fileDropPipelines: (options.pipelines ?? []).filter((p) => p.kind === 'trigger').map((p) => p.name),
     },
     'serving',
   );

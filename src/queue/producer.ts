@@ -5,12 +5,13 @@ import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
-import { triggerPipeline, type RunTrigger } from '../pipeline/run-trigger.js';
+import { triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { redisUnavailable, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
+import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
 import { failedByCancel, RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 
@@ -82,6 +83,12 @@ export interface RunSubmission {
   trigger?: RunTrigger;
 }
 
+/** A run a file drop starts: its trigger names the pipeline and the file version, and its options the run id it proposes. */
+export type FileDropSubmission = RunSubmission & {
+  options: RunOptionsInput & { runId: string };
+  trigger: Extract<RunTrigger, { kind: 'event' | 'poll' }>;
+};
+
 /** How `enqueue` treats a run of the same id that failed or was cancelled. */
 export interface EnqueueOptions {
   /**
@@ -122,6 +129,7 @@ export class RunQueue {
   private readonly queue: Queue<RunJobData>;
   private readonly progress: RunProgressStore;
   private readonly cancels: RunCancels;
+  private readonly drops: FileDropClaims;
   private connected?: Promise<void>;
   private lastError?: Error;
   private closed?: Promise<void>;
@@ -131,6 +139,7 @@ export class RunQueue {
     this.queue = new Queue<RunJobData>(RUNS_QUEUE, { connection: this.redis, prefix: config.prefix });
     this.progress = new RunProgressStore(this.redis, config.prefix);
     this.cancels = new RunCancels(this.redis, config.prefix);
+    this.drops = new FileDropClaims(this.redis, config.prefix);
     // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
     // since ioredis and BullMQ print an error event nobody listens to, stack and all.
     const keep = (err: Error) => void (this.lastError = err);
@@ -166,6 +175,36 @@ export class RunQueue {
     await this.cancels.clear(runId);
     await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
     return { runId, created: true, ...(resumed ? { resumed } : {}) };
+  }
+
+  /**
+   * Starts the run of one file version exactly once, however many events, polls, retries or
+   * processes see it: the version (trigger's pipeline, location and ETag) is claimed for the
+   * proposed run id unless it is claimed already, and the claimed run, whichever run id won, is
+   * enqueued with `ifEnded: 'keep'` (a failed run is never restarted by another sighting).
+   * `created` is true for one sighting only, the one that recorded the run as enqueued. A claim
+   * whose enqueue did not happen (a crash in between) is completed by the next sighting.
+   */
+  async enqueueFileDrop(submission: FileDropSubmission): Promise<{ runId: string; created: boolean }> {
+    validateSubmission(submission); // a bad submission claims nothing
+    await this.ready();
+    const { pipeline, object } = submission.trigger;
+    const version = fileVersionField(object.location, object.etag);
+    const [seen] = await this.drops.lookup(pipeline, [version]);
+    if (seen?.enqueued) return { runId: seen.runId, created: false };
+    const { runId } = seen ?? (await this.drops.claim(pipeline, version, submission.options.runId));
+    // Sightings at the same moment may both get here: the job id makes their enqueues one run.
+    await this.enqueue({ ...submission, options: { ...submission.options, runId } }, { ifEnded: 'keep' });
+    return { runId, created: await this.drops.enqueued(pipeline, version, runId) };
+  }
+
+  /** The claims of these versions of files (see enqueueFileDrop), undefined for those never seen, in one round trip. */
+  async fileDropClaims(pipeline: string, objects: readonly Pick<ObjectVersion, 'location' | 'etag'>[]): Promise<(FileDropClaim | undefined)[]> {
+    await this.ready();
+    return this.drops.lookup(
+      pipeline,
+      objects.map((o) => fileVersionField(o.location, o.etag)),
+    );
   }
 
   async get(runId: string): Promise<RunStatus | undefined> {

@@ -6,7 +6,7 @@ import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BatchScorerError, InputError, isAbortError, NotFoundError } from '../errors.js';
 import type { FileLocation } from './location.js';
-import type { ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
+import type { ListedFile, ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
 
 /** Names of half-written files (`<name>.tmp-<random>`); they are not files yet, so `list` skips them. */
 const TEMP_SUFFIX = /\.tmp-[0-9a-f]{12}$/;
@@ -106,8 +106,8 @@ export class LocalStorage {
     }
   }
 
-  async *list(prefix: FileLocation, signal?: AbortSignal): AsyncGenerator<{ location: FileLocation; size: number }> {
-    const files: Array<{ relative: Buffer; path: string; size: number }> = [];
+  async *list(prefix: FileLocation, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: FileLocation }> {
+    const files: Array<{ relative: Buffer; path: string; size: number; mtimeMs: number }> = [];
     const folders = [prefix.path];
     for (let folder = folders.pop(); folder !== undefined; folder = folders.pop()) {
       signal?.throwIfAborted();
@@ -127,14 +127,14 @@ export class LocalStorage {
         } else if ((entry.isFile() || entry.isSymbolicLink()) && !TEMP_SUFFIX.test(entry.name)) {
           const info = await stat(full).catch(() => undefined); // a file removed meanwhile, or a dangling link
           if (info?.isFile()) {
-            files.push({ relative: Buffer.from(path.relative(prefix.path, full)), path: full, size: info.size });
+            files.push({ relative: Buffer.from(path.relative(prefix.path, full)), path: full, size: info.size, mtimeMs: info.mtimeMs });
           }
         }
       }
     }
     // Byte order of the relative path, the order S3 lists keys in.
     files.sort((a, b) => Buffer.compare(a.relative, b.relative));
-    for (const file of files) yield { location: { kind: 'file', path: file.path }, size: file.size };
+    for (const file of files) yield { location: { kind: 'file', path: file.path }, size: file.size, mtimeMs: file.mtimeMs };
   }
 
   async remove(loc: FileLocation): Promise<void> {

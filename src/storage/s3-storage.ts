@@ -13,7 +13,7 @@ import { addAbortSignal, PassThrough, pipeline, Readable, Transform } from 'node
 import { BatchScorerError, InputError, isAbortError, NotFoundError, UsageError } from '../errors.js';
 import { formatLocation, type S3Location } from './location.js';
 import { s3ClientConfig, type S3Settings } from './s3-settings.js';
-import type { ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
+import type { ListedFile, ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
 
 /**
  * Parts of 8 MiB, 2 in flight: about 24 MiB buffered per upload, objects up to 10,000 parts
@@ -242,12 +242,18 @@ export class S3Storage {
     }
   }
 
-  async *list(prefix: S3Location, signal?: AbortSignal): AsyncGenerator<{ location: S3Location; size: number }> {
+  async *list(prefix: S3Location, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: S3Location }> {
     for await (const page of this.#pages(prefix, signal)) {
       for (const object of page) {
         // Zero-byte "folder" markers made by consoles are not files.
         if (object.Key === undefined || object.Key.endsWith('/')) continue;
-        yield { location: { kind: 's3', bucket: prefix.bucket, key: object.Key }, size: object.Size ?? 0 };
+        yield {
+          location: { kind: 's3', bucket: prefix.bucket, key: object.Key },
+          size: object.Size ?? 0,
+          // As stat() has them: the ETag in its quotes, the modification time in ms.
+          ...(object.ETag !== undefined && { etag: object.ETag }),
+          ...(object.LastModified !== undefined && { mtimeMs: object.LastModified.getTime() }),
+        };
       }
     }
   }

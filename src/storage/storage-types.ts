@@ -7,8 +7,15 @@ import type { Location } from './location.js';
  */
 export interface ObjectInfo {
   size: number;
+  /** S3's ETag as S3 sends it, in quotes (`"9b2cf535f27731c974343645a3985328"`); never set for local files. */
   etag?: string;
+  /** When the file was last modified (S3: LastModified, to the second). */
   mtimeMs?: number;
+}
+
+/** A file found by `list`: where it is, and what `stat` would say of it. */
+export interface ListedFile extends ObjectInfo {
+  location: Location;
 }
 
 /**
@@ -45,8 +52,8 @@ export interface Storage {
   readText(loc: Location, signal?: AbortSignal): Promise<string>;
   /** Atomic: readers see the old content or the new, never a part; a Readable body is streamed. */
   write(loc: Location, body: Readable | string | Uint8Array, options?: WriteOptions): Promise<{ bytes: number }>;
-  /** Every file below the folder, recursively, sorted by key or path. */
-  list(prefix: Location, signal?: AbortSignal): AsyncIterable<{ location: Location; size: number }>;
+  /** Every file below the folder, recursively, sorted by key or path; S3 follows every page of the listing. */
+  list(prefix: Location, signal?: AbortSignal): AsyncIterable<ListedFile>;
   /** Missing is fine. */
   remove(loc: Location): Promise<void>;
   /** Deletes the folder and everything below it; refuses a bucket or filesystem root. */

@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CronExpressionParser } from 'cron-parser';
 import { parseAllDocuments } from 'yaml';
@@ -158,6 +158,18 @@ export async function loadPipelines(dir: string): Promise<Pipeline[]> {
   }
   if (problems.length > 0) throw configError(problems);
   return pipelines;
+}
+
+/**
+ * The pipelines of a folder that may not exist: undefined when it does not (`serve` runs without
+ * pipelines), otherwise loadPipelines' answer or refusal.
+ */
+export async function loadPipelinesIfPresent(dir: string): Promise<Pipeline[] | undefined> {
+  const missing = await stat(dir).then(
+    () => false,
+    (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+  );
+  return missing ? undefined : loadPipelines(dir);
 }
 
 /** Issues as formatIssues says them, but a pipeline's own unknown fields named as fields, not options. */

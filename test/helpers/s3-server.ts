@@ -127,6 +127,34 @@ function rangeFixes(server: S3rverInstance): Middleware {
   };
 }
 
+/**
+ * s3rver 3.7 makes ListObjectsV2's continuation tokens with DES, which OpenSSL 3 no longer has:
+ * a listing longer than a page fails with 500 InternalError. The request is answered by its
+ * version 1 listing (marker = the last key of the page before) and the answer made version 2 again,
+ * with the last key, base64-encoded, as continuation token.
+ */
+function listV2Pages(): Middleware {
+  return async (ctx, next) => {
+    const { query } = ctx;
+    if (ctx.method !== 'GET' || query['list-type'] !== '2' || (objectOf(ctx)?.key ?? '') !== '') return next();
+    const token = typeof query['continuation-token'] === 'string' ? query['continuation-token'] : undefined;
+    const { 'list-type': _type, 'continuation-token': _token, 'start-after': startAfter, ...rest } = query;
+    const marker = token === undefined ? startAfter : Buffer.from(token, 'base64').toString('utf8');
+    (ctx as { query: Record<string, unknown> }).query = { ...rest, ...(typeof marker === 'string' && { marker }) };
+    await next();
+    const result = (ctx.body as { ListBucketResult?: Record<string, unknown> } | undefined)?.ListBucketResult;
+    if (result === undefined) return;
+    const contents = (result.Contents ?? []) as { Key: string }[];
+    delete result.Marker;
+    delete result.NextMarker;
+    Object.assign(result, {
+      KeyCount: contents.length,
+      ...(token !== undefined && { ContinuationToken: token }),
+      ...(result.IsTruncated === true && { NextContinuationToken: Buffer.from(contents[contents.length - 1].Key).toString('base64') }),
+    });
+  };
+}
+
 /** An S3 protocol server in this process on 127.0.0.1 (any free port) over a fresh temp dir. */
 export async function startS3Server(buckets: string[]): Promise<S3Server> {
   const directory = await mkdtemp(path.join(os.tmpdir(), 's3rver-'));
@@ -150,6 +178,8 @@ export async function startS3Server(buckets: string[]): Promise<S3Server> {
   };
   // Koa composes `middleware` when the server starts listening, so these run before s3rver's router.
   server.middleware.unshift(record, ifMatch(server), abortMultipartUpload(server), rangeFixes(server));
+  // Just before the router (the last), where answers are still objects, not yet XML.
+  server.middleware.splice(server.middleware.length - 1, 0, listV2Pages());
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   return {

@@ -171,6 +171,7 @@ describe('serve', () => {
       ['GET', '/runs/some-run'],
       ['DELETE', '/runs/some-run'],
       ['POST', '/runs/some-run/resume'],
+      ['POST', '/events/s3'],
       ['GET', '/openapi.json'],
       ['GET', '/metrics'],
       ['GET', '/ui'],
@@ -215,7 +216,7 @@ describe('serve', () => {
     expect((await call(`${s.url}/ui/queues/api/queues/runs/pause`, { method: 'PUT', headers: bearer })).status).toBeGreaterThanOrEqual(400);
 
     const openApi = await call(`${s.url}/openapi.json`, { headers: bearer });
-    expect(openApi.json).toMatchObject({ openapi: '3.1.0', paths: { '/runs': { post: {} }, '/runs/{id}': { delete: {} } } });
+    expect(openApi.json).toMatchObject({ openapi: '3.1.0', paths: { '/runs': { post: {} }, '/runs/{id}': { delete: {} }, '/events/s3': { post: {} } } });
 
     expect(await s.stop()).toBe(0);
     const log = s.stderr();

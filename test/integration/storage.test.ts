@@ -157,6 +157,19 @@ describe.each(kinds)('%s storage', (kind, root) => {
     expect(await storage.exists(at('list', 'runx'))).toBe(false);
   });
 
+  it('lists each file with what stat says of it (ETag in its quotes, modification time)', async () => {
+    const loc = at('listed', 'one.csv');
+    await storage.write(loc, 'a,b\n1,2\n');
+    const info = await storage.stat(loc);
+    const listed = [];
+    for await (const file of storage.list(at('listed'))) listed.push(file);
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ location: loc, size: 8, ...(kind === 's3' ? { etag: info.etag } : {}) });
+    if (kind === 's3') expect(listed[0].etag).toMatch(/^"[0-9a-f]+"$/);
+    // S3's listing and HEAD may round LastModified differently; both are within a second of each other.
+    expect(Math.abs(listed[0].mtimeMs! - info.mtimeMs!)).toBeLessThan(1000);
+  });
+
   it('keeps the previous content when a streamed write fails midway', async () => {
     const loc = at('atomic', 'out.csv');
     await storage.write(loc, 'old\n');

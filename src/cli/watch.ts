@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import { loadSettings } from '../config/settings.js';
+import { BatchScorerError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { createStorage } from '../storage/storage.js';
+import { loadPipelines, type FileDropPipeline } from '../triggers/pipelines.js';
+import { action, runUntilSignal } from './action.js';
+import { positiveNumber } from './number-flags.js';
+import { JOBS_FLAG } from './pipelines.js';
+
+/** Seconds between two polls unless --interval says otherwise. */
+const DEFAULT_INTERVAL_S = 30;
+
+export function registerWatch(program: Command): void {
+  program
+    .command('watch')
+    .description("poll the prefixes of jobs/*.yaml's file-drop pipelines and enqueue a run for each new file version, until SIGTERM (REDIS_URL, S3_*)")
+    .option('--interval <s>', 'seconds between two polls', positiveNumber('--interval'), DEFAULT_INTERVAL_S)
+    .option(...JOBS_FLAG)
+    .option('--once', 'poll once, print the run ids enqueued, and exit (1 when a prefix could not be listed)')
+    .action(
+      action(async (flags: { interval: number; jobs?: string; once?: boolean }) => {
+        const settings = loadSettings();
+        const jobsDir = flags.jobs ?? settings.jobsDir;
+        const pipelines = (await loadPipelines(jobsDir)).filter((p): p is FileDropPipeline => p.kind === 'trigger');
+        if (pipelines.length === 0) {
+          throw new BatchScorerError('E_CONFIG', `${jobsDir}: no pipeline declares a trigger (prefix and suffix): watch has nothing to poll`, { exitCode: 2 });
+        }
+        const log = createLogger({ level: settings.logLevel });
+        const storage = createStorage(settings.s3);
+        // bullmq loads only for the commands that use it.
+        const { RunQueue } = await import('../queue/producer.js');
+        const { pollDrops, watchDrops } = await import('../triggers/drop-poller.js');
+        const runs = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
+        const deps = { pipelines, storage, runs, log };
+        const close = async () => {
+          await runs.close();
+          storage.close();
+        };
+        try {
+          // Redis away at the start is a setting to check (E_REDIS_UNAVAILABLE, exit 2); later, a pass waits for it.
+          await runs.fileDropClaims(pipelines[0].name, []);
+        } catch (err) {
+          await close();
+          throw err;
+        }
+        log.info({ jobsDir, pipelines: pipelines.map((p) => `${p.name}: ${p.trigger.prefix}*${p.trigger.suffix}`), intervalS: flags.interval }, 'watching');
+        if (flags.once) {
+          const pass = await pollDrops(deps).finally(close);
+          for (const run of pass.started) process.stdout.write(`${run.runId}\n`);
+          if (pass.failed.length > 0) {
+            const [first] = pass.failed;
+            throw new BatchScorerError('E_STORAGE', `${pass.failed.length} prefix(es) could not be polled; ${first.prefix}: ${first.error}`);
+          }
+          return;
+        }
+        const stop = new AbortController();
+        const watching = watchDrops(deps, flags.interval * 1000, stop.signal);
+        await runUntilSignal(log, async () => {
+          stop.abort();
+          await watching;
+          await close();
+        });
+      }),
+    );
+}

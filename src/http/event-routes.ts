@@ -1,0 +1,43 @@
+import type { FastifyPluginCallback } from 'fastify';
+import { z } from 'zod';
+import { fileDropsOfEvent, s3EventSchema } from '../triggers/s3-event.js';
+import type { Pipeline } from '../triggers/pipelines.js';
+import { parseRequest } from './http-errors.js';
+import type { RunsApi } from './runs-api.js';
+
+export interface EventRoutesDeps {
+  runs: RunsApi;
+  /** The pipelines of `jobs/*.yaml`, read when serve started: events are matched against their triggers. */
+  pipelines: readonly Pipeline[];
+}
+
+/** `POST /events/s3`'s answer: the runs of the event's files (`created: false` for one started before), and how many records started none. */
+export const eventRunsSchema = z.object({
+  runs: z.array(z.object({ runId: z.string(), pipeline: z.string(), location: z.string(), created: z.boolean() })),
+  ignored: z.number().int(),
+});
+
+/**
+ * `POST /events/s3`: S3 event notifications (AWS or MinIO webhook) start one run per new file
+ * version under a pipeline's prefix. Answers in milliseconds: matching is in memory, and the only
+ * I/O is the claim and enqueue in Redis (503 while it is away, which senders retry).
+ */
+export const eventRoutes: FastifyPluginCallback<EventRoutesDeps> = (app, { runs, pipelines }, done) => {
+  app.post('/events/s3', async (request) => {
+    const event = parseRequest(s3EventSchema, request.body, 'body');
+    const { drops, ignored } = fileDropsOfEvent(event, pipelines, new Date());
+    for (const record of ignored) request.log.info(record, 'S3 event record ignored');
+    const body: z.input<typeof eventRunsSchema> = { runs: [], ignored: ignored.length };
+    for (const drop of drops) {
+      const { runId, created } = await runs.enqueueFileDrop(drop);
+      const { pipeline, object } = drop.trigger;
+      request.log.info(
+        { runId, created, pipeline, location: object.location, etag: object.etag },
+        created ? 'file drop: run enqueued' : 'file drop: run started before',
+      );
+      body.runs.push({ runId, pipeline, location: object.location, created });
+    }
+    return body;
+  });
+  done();
+};

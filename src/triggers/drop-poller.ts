@@ -1,0 +1,100 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorCode, errorMessage } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { RunQueue } from '../queue/producer.js';
+import { parseLocation } from '../storage/location.js';
+import type { ListedFile, Storage } from '../storage/storage-types.js';
+import { fileDropSubmission, localEtag, objectVersion, unquoteEtag, watches } from './file-drop.js';
+import type { FileDropPipeline } from './pipelines.js';
+
+/** Files whose claims are looked up in one round trip: a ListObjectsV2 page. */
+const BATCH = 1_000;
+
+export interface DropPollerDeps {
+  pipelines: readonly FileDropPipeline[];
+  storage: Storage;
+  runs: Pick<RunQueue, 'enqueueFileDrop' | 'fileDropClaims'>;
+  log: Logger;
+}
+
+/** What one pass found: the runs it enqueued, and the prefixes it could not list or enqueue from. */
+export interface PollPass {
+  started: { runId: string; pipeline: string; location: string }[];
+  failed: { prefix: string; error: string; code: string }[];
+}
+
+/**
+ * One pass of `watch`: lists each watched prefix (every page), keeps the files each pipeline
+ * watches, and starts a run for each file version no claim covers yet (see
+ * RunQueue.enqueueFileDrop), so that whatever an event or another watcher started is not
+ * started again. It keeps nothing itself: the claims in Redis are its memory. A prefix that
+ * cannot be listed (bucket missing, S3 down) is reported and the others are still polled.
+ */
+export async function pollDrops(deps: DropPollerDeps, signal?: AbortSignal): Promise<PollPass> {
+  const pass: PollPass = { started: [], failed: [] };
+  // Pipelines watching the same prefix share its listing.
+  const byPrefix = new Map<string, FileDropPipeline[]>();
+  for (const p of deps.pipelines) byPrefix.set(p.trigger.prefix, [...(byPrefix.get(p.trigger.prefix) ?? []), p]);
+  for (const [prefix, pipelines] of byPrefix) {
+    signal?.throwIfAborted();
+    try {
+      let batch: ListedFile[] = [];
+      for await (const file of deps.storage.list(parseLocation(prefix), signal)) {
+        batch.push(file);
+        if (batch.length < BATCH) continue;
+        await startNew(deps, pipelines, batch, pass);
+        batch = [];
+      }
+      await startNew(deps, pipelines, batch, pass);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      pass.failed.push({ prefix, error: errorMessage(err), code: errorCode(err) });
+      deps.log.warn({ prefix, err: errorMessage(err), code: errorCode(err) }, 'watch: polling this prefix failed; trying again at the next interval');
+    }
+  }
+  return pass;
+}
+
+/** Starts the runs of the files of one listing batch that each pipeline watches and has not claimed yet. */
+async function startNew(deps: DropPollerDeps, pipelines: readonly FileDropPipeline[], files: readonly ListedFile[], pass: PollPass): Promise<void> {
+  const foundAt = new Date();
+  for (const pipeline of pipelines) {
+    const watched = files.filter((f) => watches(pipeline, f.location));
+    const objects = watched.map((f) => objectVersion(f.location, fileEtag(f), { size: f.size }));
+    const claims = await deps.runs.fileDropClaims(pipeline.name, objects);
+    for (const [i, object] of objects.entries()) {
+      if (claims[i]?.enqueued) continue;
+      const { mtimeMs } = watched[i];
+      const modified = mtimeMs === undefined ? foundAt : new Date(mtimeMs);
+      const trigger = { kind: 'poll' as const, pipeline: pipeline.name, object, foundAt: foundAt.toISOString() };
+      const { runId, created } = await deps.runs.enqueueFileDrop(fileDropSubmission(pipeline, trigger, modified));
+      if (!created) continue; // enqueued meanwhile by an event or another watcher
+      pass.started.push({ runId, pipeline: pipeline.name, location: object.location });
+      deps.log.info({ runId, pipeline: pipeline.name, location: object.location, etag: object.etag }, 'watch: file found; run enqueued');
+    }
+  }
+}
+
+/** A listed file's version: S3's ETag without its quotes, or for a local file its size and modification time. */
+function fileEtag(file: ListedFile): string {
+  if (file.etag !== undefined) return unquoteEtag(file.etag);
+  return localEtag(file.size, file.mtimeMs ?? 0);
+}
+
+/**
+ * `watch`'s loop: a pass every `intervalMs` (counted from the start of the one before, or from
+ * its end when a pass takes longer) until `signal` aborts. A pass whose prefixes fail is logged
+ * and the next one tries again.
+ */
+export async function watchDrops(deps: DropPollerDeps, intervalMs: number, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    const started = Date.now();
+    try {
+      await pollDrops(deps, signal);
+    } catch (err) {
+      if (signal.aborted) return;
+      throw err;
+    }
+    await sleep(Math.max(0, started + intervalMs - Date.now()), undefined, { signal }).catch(() => undefined);
+  }
+}

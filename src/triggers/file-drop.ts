@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { ObjectVersion, RunTrigger } from '../pipeline/run-trigger.js';
+import type { FileDropSubmission } from '../queue/producer.js';
+import { formatLocation, parseLocation, type Location } from '../storage/location.js';
+import type { FileDropPipeline, Pipeline } from './pipelines.js';
+
+// A file version's identity is its location (`s3://bucket/key`, the key decoded) and its ETag: a
+// new version of a key has a new ETag and starts a new run, while the same content uploaded again
+// has the same ETag (S3's ETag of a single-part upload is its MD5) and starts none. S3 version
+// ids are kept in the run's provenance only: a listing does not show them, and a file must have
+// the same identity whether an event or a poll sees it first.
+
+/** An ETag as identity: listings and HEAD send it in quotes, events without. */
+export function unquoteEtag(etag: string): string {
+  return etag.replace(/^"(.*)"$/, '$1');
+}
+
+/** A local file's version, as there is no ETag on disk: its size and modification time. */
+export function localEtag(size: number, mtimeMs: number): string {
+  return `${size}-${Math.trunc(mtimeMs)}`;
+}
+
+/**
+ * Whether a pipeline starts a run for a file: it lies under `trigger.prefix` (same bucket, key
+ * below the prefix; or a path below the local folder) and its name ends with `trigger.suffix`.
+ * Folder markers (keys ending in '/') are not files.
+ */
+export function watches(pipeline: FileDropPipeline, file: Location): boolean {
+  const prefix = parseLocation(pipeline.trigger.prefix);
+  if (file.kind === 's3') {
+    if (prefix.kind !== 's3' || file.bucket !== prefix.bucket || file.key.endsWith('/')) return false;
+    return file.key.startsWith(prefix.key) && file.key.endsWith(pipeline.trigger.suffix);
+  }
+  if (prefix.kind !== 'file') return false;
+  return file.path.startsWith(prefix.path + path.sep) && file.path.endsWith(pipeline.trigger.suffix);
+}
+
+/** The file-drop pipelines among `pipelines` that start a run for the file. */
+export function pipelinesFor(pipelines: readonly Pipeline[], file: Location): FileDropPipeline[] {
+  return pipelines.filter((p): p is FileDropPipeline => p.kind === 'trigger' && watches(p, file));
+}
+
+/**
+ * The run id a file version proposes: `<pipeline>-<YYYYMMDD>-<8 hex>`, the date the file's (its
+ * event or modification time, UTC), the hash of its identity. Readable, and the same whichever
+ * process computes it from the same facts; where two sightings propose different ids (a date
+ * either side of midnight), the claim keeps the first. Pipeline names have at most 64
+ * characters, so the id keeps within the 128 that run ids allow.
+ */
+export function fileDropRunId(pipeline: string, object: Pick<ObjectVersion, 'location' | 'etag'>, at: Date): string {
+  const day = at.toISOString().slice(0, 10).replace(/-/g, '');
+  const hash = createHash('sha256').update(`${object.location}\n${object.etag}`).digest('hex').slice(0, 8);
+  return `${pipeline}-${day}-${hash}`;
+}
+
+/** The run a pipeline starts for a file version: the file as input, the pipeline's model, output and options. */
+export function fileDropSubmission(pipeline: FileDropPipeline, trigger: Extract<RunTrigger, { kind: 'event' | 'poll' }>, at: Date): FileDropSubmission {
+  return {
+    input: trigger.object.location,
+    model: pipeline.model,
+    out: pipeline.output,
+    options: { ...pipeline.options, runId: fileDropRunId(pipeline.name, trigger.object, at) },
+    trigger,
+  };
+}
+
+/** A listed or notified file as a version: its location as text, and the parts of it known. */
+export function objectVersion(location: Location, etag: string, extra: { versionId?: string; size?: number } = {}): ObjectVersion {
+  return {
+    location: formatLocation(location),
+    etag,
+    ...(extra.versionId !== undefined && { versionId: extra.versionId }),
+    ...(extra.size !== undefined && { size: extra.size }),
+  };
+}
