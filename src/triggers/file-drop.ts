@@ -42,15 +42,17 @@ export function pipelinesFor(pipelines: readonly Pipeline[], file: Location): Fi
 }
 
 /**
- * The run id a file version proposes: `<pipeline>-<YYYYMMDD>-<8 hex>`, the date the file's (its
- * event or modification time, UTC), the hash of its identity. Readable, and the same whichever
+ * The run id a file version proposes: `<pipeline>-<YYYYMMDD>-<12 hex>`, the date the file's (its
+ * event or modification time, UTC), the hash of its identity. Two files of one pipeline and day with
+ * the same hash would share a run id, and the second would be taken for the first's run: with 48
+ * bits, at 100,000 files a day that is about once in 50,000 days. Readable, and the same whichever
  * process computes it from the same facts; where two sightings propose different ids (a date
  * either side of midnight), the claim keeps the first. Pipeline names have at most 64
  * characters, so the id keeps within the 128 that run ids allow.
  */
 export function fileDropRunId(pipeline: string, object: Pick<ObjectVersion, 'location' | 'etag'>, at: Date): string {
   const day = at.toISOString().slice(0, 10).replace(/-/g, '');
-  const hash = createHash('sha256').update(`${object.location}\n${object.etag}`).digest('hex').slice(0, 8);
+  const hash = createHash('sha256').update(`${object.location}\n${object.etag}`).digest('hex').slice(0, 12);
   return `${pipeline}-${day}-${hash}`;
 }
 

@@ -132,7 +132,7 @@ describe('file drops', () => {
     expect(first.status).toBe(200);
     expect(first.json.ignored).toBe(0);
     expect(first.json.runs).toEqual([
-      { runId: expect.stringMatching(/^drops-\d{8}-[0-9a-f]{8}$/) as string, pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: true },
+      { runId: expect.stringMatching(/^drops-\d{8}-[0-9a-f]{12}$/) as string, pipeline: PIPELINE, location: 's3://inbox/events/new file+1.csv', created: true },
     ]);
     const runId = first.json.runs![0].runId;
 
@@ -313,11 +313,11 @@ describe('file drops', () => {
     );
     await writeFile(join(inbox, 'a.csv'), 'a,b\n1,2\n');
     const local = await runCli(['watch', '--once'], env(jobs));
-    expect([local.code, local.stdout]).toEqual([0, expect.stringMatching(/^local-\d{8}-[0-9a-f]{8}\n$/) as string]);
+    expect([local.code, local.stdout]).toEqual([0, expect.stringMatching(/^local-\d{8}-[0-9a-f]{12}\n$/) as string]);
     expect((await runCli(['watch', '--once'], env(jobs))).stdout).toBe('');
     await writeFile(join(inbox, 'a.csv'), 'a,b\n1,2\n3,4\n');
     const changed = await runCli(['watch', '--once'], env(jobs));
-    expect(changed.stdout).toMatch(/^local-\d{8}-[0-9a-f]{8}\n$/);
+    expect(changed.stdout).toMatch(/^local-\d{8}-[0-9a-f]{12}\n$/);
     expect(changed.stdout).not.toBe(local.stdout);
     const [run] = await f.queue.list({ pipeline: 'local', limit: 1 });
     expect(run.trigger).toMatchObject({ kind: 'poll', object: { location: join(inbox, 'a.csv'), etag: expect.stringMatching(/^12-\d+$/) as string } });

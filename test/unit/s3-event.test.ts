@@ -56,8 +56,8 @@ describe('S3 event notifications', () => {
     const { drops: found, ignored } = drops({ Records: [awsRecord('inbox', 'rentals/new+file%2B1.csv')] });
     expect(ignored).toEqual([]);
     expect(found.map((d) => [d.trigger.pipeline, d.input, d.options.runId])).toEqual([
-      ['inbox', 's3://inbox/rentals/new file+1.csv', expect.stringMatching(/^inbox-20261122-[0-9a-f]{8}$/)],
-      ['everything', 's3://inbox/rentals/new file+1.csv', expect.stringMatching(/^everything-20261122-[0-9a-f]{8}$/)],
+      ['inbox', 's3://inbox/rentals/new file+1.csv', expect.stringMatching(/^inbox-20261122-[0-9a-f]{12}$/)],
+      ['everything', 's3://inbox/rentals/new file+1.csv', expect.stringMatching(/^everything-20261122-[0-9a-f]{12}$/)],
     ]);
     expect(found[0]).toMatchObject({
       model: 'mindsdb/home_rentals_model',
@@ -129,7 +129,7 @@ describe('S3 event notifications', () => {
   it('dates runs by now when the event has no time; ids are readable and keep to the run id rules', () => {
     const record = awsRecord('inbox', 'rentals/x.csv');
     const { eventTime: _time, ...untimed } = record;
-    expect(drops({ Records: [untimed] }).drops[0].options.runId).toMatch(/^inbox-20261123-[0-9a-f]{8}$/);
+    expect(drops({ Records: [untimed] }).drops[0].options.runId).toMatch(/^inbox-20261123-[0-9a-f]{12}$/);
     const object = { location: 's3://inbox/rentals/x.csv', etag: 'e1' };
     expect(fileDropRunId('inbox', object, NOW)).toBe(fileDropRunId('inbox', object, NOW));
     expect(fileDropRunId('inbox', object, NOW)).not.toBe(fileDropRunId('inbox', { ...object, etag: 'e2' }, NOW));
