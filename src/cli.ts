@@ -6,6 +6,7 @@ import { registerCancel } from './cli/cancel.js';
 import { registerDescribe } from './cli/describe.js';
 import { registerEnqueue } from './cli/enqueue.js';
 import { registerPipelines } from './cli/pipelines.js';
+import { registerSchedule } from './cli/schedule.js';
 import { registerScore } from './cli/score.js';
 import { registerServe } from './cli/serve.js';
 import { registerSimulate } from './cli/simulate.js';
@@ -32,6 +33,7 @@ registerStatus(program);
 registerCancel(program);
 registerServe(program);
 registerPipelines(program);
+registerSchedule(program);
 registerDescribe(program);
 registerSimulate(program);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.
