@@ -76,7 +76,9 @@ export interface ScheduledRuns {
 export function startScheduledRuns(config: QueueConfig, log: Logger): ScheduledRuns {
   const schedulesLog = log.child({ queue: SCHEDULES_QUEUE });
   const redis = redisConnection(config.redisUrl, 'worker');
-  const watch = new RedisWatch(redis, schedulesLog);
+  // The worker's own watch already says when Redis is away and back, for the whole process; this
+  // one keeps its connection's errors out of the log, save errors of the queue itself.
+  const watch = new RedisWatch(redis, schedulesLog.child({}, { level: 'error' }));
   const runs = new RunQueue(config);
   const worker = new Worker(SCHEDULES_QUEUE, scheduledRunProcessor(runs, schedulesLog), { connection: redis, prefix: config.prefix, name: WORKER_ID });
   worker.on('error', (err) => watch.error(err));
@@ -84,9 +86,21 @@ export function startScheduledRuns(config: QueueConfig, log: Logger): ScheduledR
   return {
     close: () =>
       (closing ??= (async () => {
-        // BullMQ's close and QUIT wait for Redis, for ever while it is away; past CLOSE_MS the
-        // connections go. A fired job still held is taken again once its lock expires, and
-        // makes no second run: its run id is derived.
+        // BullMQ's close and QUIT wait for Redis, for ever while it is away: the connections go
+        // at once when it is away now, else past CLOSE_MS. A fired job still held is taken again
+        // once its lock expires, and makes no second run: its run id is derived.
+        let dropped: () => void = () => {};
+        const droppedConnections = new Promise<void>((resolve) => (dropped = resolve));
+        const drop = () => {
+          watch.stop();
+          redis.disconnectAll();
+          dropped();
+        };
+        if (redis.status !== 'ready') drop();
+        const timer = setTimeout(() => {
+          schedulesLog.warn({ redis: redis.shownUrl }, 'closing took too long: connections dropped');
+          drop();
+        }, CLOSE_MS);
         const cleanups = runShutdownSteps(
           [
             ['scheduled runs worker', () => worker.close()],
@@ -101,16 +115,7 @@ export function startScheduledRuns(config: QueueConfig, log: Logger): ScheduledR
           ],
           schedulesLog,
         );
-        let timer: NodeJS.Timeout | undefined;
-        const dropped = new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            schedulesLog.warn({ redis: redis.shownUrl }, 'Redis did not answer: connections dropped');
-            watch.stop();
-            redis.disconnectAll();
-            resolve();
-          }, CLOSE_MS);
-        });
-        await Promise.race([cleanups, dropped]);
+        await Promise.race([cleanups, droppedConnections]);
         clearTimeout(timer);
       })()),
   };
