@@ -45,6 +45,7 @@ export function scheduledRunProcessor(runs: Pick<RunQueue, 'enqueue'>, log: Logg
     const trigger = { kind: 'schedule', pipeline, fireTime: fireTime.toISOString(), cron, tz } as const;
     const runLog = log.child({ pipeline, runId, fireTime: trigger.fireTime, jobId: job.id });
     try {
+      // The options as declared: enqueue checks them as flags are, and the worker defaults the rest.
       const { created } = await runs.enqueue({ input, model, out: output, options: { ...(options as RunOptionsInput), runId }, trigger }, { ifEnded: 'keep' });
       runLog.info({ input }, created ? 'scheduled run enqueued' : 'scheduled run enqueued before, by an earlier take of this firing; not again');
       return { runId, created, input };
