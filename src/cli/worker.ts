@@ -38,7 +38,7 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined) {
 export function registerWorker(program: Command): void {
   program
     .command('worker')
-    .description('take runs and their segments from Redis until SIGTERM (REDIS_URL)')
+    .description('take runs, their segments and the jobs schedules fire from Redis until SIGTERM (REDIS_URL)')
     .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
     .option('--segments <n>', 'segments scored at once', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
     .option(
@@ -62,7 +62,8 @@ export function registerWorker(program: Command): void {
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);
         const { startWorker } = await import('../queue/worker.js');
-        const worker = await startWorker({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, storage, log, {
+        const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,
           shutdownTimeoutMs: flags.shutdownTimeout,
@@ -71,8 +72,11 @@ export function registerWorker(program: Command): void {
           runDefaults: settings.runDefaults,
           metrics,
         });
+        // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
+        const { startScheduledRuns } = await import('../triggers/scheduled-run.js');
+        const scheduledRuns = startScheduledRuns(queue, log);
         await runUntilSignal(log, async () => {
-          await worker.close();
+          await Promise.all([worker.close(), scheduledRuns.close()]);
           storage.close();
         });
       }),

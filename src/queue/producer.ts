@@ -8,7 +8,7 @@ import type { RunProgress } from '../pipeline/progress.js';
 import { triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import { redisUnavailable, type QueueRedis } from './queue-redis.js';
+import { waitForRedis, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
@@ -17,9 +17,6 @@ import { RunProgressStore } from './run-progress.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
 const ASSEMBLY_WAIT_MS = 60_000;
-
-/** How long a producer waits for Redis to answer at first before it gives up. */
-export const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
@@ -120,7 +117,7 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
 
 /**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
- * Its first call waits for Redis for CONNECT_TIMEOUT_MS at most, then fails with
+ * Its first call waits for Redis for CONNECT_TIMEOUT_MS (queue-redis.ts) at most, then fails with
  * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
  * and the next one goes through when Redis is back.
  */
@@ -305,20 +302,7 @@ export class RunQueue {
 
   /** Resolves once Redis has answered; the first wait is bounded, and a failed one is final. */
   private ready(): Promise<void> {
-    return (this.connected ??= (async () => {
-      const answered = this.queue.waitUntilReady();
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still connecting')), CONNECT_TIMEOUT_MS)));
-      try {
-        await Promise.race([answered, timedOut]);
-      } catch (err) {
-        this.redis.disconnectAll();
-        answered.catch(() => {}); // it fails too once disconnected; the reason is known already
-        throw redisUnavailable(this.redis, CONNECT_TIMEOUT_MS, this.lastError ?? err);
-      } finally {
-        clearTimeout(timer);
-      }
-    })());
+    return (this.connected ??= waitForRedis(this.redis, this.queue.waitUntilReady(), () => this.lastError));
   }
 
   private async requireJob(runId: string): Promise<Job<RunJobData>> {

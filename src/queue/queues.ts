@@ -55,12 +55,15 @@ export const segmentJobId = (runId: string, generation: number, index: number) =
 export const RETENTION = {
   runs: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
   segments: { removeOnComplete: { age: 24 * 3600, count: 20_000 }, removeOnFail: { age: 7 * 24 * 3600, count: 20_000 } },
+  /** Fired jobs of the schedules queue: each says which run it made, for as long as runs are kept. */
+  schedules: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 1000 } },
 } as const;
 
 /** Retries of passing failures; permanent ones are UnrecoverableError and fail at once. */
 export const ATTEMPTS = {
   runs: { attempts: 5, backoff: { type: 'exponential', delay: 5_000 } },
   segments: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
+  schedules: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
 } as const;
 
 /**

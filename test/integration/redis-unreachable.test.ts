@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { freePort, startRedis, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess } from '../helpers/queue.js';
@@ -41,6 +42,8 @@ describe('commands against a Redis that is not there', () => {
     ['enqueue', () => ['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', join(tmp.dir, 'out')]],
     ['status', () => ['status']],
     ['status <runId> --watch', () => ['status', 'some-run', '--watch', '--logs']],
+    ['schedule sync', () => ['schedule', 'sync', '--jobs', fileURLToPath(new URL('../../jobs', import.meta.url))]],
+    ['schedule list', () => ['schedule', 'list']],
   ])('%s gives up within seconds: exit 2, one line naming the URL without its password', async (_, args) => {
     const line = await givesUp(args(), url, `redis://user:***@127.0.0.1:${port}`);
     expect(line).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`);
