@@ -13,8 +13,9 @@ export const tcpPort = (flag: string) => (v: string) => {
   return Number(v);
 };
 
-/** A commander parser for a flag taking a number above 0 (fractions allowed: `--interval 0.5`). */
-export const positiveNumber = (flag: string) => (v: string) => {
-  if (!/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0) throw new InvalidArgumentError(`${flag} takes a number above 0, got "${v}"`);
+/** A commander parser for a flag taking a number above 0 and at most `max` (fractions allowed: `--interval 0.5`). */
+export const positiveNumber = (flag: string, max: number) => (v: string) => {
+  if (!/^\d+(\.\d+)?$/.test(v) || Number(v) <= 0 || Number(v) > max)
+    throw new InvalidArgumentError(`${flag} takes a number above 0 and at most ${max}, got "${v}"`);
   return Number(v);
 };

@@ -10,12 +10,14 @@ import { JOBS_FLAG } from './pipelines.js';
 
 /** Seconds between two polls unless --interval says otherwise. */
 const DEFAULT_INTERVAL_S = 30;
+/** A day: longer waits would overflow Node's timers (about 24.8 days), which then fire at once. */
+const MAX_INTERVAL_S = 86_400;
 
 export function registerWatch(program: Command): void {
   program
     .command('watch')
     .description("poll the prefixes of jobs/*.yaml's file-drop pipelines and enqueue a run for each new file version, until SIGTERM (REDIS_URL, S3_*)")
-    .option('--interval <s>', 'seconds between two polls', positiveNumber('--interval'), DEFAULT_INTERVAL_S)
+    .option('--interval <s>', 'seconds between two polls', positiveNumber('--interval', MAX_INTERVAL_S), DEFAULT_INTERVAL_S)
     .option(...JOBS_FLAG)
     .option('--once', 'poll once, print the run ids enqueued, and exit (1 when a prefix could not be listed)')
     .action(
@@ -50,7 +52,10 @@ export function registerWatch(program: Command): void {
           for (const run of pass.started) process.stdout.write(`${run.runId}\n`);
           if (pass.failed.length > 0) {
             const [first] = pass.failed;
-            throw new BatchScorerError('E_STORAGE', `${pass.failed.length} prefix(es) could not be polled; ${first.prefix}: ${first.error}`);
+            throw new BatchScorerError(
+              'E_STORAGE',
+              `${pass.failed.length} prefix(es) or file(s) could not be polled; ${first.location ?? first.prefix}: ${first.error}`,
+            );
           }
           return;
         }

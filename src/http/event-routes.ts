@@ -5,7 +5,9 @@ import type { Pipeline } from '../triggers/pipelines.js';
 import { parseRequest } from './http-errors.js';
 import type { RunsApi } from './runs-api.js';
 
+/** What the event intake needs: the queue that claims file versions and enqueues their runs, and the pipelines. */
 export interface EventRoutesDeps {
+  /** Claims and enqueues; answers 503 while Redis is away (see RunsApi). */
   runs: RunsApi;
   /** The pipelines of `jobs/*.yaml`, read when serve started: events are matched against their triggers. */
   pipelines: readonly Pipeline[];

@@ -1,21 +1,31 @@
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, InputError } from '../errors.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { versionTag } from '../storage/version-tag.js';
 import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is
- * written: a malformed model name, an input that is missing or not a file, an output location
- * where run folders cannot be written. Names are checked before storage is touched. What passes
+ * written: a malformed model name, an input that is missing or not a file (or, for a run a file
+ * drop started, no longer the version dropped), an output location where run folders cannot be
+ * written. Names are checked before storage is touched. What passes
  * may still fail later (an unknown model, bad rows); what fails here leaves nothing behind.
  */
 export async function preflight(request: RunRequest, storage: Storage, signal?: AbortSignal): Promise<void> {
   parseModelRef(request.model);
   const input = parseLocation(request.input);
   const out = parseLocation(request.out);
-  await storage.stat(input, signal).catch(inputMissing);
+  const info = await storage.stat(input, signal).catch(inputMissing);
+  // A file replaced after its drop was seen: that version is gone, and the new one has a run of its own.
+  const dropped = request.trigger?.kind === 'event' || request.trigger?.kind === 'poll' ? request.trigger.object : undefined;
+  if (dropped && versionTag(info) !== dropped.etag) {
+    throw new InputError(
+      `${formatLocation(input)} was replaced after this run was started for it: the run is for version ${dropped.etag}, the file is now ${versionTag(info)}, which starts a run of its own`,
+      'E_INPUT_CHANGED',
+    );
+  }
   const why = await storage.whyUnwritable(out, signal);
   if (why !== undefined) {
     throw new BatchScorerError('E_OUTPUT', `cannot write run folders to ${formatLocation(out)}: ${why}; choose another --out`, { exitCode: 2 });

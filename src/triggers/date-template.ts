@@ -13,11 +13,6 @@ export function templateProblem(template: string): string | undefined {
   return undefined;
 }
 
-/** Whether a text has date placeholders at all. */
-export function hasPlaceholders(template: string): boolean {
-  return new RegExp(PLACEHOLDER.source).test(template);
-}
-
 /** The template with each placeholder replaced by the date it names, counted from `fireTime`'s day in `tz`. */
 export function fillDateTemplate(template: string, fireTime: Date, tz: string): string {
   const [year, month, day] = localDate(fireTime, tz);
@@ -31,7 +26,7 @@ export function fillDateTemplate(template: string, fireTime: Date, tz: string): 
 }
 
 /** The year, month and day a moment falls on in a time zone. */
-export function localDate(at: Date, tz: string): [number, number, number] {
+function localDate(at: Date, tz: string): [number, number, number] {
   const parts = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(at);
   const part = (type: string) => Number(parts.find((p) => p.type === type)?.value);
   return [part('year'), part('month'), part('day')];

@@ -4,23 +4,28 @@ import type { Logger } from '../log.js';
 import type { RunQueue } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { ListedFile, Storage } from '../storage/storage-types.js';
-import { fileDropSubmission, localEtag, objectVersion, unquoteEtag, watches } from './file-drop.js';
+import { versionTag } from '../storage/version-tag.js';
+import { fileDropSubmission, objectVersion, watches } from './file-drop.js';
 import type { FileDropPipeline } from './pipelines.js';
 
 /** Files whose claims are looked up in one round trip: a ListObjectsV2 page. */
 const BATCH = 1_000;
 
+/** What a poll needs: the pipelines to poll for, the storage to list, the queue that claims and enqueues, a logger. */
 export interface DropPollerDeps {
+  /** The file-drop pipelines of `jobs/*.yaml`; those sharing a prefix share its listing. */
   pipelines: readonly FileDropPipeline[];
   storage: Storage;
+  /** Where runs are enqueued and file versions claimed (the memory of every watcher). */
   runs: Pick<RunQueue, 'enqueueFileDrop' | 'fileDropClaims'>;
   log: Logger;
 }
 
-/** What one pass found: the runs it enqueued, and the prefixes it could not list or enqueue from. */
+/** What one pass found: the runs it enqueued, and the prefixes it could not list, or files of them it could not start. */
 export interface PollPass {
   started: { runId: string; pipeline: string; location: string }[];
-  failed: { prefix: string; error: string; code: string }[];
+  /** A prefix that could not be listed, or (with `location`) one of its files that could not be enqueued. */
+  failed: { prefix: string; location?: string; error: string; code: string }[];
 }
 
 /**
@@ -60,25 +65,32 @@ async function startNew(deps: DropPollerDeps, pipelines: readonly FileDropPipeli
   const foundAt = new Date();
   for (const pipeline of pipelines) {
     const watched = files.filter((f) => watches(pipeline, f.location));
-    const objects = watched.map((f) => objectVersion(f.location, fileEtag(f), { size: f.size }));
+    const objects = watched.map((f) => objectVersion(f.location, versionTag(f), { size: f.size }));
     const claims = await deps.runs.fileDropClaims(pipeline.name, objects);
     for (const [i, object] of objects.entries()) {
       if (claims[i]?.enqueued) continue;
       const { mtimeMs } = watched[i];
       const modified = mtimeMs === undefined ? foundAt : new Date(mtimeMs);
       const trigger = { kind: 'poll' as const, pipeline: pipeline.name, object, foundAt: foundAt.toISOString() };
-      const { runId, created } = await deps.runs.enqueueFileDrop(fileDropSubmission(pipeline, trigger, modified));
+      let started;
+      try {
+        started = await deps.runs.enqueueFileDrop(fileDropSubmission(pipeline, trigger, modified));
+      } catch (err) {
+        // One file that cannot be enqueued (a damaged claim, say) must not hide the files after it.
+        if (errorCode(err) === 'E_REDIS_UNAVAILABLE') throw err;
+        pass.failed.push({ prefix: pipeline.trigger.prefix, location: object.location, error: errorMessage(err), code: errorCode(err) });
+        deps.log.warn(
+          { pipeline: pipeline.name, location: object.location, err: errorMessage(err), code: errorCode(err) },
+          'watch: could not start this file; trying again at the next interval',
+        );
+        continue;
+      }
+      const { runId, created } = started;
       if (!created) continue; // enqueued meanwhile by an event or another watcher
       pass.started.push({ runId, pipeline: pipeline.name, location: object.location });
       deps.log.info({ runId, pipeline: pipeline.name, location: object.location, etag: object.etag }, 'watch: file found; run enqueued');
     }
   }
-}
-
-/** A listed file's version: S3's ETag without its quotes, or for a local file its size and modification time. */
-function fileEtag(file: ListedFile): string {
-  if (file.etag !== undefined) return unquoteEtag(file.etag);
-  return localEtag(file.size, file.mtimeMs ?? 0);
 }
 
 /**

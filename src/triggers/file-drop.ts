@@ -11,16 +11,6 @@ import type { FileDropPipeline, Pipeline } from './pipelines.js';
 // ids are kept in the run's provenance only: a listing does not show them, and a file must have
 // the same identity whether an event or a poll sees it first.
 
-/** An ETag as identity: listings and HEAD send it in quotes, events without. */
-export function unquoteEtag(etag: string): string {
-  return etag.replace(/^"(.*)"$/, '$1');
-}
-
-/** A local file's version, as there is no ETag on disk: its size and modification time. */
-export function localEtag(size: number, mtimeMs: number): string {
-  return `${size}-${Math.trunc(mtimeMs)}`;
-}
-
 /**
  * Whether a pipeline starts a run for a file: it lies under `trigger.prefix` (same bucket, key
  * below the prefix; or a path below the local folder) and its name ends with `trigger.suffix`.
@@ -33,7 +23,8 @@ export function watches(pipeline: FileDropPipeline, file: Location): boolean {
     return file.key.startsWith(prefix.key) && file.key.endsWith(pipeline.trigger.suffix);
   }
   if (prefix.kind !== 'file') return false;
-  return file.path.startsWith(prefix.path + path.sep) && file.path.endsWith(pipeline.trigger.suffix);
+  // `file:///in/` keeps its slash where a plain `/in/` loses it: the folder without it.
+  return file.path.startsWith(path.resolve(prefix.path) + path.sep) && file.path.endsWith(pipeline.trigger.suffix);
 }
 
 /** The file-drop pipelines among `pipelines` that start a run for the file. */

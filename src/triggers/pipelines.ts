@@ -44,6 +44,7 @@ export interface FileDropPipeline extends PipelineBase {
   trigger: { prefix: string; suffix: string };
 }
 
+/** A declared pipeline of `jobs/*.yaml`: `kind` says whether a schedule or a file drop starts its runs. */
 export type Pipeline = ScheduledPipeline | FileDropPipeline;
 
 /** Pipeline names: they start run ids, so they keep to the characters run ids allow. */

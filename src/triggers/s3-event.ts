@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { S3Location } from '../storage/location.js';
-import { fileDropSubmission, objectVersion, pipelinesFor, unquoteEtag } from './file-drop.js';
+import { versionTag } from '../storage/version-tag.js';
+import { fileDropSubmission, objectVersion, pipelinesFor } from './file-drop.js';
 import type { Pipeline } from './pipelines.js';
 import type { FileDropSubmission } from '../queue/producer.js';
 
@@ -91,7 +92,7 @@ export function fileDropsOfEvent(event: S3Event, pipelines: readonly Pipeline[],
       ignored.push({ ...seen, reason: 'no pipeline watches it' });
       continue;
     }
-    const object = objectVersion(location, unquoteEtag(record.s3.object.eTag!), record.s3.object);
+    const object = objectVersion(location, versionTag({ etag: record.s3.object.eTag!, size: 0 }), record.s3.object);
     const eventTime = record.eventTime !== undefined && !Number.isNaN(Date.parse(record.eventTime)) ? new Date(record.eventTime) : undefined;
     for (const pipeline of watching) {
       const trigger = {

@@ -267,6 +267,32 @@ describe('file drops', () => {
     expect((await runCli(['watch', '--once'], env(jobs))).stdout).toBe('');
   });
 
+  it('a file replaced before its run starts: that run fails with E_INPUT_CHANGED, never scoring the newer version under the older one', async () => {
+    await f.setup();
+    const jobs = await jobsFor('replaced');
+    const s = await serve(env(jobs));
+    const key = 'replaced/daily.csv';
+    const older = await drop(key, 50);
+    const newer = await drop(key, 80, 1000);
+    expect(newer).not.toBe(older);
+    // The older version's event arrives after the file was replaced; then the newer one's.
+    const [late, current] = [await postEvent(s.url, { Records: [awsRecord(key, older)] }), await postEvent(s.url, { Records: [awsRecord(key, newer)] })];
+    const [lateRun, currentRun] = [late.json.runs![0].runId, current.json.runs![0].runId];
+    expect(lateRun).not.toBe(currentRun);
+    f.worker([], env(jobs));
+    const failed = await f.finished(lateRun);
+    expect(failed).toMatchObject({ state: 'failed', attempts: 1 });
+    expect(failed.failedReason).toContain(
+      `s3://inbox/${key} was replaced after this run was started for it: the run is for version ${older}, the file is now ${newer}`,
+    );
+    expect(failed.failedReason).toContain('E_INPUT_CHANGED');
+    const manifest = await completedRun('replaced', currentRun);
+    expect(manifest).toMatchObject({ input: { rows: 80 }, trigger: { kind: 'event', object: { etag: newer } } });
+    // Sighted again, the failed run stays failed: it is not restarted.
+    expect((await postEvent(s.url, { Records: [awsRecord(key, older)] })).json.runs).toEqual([expect.objectContaining({ runId: lateRun, created: false })]);
+    expect(await f.queue.get(lateRun)).toMatchObject({ state: 'failed', attempts: 1 });
+  });
+
   it('a claim left without its run (a crash between claim and enqueue) is completed by the next sighting, under the claimed id', async () => {
     await f.setup();
     const jobs = await jobsFor('pending');
@@ -327,7 +353,10 @@ describe('file drops', () => {
     await f.setup();
     const jobs = await jobsFor('errors');
     const interval = await runCli(['watch', '--interval', '0'], env(jobs));
-    expect([interval.code, interval.stderr]).toEqual([2, expect.stringContaining('--interval takes a number above 0, got "0"')]);
+    expect([interval.code, interval.stderr]).toEqual([2, expect.stringContaining('--interval takes a number above 0 and at most 86400, got "0"')]);
+    // Beyond what Node's timers can wait, which would poll without pause.
+    const long = await runCli(['watch', '--interval', '3000000'], env(jobs));
+    expect([long.code, long.stderr]).toEqual([2, expect.stringContaining('--interval takes a number above 0 and at most 86400, got "3000000"')]);
 
     const invalid = await mkdtemp(join(tmpdir(), 'drops-bad-'));
     folders.push(invalid);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseLocation } from '../../src/storage/location.js';
-import { fileDropRunId, localEtag, pipelinesFor, unquoteEtag } from '../../src/triggers/file-drop.js';
+import { versionTag } from '../../src/storage/version-tag.js';
+import { fileDropRunId, pipelinesFor } from '../../src/triggers/file-drop.js';
 import type { FileDropPipeline, Pipeline } from '../../src/triggers/pipelines.js';
 import { fileDropsOfEvent, s3EventSchema } from '../../src/triggers/s3-event.js';
 
@@ -139,9 +140,9 @@ describe('S3 event notifications', () => {
 
 describe('file versions', () => {
   it('unquotes ETags and names local versions by size and modification time', () => {
-    expect(unquoteEtag('"9b2cf535f27731c974343645a3985328"')).toBe('9b2cf535f27731c974343645a3985328');
-    expect(unquoteEtag('9b2cf535f27731c974343645a3985328-2')).toBe('9b2cf535f27731c974343645a3985328-2');
-    expect(localEtag(120, 1763891234567.891)).toBe('120-1763891234567');
+    expect(versionTag({ etag: '"9b2cf535f27731c974343645a3985328"', size: 1 })).toBe('9b2cf535f27731c974343645a3985328');
+    expect(versionTag({ etag: '9b2cf535f27731c974343645a3985328-2', size: 1 })).toBe('9b2cf535f27731c974343645a3985328-2');
+    expect(versionTag({ size: 120, mtimeMs: 1763891234567.891 })).toBe('120-1763891234567');
   });
 
   it('matches local files below a watched folder only', () => {
@@ -150,5 +151,9 @@ describe('file versions', () => {
     expect(pipelinesFor(local, parseLocation('/data/inbox-2/b.csv'))).toEqual([]);
     expect(pipelinesFor(local, parseLocation('/data/inbox/b.txt'))).toEqual([]);
     expect(pipelinesFor(local, parseLocation('s3://data/inbox/b.csv'))).toEqual([]);
+    // A file URL keeps the folder's trailing slash that a plain path loses: the same folder.
+    const url = [pipeline('url', 'file:///data/inbox/')];
+    expect(pipelinesFor(url, parseLocation('/data/inbox/a/b.csv')).map((p) => p.name)).toEqual(['url']);
+    expect(pipelinesFor(url, parseLocation('/data/inbox-2/b.csv'))).toEqual([]);
   });
 });
