@@ -5,13 +5,14 @@ import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
-import { triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
+import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { waitForRedis, type QueueRedis } from './queue-redis.js';
 import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
+import { PipelineRuns } from './pipeline-runs.js';
 import { failedByCancel, RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 
@@ -127,6 +128,7 @@ export class RunQueue {
   private readonly progress: RunProgressStore;
   private readonly cancels: RunCancels;
   private readonly drops: FileDropClaims;
+  private readonly pipelineRuns: PipelineRuns;
   private connected?: Promise<void>;
   private lastError?: Error;
   private closed?: Promise<void>;
@@ -137,6 +139,7 @@ export class RunQueue {
     this.progress = new RunProgressStore(this.redis, config.prefix);
     this.cancels = new RunCancels(this.redis, config.prefix);
     this.drops = new FileDropClaims(this.redis, config.prefix);
+    this.pipelineRuns = new PipelineRuns(this.redis, config.prefix);
     // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
     // since ioredis and BullMQ print an error event nobody listens to, stack and all.
     const keep = (err: Error) => void (this.lastError = err);
@@ -170,7 +173,9 @@ export class RunQueue {
     }
     // Also a marker left by a cancelled run of this id whose job is gone (past its retention).
     await this.cancels.clear(runId);
-    await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
+    const job = await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
+    const pipeline = triggerPipeline(data.request.trigger);
+    if (pipeline) await this.pipelineRuns.add(pipeline, runId, job.timestamp);
     return { runId, created: true, ...(resumed ? { resumed } : {}) };
   }
 
@@ -217,24 +222,51 @@ export class RunQueue {
   async list(options: { limit?: number; state?: RunState; pipeline?: string } = {}): Promise<RunStatus[]> {
     const { limit = 20, state, pipeline } = options;
     await this.ready();
+    const found = pipeline === undefined ? await this.latestJobs(limit, state) : await this.latestOfPipeline(pipeline, limit, state);
+    return Promise.all(found.map((j) => this.describe(j)));
+  }
+
+  /** The newest run jobs, from BullMQ's lists by state. */
+  private async latestJobs(limit: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
     const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
     const found: Job<RunJobData>[] = [];
-    // A job's state is not the run's (a cancelled run's job may still be waiting), and the
-    // pipeline is in its data: filtered page by page, as BullMQ answers up to a page of each state.
+    // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
+    // by page, as BullMQ answers up to a page of each of its states.
     for (let start = 0; found.length < limit; start += limit) {
-      const page = await this.queue.getJobs(types, start, start + limit - 1);
-      if (page.length === 0) break;
-      const jobs = page.filter((j) => pipeline === undefined || triggerPipeline(j.data.request.trigger) === pipeline);
+      const jobs = await this.queue.getJobs(types, start, start + limit - 1);
+      if (jobs.length === 0) break;
       if (!state) {
         found.push(...jobs);
-        if (pipeline === undefined) break;
-        continue;
+        break;
       }
-      const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
-      found.push(...jobs.filter((_, i) => states[i] === state));
+      found.push(...(await this.inState(jobs, state)));
     }
     found.sort((a, b) => b.timestamp - a.timestamp);
-    return Promise.all(found.slice(0, limit).map((j) => this.describe(j)));
+    return found.slice(0, limit);
+  }
+
+  /** A pipeline's newest run jobs, from its index (see PipelineRuns), newest first. */
+  private async latestOfPipeline(pipeline: string, limit: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
+    const found: Job<RunJobData>[] = [];
+    for (let start = 0; found.length < limit; start += limit) {
+      const ids = await this.pipelineRuns.page(pipeline, start, limit);
+      if (ids.length === 0) break;
+      const read = await Promise.all(ids.map((id) => Job.fromId<RunJobData>(this.queue, id)));
+      const jobs = read.filter((j) => j !== undefined);
+      // Past their retention: gone from the queue, and from the index now.
+      await this.pipelineRuns.drop(
+        pipeline,
+        ids.filter((_, i) => read[i] === undefined),
+      );
+      start -= ids.length - jobs.length;
+      found.push(...(state ? await this.inState(jobs, state) : jobs));
+    }
+    return found.slice(0, limit);
+  }
+
+  private async inState(jobs: Job<RunJobData>[], state: RunState): Promise<Job<RunJobData>[]> {
+    const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
+    return jobs.filter((_, i) => states[i] === state);
   }
 
   /**
@@ -336,7 +368,9 @@ export class RunQueue {
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
     const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
-    const pipeline = triggerPipeline(job.data.request.trigger);
+    // Job data written by other releases or by hand: a trigger that is not one is left out, not shown.
+    const trigger = runTriggerSchema.safeParse(job.data.request.trigger).data;
+    const pipeline = triggerPipeline(trigger);
     return {
       runId: job.data.runId,
       state,
@@ -348,7 +382,7 @@ export class RunQueue {
       model: job.data.request.model,
       out: job.data.request.out,
       options: job.data.request.options,
-      ...(job.data.request.trigger ? { trigger: job.data.request.trigger } : {}),
+      ...(trigger ? { trigger } : {}),
       ...(pipeline ? { pipeline } : {}),
       enqueuedAt: new Date(job.timestamp).toISOString(),
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),

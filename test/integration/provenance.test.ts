@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { useQueueFixture } from '../helpers/queue.js';
+import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { tempDir, writeRentals } from '../helpers/scoring.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
@@ -126,5 +126,42 @@ describe('provenance', () => {
     const frames = watch.stdout().trimEnd().split('\n');
     expect(frames.at(-1)).toMatch(/^by-schedule {2}completed {2}200\/200 rows .* by schedule nightly-rentals \(/);
     for (const frame of frames) expect(frame).toMatch(/^by-schedule /);
+  });
+
+  it("RunQueue.list({ pipeline }) answers the pipeline's newest runs first whatever their states, and forgets runs the queue removed", async () => {
+    await f.setup();
+    const { Queue, UnrecoverableError, Worker } = await import('bullmq');
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(f.redisUrl, { maxRetriesPerRequest: null });
+    const runs = new Queue('runs', { connection: redis, prefix: f.prefix });
+    const id = (i: number) => `inbox-${String(i).padStart(2, '0')}`;
+    try {
+      // The oldest ten of the inbox's runs fail (a stand-in worker refuses them), and so sit where
+      // BullMQ lists failed jobs, apart from the waiting ones; another pipeline's runs in between.
+      for (let i = 0; i < 10; i++) await enqueue(id(i), eventFor(i));
+      const refuser = new Worker('runs', () => Promise.reject(new UnrecoverableError('refused for the test')), {
+        connection: redis.duplicate(),
+        prefix: f.prefix,
+      });
+      await waitFor('ten failed runs', async () => (await runs.getFailedCount()) === 10);
+      await refuser.close();
+      for (let i = 10; i < 30; i++) {
+        await enqueue(id(i), eventFor(i));
+        await enqueue(`other-${i}`, { ...SCHEDULE, pipeline: 'other', fireTime: new Date(Date.UTC(2026, 0, 1, i)).toISOString() });
+      }
+      const newest = (await f.queue.list({ pipeline: 'rentals-inbox', limit: 5 })).map((r) => r.runId);
+      expect(newest).toEqual([29, 28, 27, 26, 25].map(id));
+      const failed = (await f.queue.list({ pipeline: 'rentals-inbox', state: 'failed', limit: 3 })).map((r) => r.runId);
+      expect(failed).toEqual([9, 8, 7].map(id));
+      // Removed from the queue (as retention does): not listed, and dropped from the index.
+      await runs.remove(id(29));
+      await runs.remove(id(27));
+      expect((await f.queue.list({ pipeline: 'rentals-inbox', limit: 3 })).map((r) => r.runId)).toEqual([28, 26, 25].map(id));
+      expect(await redis.zcard(`${f.prefix}:pipeline-runs:rentals-inbox`)).toBe(28);
+      expect(await f.queue.list({ pipeline: 'rentals-inbox', limit: 100 })).toHaveLength(28);
+    } finally {
+      await runs.close();
+      redis.disconnect();
+    }
   });
 });

@@ -253,5 +253,14 @@ describe('scheduled runs', () => {
     expect(fired.input).toBe(filled);
     expect(status).toMatchObject({ state: 'failed', attempts: 1, pipeline: 'gone', trigger: { kind: 'schedule', fireTime: new Date(next!).toISOString() } });
     expect(status.failedReason).toContain(`${filled}: no such file or object [E_INPUT_NOT_FOUND]`);
+    // The same firing taken again (a retry) leaves the failed run failed: it is not resumed.
+    const firstFinish = (await Job.fromId(queue, job.id!))!.finishedOn!;
+    await (await Job.fromId(queue, job.id!))!.retry('completed');
+    const again = await waitFor('the fired job to complete again', async () => {
+      const j = await Job.fromId<unknown, ScheduledRunResult>(queue, job.id!);
+      return j && (await j.isCompleted()) && j.finishedOn! > firstFinish && j.returnvalue;
+    });
+    expect(again).toEqual({ runId: fired.runId, created: false, input: filled });
+    expect(await f.queue.get(fired.runId)).toMatchObject({ state: 'failed', attempts: 1 });
   });
 });

@@ -9,7 +9,6 @@ import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
-import { fillDateTemplate } from '../../src/triggers/date-template.js';
 import { runCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
@@ -94,7 +93,9 @@ describe('the example pipelines in jobs/', () => {
     expect(JSON.parse(list.stdout)).toMatchObject([{ id: 'nightly-rentals', cron: '0 2 * * *', tz: 'Europe/Paris', next: next.toISOString() }]);
 
     // The export the firing will look for: the day before the fire time, on Paris's calendar.
-    const input = fillDateTemplate('s3://data/rentals/{date-1d}.csv', next, 'Europe/Paris');
+    // 02:00 in Paris less a day is still the day before on Paris's calendar, whatever the clocks do.
+    const dayBefore = new Date(next.getTime() - 24 * 3600 * 1000).toLocaleDateString('en-CA', { timeZone: 'Europe/Paris' });
+    const input = `s3://data/rentals/${dayBefore}.csv`;
     await storage.write(parseLocation(input), rentalsCsv(300));
     redis = new Redis(f.redisUrl, { maxRetriesPerRequest: null });
     schedules = new Queue(SCHEDULES_QUEUE, { connection: redis, prefix: f.prefix });

@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import { RETENTION } from './queues.js';
+
+/**
+ * Runs kept per pipeline at most: more than BullMQ keeps run jobs of all pipelines together
+ * (completed and failed), so trimming never hides a run the queue still has.
+ */
+const KEEP = RETENTION.runs.removeOnComplete.count + RETENTION.runs.removeOnFail.count;
+
+/**
+ * The runs each pipeline of `jobs/*.yaml` started, newest first: the sorted set
+ * `<prefix>:pipeline-runs:<pipeline>` of run ids scored by when they were enqueued. BullMQ lists
+ * jobs by state, a slice of each, so "this pipeline's latest runs" cannot be read from it without
+ * reading every job kept; this index answers it a page at a time. Ids whose jobs BullMQ removed
+ * (past their retention) are dropped when a listing meets them.
+ */
+export class PipelineRuns {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(pipeline: string): string {
+    return `${this.prefix}:pipeline-runs:${pipeline}`;
+  }
+
+  /** Records a run as enqueued now (again, for a resumed run: it moves to the top). */
+  async add(pipeline: string, runId: string, at: number): Promise<void> {
+    await this.redis
+      .multi()
+      .zadd(this.key(pipeline), at, runId)
+      .zremrangebyrank(this.key(pipeline), 0, -KEEP - 1)
+      .exec();
+  }
+
+  /** The run ids from the `start`th newest on (0-based), at most `count`. */
+  page(pipeline: string, start: number, count: number): Promise<string[]> {
+    return this.redis.zrevrange(this.key(pipeline), start, start + count - 1);
+  }
+
+  /** Forgets runs whose jobs are gone. */
+  async drop(pipeline: string, runIds: readonly string[]): Promise<void> {
+    if (runIds.length > 0) await this.redis.zrem(this.key(pipeline), ...runIds);
+  }
+}
