@@ -61,7 +61,9 @@ export function registerWorker(program: Command): void {
         const metrics = metricsEndpoint(flags, settings.apiToken);
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);
-        const { startWorker } = await import('../queue/worker.js');
+        // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
+        // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
+        const [{ startWorker }, { startScheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
         const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
@@ -73,7 +75,6 @@ export function registerWorker(program: Command): void {
           metrics,
         });
         // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-        const { startScheduledRuns } = await import('../triggers/scheduled-run.js');
         const scheduledRuns = startScheduledRuns(queue, log);
         await runUntilSignal(log, async () => {
           await Promise.all([worker.close(), scheduledRuns.close()]);
