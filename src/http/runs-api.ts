@@ -1,6 +1,6 @@
-import { errorCode } from '../errors.js';
-import { RunQueue, type FileDropSubmission, type RunState, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import type { FileDropSubmission, RunState, RunStatus, RunSubmission } from '../queue/producer.js';
 import type { QueueConfig } from '../queue/queues.js';
+import { RunQueueHolder } from '../queue/run-queue-holder.js';
 
 /**
  * What the run API needs of the queue; RunQueue (src/queue/producer.ts) is one. Errors are
@@ -28,19 +28,10 @@ export interface RunsApi {
  * answers 503 at once instead of after the producer's retries.
  */
 export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>): { api: RunsApi; close(): Promise<void> } {
-  let queue: RunQueue | undefined;
+  const holder = new RunQueueHolder(config);
   const call = async <T>(fn: (runs: RunsApi) => Promise<T>): Promise<T> => {
     await pingRedis();
-    const current = (queue ??= new RunQueue(config));
-    try {
-      return await fn(current);
-    } catch (err) {
-      if (errorCode(err) === 'E_REDIS_UNAVAILABLE' && queue === current) {
-        queue = undefined;
-        await current.close().catch(() => undefined);
-      }
-      throw err;
-    }
+    return holder.use(fn);
   };
   return {
     api: {
@@ -51,6 +42,6 @@ export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>
       cancel: (runId) => call((runs) => runs.cancel(runId)),
       resume: (runId) => call((runs) => runs.resume(runId)),
     },
-    close: async () => queue?.close(),
+    close: () => holder.close(),
   };
 }

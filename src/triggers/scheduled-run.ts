@@ -2,8 +2,9 @@ import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
 import { formatIssues, type RunOptionsInput } from '../config/run-options.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { RunQueue } from '../queue/producer.js';
+import type { RunQueue } from '../queue/producer.js';
 import { RedisWatch } from '../queue/redis-watch.js';
+import { RunQueueHolder } from '../queue/run-queue-holder.js';
 import { redisConnection, SCHEDULES_QUEUE, WORKER_ID, type QueueConfig } from '../queue/queues.js';
 import { toQueueError } from '../queue/to-queue-error.js';
 import { runShutdownSteps } from '../shutdown-steps.js';
@@ -80,8 +81,10 @@ export function startScheduledRuns(config: QueueConfig, log: Logger): ScheduledR
   // The worker's own watch already says when Redis is away and back, for the whole process; this
   // one keeps its connection's errors out of the log, save errors of the queue itself.
   const watch = new RedisWatch(redis, schedulesLog.child({}, { level: 'error' }));
-  const runs = new RunQueue(config);
-  const worker = new Worker(SCHEDULES_QUEUE, scheduledRunProcessor(runs, schedulesLog), { connection: redis, prefix: config.prefix, name: WORKER_ID });
+  // Made again after a Redis outage met at its first call (a RunQueue's first wait is final).
+  const runs = new RunQueueHolder(config);
+  const enqueue: RunQueue['enqueue'] = (submission, options) => runs.use((queue) => queue.enqueue(submission, options));
+  const worker = new Worker(SCHEDULES_QUEUE, scheduledRunProcessor({ enqueue }, schedulesLog), { connection: redis, prefix: config.prefix, name: WORKER_ID });
   worker.on('error', (err) => watch.error(err));
   let closing: Promise<void> | undefined;
   return {
