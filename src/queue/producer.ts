@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Job, Queue, type JobType } from 'bullmq';
+import { Job, type JobType, type Queue } from 'bullmq';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
@@ -8,8 +8,8 @@ import type { RunProgress } from '../pipeline/progress.js';
 import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import { waitForRedis, type QueueRedis } from './queue-redis.js';
-import { ATTEMPTS, RETENTION, RUNS_QUEUE, redisConnection, type QueueConfig, type RunJobData } from './queues.js';
+import { ProducerQueue } from './producer-queue.js';
+import { ATTEMPTS, RETENTION, RUNS_QUEUE, type QueueConfig, type RunJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
 import { PipelineRuns } from './pipeline-runs.js';
@@ -118,33 +118,26 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
 
 /**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
- * Its first call waits for Redis for CONNECT_TIMEOUT_MS (queue-redis.ts) at most, then fails with
+ * Its first call waits for Redis for CONNECT_TIMEOUT_MS (producer-queue.ts) at most, then fails with
  * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
  * and the next one goes through when Redis is back.
  */
 export class RunQueue {
-  private readonly redis: QueueRedis;
+  private readonly producer: ProducerQueue<RunJobData>;
   private readonly queue: Queue<RunJobData>;
   private readonly progress: RunProgressStore;
   private readonly cancels: RunCancels;
   private readonly drops: FileDropClaims;
   private readonly pipelineRuns: PipelineRuns;
-  private connected?: Promise<void>;
-  private lastError?: Error;
-  private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
-    this.redis = redisConnection(config.redisUrl, 'producer');
-    this.queue = new Queue<RunJobData>(RUNS_QUEUE, { connection: this.redis, prefix: config.prefix });
-    this.progress = new RunProgressStore(this.redis, config.prefix);
-    this.cancels = new RunCancels(this.redis, config.prefix);
-    this.drops = new FileDropClaims(this.redis, config.prefix);
-    this.pipelineRuns = new PipelineRuns(this.redis, config.prefix);
-    // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
-    // since ioredis and BullMQ print an error event nobody listens to, stack and all.
-    const keep = (err: Error) => void (this.lastError = err);
-    this.redis.on('error', keep);
-    this.queue.on('error', keep);
+    this.producer = new ProducerQueue<RunJobData>(config, RUNS_QUEUE);
+    const { redis, queue } = this.producer;
+    this.queue = queue;
+    this.progress = new RunProgressStore(redis, config.prefix);
+    this.cancels = new RunCancels(redis, config.prefix);
+    this.drops = new FileDropClaims(redis, config.prefix);
+    this.pipelineRuns = new PipelineRuns(redis, config.prefix);
   }
 
   /**
@@ -329,12 +322,12 @@ export class RunQueue {
   }
 
   close(): Promise<void> {
-    return (this.closed ??= this.queue.close().then(() => this.redis.close()));
+    return this.producer.close();
   }
 
   /** Resolves once Redis has answered; the first wait is bounded, and a failed one is final. */
-  private ready(): Promise<void> {
-    return (this.connected ??= waitForRedis(this.redis, this.queue.waitUntilReady(), () => this.lastError));
+  private async ready(): Promise<void> {
+    await this.producer.ready();
   }
 
   private async requireJob(runId: string): Promise<Job<RunJobData>> {

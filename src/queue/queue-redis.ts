@@ -44,25 +44,3 @@ export function redisUnavailable(redis: QueueRedis, waitedMs: number, cause: unk
     { exitCode: 2, retriable: true, cause },
   );
 }
-
-/** How long a producer waits for Redis to answer at first before it gives up. */
-export const CONNECT_TIMEOUT_MS = 5_000;
-
-/**
- * A producer's first wait for Redis: resolves once `answered` (a queue's waitUntilReady) does,
- * or, past CONNECT_TIMEOUT_MS, drops the connections and fails with E_REDIS_UNAVAILABLE, giving
- * the connection's last error (`lastError`) as the reason when there was one.
- */
-export async function waitForRedis(redis: QueueRedis, answered: Promise<unknown>, lastError: () => Error | undefined): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still connecting')), CONNECT_TIMEOUT_MS)));
-  try {
-    await Promise.race([answered, timedOut]);
-  } catch (err) {
-    redis.disconnectAll();
-    answered.catch(() => {}); // it fails too once disconnected; the reason is known already
-    throw redisUnavailable(redis, CONNECT_TIMEOUT_MS, lastError() ?? err);
-  } finally {
-    clearTimeout(timer);
-  }
-}
