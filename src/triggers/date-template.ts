@@ -1,3 +1,5 @@
+import { wallClock } from './zoned-time.js';
+
 /**
  * Date placeholders in a scheduled pipeline's input: `{date}` is the day the schedule fired for,
  * in the schedule's time zone, as YYYY-MM-DD; `{date-1d}` the day before (any number of days).
@@ -15,29 +17,12 @@ export function templateProblem(template: string): string | undefined {
 
 /** The template with each placeholder replaced by the date it names, counted from `fireTime`'s day in `tz`. */
 export function fillDateTemplate(template: string, fireTime: Date, tz: string): string {
-  const [year, month, day] = localDate(fireTime, tz);
+  const { year, month, day } = wallClock(fireTime, tz);
   return template.replace(PLACEHOLDER, (whole, inner: string) => {
     const match = DATE.exec(inner);
     if (!match) return whole;
     // Calendar arithmetic on the local day, in UTC where every day has 24 hours.
-    const shifted = new Date(Date.UTC(year, month - 1, day - Number(match[1] ?? 0)));
+    const shifted = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day) - Number(match[1] ?? 0)));
     return shifted.toISOString().slice(0, 10);
   });
-}
-
-/** The year, month and day a moment falls on in a time zone. */
-function localDate(at: Date, tz: string): [number, number, number] {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(at);
-  const part = (type: string) => Number(parts.find((p) => p.type === type)?.value);
-  return [part('year'), part('month'), part('day')];
-}
-
-/** Whether `tz` is an IANA time zone this Node knows (`UTC`, `Europe/Paris`). */
-export function isTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
 }

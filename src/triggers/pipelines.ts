@@ -8,7 +8,8 @@ import { formatIssues, runOptionsSchema, type RunOptionsInput } from '../config/
 import { BatchScorerError } from '../errors.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation, type Location } from '../storage/location.js';
-import { isTimeZone, templateProblem } from './date-template.js';
+import { templateProblem } from './date-template.js';
+import { isTimeZone } from './zoned-time.js';
 
 /** Where a pipeline was declared: its file and its document in it (1-based), for messages. */
 export interface PipelineSource {
