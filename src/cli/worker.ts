@@ -63,7 +63,7 @@ export function registerWorker(program: Command): void {
         const storage = createStorage(settings.s3);
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
-        const [{ startWorker }, { startScheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
+        const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
         const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
@@ -73,11 +73,11 @@ export function registerWorker(program: Command): void {
           token: settings.serviceToken,
           runDefaults: settings.runDefaults,
           metrics,
+          // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
+          alsoProcess: [scheduledRuns(queue, log)],
         });
-        // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-        const scheduledRuns = startScheduledRuns(queue, log);
         await runUntilSignal(log, async () => {
-          await Promise.all([worker.close(), scheduledRuns.close()]);
+          await worker.close();
           storage.close();
         });
       }),

@@ -1,4 +1,13 @@
+import type { Processor } from 'bullmq';
 import type { RunOptionsInput } from '../config/run-options.js';
+
+/** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */
+export interface AlsoProcessed {
+  queue: string;
+  processor: Processor;
+  /** Releases what the processor holds; called once the process has stopped taking jobs. */
+  close(): Promise<void>;
+}
 
 /** Options of one worker process. */
 export interface WorkerOptions {
@@ -16,6 +25,11 @@ export interface WorkerOptions {
   runDefaults?: RunOptionsInput;
   /** `--metrics-port`: serve `GET /metrics` there, behind `token` (API_TOKEN, never logged) when set. */
   metrics?: { host: string; port: number; token?: string };
+  /**
+   * Queues this process also works on (the schedules queue's fired jobs): one job at a time
+   * each, on the worker's own connection, and shut down with it.
+   */
+  alsoProcess?: AlsoProcessed[];
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };

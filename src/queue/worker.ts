@@ -29,8 +29,8 @@ export interface ScoringWorker {
 }
 
 /**
- * Starts a worker process's two BullMQ workers: runs (plan, then assemble once every segment is
- * done) and segments (score one segment into storage). Any number of processes on any machines
+ * Starts a worker process's BullMQ workers: runs (plan, then assemble once every segment is
+ * done), segments (score one segment into storage), and those of `options.alsoProcess`. Any number of processes on any machines
  * share the work through Redis. It logs "worker started" once connected; until then, and
  * whenever Redis is away, it waits for it and says so (see RedisWatch). With `options.metrics`,
  * its metrics server listens first (metrics answer while Redis is away); a port that cannot be
@@ -63,14 +63,15 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
   const watch = new RedisWatch(redis, log);
   const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2 });
   const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, segmentJobProcessor(ctx), { ...common, concurrency: options.segments });
+  const also = options.alsoProcess ?? [];
+  const workers = [runsWorker, segmentsWorker, ...also.map((a) => new Worker(a.queue, a.processor, { ...common, concurrency: 1 }))];
   const onError = (err: Error) => watch.error(err);
-  runsWorker.on('error', onError);
-  segmentsWorker.on('error', onError);
+  for (const w of workers) w.on('error', onError);
   ctx.runsQueue.on('error', onError);
   ctx.segmentsQueue.on('error', onError);
   let closing: Promise<void> | undefined;
   let started = false;
-  Promise.all([runsWorker.waitUntilReady(), segmentsWorker.waitUntilReady()]).then(
+  Promise.all(workers.map((w) => w.waitUntilReady())).then(
     () => {
       if (closing) return;
       started = true;
@@ -107,8 +108,9 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
         }, options.shutdownTimeoutMs);
         // Cleanups run in reverse order of opening, each even when one before it failed.
         const steps: ShutdownStep[] = [
-          ['workers', () => Promise.all([runsWorker.close(), segmentsWorker.close()])],
+          ['workers', () => Promise.all(workers.map((w) => w.close()))],
           ['queues and service clients', () => ctx.close()],
+          ['what the other queues hold', () => Promise.all(also.map((a) => a.close()))],
           [
             'redis',
             () => {

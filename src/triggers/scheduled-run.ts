@@ -1,19 +1,15 @@
-import { UnrecoverableError, Worker, type Job, type Processor } from 'bullmq';
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { formatIssues, type RunOptionsInput } from '../config/run-options.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RunQueue } from '../queue/producer.js';
-import { RedisWatch } from '../queue/redis-watch.js';
 import { RunQueueHolder } from '../queue/run-queue-holder.js';
-import { redisConnection, SCHEDULES_QUEUE, WORKER_ID, type QueueConfig } from '../queue/queues.js';
+import { SCHEDULES_QUEUE, type QueueConfig } from '../queue/queues.js';
 import { toQueueError } from '../queue/to-queue-error.js';
-import { runShutdownSteps } from '../shutdown-steps.js';
+import type { AlsoProcessed } from '../queue/worker-options.js';
 import { fillDateTemplate } from './date-template.js';
 import { scheduleTemplateSchema } from './schedule-template.js';
 import { scheduledRunId } from './scheduled-run-id.js';
-
-/** How long closing may wait for Redis before the connections are dropped: fired jobs take milliseconds. */
-const CLOSE_MS = 5_000;
 
 /** What a fired job did, kept as its return value: the run it made, or found made by an earlier take of the same firing. */
 export interface ScheduledRunResult {
@@ -64,63 +60,14 @@ function fireTimeOf(job: Job): Date {
   return new Date(millis);
 }
 
-/** The scheduled runs of a worker process; `close()` is safe twice. */
-export interface ScheduledRuns {
-  /** Stops taking fired jobs and lets the one in hand finish; drops the connections if Redis does not answer within seconds. */
-  close(): Promise<void>;
-}
-
 /**
- * Takes the jobs schedulers fire on the schedules queue and turns each into its run (see
- * scheduledRunProcessor), on connections of its own beside the worker's. Every worker process
- * runs one; a firing is taken by one of them, and by another again only if that one died with it.
+ * The schedules queue as a worker process takes it (see WorkerOptions.alsoProcess): each fired
+ * job turned into its run (scheduledRunProcessor) on a run queue made again after a Redis outage
+ * met at its first call (a RunQueue's first wait is final). Every worker process takes fired jobs;
+ * a firing is taken by one of them, and by another again only if that one died with it.
  */
-export function startScheduledRuns(config: QueueConfig, log: Logger): ScheduledRuns {
-  const schedulesLog = log.child({ queue: SCHEDULES_QUEUE });
-  const redis = redisConnection(config.redisUrl, 'worker');
-  // The worker's own watch already says when Redis is away and back, for the whole process; this
-  // one keeps its connection's errors out of the log, save errors of the queue itself.
-  const watch = new RedisWatch(redis, schedulesLog.child({}, { level: 'error' }));
-  // Made again after a Redis outage met at its first call (a RunQueue's first wait is final).
+export function scheduledRuns(config: QueueConfig, log: Logger): AlsoProcessed {
   const runs = new RunQueueHolder(config);
   const enqueue: RunQueue['enqueue'] = (submission, options) => runs.use((queue) => queue.enqueue(submission, options));
-  const worker = new Worker(SCHEDULES_QUEUE, scheduledRunProcessor({ enqueue }, schedulesLog), { connection: redis, prefix: config.prefix, name: WORKER_ID });
-  worker.on('error', (err) => watch.error(err));
-  let closing: Promise<void> | undefined;
-  return {
-    close: () =>
-      (closing ??= (async () => {
-        // BullMQ's close and QUIT wait for Redis, for ever while it is away: the connections go
-        // at once when it is away now, else past CLOSE_MS. A fired job still held is taken again
-        // once its lock expires, and makes no second run: its run id is derived.
-        let dropped: () => void = () => {};
-        const droppedConnections = new Promise<void>((resolve) => (dropped = resolve));
-        const drop = () => {
-          watch.stop();
-          redis.disconnectAll();
-          dropped();
-        };
-        if (redis.status !== 'ready') drop();
-        const timer = setTimeout(() => {
-          schedulesLog.warn({ redis: redis.shownUrl }, 'closing took too long: connections dropped');
-          drop();
-        }, CLOSE_MS);
-        const cleanups = runShutdownSteps(
-          [
-            ['scheduled runs worker', () => worker.close()],
-            ['run queue', () => runs.close()],
-            [
-              'schedules redis',
-              () => {
-                watch.stop();
-                return redis.close();
-              },
-            ],
-          ],
-          schedulesLog,
-        );
-        await Promise.race([cleanups, droppedConnections]);
-        clearTimeout(timer);
-      })()),
-  };
+  return { queue: SCHEDULES_QUEUE, processor: scheduledRunProcessor({ enqueue }, log.child({ queue: SCHEDULES_QUEUE })), close: () => runs.close() };
 }
