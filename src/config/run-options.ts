@@ -1,5 +1,20 @@
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { checkEncoding } from '../formats/text-encoding.js';
+
+/** The members of a prediction `predictionColumns` chooses among. */
+export const PREDICTION_MEMBERS = ['value', 'confidence', 'interval', 'anomaly', 'explain'] as const;
+export type PredictionMember = (typeof PREDICTION_MEMBERS)[number];
+
+const columnName = z.string().min(1);
+
+/** A delimiter or quote: one ASCII character other than a line break; `tab` and `\t` are a tab. */
+const oneCharacter = z
+  .string()
+  .transform((text) => (text === 'tab' || text === '\\t' ? '\t' : text))
+  .refine((c) => c.length === 1 && c.charCodeAt(0) < 128 && c !== '\n' && c !== '\r', {
+    message: 'must be one ASCII character other than a line break (tab or \\t for a tab)',
+  });
 
 /**
  * The options of one run: flags on `score` and `enqueue`, fields of job data and of
@@ -15,8 +30,8 @@ export const runOptionsSchema = z
         message: 'must not carry credentials or a query string; set MODEL_SERVICE_TOKEN for credentials',
       })
       .default('http://127.0.0.1:47334'),
-    /** Output format; by default the input's (csv or jsonl). */
-    format: z.enum(['csv', 'jsonl']).optional(),
+    /** Output format; by default the input's (csv, jsonl or parquet). */
+    format: z.enum(['csv', 'jsonl', 'parquet']).optional(),
     /** Rows per predict request at most. The reference server is built for hundreds to a few thousand. */
     batchSize: z.int().min(1).max(100_000).default(1000),
     /** Bytes of JSON per predict request at most; a wide row file gets smaller batches. */
@@ -69,6 +84,33 @@ export const runOptionsSchema = z
     onModelChange: z.enum(['fail', 'warn']).default('fail'),
     /** Segments scored at once by `score` (queue workers use their own `--segments`). */
     segmentsAtOnce: z.int().min(1).max(64).default(2),
+    /** Input columns carried to the output, in input order; by default all of them. Unknown names are an error naming the columns that exist. */
+    keepColumns: z.array(columnName).min(1).optional(),
+    /** Input columns left out of the output (applied after keepColumns). */
+    dropColumns: z.array(columnName).min(1).optional(),
+    /**
+     * The prediction members written per target, always in the order value, confidence, interval
+     * (`_min`, `_max`, for numeric targets), anomaly, explain; by default all but explain (which
+     * `explain` adds).
+     */
+    predictionColumns: z.array(z.enum(PREDICTION_MEMBERS)).min(1).optional(),
+    /** Write `row_number` first: the row's 1-based number in the run's input (file then row order). */
+    rowNumber: z.boolean().default(false),
+    /** One output per input file, named after it, instead of one `predictions.*` for the run. */
+    outputPerFile: z.boolean().default(false),
+    /** Output compression; by default gzip when every input file was gzipped. Parquet compresses its own pages. */
+    compress: z.enum(['gzip', 'none']).optional(),
+    /** Rows per output file at most: `predictions-00000.csv`, `predictions-00001.csv`, ... */
+    maxRowsPerFile: z.int().min(1).optional(),
+    /** CSV field delimiter, one character (`tab` or `\t` for a tab); by default `,`, or a tab for `.tsv` files. */
+    delimiter: oneCharacter.optional(),
+    /** CSV quote character, one character. */
+    quote: oneCharacter.default('"'),
+    /** The input's text encoding (`latin1`, `windows-1252`, `utf-16le`, ...); output text is always UTF-8. */
+    encoding: z
+      .string()
+      .refine((name) => knownEncoding(name), { message: 'must be a text encoding such as utf-8, latin1, windows-1252 or utf-16le' })
+      .default('utf-8'),
   })
   .strict();
 
@@ -152,4 +194,13 @@ export function restate(issue: z.core.$ZodIssue): string {
     if (branches.every((b) => b.startsWith('must be '))) return `must be ${branches.map((b) => b.slice('must be '.length)).join(' or ')}`;
   }
   return issue.message;
+}
+
+function knownEncoding(name: string): boolean {
+  try {
+    checkEncoding(name);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -21,3 +21,8 @@ export function detectSyntax(name: string, head: Buffer): RowSyntax {
     ? 'jsonl'
     : 'csv';
 }
+
+/** Parquet when the name ends in `.parquet` or `.pq`, or the bytes start with Parquet's magic `PAR1`. */
+export function isParquet(name: string, head: Buffer): boolean {
+  return /\.(parquet|pq)$/i.test(name) || head.subarray(0, 4).toString('latin1') === 'PAR1';
+}

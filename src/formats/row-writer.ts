@@ -1,42 +1,101 @@
 import Papa from 'papaparse';
 
-/** Output rows as text, in one of the two output formats. */
-export interface RowWriter {
-  /** The first line of the file (CSV header), or '' for JSON Lines. */
-  header(): string;
-  /**
-   * Lines for rows of input values merged with prediction values, each ending in "\n". A JSON Lines
-   * row's `text`, when given, is written as it was read, with the predictions added at its end.
-   */
-  lines(rows: readonly { input: Record<string, unknown>; text?: string; predictions: readonly unknown[] }[]): string;
+/**
+ * The formats a segment writes its rows in: the output's own text formats, or `values` (one JSON
+ * array of the row's values a line) for outputs that are assembled from parts, such as Parquet.
+ */
+export type RowWriterFormat = 'csv' | 'jsonl' | 'values';
+
+/** One output row: the input row's values, its number in the input, and the prediction values. */
+export interface WriterRow {
+  input: Record<string, unknown>;
+  /** A JSON Lines row's text as read; written as it was, with the predictions added, when `passThroughText`. */
+  text?: string;
+  /** 1-based number of the row in the input, written first with `rowNumber`. */
+  number: number;
+  predictions: readonly unknown[];
 }
 
-/**
- * @param inputColumns the input's columns (CSV writes exactly these; JSON Lines keeps every key a row has)
- * @param predictionColumns names of the prediction values, in order
- */
-export function createRowWriter(format: 'csv' | 'jsonl', inputColumns: readonly string[], predictionColumns: readonly string[]): RowWriter {
+/** Output rows as text, in one of the row writer formats. */
+export interface RowWriter {
+  /** The first line of the file (CSV header), or '' for JSON Lines and values. */
+  header(): string;
+  /** Lines for rows of input values merged with prediction values, each ending in "\n". */
+  lines(rows: readonly WriterRow[]): string;
+}
+
+/** What a writer writes besides the predictions. */
+export interface RowWriterOptions {
+  /** The input columns written, in order (CSV and values write exactly these). */
+  inputColumns: readonly string[];
+  /** Names of the prediction values, in order. */
+  predictionColumns: readonly string[];
+  /** Write the row's number first, as `row_number`. */
+  rowNumber: boolean;
+  /**
+   * JSON Lines: write each row's text as read, with the predictions added at its end, so that every
+   * input value (a 19-digit id too) is written back byte for byte; otherwise rows are written from
+   * the input columns chosen.
+   */
+  passThroughText: boolean;
+}
+
+/** The name of the row number column. */
+export const ROW_NUMBER_COLUMN = 'row_number';
+
+export function createRowWriter(format: RowWriterFormat, options: RowWriterOptions): RowWriter {
+  const { inputColumns, predictionColumns, rowNumber, passThroughText } = options;
+  if (format === 'values') {
+    return {
+      header: () => '',
+      lines: (rows) =>
+        rows
+          .map(
+            ({ input, number, predictions }) =>
+              `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => input[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`,
+          )
+          .join(''),
+    };
+  }
   if (format === 'jsonl') {
     return {
       header: () => '',
       lines: (rows) =>
         rows
-          .map(({ input, text, predictions }) => {
+          .map(({ input, text, number, predictions }) => {
             const added: Record<string, unknown> = {};
             predictionColumns.forEach((c, i) => (added[c] = predictions[i] ?? null));
-            if (text === undefined) return `${JSON.stringify({ ...input, ...added })}\n`;
+            const numbered = rowNumber ? `{"${ROW_NUMBER_COLUMN}":${number}` : '{';
+            if (!passThroughText || text === undefined) {
+              const kept: Record<string, unknown> = {};
+              for (const c of inputColumns) if (c in input) kept[c] = input[c];
+              const body = JSON.stringify({ ...kept, ...added }).slice(1);
+              return `${numbered}${rowNumber && body !== '}' ? ',' : ''}${body}\n`;
+            }
             // Written from the text as read: re-serialising would round numbers JSON.parse cannot hold (19-digit ids).
             const head = text.trimEnd().slice(0, -1).trimEnd();
-            return `${head}${head.endsWith('{') ? '' : ','}${JSON.stringify(added).slice(1)}\n`;
+            const line = `${head}${head.endsWith('{') ? '' : ','}${JSON.stringify(added).slice(1)}`;
+            if (!rowNumber) return `${line}\n`;
+            const open = line.indexOf('{') + 1;
+            return `${numbered}${line.slice(open).trimStart() === '}' ? '' : ','}${line.slice(open)}\n`;
           })
           .join(''),
     };
   }
   const unparse = (data: unknown[][]) => `${Papa.unparse(data, { newline: '\n', header: false })}\n`;
+  const head = [...(rowNumber ? [ROW_NUMBER_COLUMN] : []), ...inputColumns, ...predictionColumns];
   return {
-    header: () => unparse([[...inputColumns, ...predictionColumns]]),
+    header: () => unparse([head]),
     lines: (rows) =>
-      rows.length === 0 ? '' : unparse(rows.map(({ input, predictions }) => [...inputColumns.map((c) => csvText(input[c])), ...predictions.map(csvText)])),
+      rows.length === 0
+        ? ''
+        : unparse(
+            rows.map(({ input, number, predictions }) => [
+              ...(rowNumber ? [String(number)] : []),
+              ...inputColumns.map((c) => csvText(input[c])),
+              ...predictions.map(csvText),
+            ]),
+          ),
   };
 }
 

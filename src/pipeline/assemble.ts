@@ -1,8 +1,11 @@
-import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { BatchScorerError, NotFoundError, RunStateError } from '../errors.js';
+import type { Readable } from 'node:stream';
+import { BatchScorerError, NotFoundError, RunStateError, UsageError } from '../errors.js';
+import { createParquetOutput, type ParquetOutput, type ParquetOutputColumn } from '../formats/parquet-output.js';
+import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
-import { basename, formatLocation, type Location } from '../storage/location.js';
+import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { TOOL } from '../version.js';
+import { OutputFileWriter } from './output-file.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -24,9 +27,41 @@ export async function readFinishedSegments(storage: Storage, run: PreparedRun): 
   return { counts: { ...sumCounts(finished), segments: finished.length }, done: finished };
 }
 
+/** An output of the run and the segments whose rows it holds: `predictions`, or one per input file. */
+export interface OutputGroup {
+  /** The output's name without its extension: `predictions`, or `predictions/<input file's name>`. */
+  stem: string;
+  segments: number[];
+}
+
+/** Extensions a per-file output's name drops from its input file's name. */
+const INPUT_EXTENSIONS = /(\.(csv|tsv|tab|txt|jsonl|ndjson|json|parquet|pq))?(\.gz)?$/i;
+
 /**
- * Joins the segments' parts into `predictions.*` and `errors.jsonl`, streaming, and hashes what
- * it writes. The manifest and `_SUCCESS` are the caller's, written after this.
+ * The run's outputs: one `predictions.*`, or with --output-per-file one per input file, named after
+ * it (`predictions/part-00001.csv.gz` for `part-00001.csv.gz`). Two inputs of one name in other
+ * folders would write one output: that is refused before anything is scored.
+ */
+export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): OutputGroup[] {
+  const { input } = run;
+  if (!run.request.options.outputPerFile) return [{ stem: 'predictions', segments: input.segments.map((s) => s.index) }];
+  const seen = new Map<string, string>();
+  return input.files.map((file, i) => {
+    const stem = `predictions/${basename(parseLocation(file.location)).replace(INPUT_EXTENSIONS, '')}`;
+    const other = seen.get(stem);
+    if (other !== undefined) {
+      throw new UsageError(`--output-per-file: ${other} and ${file.location} would both write ${stem}; score them in separate runs`);
+    }
+    seen.set(stem, file.location);
+    return { stem, segments: input.segments.filter((s) => s.file === i).map((s) => s.index) };
+  });
+}
+
+/**
+ * Joins the segments' parts into the run's outputs and `errors.jsonl`, streaming, and hashes what
+ * it writes. Outputs are cut into files of --max-rows-per-file rows (`predictions-00000.csv`,
+ * ...) by counting rows, never by where segments ended, so they are the same bytes however the
+ * run was scored. The manifest and `_SUCCESS` are the caller's, written after this.
  */
 export async function assembleOutputs(
   storage: Storage,
@@ -35,59 +70,137 @@ export async function assembleOutputs(
   signal?: AbortSignal,
 ): Promise<OutputFile[]> {
   const { folder } = run;
-  const segments = run.input.segments.map((s) => s.index);
-  const header = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns).header();
   const { counts, done } = finished;
-  // The output's size is known from the parts: S3 then uses the smallest parts that fit, and buffers less.
-  const rowsBytes = Buffer.byteLength(header) + done.reduce((n, d) => n + d.bytes.rows, 0);
+  const outputs: OutputFile[] = [];
+  for (const group of outputGroups(run)) outputs.push(...(await assembleGroup(storage, run, group, done, signal)));
   const errorsBytes = done.reduce((n, d) => n + d.bytes.errors, 0);
-  return [
-    await concatenateParts(
-      storage,
-      runFiles.predictions(folder, run.outputFormat),
-      segments.map((i) => runFiles.segmentRows(folder, i, run.outputFormat)),
-      { head: header, rows: counts.rowsScored, sizeHint: rowsBytes, signal },
-    ),
+  outputs.push(
     await concatenateParts(
       storage,
       runFiles.errors(folder),
-      segments.map((i) => runFiles.segmentErrors(folder, i)),
+      run.input.segments.map((s) => runFiles.segmentErrors(folder, s.index)),
       { rows: counts.rowsQuarantined, sizeHint: errorsBytes, signal },
     ),
-  ];
+  );
+  return outputs;
 }
 
-/** Writes `head` and then the parts, in order, into one file, hashing what it writes. */
+/** One output's files from its segments' parts. */
+async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGroup, done: SegmentDone[], signal?: AbortSignal): Promise<OutputFile[]> {
+  const { folder, output } = run;
+  const format = run.outputFormat;
+  const extension = `${format}${output.compress === 'gzip' ? '.gz' : ''}`;
+  const parts = group.segments.map((i) => runFiles.segmentPart(folder, i, format));
+  const rows = group.segments.reduce((n, i) => n + done[i].rowsScored, 0);
+  const maxRows = run.request.options.maxRowsPerFile;
+  const open = (name: string) => new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', signal });
+  const header = format === 'parquet' ? '' : createRowWriter(format, { ...output, predictionColumns: run.schema.columns, passThroughText: false }).header();
+  if (format !== 'parquet' && maxRows === undefined) {
+    // The common case, kept a plain copy of the parts: its size is known, so S3 uses the smallest parts that fit.
+    const sizeHint = Buffer.byteLength(header) + group.segments.reduce((n, i) => n + done[i].bytes.rows, 0);
+    const name = `${group.stem}.${extension}`;
+    return [await concatenateParts(storage, runFiles.output(folder, name), parts, { head: header, rows, sizeHint, gzip: output.compress === 'gzip', name, signal })];
+  }
+  const shardName = (n: number) => (maxRows === undefined ? `${group.stem}.${extension}` : `${group.stem}-${String(n).padStart(5, '0')}.${extension}`);
+  const files: OutputFile[] = [];
+  let shard: { file: OutputFileWriter; rows: number; parquet?: ParquetOutput } | undefined;
+  const start = async () => {
+    const file = open(shardName(files.length));
+    const parquet = format === 'parquet' ? createParquetOutput(file.stream, parquetColumns(run), { createdBy: `${TOOL.name} ${TOOL.version}` }) : undefined;
+    shard = { file, rows: 0, parquet };
+    await file.write(header);
+    return shard;
+  };
+  const close = async () => {
+    if (!shard) return;
+    const { file, parquet } = shard;
+    if (parquet) await parquet.end();
+    files.push(await file.finish(shard.rows));
+    shard = undefined;
+  };
+  try {
+    let batch: unknown[][] = [];
+    const flush = async () => {
+      if (shard?.parquet && batch.length > 0) await shard.parquet.writeRows(batch);
+      batch = [];
+    };
+    for (const part of parts) {
+      const splitter = new RowSplitter(format === 'csv' ? 'csv' : 'jsonl');
+      let lines: Buffer[] = [];
+      const collect = (row: RawRow) => lines.push(row.bytes);
+      const take = async () => {
+        for (const line of lines) {
+          if (!shard || (maxRows !== undefined && shard.rows >= maxRows)) {
+            await flush();
+            await close();
+            await start();
+          }
+          const current = shard!;
+          current.rows++;
+          if (current.parquet) {
+            batch.push(JSON.parse(line.toString('utf8')) as unknown[]);
+            if (batch.length >= PARQUET_WRITE_ROWS) await flush();
+          } else await current.file.write(Buffer.concat([line, NEWLINE]));
+        }
+        lines = [];
+      };
+      for await (const chunk of await readPart(storage, part, signal)) {
+        splitter.push(chunk as Buffer, collect);
+        await take();
+      }
+      splitter.end(collect);
+      await take();
+    }
+    await flush();
+    // An output without rows is still written: a header, or a Parquet file of no rows.
+    if (files.length === 0 && !shard) await start();
+    await close();
+  } catch (err) {
+    await shard?.file.abandon(err as Error);
+    throw err;
+  }
+  return files;
+}
+
+const NEWLINE = Buffer.from('\n');
+
+/** Rows handed to the Parquet writer at once; it buffers a row group of its own. */
+const PARQUET_WRITE_ROWS = 1000;
+
+/** The Parquet output's columns, as fixed when the run was prepared. */
+function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
+  const columns = run.output.parquetColumns;
+  if (!columns) throw new RunStateError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
+  return columns as ParquetOutputColumn[];
+}
+
+/** A segment's part, whose absence (with its done marker there) is a damaged run folder. */
+function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
+  return storage.read(part, { signal }).catch((err: unknown) => {
+    throw err instanceof NotFoundError
+      ? new RunStateError(
+          `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
+          err,
+        )
+      : err;
+  });
+}
+
+/** Writes `head` and then the parts, in order, into one file (gzipped when asked), hashing what it stores. */
 export async function concatenateParts(
   storage: Storage,
   target: Location,
   parts: Location[],
-  options: { head?: string; rows?: number; sizeHint?: number; signal?: AbortSignal } = {},
+  options: { head?: string; rows?: number; sizeHint?: number; gzip?: boolean; name?: string; signal?: AbortSignal } = {},
 ): Promise<OutputFile> {
-  const { head, rows = 0, sizeHint, signal } = options;
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const body = Readable.from(
-    (async function* () {
-      if (head) yield pass(Buffer.from(head));
-      for (const part of parts) {
-        const stream = await storage.read(part, { signal }).catch((err: unknown) => {
-          throw err instanceof NotFoundError
-            ? new RunStateError(
-                `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
-                err,
-              )
-            : err;
-        });
-        for await (const chunk of stream as AsyncIterable<Buffer>) yield pass(chunk);
-      }
-    })(),
-  );
-  function pass(chunk: Buffer): Buffer {
-    hash.update(chunk);
-    bytes += chunk.length;
-    return chunk;
+  const { head = '', rows = 0, sizeHint, gzip = false, name = basename(target), signal } = options;
+  const file = new OutputFileWriter(storage, target, name, { gzip, sizeHint, signal });
+  try {
+    await file.write(head);
+    for (const part of parts) for await (const chunk of await readPart(storage, part, signal)) await file.write(chunk as Buffer);
+  } catch (err) {
+    await file.abandon(err as Error);
+    throw err;
   }
-  await storage.write(target, body, { signal, sizeHint });
-  return { file: basename(target), location: formatLocation(target), rows, bytes, sha256: hash.digest('hex') };
+  return file.finish(rows);
 }

@@ -49,6 +49,19 @@ export async function* inputBytes(storage: Storage, source: InputSource, range: 
 }
 
 /**
+ * Reads `[start, end)` of a file whole, for formats read by parts (a Parquet footer, one row
+ * group): a ranged read (an S3 ranged GET), checked against the file's identity at planning.
+ */
+export function rangeRead(storage: Storage, location: Location, info: ObjectInfo, signal?: AbortSignal): (start: number, end: number) => Promise<Uint8Array> {
+  return async (start, end) => {
+    if (end <= start) return new Uint8Array(0);
+    const chunks: Buffer[] = [];
+    for await (const chunk of inputBytes(storage, { location, info, gzip: false }, { start, end }, signal)) chunks.push(chunk);
+    return Buffer.concat(chunks);
+  };
+}
+
+/**
  * Storage's "no such file" where the user's input is read: the input the command named is
  * missing (E_INPUT_NOT_FOUND, exit 2), said with the path storage gave. Other failures stand.
  */

@@ -4,6 +4,7 @@ import { errorCode, type BatchScorerError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
+import type { InputFilePlan, InputPlan } from './plan.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
@@ -11,6 +12,19 @@ import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 /** One file of the run folder, as the manifest lists it. */
 const outputFileSchema = z.object({ file: z.string(), location: z.string(), rows: z.int().min(0), bytes: z.int().min(0), sha256: z.string() });
 export type OutputFile = z.output<typeof outputFileSchema>;
+
+/** An input file as the manifest lists it: where, which version (ETag, or size and mtime), its sha256 and rows. */
+const inputFileSchema = z.object({
+  location: z.string(),
+  etag: z.string().nullable(),
+  size: z.number().nullable(),
+  mtime: z.string().nullable(),
+  sha256: z.string().nullable(),
+  rows: z.number().nullable(),
+  format: z.string().nullable(),
+  gzip: z.boolean().nullable(),
+});
+type ManifestInput = z.output<typeof inputFileSchema>;
 
 /** Facts about the queue when a run was scored by workers (absent in direct mode). */
 const queueFactsSchema = z.object({ jobIds: z.array(z.string()), attempts: z.int().min(1), workers: z.array(z.string()) });
@@ -29,16 +43,10 @@ export const manifestSchema = z.object({
   tool: z.object({ name: z.string(), version: z.string() }),
   /** What started the run (see RunTrigger); null in manifests of releases that kept none. */
   trigger: runTriggerSchema.nullable().default(null),
-  input: z.object({
-    location: z.string(),
-    etag: z.string().nullable(),
-    size: z.number().nullable(),
-    mtime: z.string().nullable(),
-    sha256: z.string().nullable(),
-    rows: z.number().nullable(),
-    format: z.string().nullable(),
-    gzip: z.boolean().nullable(),
-  }),
+  /** The input as named, with its files' total rows and size; one file's identity when it is one file. */
+  input: inputFileSchema,
+  /** Every file of the input, in the order its rows were scored; empty for a run that failed before planning, and in manifests of 0.2.0. */
+  inputs: z.array(inputFileSchema).default([]),
   /** As resolved at the run's start, or only as asked for a run that failed before that. */
   model: z.union([runModelSchema, z.object({ requested: z.string() })]),
   service: z.string().nullable(),
@@ -84,16 +92,8 @@ export function buildManifest(parts: ManifestParts): Manifest {
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),
     tool: TOOL,
     trigger: run?.request.trigger ?? parts.request?.trigger ?? null,
-    input: {
-      location: input?.location ?? parts.request?.input ?? '',
-      etag: input?.info.etag ?? null,
-      size: input?.info.size ?? null,
-      mtime: input?.info.mtimeMs !== undefined ? new Date(input.info.mtimeMs).toISOString() : null,
-      sha256: input?.sha256 ?? null,
-      rows: input?.rows ?? null,
-      format: input?.syntax ?? null,
-      gzip: input?.gzip ?? null,
-    },
+    input: inputSummary(input, parts.request?.input ?? ''),
+    inputs: (input?.files ?? []).map(manifestInput),
     model: run?.model ?? { requested: parts.request?.model ?? '' },
     service: run?.service ?? null,
     options: run?.request.options ?? parts.request?.options ?? {},
@@ -103,5 +103,38 @@ export function buildManifest(parts: ManifestParts): Manifest {
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: parts.error.message } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),
+  };
+}
+
+/** A planned file as the manifest lists it. */
+function manifestInput(file: InputFilePlan): ManifestInput {
+  return {
+    location: file.location,
+    etag: file.info.etag ?? null,
+    size: file.info.size,
+    mtime: file.info.mtimeMs !== undefined ? new Date(file.info.mtimeMs).toISOString() : null,
+    sha256: file.sha256,
+    rows: file.rows,
+    format: file.syntax,
+    gzip: file.gzip,
+  };
+}
+
+/**
+ * The input as a whole: its one file's identity, or for several files the location as named, their
+ * total size and rows (each file's identity is in `inputs`).
+ */
+function inputSummary(input: InputPlan | undefined, asked: string): ManifestInput {
+  if (!input) return { location: asked, etag: null, size: null, mtime: null, sha256: null, rows: null, format: null, gzip: null };
+  if (input.files.length === 1) return { ...manifestInput(input.files[0]), location: input.location };
+  return {
+    location: input.location,
+    etag: null,
+    size: input.files.reduce((n, f) => n + f.info.size, 0),
+    mtime: null,
+    sha256: null,
+    rows: input.rows,
+    format: input.syntax,
+    gzip: input.files.every((f) => f.gzip),
   };
 }

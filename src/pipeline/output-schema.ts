@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PREDICTION_MEMBERS, type PredictionMember } from '../config/run-options.js';
 
 /** One output column: which answer member fills it, and its name in the output. */
 const outputColumnSchema = z.object({ member: z.string(), column: z.string() });
@@ -21,18 +22,43 @@ export type OutputSchema = z.output<typeof outputSchemaSchema>;
 export const CLASH_PREFIX = 'pred_';
 
 /**
- * Output columns from the targets and one answer row (the probe), so every segment and worker
- * writes the same columns. Per target: `<t>`, `<t>_confidence`, `<t>_min` and `<t>_max` when the
- * model answers them, `<t>_anomaly`, and `<t>_explain` with --explain. When any of a target's
- * columns has the name of an input column, the input column keeps its name and all of that
- * target's columns get the prefix `pred_` (again until unique): one rule, the same every time.
+ * The answer members of each prediction member `--prediction-columns` names, as suffixes of the
+ * target; `interval` only for targets whose answers carry `_min` and `_max` (numeric ones).
  */
-export function buildOutputSchema(targets: readonly string[], probe: Record<string, unknown>, inputColumns: readonly string[], explain: boolean): OutputSchema {
+const MEMBER_SUFFIXES: Record<PredictionMember, (interval: boolean) => string[]> = {
+  value: () => [''],
+  confidence: () => ['_confidence'],
+  interval: (interval) => (interval ? ['_min', '_max'] : []),
+  anomaly: () => ['_anomaly'],
+  explain: () => ['_explain'],
+};
+
+/** The prediction members a run writes: those asked for, or all but explain (which --explain adds), in the fixed order. */
+export function predictionMembers(asked: readonly PredictionMember[] | undefined, explain: boolean): PredictionMember[] {
+  const chosen = new Set<PredictionMember>(asked ?? ['value', 'confidence', 'interval', 'anomaly']);
+  if (explain) chosen.add('explain');
+  return PREDICTION_MEMBERS.filter((m) => chosen.has(m));
+}
+
+/**
+ * Output columns from the targets and one answer row (the probe), so every segment and worker
+ * writes the same columns. Per target, of the members chosen and in this order: `<t>`,
+ * `<t>_confidence`, `<t>_min` and `<t>_max` when the model answers them, `<t>_anomaly`,
+ * `<t>_explain`. When any of a target's columns has the name of an input column written
+ * (`taken`), the input column keeps its name and all of that target's columns get the prefix
+ * `pred_` (again until unique): one rule, the same every time.
+ */
+export function buildOutputSchema(
+  targets: readonly string[],
+  probe: Record<string, unknown>,
+  inputColumns: readonly string[],
+  members: readonly PredictionMember[],
+): OutputSchema {
   const taken = new Set(inputColumns);
   const warnings: string[] = [];
   const schemas = targets.map((target) => {
     const interval = `${target}_min` in probe && `${target}_max` in probe;
-    const suffixes = ['', '_confidence', ...(interval ? ['_min', '_max'] : []), '_anomaly', ...(explain ? ['_explain'] : [])];
+    const suffixes = members.flatMap((m) => MEMBER_SUFFIXES[m](interval));
     let prefix = '';
     while (suffixes.some((s) => taken.has(`${prefix}${target}${s}`))) prefix += CLASH_PREFIX;
     if (prefix) warnings.push(`input column(s) clash with the predictions of "${target}": its prediction columns are named ${prefix}${target}*`);

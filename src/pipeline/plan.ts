@@ -1,43 +1,90 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { z } from 'zod';
 import { InputError } from '../errors.js';
-import { detectSyntax, isGzip } from '../formats/input-format.js';
+import { describeBinary } from '../formats/binary-sniff.js';
+import { dialectForName, type CsvDialect } from '../formats/csv-dialect.js';
+import { detectSyntax, isGzip, isParquet } from '../formats/input-format.js';
+import { readParquetLayout, type ParquetValueType } from '../formats/parquet-input.js';
 import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
-import { RowSplitter, type RawRow, type RowSyntax } from '../formats/row-splitter.js';
+import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
+import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { Utf8Check } from '../formats/utf8-check.js';
+import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import type { ObjectInfo, Storage } from '../storage/storage-types.js';
-import { gunzip, inputMissing } from './input-bytes.js';
+import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
+import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
 
-/** A slice of the input that one worker scores on its own: whole rows, as a byte range. */
+/**
+ * A slice of the input that one worker scores on its own: whole rows of one file, as a byte range
+ * (CSV, JSON Lines) or a range of row groups (Parquet).
+ */
 const segmentPlanSchema = z.object({
   index: z.int().min(0),
-  /** 0-based index of the segment's first data row. */
+  /** The file the segment is in: its index in the plan's `files` (runs of 0.2.0 had one file). */
+  file: z.int().min(0).default(0),
+  /** 0-based index, in the whole run, of the segment's first data row. */
   firstRow: z.int().min(0),
   rows: z.int().min(0),
-  /** Byte range `[start, end)` in the (decompressed) input. */
+  /** `[start, end)`: bytes of the (decompressed, UTF-8) file, or Parquet row groups. */
   start: z.int().min(0),
   end: z.int().min(0),
-  /** Physical line of the segment's first row, for messages. */
+  /** Physical line of the segment's first row (Parquet: its row number in the file), for messages. */
   firstLine: z.int().min(1),
 });
 export type SegmentPlan = z.output<typeof segmentPlanSchema>;
 
-/** What one pass over the input found: its identity, shape and the segments to score. */
-export const inputPlanSchema = z.object({
+/** The syntaxes an input file may have. */
+export const INPUT_SYNTAXES = ['csv', 'jsonl', 'parquet'] as const;
+export type InputSyntax = (typeof INPUT_SYNTAXES)[number];
+
+const objectInfoSchema = z.object({ size: z.int().min(0), etag: z.string().optional(), mtimeMs: z.number().optional() }) satisfies z.ZodType<ObjectInfo>;
+
+/** One file of a run's input: its identity, shape and rows. */
+const inputFileSchema = z.object({
   location: z.string(),
-  info: z.object({ size: z.int().min(0), etag: z.string().optional(), mtimeMs: z.number().optional() }) satisfies z.ZodType<ObjectInfo>,
+  info: objectInfoSchema,
   /** sha256 of the stored bytes; null with --limit, which stops reading early. */
   sha256: z.string().nullable(),
-  syntax: z.enum(['csv', 'jsonl']) satisfies z.ZodType<RowSyntax>,
+  syntax: z.enum(INPUT_SYNTAXES),
   gzip: z.boolean(),
+  /** The file's own columns: its CSV header, its JSON keys, its Parquet schema. */
   columns: z.array(z.string()),
+  /** Data rows to score in this file. */
+  rows: z.int().min(0),
+  /**
+   * A UTF-8, uncompressed copy of a file in another encoding, written into the run's `_work` as it
+   * was planned: byte ranges of the original would cut characters, so segments read the copy.
+   */
+  staged: z.object({ location: z.string(), info: objectInfoSchema }).optional(),
+});
+export type InputFilePlan = z.output<typeof inputFileSchema>;
+
+/** What one pass over the input's files found: their identities, shapes and the segments to score. */
+const currentInputPlanSchema = z.object({
+  /** The input as the user named it: a file, a folder or prefix, or a glob. */
+  location: z.string(),
+  files: z.array(inputFileSchema).min(1),
+  syntax: z.enum(INPUT_SYNTAXES),
+  /** The run's columns: the first file's (every file has the same ones), or every key any JSON Lines row has. */
+  columns: z.array(z.string()),
+  /** Parquet inputs: each column's type, so values keep their types into a Parquet output. */
+  types: z.record(z.string(), z.string()).optional(),
   /** Data rows to score (all of them, or the first --limit). */
   rows: z.int().min(0),
   segments: z.array(segmentPlanSchema),
 });
-export type InputPlan = z.output<typeof inputPlanSchema>;
+
+/**
+ * The plan as stored in `_work/run.json`. A run of 0.2.0 had one file, described at the top level;
+ * it is read as a plan of that one file.
+ */
+export const inputPlanSchema = z.preprocess((stored) => {
+  if (typeof stored !== 'object' || stored === null || 'files' in stored) return stored;
+  const one = stored as Record<string, unknown>;
+  return { ...one, files: [{ ...one, location: one.location }] };
+}, currentInputPlanSchema);
+export type InputPlan = z.output<typeof currentInputPlanSchema>;
 
 /** Distinct keys a JSON Lines file may have: columns, not data (a key per row would be a bug upstream). */
 const MAX_JSONL_KEYS = 10_000;
@@ -45,18 +92,84 @@ const MAX_JSONL_KEYS = 10_000;
 export interface PlanOptions {
   segmentRows: number;
   limit?: number;
+  /** CSV dialect as asked (a `.tsv` file defaults to tabs). */
+  delimiter?: string;
+  quote: string;
+  encoding: string;
+  /** Where to write UTF-8 copies of files in other encodings; without it (a dry run) nothing is written. */
+  stage?: (file: number) => Location;
   signal?: AbortSignal;
 }
 
 /**
- * Reads the input once: hashes it, checks it is UTF-8 with balanced quotes, reads the header (CSV)
- * or collects the keys of every row (JSON Lines) and cuts the data rows into segments of `segmentRows` at row boundaries. Nothing is kept but offsets,
- * so memory does not grow with the file.
+ * Plans an input of one or many files: lists them, reads each once (its sha256, its encoding, its
+ * header or keys or schema) and cuts its rows into segments of about `segmentRows`, in file then
+ * row order, the order of the output. Every file must share the first one's syntax and columns, so
+ * the output has one shape. Nothing is kept but offsets, so memory does not grow with the input.
  */
 export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
   const name = formatLocation(location);
-  const info = await storage.stat(location, options.signal).catch(inputMissing);
-  const raw = await storage.read(location, { expect: info, signal: options.signal }).catch(inputMissing);
+  const listed = await listInputFiles(storage, location, options.signal);
+  const files: InputFilePlan[] = [];
+  const segments: SegmentPlan[] = [];
+  let rows = 0;
+  let columns: string[] | undefined;
+  let types: Record<string, ParquetValueType> | undefined;
+  const seen = new Set<string>();
+  for (const [i, file] of listed.entries()) {
+    if (options.limit !== undefined && rows >= options.limit) break;
+    const limit = options.limit === undefined ? undefined : options.limit - rows;
+    const planned = await planFile(storage, file, i, { ...options, limit }, rows, segments);
+    const first = files[0];
+    if (first && planned.plan.syntax !== first.syntax) {
+      throw new InputError(`${planned.plan.location} is ${planned.plan.syntax} where ${first.location} is ${first.syntax}: the files of one run must share a format`);
+    }
+    if (planned.plan.syntax === 'jsonl') {
+      columns ??= [];
+      for (const key of planned.plan.columns) if (!seen.has(key)) columns.push((seen.add(key), key));
+    } else if (!columns || !first) {
+      columns = planned.plan.columns;
+      types = planned.types;
+    } else {
+      sameColumns(first, planned.plan, types, planned.types);
+    }
+    files.push(planned.plan);
+    rows += planned.plan.rows;
+  }
+  return { location: name, files, syntax: files[0].syntax, columns: columns ?? [], ...(types && { types }), rows, segments };
+}
+
+/** The files of one run must have the same columns (in any order) and, in Parquet, the same types. */
+function sameColumns(first: InputFilePlan, file: InputFilePlan, types?: Record<string, string>, fileTypes?: Record<string, string>): void {
+  const had = new Set(first.columns);
+  const has = new Set(file.columns);
+  const missing = first.columns.filter((c) => !has.has(c));
+  const extra = file.columns.filter((c) => !had.has(c));
+  if (missing.length > 0 || extra.length > 0) {
+    const what = [missing.length > 0 && `lacks ${missing.join(', ')}`, extra.length > 0 && `has ${extra.join(', ')} besides`].filter(Boolean).join(' and ');
+    throw new InputError(`${file.location} ${what} the columns of ${first.location}: the files of one run must have the same columns`);
+  }
+  const differs = first.columns.find((c) => types?.[c] !== fileTypes?.[c]);
+  if (differs !== undefined) {
+    throw new InputError(`${file.location}: column ${differs} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`);
+  }
+}
+
+/**
+ * Plans one file, appending its segments (numbered on from `segments`, rows counted on from
+ * `firstRow`).
+ */
+async function planFile(
+  storage: Storage,
+  file: ListedFile,
+  fileIndex: number,
+  options: PlanOptions,
+  firstRow: number,
+  segments: SegmentPlan[],
+): Promise<{ plan: InputFilePlan; types?: Record<string, ParquetValueType> }> {
+  const name = formatLocation(file.location);
+  const info: ObjectInfo = { size: file.size, ...(file.etag !== undefined && { etag: file.etag }), ...(file.mtimeMs !== undefined && { mtimeMs: file.mtimeMs }) };
+  const raw = await storage.read(file.location, { expect: info, signal: options.signal }).catch(inputMissing);
   const hash = createHash('sha256');
   const hashed = (async function* () {
     for await (const chunk of raw as AsyncIterable<Buffer>) {
@@ -64,30 +177,108 @@ export async function planInput(storage: Storage, location: Location, options: P
       yield chunk;
     }
   })();
+  try {
+    const first = await hashed.next();
+    const head: Buffer = first.done ? Buffer.alloc(0) : first.value;
+    if (isParquet(name, head)) {
+      // The footer says it all; the bytes are still read once, for the sha256 the manifest keeps (not with --limit).
+      if (options.limit === undefined) for await (const _chunk of hashed);
+      const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name);
+      const rows = planRowGroups(layout.rowGroups, fileIndex, firstRow, options, segments);
+      const plan: InputFilePlan = {
+        location: name,
+        info,
+        sha256: options.limit === undefined ? hash.digest('hex') : null,
+        syntax: 'parquet',
+        gzip: false,
+        columns: layout.columns.map((c) => c.name),
+        rows,
+      };
+      return { plan, types: Object.fromEntries(layout.columns.map((c) => [c.name, c.type])) };
+    }
+    const gzip = isGzip(name, head);
+    const rest = (async function* () {
+      if (!first.done) yield head;
+      yield* hashed;
+    })();
+    const inflated = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name) : rest;
+    const utf8 = isUtf8(options.encoding);
+    const bytes = utf8 ? inflated : decodeToUtf8(inflated, options.encoding);
+    const staged = !utf8 && options.stage ? options.stage(fileIndex) : undefined;
+    const copy = staged ? new PassThrough() : undefined;
+    const copyWritten = staged && copy ? storage.write(staged, copy, { signal: options.signal }) : undefined;
+    copyWritten?.catch(() => undefined);
+    let text;
+    try {
+      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy);
+      copy?.end();
+      await copyWritten;
+    } catch (err) {
+      copy?.destroy();
+      await copyWritten?.catch(() => undefined);
+      throw err;
+    }
+    const plan: InputFilePlan = {
+      location: name,
+      info,
+      sha256: text.complete ? hash.digest('hex') : null,
+      syntax: text.syntax,
+      gzip,
+      columns: text.columns,
+      rows: text.rows,
+      ...(staged && { staged: { location: formatLocation(staged), info: await storage.stat(staged, options.signal) } }),
+    };
+    return { plan };
+  } finally {
+    raw.destroy();
+  }
+}
 
-  const first = await hashed.next();
-  const head: Buffer = first.done ? Buffer.alloc(0) : first.value;
-  const gzip = isGzip(name, head);
-  const rest = (async function* () {
-    if (!first.done) yield head;
-    yield* hashed;
-  })();
-  const bytes = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name) : rest;
+/** Parquet segments: whole row groups, about `segmentRows` rows each (a row group is never split). */
+function planRowGroups(groups: readonly { rows: number }[], file: number, firstRow: number, options: PlanOptions, segments: SegmentPlan[]): number {
+  const limit = options.limit ?? Infinity;
+  let rows = 0;
+  let current: SegmentPlan | undefined;
+  for (const [g, group] of groups.entries()) {
+    if (rows >= limit) break;
+    const take = Math.min(group.rows, limit - rows);
+    if (!current || current.rows >= options.segmentRows) {
+      current = { index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: g, end: g, firstLine: rows + 1 };
+      segments.push(current);
+    }
+    current.rows += take;
+    current.end = g + 1;
+    rows += take;
+  }
+  return rows;
+}
 
+/**
+ * One pass over a text file's UTF-8 bytes: checks they are UTF-8 with balanced quotes, reads the
+ * header (CSV) or collects the keys of every row (JSON Lines), and cuts the rows into segments.
+ * `copy`, when given, receives the bytes read (a staged copy of a file in another encoding).
+ */
+async function planText(
+  name: string,
+  bytes: AsyncIterable<Buffer>,
+  file: number,
+  firstRow: number,
+  options: PlanOptions,
+  segments: SegmentPlan[],
+  copy?: PassThrough,
+): Promise<{ syntax: 'csv' | 'jsonl'; columns: string[]; rows: number; complete: boolean }> {
   const utf8 = new Utf8Check();
   let splitter: RowSplitter | undefined;
-  let syntax: RowSyntax = 'csv';
+  let syntax: 'csv' | 'jsonl' = 'csv';
+  let dialect: CsvDialect | undefined;
   let columns: string[] | undefined;
-  const segments: SegmentPlan[] = [];
   let rows = 0;
   let limitEnd: number | undefined;
   const limit = options.limit ?? Infinity;
-
-  // JSON Lines rows need not share keys: the columns are every key any row has, in order of appearance.
   const seen = new Set<string>();
   const onRow = (row: RawRow) => {
     if (syntax === 'csv' && !columns) {
-      columns = parseCsvHeader(row, name);
+      columns = parseCsvHeader(row, name, dialect);
       return;
     }
     if (syntax === 'jsonl' && rows < limit) {
@@ -102,55 +293,44 @@ export async function planInput(storage: Storage, location: Location, options: P
       return;
     }
     if (rows % options.segmentRows === 0) {
-      segments.push({ index: segments.length, firstRow: rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
+      segments.push({ index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
     }
     segments[segments.length - 1].rows++;
     rows++;
   };
-
+  const mine = segments.length;
   let offset = 0;
-  try {
-    for await (const chunk of bytes) {
-      let data = chunk;
-      if (!splitter) {
-        syntax = detectSyntax(name, chunk);
-        const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-        splitter = new RowSplitter(syntax, bom);
-        data = chunk.subarray(bom);
-        offset = bom;
-      }
-      const bad = utf8.push(data);
-      if (bad >= 0) {
-        const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
-        throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8`);
-      }
-      splitter.push(data, onRow);
-      offset += data.length;
-      if (limitEnd !== undefined) break;
+  for await (const chunk of bytes) {
+    let data = chunk;
+    if (!splitter) {
+      const binary = describeBinary(chunk, options.encoding);
+      if (binary) throw new InputError(`${name}: is ${binary}; export it as CSV or JSON Lines (or Parquet)`);
+      syntax = detectSyntax(name, chunk);
+      dialect = dialectForName(name, { ...(options.delimiter !== undefined && { delimiter: options.delimiter }), quote: options.quote });
+      const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+      splitter = new RowSplitter(syntax, bom, 1, dialect);
+      data = chunk.subarray(bom);
+      offset = bom;
     }
-    if (limitEnd === undefined) {
-      if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
-      const ended = splitter?.end(onRow) ?? {};
-      if (ended.unterminatedQuoteLine !== undefined) {
-        throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
-      }
+    if (copy && !copy.write(chunk)) await new Promise((resolve) => copy.once('drain', resolve));
+    const bad = utf8.push(data);
+    if (bad >= 0) {
+      const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
+      throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8, or name its encoding with --encoding`);
     }
-  } finally {
-    raw.destroy();
+    splitter.push(data, onRow);
+    offset += data.length;
+    if (limitEnd !== undefined) break;
   }
-  if (!columns)
-    throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
-
+  if (limitEnd === undefined) {
+    if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);
+    const ended = splitter?.end(onRow) ?? {};
+    if (ended.unterminatedQuoteLine !== undefined) {
+      throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
+    }
+  }
+  if (!columns) throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
   const end = limitEnd ?? offset;
-  segments.forEach((s, i) => (s.end = segments[i + 1]?.start ?? end));
-  return {
-    location: name,
-    info,
-    sha256: limitEnd === undefined ? hash.digest('hex') : null,
-    syntax,
-    gzip,
-    columns,
-    rows,
-    segments,
-  };
+  for (let s = mine; s < segments.length; s++) segments[s].end = segments[s + 1]?.start ?? end;
+  return { syntax, columns, rows, complete: limitEnd === undefined };
 }

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, InputError } from '../errors.js';
-import { parseRows } from '../formats/row-parser.js';
+import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { RunOptions } from '../config/run-options.js';
 import type { ServiceClient } from '../service/client.js';
@@ -8,15 +8,16 @@ import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-r
 import { ServiceError } from '../service/service-error.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import { checkColumns } from './column-check.js';
+import { checkColumns, type ColumnPlan } from './column-check.js';
+import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js';
 import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-state.js';
-import { buildOutputSchema, targetsFromAnswer } from './output-schema.js';
-import { planInput, type InputPlan } from './plan.js';
+import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
+import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { echoesRowId, encodeRequestRow } from './request-row.js';
-import { segmentRows } from './segment-rows.js';
+import { readSegment } from './read-segment.js';
 
 export interface PrepareContext {
   storage: Storage;
@@ -60,14 +61,21 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   await writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal });
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
 
-  const input = await planInput(storage, parseLocation(request.input), { segmentRows: request.options.segmentRows, limit: request.options.limit, signal });
-  const columns = checkColumns(input.columns, facts.inputs, request.options.strictColumns, input.location);
+  const input = await planInput(storage, parseLocation(request.input), {
+    ...planOptions(request.options),
+    stage: (file) => runFiles.stagedInput(folder, file),
+    signal,
+  });
+  const columns = checkInputColumns(input, facts.inputs, request.options.strictColumns);
+  const kept = keptColumns(input.columns, request.options, input.location);
   const { answer: probe, rowIdMember, echoed } = await probeAnswer(ctx, input, model, columns.sent, request.options, facts.rowIdMemberHint);
   const targets = facts.outputs ?? targetsFromAnswer(probe);
   if (targets.length === 0) {
     throw new BatchScorerError('E_SERVICE_FATAL', `model ${formatModelRef(model)} names no output columns in describe or predict; cannot tell what to write`);
   }
-  const schema = buildOutputSchema(targets, probe, input.columns, request.options.explain);
+  const members = predictionMembers(request.options.predictionColumns, request.options.explain);
+  const schema = buildOutputSchema(targets, probe, [...(request.options.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...kept], members);
+  const format = outputFormat(input, request.options);
   const run: PreparedRun = {
     runId,
     folder,
@@ -87,7 +95,8 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     service: client.displayUrl,
     sent: columns.sent,
     schema,
-    outputFormat: request.options.format ?? input.syntax,
+    outputFormat: format,
+    output: planOutputLayout(input, request.options, format, schema, probe),
     warnings: [
       ...columns.warnings,
       ...schema.warnings,
@@ -108,6 +117,22 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model), rowIdMember }, 'run planned');
   for (const warning of run.warnings) log.warn(warning);
   return run;
+}
+
+/** How the input is planned, from the run's options. */
+export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 'signal'> {
+  const { segmentRows, limit, delimiter, quote, encoding } = options;
+  return { segmentRows, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
+}
+
+/**
+ * The run's columns against the model's inputs (see checkColumns), and each file's where files
+ * differ (JSON Lines): a file with none of the model's inputs is refused, naming it.
+ */
+export function checkInputColumns(input: InputPlan, inputs: readonly string[] | undefined, strict: boolean): ColumnPlan {
+  const plan = checkColumns(input.columns, inputs, strict, input.location);
+  for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, file.location);
+  return plan;
 }
 
 /** The row id members of known servers: the reference server's brand, and the interface document's. */
@@ -135,8 +160,8 @@ interface Probe {
 async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRef, sent: string[], options: RunOptions, hint?: string): Promise<Probe> {
   const rows: { json: string; id: number }[] = [];
   if (input.segments.length > 0) {
-    for await (const raw of segmentRows(ctx.storage, input, 0, ctx.signal)) {
-      for (const row of parseRows(raw, 0, input.columns, input.syntax)) {
+    for await (const chunk of readSegment(ctx.storage, input, 0, options, ctx.signal)) {
+      for (const row of chunk) {
         if (row.record) rows.push({ json: encodeRequestRow(row.record, sent, input.syntax === 'csv', undefined, row.index).json, id: row.index });
       }
       if (rows.length >= 5) break;

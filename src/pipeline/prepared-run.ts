@@ -36,6 +36,22 @@ export const runModelSchema = z.object({
   rowIdEchoed: z.boolean().default(false),
 });
 
+/** The output formats: the text formats of the inputs, and Parquet. */
+export const OUTPUT_FORMATS = ['csv', 'jsonl', 'parquet'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** The output's shape besides the predictions, fixed at the run's start. */
+const outputLayoutSchema = z.object({
+  /** The input columns written (after --keep-columns and --drop-columns), in input order. */
+  inputColumns: z.array(z.string()),
+  /** `row_number` first. */
+  rowNumber: z.boolean(),
+  compress: z.enum(['gzip', 'none']),
+  /** Parquet outputs: every output column with its type, in order. */
+  parquetColumns: z.array(z.object({ name: z.string(), type: z.string() })).optional(),
+});
+export type OutputLayout = z.output<typeof outputLayoutSchema>;
+
 /**
  * Everything fixed at a run's start and shared by all of its segments, wherever they run: stored
  * as `_work/run.json` in the run folder, so a resumed run scores exactly as it began.
@@ -54,13 +70,16 @@ const preparedRunSchema = z
     /** Input columns sent to the model, in model order. */
     sent: z.array(z.string()),
     schema: outputSchemaSchema,
-    outputFormat: z.enum(['csv', 'jsonl']),
+    outputFormat: z.enum(OUTPUT_FORMATS),
+    /** What the output holds besides the predictions; absent in runs of 0.2.0, which wrote every input column uncompressed. */
+    output: outputLayoutSchema.optional(),
     warnings: z.array(z.string()),
   })
   // A 0.1.0 run sent the member its options named (never `auto`) and proved rows only where echoed.
   .transform((run) => ({
     ...run,
     model: { ...run.model, rowIdMember: run.model.rowIdMember === undefined ? run.request.options.rowIdMember : run.model.rowIdMember },
+    output: run.output ?? { inputColumns: run.input.columns, rowNumber: false, compress: 'none' as const },
   }));
 export type PreparedRun = z.output<typeof preparedRunSchema>;
 
@@ -70,11 +89,16 @@ export const runFiles = {
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),
   work: (folder: Location) => joinLocation(folder, '_work'),
   segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),
-  segmentRows: (folder: Location, index: number, format: string) => joinLocation(folder, '_work', 'segments', `${pad(index)}.${format}`),
+  /** A segment's scored rows, in the output's text format or, for Parquet, as `values` lines. */
+  segmentPart: (folder: Location, index: number, format: OutputFormat) =>
+    joinLocation(folder, '_work', 'segments', `${pad(index)}.${format === 'parquet' ? 'values.jsonl' : format}`),
+  /** UTF-8 copies of input files in other encodings, made when the run is planned. */
+  stagedInput: (folder: Location, file: number) => joinLocation(folder, '_work', 'inputs', `${pad(file)}.txt`),
   segmentErrors: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.errors.jsonl`),
   /** Written last by a segment: its counts, and the proof it finished. */
   segmentDone: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.done.json`),
-  predictions: (folder: Location, format: string) => joinLocation(folder, `predictions.${format}`),
+  /** An output file of the run folder, by name (`predictions.csv.gz`, `part-00001.jsonl`). */
+  output: (folder: Location, name: string) => joinLocation(folder, name),
   errors: (folder: Location) => joinLocation(folder, 'errors.jsonl'),
   describe: (folder: Location) => joinLocation(folder, 'describe.json'),
   manifest: (folder: Location) => joinLocation(folder, 'manifest.json'),
@@ -84,11 +108,12 @@ export const runFiles = {
 /**
  * A run's `_work/run.json`, or undefined when the run has not been prepared. Segment files without
  * it, in a run that has not succeeded (whose `_work` may be litter), mean it was deleted: planning
- * again could mix two plans or model versions, so that is E_RUN_STATE.
+ * again could mix two plans or model versions, so that is E_RUN_STATE. Staged inputs without it
+ * are a planning that stopped, and are made again.
  */
 export async function readPreparedRun(storage: Storage, folder: Location, signal?: AbortSignal): Promise<PreparedRun | undefined> {
   const run = await readRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
-  if (run === undefined && (await holdsFiles(storage, runFiles.work(folder), signal)) && !(await storage.exists(runFiles.success(folder), signal))) {
+  if (run === undefined && (await holdsFiles(storage, runFiles.segmentsFolder(folder), signal)) && !(await storage.exists(runFiles.success(folder), signal))) {
     throw missingRunFile(runFiles.prepared(folder));
   }
   return run;

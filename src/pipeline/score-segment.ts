@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import { PassThrough, type Writable } from 'node:stream';
 import { BatchScorerError, InputError } from '../errors.js';
-import { parseRows, type InputRow } from '../formats/row-parser.js';
-import type { RowSyntax } from '../formats/row-splitter.js';
-import { createRowWriter } from '../formats/row-writer.js';
+import type { InputRow } from '../formats/row-parser.js';
+import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
@@ -11,7 +10,8 @@ import type { Storage } from '../storage/storage-types.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
-import { segmentRows } from './segment-rows.js';
+import type { InputSyntax } from './plan.js';
+import { readSegment } from './read-segment.js';
 import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
@@ -95,10 +95,18 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   // The quarantined rows outlive a failure, this segment's or a sibling's: the part is completed,
   // never cancelled with the rows, so a run that fails on its error threshold keeps what it found.
   const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal: work.stopSignal });
-  const writes = Promise.all([storage.write(runFiles.segmentRows(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
+  const writes = Promise.all([storage.write(runFiles.segmentPart(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 
-  const writer = createRowWriter(run.outputFormat, run.input.columns, run.schema.columns);
+  const writer = createRowWriter(run.outputFormat === 'parquet' ? 'values' : run.outputFormat, {
+    inputColumns: run.output.inputColumns,
+    predictionColumns: run.schema.columns,
+    rowNumber: run.output.rowNumber,
+    // Every column kept: JSON Lines rows are written as read, so long numbers keep their digits.
+    passThroughText: run.input.syntax === 'jsonl' && run.output.inputColumns.length === run.input.columns.length,
+  });
+  // Several files: a quarantined row names its file, since its row number counts through them all.
+  const fileName = run.input.files.length > 1 ? run.input.files[segment.file].location : undefined;
   const scorer: BatchScorer = {
     client: work.client,
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
@@ -135,13 +143,13 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await write(outcomes);
   };
   const write = async (outcomes: RowOutcome[]) => {
-    const scored: { input: Record<string, unknown>; text?: string; predictions: unknown[] }[] = [];
+    const scored: WriterRow[] = [];
     let errors = '';
     for (const o of outcomes) {
       if ('predictions' in o) {
-        scored.push({ input: o.row.record!, text: o.row.text, predictions: o.predictions });
+        scored.push({ input: o.row.record!, text: o.row.text, number: o.row.index + 1, predictions: o.predictions });
         profile.add(o.predictions);
-      } else errors += errorLine(o.row, o.error, run.input.syntax);
+      } else errors += errorLine(o.row, o.error, run.input.syntax, fileName);
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
@@ -158,9 +166,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   };
 
   try {
-    let nextIndex = segment.firstRow;
-    for await (const raw of segmentRows(storage, run.input, index, signal)) {
-      for (const row of parseRows(raw, nextIndex, run.input.columns, run.input.syntax)) {
+    for await (const rows of readSegment(storage, run.input, index, run.request.options, signal)) {
+      for (const row of rows) {
         counts.rowsIn++;
         if (!row.record) {
           // Quarantined in place, behind the rows before it, so errors stay in input order.
@@ -173,14 +180,13 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
         batch.push({ row, request });
         batchBytes += request.bytes;
       }
-      nextIndex += raw.length;
       while (pending.length > window()) await flushOne();
     }
     submit();
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
       throw new InputError(
-        `${run.input.location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
+        `${run.input.files[segment.file].location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
         'E_INPUT_CHANGED',
       );
     }
@@ -210,10 +216,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
  * (JSON Lines, spliced in as read so long numbers keep their digits), or the text of a row that
  * could not be parsed.
  */
-function errorLine(row: InputRow, error: { status?: number; title?: string; detail: string }, syntax: RowSyntax): string {
+function errorLine(row: InputRow, error: { status?: number; title?: string; detail: string }, syntax: InputSyntax, file?: string): string {
   const rest = JSON.stringify({ status: error.status ?? null, title: error.title ?? null, detail: error.detail });
   const input = syntax === 'jsonl' && row.record && row.text !== undefined ? row.text : JSON.stringify(row.record ?? row.text);
-  return `{"row":${row.index + 1},"line":${row.line},"input":${input},${rest.slice(1)}\n`;
+  const where = file === undefined ? '' : `"file":${JSON.stringify(file)},`;
+  return `{"row":${row.index + 1},${where}"line":${row.line},"input":${input},${rest.slice(1)}\n`;
 }
 
 /** Writes with backpressure: waits for the storage upload to drain before taking more. */

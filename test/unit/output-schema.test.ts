@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildOutputSchema, CLASH_PREFIX, targetsFromAnswer } from '../../src/pipeline/output-schema.js';
+import { buildOutputSchema, CLASH_PREFIX, predictionMembers, targetsFromAnswer } from '../../src/pipeline/output-schema.js';
 
 const numericProbe = {
   rental_price: 1200,
@@ -19,7 +19,7 @@ const categoricalProbe = {
 
 describe('buildOutputSchema', () => {
   it('gives a numeric target value, confidence, _min, _max and anomaly columns', () => {
-    const schema = buildOutputSchema(['rental_price'], numericProbe, ['sqft', 'rooms'], false);
+    const schema = buildOutputSchema(['rental_price'], numericProbe, ['sqft', 'rooms'], predictionMembers(undefined, false));
     expect(schema.columns).toEqual(['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max', 'rental_price_anomaly']);
     expect(schema.targets).toEqual([
       {
@@ -32,23 +32,23 @@ describe('buildOutputSchema', () => {
   });
 
   it('gives a categorical target (no _min/_max in the probe) no interval columns', () => {
-    const schema = buildOutputSchema(['location'], categoricalProbe, ['sqft'], false);
+    const schema = buildOutputSchema(['location'], categoricalProbe, ['sqft'], predictionMembers(undefined, false));
     expect(schema.targets[0].interval).toBe(false);
     expect(schema.columns).toEqual(['location', 'location_confidence', 'location_anomaly']);
   });
 
   it('needs both _min and _max for an interval', () => {
-    const onlyMin = buildOutputSchema(['t'], { t: 1, t_confidence: 1, t_min: 0 }, [], false);
+    const onlyMin = buildOutputSchema(['t'], { t: 1, t_confidence: 1, t_min: 0 }, [], predictionMembers(undefined, false));
     expect(onlyMin.targets[0].interval).toBe(false);
     expect(onlyMin.columns).not.toContain('t_min');
-    const nullBounds = buildOutputSchema(['t'], { t: 1, t_min: null, t_max: null }, [], false);
+    const nullBounds = buildOutputSchema(['t'], { t: 1, t_min: null, t_max: null }, [], predictionMembers(undefined, false));
     expect(nullBounds.targets[0].interval).toBe(true);
   });
 
   it('adds _explain only with the explain flag, last', () => {
     const probe = { ...numericProbe, ...categoricalProbe };
-    expect(buildOutputSchema(['rental_price', 'location'], probe, [], false).columns.some((c) => c.endsWith('_explain'))).toBe(false);
-    expect(buildOutputSchema(['rental_price', 'location'], probe, [], true).columns).toEqual([
+    expect(buildOutputSchema(['rental_price', 'location'], probe, [], predictionMembers(undefined, false)).columns.some((c) => c.endsWith('_explain'))).toBe(false);
+    expect(buildOutputSchema(['rental_price', 'location'], probe, [], predictionMembers(undefined, true)).columns).toEqual([
       'rental_price',
       'rental_price_confidence',
       'rental_price_min',
@@ -63,17 +63,17 @@ describe('buildOutputSchema', () => {
   });
 
   it('adds _explain with the flag even when the probe lacks it', () => {
-    expect(buildOutputSchema(['t'], { t: 1 }, [], true).columns).toEqual(['t', 't_confidence', 't_anomaly', 't_explain']);
+    expect(buildOutputSchema(['t'], { t: 1 }, [], predictionMembers(undefined, true)).columns).toEqual(['t', 't_confidence', 't_anomaly', 't_explain']);
   });
 
   it('keeps targets in the order given', () => {
-    const schema = buildOutputSchema(['b', 'a'], {}, [], false);
+    const schema = buildOutputSchema(['b', 'a'], {}, [], predictionMembers(undefined, false));
     expect(schema.targets.map((t) => t.target)).toEqual(['b', 'a']);
     expect(schema.columns).toEqual(['b', 'b_confidence', 'b_anomaly', 'a', 'a_confidence', 'a_anomaly']);
   });
 
   it("renames all of a target's columns with pred_ when the target name is an input column", () => {
-    const schema = buildOutputSchema(['rental_price'], numericProbe, ['sqft', 'rental_price'], false);
+    const schema = buildOutputSchema(['rental_price'], numericProbe, ['sqft', 'rental_price'], predictionMembers(undefined, false));
     expect(CLASH_PREFIX).toBe('pred_');
     expect(schema.targets[0].columns).toEqual([
       { member: 'rental_price', column: 'pred_rental_price' },
@@ -88,7 +88,7 @@ describe('buildOutputSchema', () => {
   });
 
   it('renames all columns when any one of them (e.g. _max or _explain) clashes', () => {
-    const byMax = buildOutputSchema(['rental_price'], numericProbe, ['rental_price_max'], false);
+    const byMax = buildOutputSchema(['rental_price'], numericProbe, ['rental_price_max'], predictionMembers(undefined, false));
     expect(byMax.columns).toEqual([
       'pred_rental_price',
       'pred_rental_price_confidence',
@@ -96,27 +96,27 @@ describe('buildOutputSchema', () => {
       'pred_rental_price_max',
       'pred_rental_price_anomaly',
     ]);
-    expect(buildOutputSchema(['t'], {}, ['t_explain'], false).columns).toEqual(['t', 't_confidence', 't_anomaly']);
-    expect(buildOutputSchema(['t'], {}, ['t_explain'], true).columns).toEqual(['pred_t', 'pred_t_confidence', 'pred_t_anomaly', 'pred_t_explain']);
+    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, false)).columns).toEqual(['t', 't_confidence', 't_anomaly']);
+    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, true)).columns).toEqual(['pred_t', 'pred_t_confidence', 'pred_t_anomaly', 'pred_t_explain']);
   });
 
   it('does not rename for a clash with an interval column the target does not have', () => {
-    const schema = buildOutputSchema(['location'], categoricalProbe, ['location_min'], false);
+    const schema = buildOutputSchema(['location'], categoricalProbe, ['location_min'], predictionMembers(undefined, false));
     expect(schema.columns).toEqual(['location', 'location_confidence', 'location_anomaly']);
     expect(schema.warnings).toEqual([]);
   });
 
   it('repeats the prefix while a prefixed name is also taken', () => {
-    const schema = buildOutputSchema(['t'], {}, ['t', 'pred_t_anomaly', 'pred_pred_t'], false);
+    const schema = buildOutputSchema(['t'], {}, ['t', 'pred_t_anomaly', 'pred_pred_t'], predictionMembers(undefined, false));
     expect(schema.columns).toEqual(['pred_pred_pred_t', 'pred_pred_pred_t_confidence', 'pred_pred_pred_t_anomaly']);
     expect(schema.warnings[0]).toContain('pred_pred_pred_t');
-    const once = buildOutputSchema(['t'], {}, ['t_confidence', 'pred_t'], false);
+    const once = buildOutputSchema(['t'], {}, ['t_confidence', 'pred_t'], predictionMembers(undefined, false));
     expect(once.columns).toEqual(['pred_pred_t', 'pred_pred_t_confidence', 'pred_pred_t_anomaly']);
   });
 
   it('renames only the clashing target, and keeps the answer members unprefixed', () => {
     const probe = { ...numericProbe, ...categoricalProbe };
-    const schema = buildOutputSchema(['rental_price', 'location'], probe, ['location'], false);
+    const schema = buildOutputSchema(['rental_price', 'location'], probe, ['location'], predictionMembers(undefined, false));
     expect(schema.columns).toEqual([
       'rental_price',
       'rental_price_confidence',
@@ -134,7 +134,7 @@ describe('buildOutputSchema', () => {
   it("never outputs a column name twice, nor an input column's name", () => {
     // target "a_confidence" would clash with target "a"'s confidence column
     const inputs = ['x', 'a_confidence_anomaly'];
-    const schema = buildOutputSchema(['a', 'a_confidence'], {}, inputs, true);
+    const schema = buildOutputSchema(['a', 'a_confidence'], {}, inputs, predictionMembers(undefined, true));
     const all = [...inputs, ...schema.columns];
     expect(new Set(all).size).toBe(all.length);
   });

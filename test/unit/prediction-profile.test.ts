@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExactSum } from '../../src/pipeline/exact-sum.js';
-import { buildOutputSchema } from '../../src/pipeline/output-schema.js';
+import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
 import {
   CLASSES_KEPT,
   CLASSES_LISTED,
@@ -24,7 +24,7 @@ const SCHEMA = buildOutputSchema(
   ['price', 'label', 'score'],
   { price: 1, price_confidence: 1, price_min: 0, price_max: 2, label: 'a', label_confidence: 1, score: 1, score_confidence: 1 },
   ['price'],
-  false,
+  predictionMembers(undefined, false),
 );
 /** A row's values as the model answered them, one object per target: value and confidence. */
 type Answer = Record<'price' | 'label' | 'score', { value: unknown; confidence: unknown }>;

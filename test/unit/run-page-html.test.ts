@@ -88,6 +88,7 @@ function manifest(p: PredictionProfile | undefined): PageManifest {
     durationMs: 2000,
     tool: { name: 'batch-scorer', version: '0.2.0' },
     input: { location: '/tmp/in.csv', etag: null, size: 10, mtime: null, sha256: null, rows: 1000, format: 'csv', gzip: false },
+    inputs: [],
     model: {
       requested: 'mindsdb/home_rentals_model',
       project: 'mindsdb',

@@ -1,0 +1,78 @@
+import type { RunOptions } from '../config/run-options.js';
+import { UsageError } from '../errors.js';
+import type { ParquetValueType } from '../formats/parquet-input.js';
+import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import type { OutputSchema } from './output-schema.js';
+import type { InputPlan } from './plan.js';
+import type { OutputFormat, OutputLayout } from './prepared-run.js';
+
+/**
+ * The input columns an output carries: all of them, or those `--keep-columns` names, less those
+ * `--drop-columns` names, always in input order. A name the input does not have is a usage error
+ * naming the columns it has, before anything is scored.
+ */
+export function keptColumns(columns: readonly string[], options: Pick<RunOptions, 'keepColumns' | 'dropColumns'>, inputName: string): string[] {
+  const have = new Set(columns);
+  for (const [flag, names] of [
+    ['--keep-columns', options.keepColumns],
+    ['--drop-columns', options.dropColumns],
+  ] as const) {
+    const unknown = (names ?? []).filter((n) => !have.has(n));
+    if (unknown.length > 0) {
+      throw new UsageError(`${flag}: ${inputName} has no column(s) ${unknown.join(', ')}; its columns are ${columns.join(', ')}`);
+    }
+  }
+  const keep = options.keepColumns && new Set(options.keepColumns);
+  const drop = new Set(options.dropColumns ?? []);
+  return columns.filter((c) => (!keep || keep.has(c)) && !drop.has(c));
+}
+
+/** The output's format: asked, or the input's. */
+export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format'>): OutputFormat {
+  return options.format ?? input.syntax;
+}
+
+/**
+ * The output's shape besides the predictions: the input columns kept, the row number, the
+ * compression (gzip by default when every input file is gzipped; Parquet compresses its own
+ * pages) and, for Parquet, every column's type.
+ */
+export function planOutputLayout(
+  input: InputPlan,
+  options: RunOptions,
+  format: OutputFormat,
+  schema: OutputSchema,
+  probe: Record<string, unknown>,
+): OutputLayout {
+  const inputColumns = keptColumns(input.columns, options, input.location);
+  if (options.rowNumber && inputColumns.includes(ROW_NUMBER_COLUMN)) {
+    throw new UsageError(`--row-number: ${input.location} has a column named ${ROW_NUMBER_COLUMN} already; drop it with --drop-columns ${ROW_NUMBER_COLUMN}`);
+  }
+  if (format === 'parquet' && options.compress === 'gzip') {
+    throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');
+  }
+  const gzipped = input.files.every((f) => f.gzip);
+  const compress = format === 'parquet' ? 'none' : (options.compress ?? (gzipped ? 'gzip' : 'none'));
+  const layout: OutputLayout = { inputColumns, rowNumber: options.rowNumber, compress };
+  if (format !== 'parquet') return layout;
+  const types = input.types ?? {};
+  const parquetColumns = [
+    ...(options.rowNumber ? [{ name: ROW_NUMBER_COLUMN, type: 'int64' }] : []),
+    // CSV values are text as written; JSON Lines values of any shape are kept as their JSON text.
+    ...inputColumns.map((name) => ({ name, type: types[name] ?? 'string' })),
+    ...schema.targets.flatMap((t) => t.columns.map((c) => ({ name: c.column, type: predictionType(c.member, t.target, probe[c.member]) }))),
+  ];
+  return { ...layout, parquetColumns };
+}
+
+/**
+ * A prediction column's Parquet type: confidences and interval bounds are numbers; a value or
+ * anomaly has the type the probe's answer showed (text when it showed none: text holds any value).
+ */
+function predictionType(member: string, target: string, probed: unknown): ParquetValueType {
+  if (member === `${target}_confidence` || member === `${target}_min` || member === `${target}_max`) return 'double';
+  if (member === `${target}_explain`) return 'string';
+  if (typeof probed === 'number') return 'double';
+  if (typeof probed === 'boolean') return 'boolean';
+  return 'string';
+}

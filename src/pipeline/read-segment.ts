@@ -1,0 +1,60 @@
+import { InputError } from '../errors.js';
+import { dialectForName } from '../formats/csv-dialect.js';
+import { readParquetRows } from '../formats/parquet-input.js';
+import { parseRows, type InputRow } from '../formats/row-parser.js';
+import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
+import { parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { inputBytes, rangeRead } from './input-bytes.js';
+import type { InputPlan } from './plan.js';
+
+/** The CSV dialect asked for; a `.tsv` file without a delimiter asked is read with tabs. */
+export interface DialectOptions {
+  delimiter?: string;
+  quote: string;
+}
+
+/**
+ * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
+ * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
+ * count from the segment's first row in the run.
+ */
+export async function* readSegment(storage: Storage, input: InputPlan, index: number, dialect: DialectOptions, signal?: AbortSignal): AsyncGenerator<InputRow[]> {
+  const segment = input.segments[index];
+  const file = input.files[segment.file];
+  const source = file.staged ?? file;
+  const location = parseLocation(source.location);
+  let next = segment.firstRow;
+  if (file.syntax === 'parquet') {
+    let line = segment.firstLine;
+    const groups = { first: segment.start, count: segment.end - segment.start };
+    let left = segment.rows;
+    for await (const records of readParquetRows(rangeRead(storage, location, file.info, signal), file.info.size, file.location, groups)) {
+      // --limit may end a segment inside its last row group.
+      const taken = records.length > left ? records.slice(0, left) : records;
+      left -= taken.length;
+      yield taken.map((record) => ({ index: next++, line: line++, record }));
+      if (left === 0) break;
+    }
+    return;
+  }
+  const csvDialect = dialectForName(file.location, { ...(dialect.delimiter !== undefined && { delimiter: dialect.delimiter }), quote: dialect.quote });
+  const splitter = new RowSplitter(file.syntax, segment.start, segment.firstLine, csvDialect);
+  let rows: RawRow[] = [];
+  const collect = (r: RawRow) => rows.push(r);
+  const gzip = file.staged ? false : file.gzip;
+  const parsed = () => {
+    const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect);
+    next += rows.length;
+    rows = [];
+    return out;
+  };
+  for await (const chunk of inputBytes(storage, { location, info: source.info, gzip }, segment, signal)) {
+    splitter.push(chunk, collect);
+    if (rows.length > 0) yield parsed();
+  }
+  if (splitter.end(collect).unterminatedQuoteLine !== undefined) {
+    throw new InputError(`${file.location}: segment ${index} ends inside a quoted field; the input changed during the run`, 'E_INPUT_CHANGED');
+  }
+  if (rows.length > 0) yield parsed();
+}
