@@ -5,7 +5,7 @@ import { loadSettings } from '../config/settings.js';
 import { errorMessage } from '../errors.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
-import { addRunFlags, runOptionsInputFromFlags } from './run-flags.js';
+import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
 import { formatRunStatus, resumable } from './run-status-view.js';
 
@@ -14,7 +14,7 @@ export function registerEnqueue(program: Command): void {
     program
       .command('enqueue')
       .description('put a run on the queue (REDIS_URL) and print its run id; --wait follows it')
-      .argument('<input>', 'input file: a local path (seen by the workers), file:///path or s3://bucket/key'),
+      .argument('<input>', `${INPUT_ARGUMENT} (local paths must be seen by the workers)`),
   )
     .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result')
     .option('--json', 'print JSON lines instead of text')

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseRunOptions, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { parseRunOptions, PREDICTION_MEMBERS, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
 import type { Settings } from '../config/settings.js';
 
 const int = (flag: string) => (value: string) => {
@@ -24,13 +24,17 @@ const param = (value: string, previous: Record<string, unknown> = {}) => {
   return { ...previous, [value.slice(0, eq)]: parsed };
 };
 
+/** What `<input>` may be, for the help of `score` and `enqueue`. */
+export const INPUT_ARGUMENT =
+  'input: a file, a folder or prefix ending in / (every file in it), or a glob such as s3://bucket/exports/part-*.csv.gz; local paths, file:///path or s3://bucket/key; CSV, TSV, JSON Lines (optionally .gz) or Parquet';
+
 /** The run option flags shared by `score` and `enqueue`. */
 export function addRunFlags(command: Command): Command {
   return command
     .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')
     .requiredOption('--out <prefix>', 'where run folders go: a local folder or s3://bucket/prefix')
     .option('--service <url>', 'Model Query Service base URL (env MODEL_SERVICE_URL; default http://127.0.0.1:47334)')
-    .addOption(new Option('--format <format>', "output format (default: the input's)").choices(['csv', 'jsonl']))
+    .addOption(new Option('--format <format>', "output format (default: the input's)").choices(['csv', 'jsonl', 'parquet']))
     .option('--batch-size <rows>', 'rows per predict request (default 1000)', int('--batch-size'))
     .option('--max-batch-bytes <bytes>', 'JSON bytes per predict request (default 4 MiB)', int('--max-batch-bytes'))
     .option('--concurrency <n|auto>', 'predict requests in flight (default 4)', (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)))
@@ -53,7 +57,26 @@ export function addRunFlags(command: Command): Command {
         'fail',
         'warn',
       ]),
-    );
+    )
+    .option('--keep-columns <names>', 'input columns to carry to the output, comma-separated (repeatable; default all)', names)
+    .option('--drop-columns <names>', 'input columns to leave out of the output, comma-separated (repeatable)', names)
+    .option(
+      '--prediction-columns <members>',
+      `prediction members to write, comma-separated, of ${PREDICTION_MEMBERS.join(', ')} (default all but explain)`,
+      names,
+    )
+    .option('--row-number', "write row_number first: the row's 1-based number in the input")
+    .option('--output-per-file', 'one output per input file, named after it, in predictions/')
+    .addOption(new Option('--compress <codec>', 'output compression (default gzip when every input is gzipped)').choices(['gzip', 'none']))
+    .option('--max-rows-per-file <rows>', 'cut the output into files of at most N rows: predictions-00000.csv, ...', int('--max-rows-per-file'))
+    .option('--delimiter <char>', 'CSV field delimiter, one character; tab or \\t for a tab (default , or a tab for .tsv)')
+    .option('--quote <char>', 'CSV quote character (default ")')
+    .option('--encoding <name>', "the input's text encoding: latin1, windows-1252, utf-16le, ... (default utf-8; output is UTF-8)");
+}
+
+/** A comma-separated list, repeatable: `--keep-columns a,b --keep-columns c`. */
+function names(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(',').map((n) => n.trim())];
 }
 
 const RUN_FLAG_KEYS = [
@@ -75,6 +98,16 @@ const RUN_FLAG_KEYS = [
   'rowIdMember',
   'segmentsAtOnce',
   'onModelChange',
+  'keepColumns',
+  'dropColumns',
+  'predictionColumns',
+  'rowNumber',
+  'outputPerFile',
+  'compress',
+  'maxRowsPerFile',
+  'delimiter',
+  'quote',
+  'encoding',
 ] as const;
 
 /** The run options set by flags over settings (environment and config files); schema defaults not filled in. */

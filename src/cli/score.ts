@@ -13,14 +13,14 @@ import { createStorage } from '../storage/storage.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
-import { addRunFlags, runOptionsFromFlags } from './run-flags.js';
+import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 
 export function registerScore(program: Command): void {
   addRunFlags(
     program
       .command('score')
       .description('score a file in this process (no Redis needed) into <out>/<runId>/')
-      .argument('<input>', 'input file: a local path, file:///path or s3://bucket/key (.csv or .jsonl, optionally .gz)'),
+      .argument('<input>', INPUT_ARGUMENT),
   )
     .option('--json', 'print one JSON summary line on stdout')
     .action(

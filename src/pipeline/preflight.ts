@@ -1,15 +1,15 @@
 import { BatchScorerError, InputError } from '../errors.js';
 import { parseModelRef } from '../service/model-ref.js';
+import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { versionTag } from '../storage/version-tag.js';
-import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is
- * written: a malformed model name, an input that is missing or not a file (or, for a run a file
- * drop started, no longer the version dropped), an output location where run folders cannot be
+ * written: a malformed model name, an input that names no file (a missing file, an empty folder, a
+ * glob that matches nothing; or, for a run a file drop started, no longer the version dropped), an output location where run folders cannot be
  * written. Names are checked before storage is touched. What passes
  * may still fail later (an unknown model, bad rows); what fails here leaves nothing behind.
  */
@@ -17,9 +17,10 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   parseModelRef(request.model);
   const input = parseLocation(request.input);
   const out = parseLocation(request.out);
-  const info = await storage.stat(input, signal).catch(inputMissing);
+  const files = await listInputFiles(storage, input, signal);
   // A file replaced after its drop was seen: that version is gone, and the new one has a run of its own.
   const dropped = request.trigger?.kind === 'event' || request.trigger?.kind === 'poll' ? request.trigger.object : undefined;
+  const info = files[0];
   if (dropped && versionTag(info) !== dropped.etag) {
     throw new InputError(
       `${formatLocation(input)} was replaced after this run was started for it: the run is for version ${dropped.etag}, the file is now ${versionTag(info)}, which starts a run of its own`,
