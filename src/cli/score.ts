@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
+import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
+import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS, REFUSED_BEFORE_START } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
 import { newRunId } from '../pipeline/prepare-run.js';
@@ -23,11 +24,16 @@ export function registerScore(program: Command): void {
       .argument('<input>', INPUT_ARGUMENT),
   )
     .option('--json', 'print one JSON summary line on stdout')
+    .option('--dry-run', 'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing')
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
         const settings = loadSettings();
         const options = runOptionsFromFlags(flags, settings, 'score');
         const json = Boolean(flags.json);
+        if (flags.dryRun) {
+          await dryRunCommand({ input, out: String(flags.out), model: String(flags.model), options }, settings, json);
+          return;
+        }
         // Chosen here rather than by the run, so that a failure can name the run and how to resume it.
         const runId = options.runId ?? newRunId();
         const request: RunRequest = {
@@ -65,6 +71,40 @@ export function registerScore(program: Command): void {
         }
       }),
     );
+}
+
+/** `score --dry-run`: the plan and the canary batch, printed; nothing is written. */
+async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean): Promise<void> {
+  const storage = createStorage(settings.s3);
+  const interrupt = interruptSignal();
+  try {
+    const report = await dryRun(request, { storage, log: createLogger({ level: settings.logLevel }), token: settings.serviceToken, signal: interrupt.signal });
+    process.stdout.write(json ? `${JSON.stringify({ dryRun: true, ...report })}\n` : formatDryRun(report));
+  } catch (err) {
+    if (json) printFailure(err, undefined);
+    reportError(err, undefined);
+    process.exitCode = interrupt.exitCode() ?? process.exitCode;
+  } finally {
+    interrupt.dispose();
+    storage.close();
+  }
+}
+
+/** A dry run's report for people. */
+function formatDryRun(r: DryRunReport): string {
+  const files = r.files.length === 1 ? '1 file' : `${r.files.length} files`;
+  return [
+    `dry run of ${r.input}: nothing was written`,
+    `input: ${files}, ${r.rows} rows, ${r.segments} segments`,
+    `requests: ${r.requests}`,
+    `canary: ${r.canary.rows} rows in ${r.canary.ms} ms (${r.canary.scored} scored, ${r.canary.quarantined} quarantined)`,
+    `estimated duration: ${r.estimatedSeconds} s at concurrency ${r.concurrency}`,
+    `model: ${r.model.requested}${r.model.resolvedVersion === null ? '' : ` (version ${r.model.resolvedVersion})`}`,
+    `outputs: ${r.outputs.join(', ')}`,
+    `columns: ${r.columns.join(', ')}`,
+    ...r.warnings.map((w) => `warning: ${w}`),
+    '',
+  ].join('\n');
 }
 
 /** Failures with no run to resume: a request refused before it started, or a run folder not this run's. */

@@ -6,11 +6,12 @@ import type { RunOptions } from '../config/run-options.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
+import { formatLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { checkColumns, type ColumnPlan } from './column-check.js';
 import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js';
-import { modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
+import { modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';
+import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
@@ -41,14 +42,37 @@ export function newRunId(now = new Date()): string {
  * A run id whose `_work/run.json` exists with the same request resumes as it began.
  */
 export async function prepareRun(request: RunRequest, runId: string, ctx: PrepareContext): Promise<PreparedRun> {
-  const { storage, client, log, signal } = ctx;
+  const { storage, log, signal } = ctx;
   const folder = runFiles.folder(request.out, runId);
   if (await storage.exists(runFiles.success(folder))) {
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`, { exitCode: 2 });
   }
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) return resume(existing, request, ctx);
+  const run = await planRun(request, runId, ctx, {
+    keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
+    stage: (file) => runFiles.stagedInput(folder, file),
+  });
+  await writePreparedRun(storage, run, signal);
+  log.info({ rows: run.input.rows, files: run.input.files.length, segments: run.input.segments.length, model: run.model.requested, rowIdMember: run.model.rowIdMember }, 'run planned');
+  for (const warning of run.warnings) log.warn(warning);
+  return run;
+}
 
+/** What planning a run may write: the describe snapshot, and UTF-8 copies of inputs in other encodings. A dry run writes neither. */
+export interface PlanWrites {
+  keepSnapshot?: (snapshot: DescribeSnapshot) => Promise<unknown>;
+  stage?: (file: number) => Location;
+}
+
+/**
+ * Everything a run fixes before its first row is scored: the describe snapshot and version pin,
+ * the input's plan, the columns sent and written, the row id member. Writes only what `writes`
+ * says, so a dry run plans exactly as a run does and leaves nothing behind.
+ */
+export async function planRun(request: RunRequest, runId: string, ctx: PrepareContext, writes: PlanWrites = {}): Promise<PreparedRun> {
+  const { storage, client, signal, log } = ctx;
+  const folder = runFiles.folder(request.out, runId);
   const requested = parseModelRef(request.model);
   const snapshot = await takeDescribeSnapshot(client, requested, { signal, log });
   const facts = modelFacts(snapshot, requested);
@@ -58,12 +82,12 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
       `model ${request.model} is a time-series model (describe's TRAINING_OPTIONS has timeseries_settings): it answers a forecast horizon, not one row per input row, so it cannot be scored row by row`,
     );
   }
-  await writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal });
+  await writes.keepSnapshot?.(snapshot);
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
 
   const input = await planInput(storage, parseLocation(request.input), {
     ...planOptions(request.options),
-    stage: (file) => runFiles.stagedInput(folder, file),
+    ...(writes.stage && { stage: writes.stage }),
     signal,
   });
   const columns = checkInputColumns(input, facts.inputs, request.options.strictColumns);
@@ -113,9 +137,8 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
         : []),
     ],
   };
-  await writePreparedRun(storage, run, signal);
-  log.info({ rows: input.rows, segments: input.segments.length, model: formatModelRef(model), rowIdMember }, 'run planned');
-  for (const warning of run.warnings) log.warn(warning);
+  // Refused now, not at assembly: two inputs whose per-file outputs would have one name.
+  outputGroups(run);
   return run;
 }
 

@@ -1,0 +1,124 @@
+import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import type { Logger } from '../log.js';
+import { ServiceClient } from '../service/client.js';
+import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
+import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
+import type { Storage } from '../storage/storage-types.js';
+import { outputGroups } from './assemble.js';
+import { preflight } from './preflight.js';
+import { planRun } from './prepare-run.js';
+import { readSegment } from './read-segment.js';
+import { encodeRequestRow } from './request-row.js';
+import type { RunRequest } from './run-request.js';
+import { scoreBatch, type PendingRow } from './score-batch.js';
+import { emptyCounts } from './segment-counts.js';
+
+/** What a dry run found: the plan's sizes, one canary batch's outcome and an estimate of the whole run. */
+export interface DryRunReport {
+  input: string;
+  files: { location: string; rows: number; format: string; gzip: boolean }[];
+  rows: number;
+  segments: number;
+  /** Predict requests the run would send, at the canary's rows per request (retries and splits not counted). */
+  requests: number;
+  /** The output files by name, before --max-rows-per-file cuts them. */
+  outputs: string[];
+  /** The output's columns, in order. */
+  columns: string[];
+  canary: { rows: number; scored: number; quarantined: number; ms: number };
+  /** The concurrency the estimate assumes: the one asked, or `auto`'s ceiling. */
+  concurrency: number;
+  /** requests / concurrency x the canary's time: a floor, as the service may slow under load. */
+  estimatedSeconds: number;
+  model: { requested: string; resolvedVersion: number | null; rowIdMember: string | null };
+  warnings: string[];
+}
+
+export interface DryRunContext {
+  storage: Storage;
+  log: Logger;
+  /** MODEL_SERVICE_TOKEN; never logged or written. */
+  token?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Plans a run as `score` would (describe, the input's files and segments, the columns sent and
+ * written) and scores one canary batch of its first rows, writing nothing: no run folder, no staged
+ * copies. Refuses what a run would refuse, with the same errors.
+ */
+export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<DryRunReport> {
+  const { storage, signal } = ctx;
+  await preflight(request, storage, signal);
+  const log = ctx.log.child({ dryRun: true });
+  const { options } = request;
+  const client = new ServiceClient({
+    baseUrl: options.service,
+    token: ctx.token,
+    timeoutMs: options.timeout,
+    retry: { ...DEFAULT_RETRY_POLICY, retries: options.retries },
+    connections: 1,
+    logger: log,
+  });
+  try {
+    const run = await planRun(request, 'dry-run', { storage, client, log, signal });
+    const batch: PendingRow[] = [];
+    let bytes = 0;
+    const rowIdMember = run.model.rowIdMember ?? undefined;
+    if (run.input.segments.length > 0) {
+      read: for await (const rows of readSegment(storage, run.input, 0, options, signal)) {
+        for (const row of rows) {
+          if (!row.record) continue;
+          const encoded = encodeRequestRow(row.record, run.sent, run.input.syntax === 'csv', rowIdMember, row.index);
+          if (batch.length >= options.batchSize || (batch.length > 0 && bytes + encoded.bytes > options.maxBatchBytes)) break read;
+          batch.push({ row, request: encoded });
+          bytes += encoded.bytes;
+        }
+      }
+    }
+    const counts = emptyCounts();
+    const started = performance.now();
+    const outcomes =
+      batch.length === 0
+        ? []
+        : await scoreBatch(
+            {
+              client,
+              model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
+              envelope: options.envelope,
+              params: options.params,
+              rowIdMember,
+              rowIdEchoed: run.model.rowIdEchoed,
+              schema: run.schema,
+              limit: fixedLimit(1),
+              counts,
+              log,
+              signal,
+            },
+            batch,
+          );
+    const ms = performance.now() - started;
+    const scored = outcomes.filter((o) => 'predictions' in o).length;
+    // Rows per request as the canary found them: --max-batch-bytes may cut batches below --batch-size.
+    const perRequest = Math.max(1, batch.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / batch.length))) : options.batchSize);
+    const requests = run.input.segments.reduce((n, s) => n + Math.ceil(s.rows / perRequest), 0);
+    const concurrency = maxConcurrency(options.concurrency);
+    const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
+    return {
+      input: run.input.location,
+      files: run.input.files.map((f) => ({ location: f.location, rows: f.rows, format: f.syntax, gzip: f.gzip })),
+      rows: run.input.rows,
+      segments: run.input.segments.length,
+      requests,
+      outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
+      columns: [...(run.output.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...run.output.inputColumns, ...run.schema.columns],
+      canary: { rows: batch.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
+      concurrency,
+      estimatedSeconds: Math.round(((requests / concurrency) * ms) / 100) / 10,
+      model: { requested: run.model.requested, resolvedVersion: run.model.resolvedVersion, rowIdMember: run.model.rowIdMember ?? null },
+      warnings: run.warnings,
+    };
+  } finally {
+    await client.close();
+  }
+}
