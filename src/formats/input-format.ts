@@ -1,3 +1,4 @@
+import { isTabSeparatedName } from './csv-dialect.js';
 import type { RowSyntax } from './row-splitter.js';
 
 /** Gzipped when the name ends in `.gz` or the bytes start with gzip's magic number. */
@@ -6,13 +7,13 @@ export function isGzip(name: string, head: Buffer): boolean {
 }
 
 /**
- * The row syntax from the name (`.csv`, `.jsonl`, `.ndjson`, before any `.gz`) or, for other
+ * The row syntax from the name (`.csv`, `.tsv`, `.tab`, `.jsonl`, `.ndjson`, before any `.gz`) or, for other
  * names, from the first decompressed bytes: a `{` starts a JSON Lines file.
  */
 export function detectSyntax(name: string, head: Buffer): RowSyntax {
   const bare = name.toLowerCase().replace(/\.gz$/, '');
   if (bare.endsWith('.jsonl') || bare.endsWith('.ndjson')) return 'jsonl';
-  if (bare.endsWith('.csv')) return 'csv';
+  if (bare.endsWith('.csv') || isTabSeparatedName(bare)) return 'csv';
   return head
     .toString('utf8')
     .replace(/^\uFEFF/, '')

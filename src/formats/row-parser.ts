@@ -1,9 +1,15 @@
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
+import { DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
 import type { RawRow, RowSyntax } from './row-splitter.js';
 
-/** RFC 4180 as papaparse reads it; the delimiter is fixed, since guessing it from values splits "a;b;c" into fields. */
-const CSV = { header: false, newline: '\n', delimiter: ',' } as const;
+/**
+ * RFC 4180 as papaparse reads it, in the file's dialect. The delimiter is always given, since
+ * guessing it from values splits "a;b;c" into fields; a quote is escaped by doubling it.
+ */
+function papaConfig(dialect: CsvDialect) {
+  return { header: false, newline: '\n', delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote } as const;
+}
 
 /** A data row read from the input, or the reason it could not be read. */
 export interface InputRow {
@@ -24,9 +30,9 @@ export interface InputRow {
 }
 
 /** The column names from a CSV file's first row; rejects empty and repeated names. */
-export function parseCsvHeader(row: RawRow, fileName: string): string[] {
+export function parseCsvHeader(row: RawRow, fileName: string, dialect: CsvDialect = DEFAULT_DIALECT): string[] {
   const text = row.bytes.toString('utf8').replace(/^\uFEFF/, '');
-  const columns = Papa.parse<string[]>(text, CSV).data[0] ?? [];
+  const columns = Papa.parse<string[]>(text, papaConfig(dialect)).data[0] ?? [];
   const seen = new Set<string>();
   columns.forEach((name, i) => {
     if (name.trim() === '') throw new InputError(`${fileName}: the header's column ${i + 1} has no name; name every column`);
@@ -46,9 +52,16 @@ export function jsonKeys(row: RawRow): string[] | undefined {
  * Parses raw rows into records keyed by the header. CSV rows go to papaparse together; where its
  * row split disagrees with ours (odd quoting), each row is parsed alone, so rows never shift.
  */
-export function parseRows(rows: readonly RawRow[], firstIndex: number, header: readonly string[], syntax: RowSyntax): InputRow[] {
+export function parseRows(
+  rows: readonly RawRow[],
+  firstIndex: number,
+  header: readonly string[],
+  syntax: RowSyntax,
+  dialect: CsvDialect = DEFAULT_DIALECT,
+): InputRow[] {
   const texts = rows.map((r) => r.bytes.toString('utf8'));
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
+  const CSV = papaConfig(dialect);
   const together = Papa.parse<string[]>(texts.join('\n'), CSV);
   let fields = together.data;
   // Odd quoting can make papaparse split rows elsewhere than we did, even to the same count.

@@ -5,8 +5,11 @@
  * CSV rows end at a line feed outside quotes (a preceding CR is dropped); a quote opens a quoted
  * field only at the start of a field, as papaparse reads it, so an inch mark in `5'11"` is text.
  * JSON Lines rows end at every line feed. Empty lines are skipped in both. Working on bytes is
- * safe for UTF-8: the bytes of `,`, `"`, CR and LF never occur inside a multi-byte character.
+ * safe for UTF-8: the bytes of the delimiter and quote (ASCII, see CsvDialect), CR and LF never
+ * occur inside a multi-byte character. Other encodings are decoded to UTF-8 before splitting.
  */
+import { checkDialect, DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
+
 export type RowSyntax = 'csv' | 'jsonl';
 
 /** One row: its bytes (without line ending), where it started, and on which physical line. */
@@ -20,8 +23,6 @@ export interface RawRow {
 
 const LF = 0x0a;
 const CR = 0x0d;
-const QUOTE = 0x22;
-const COMMA = 0x2c;
 
 const FIELD_START = 0;
 const UNQUOTED = 1;
@@ -36,17 +37,25 @@ export class RowSplitter {
   private line: number;
   private rowLine: number;
   private quoteLine = 0;
+  // The dialect as byte values: the loop compares numbers, not strings.
+  private readonly delimiter: number;
+  private readonly quote: number;
 
   /**
    * @param syntax how rows end
    * @param startOffset offset of the stream's first byte in the whole file (for ranged reads)
    * @param startLine physical line of the stream's first byte
+   * @param dialect the CSV delimiter and quote (ignored for JSON Lines); throws when checkDialect would
    */
   constructor(
     private readonly syntax: RowSyntax,
     startOffset = 0,
     startLine = 1,
+    dialect: CsvDialect = DEFAULT_DIALECT,
   ) {
+    checkDialect(dialect);
+    this.delimiter = dialect.delimiter.charCodeAt(0);
+    this.quote = dialect.quote.charCodeAt(0);
     this.position = startOffset;
     this.carryStart = startOffset;
     this.line = startLine;
@@ -57,29 +66,31 @@ export class RowSplitter {
   push(chunk: Buffer, onRow: (row: RawRow) => void): void {
     let rowStartInChunk = 0;
     const csv = this.syntax === 'csv';
+    const quote = this.quote;
+    const delimiter = this.delimiter;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i];
       if (csv) {
         switch (this.state) {
           case QUOTED:
-            if (b === QUOTE) this.state = QUOTE_IN_QUOTED;
+            if (b === quote) this.state = QUOTE_IN_QUOTED;
             else if (b === LF) this.line++;
             continue;
           case FIELD_START:
-            if (b === QUOTE) {
+            if (b === quote) {
               this.state = QUOTED;
               this.quoteLine = this.line;
               continue;
             }
             break;
           case QUOTE_IN_QUOTED:
-            if (b === QUOTE) {
+            if (b === quote) {
               this.state = QUOTED;
               continue;
             }
             break;
         }
-        if (b === COMMA) {
+        if (b === delimiter) {
           this.state = FIELD_START;
           continue;
         }

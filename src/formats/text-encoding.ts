@@ -1,21 +1,77 @@
 import iconv from 'iconv-lite';
 
-/** Provisional: replaced by the dialect branch's module. */
+/**
+ * Input in encodings other than UTF-8, decoded to UTF-8 as a stream, so that the row splitter,
+ * which works on UTF-8 bytes, and everything after it need not know the input's encoding.
+ */
+
+/** Common encodings, named when an unknown one is given. */
+const COMMON = ['utf-8', 'latin1', 'windows-1252', 'utf-16le', 'utf-16be', 'shift_jis', 'gb18030', 'big5', 'euc-kr', 'koi8-r'];
+
+/** iconv-lite also "decodes" these, but they are not text encodings: a CSV read as base64 is a mistake. */
+const NOT_TEXT = new Set(['base64', 'base64url', 'hex']);
+
+/**
+ * The canonical name of a supported encoding: lower case without punctuation, the key iconv-lite
+ * uses (`UTF-16LE` → `utf16le`, `Windows-1252` → `windows1252`), so that spellings of one name compare
+ * equal. Throws an Error naming a few common encodings when iconv-lite does not know the name.
+ */
 export function checkEncoding(name: string): string {
-  if (!iconv.encodingExists(name)) throw new Error(`unknown encoding "${name}"`);
-  return name.toLowerCase();
-}
-
-export function isUtf8(name: string): boolean {
-  return /^utf-?8$/i.test(name);
-}
-
-export async function* decodeToUtf8(source: AsyncIterable<Buffer>, encoding: string): AsyncGenerator<Buffer> {
-  const decoder = iconv.getDecoder(encoding);
-  for await (const chunk of source) {
-    const text = decoder.write(chunk);
-    if (text) yield Buffer.from(text);
+  const canonical = canonicalName(name);
+  if (!iconv.encodingExists(canonical) || NOT_TEXT.has(canonical)) {
+    throw new Error(`unknown text encoding ${JSON.stringify(name)}; common ones are ${COMMON.join(', ')}`);
   }
-  const rest = decoder.end();
-  if (rest) yield Buffer.from(rest);
+  return canonical;
+}
+
+/** True for UTF-8 however it is spelled (`utf8`, `UTF-8`). */
+export function isUtf8(name: string): boolean {
+  return canonicalName(name) === 'utf8';
+}
+
+/** True for UTF-16 and UTF-32 (and UCS-2/4): encodings whose text is full of NUL bytes. */
+export function isWideEncoding(name: string): boolean {
+  return /^(utf16|utf32|ucs2|ucs4)/.test(canonicalName(name));
+}
+
+/**
+ * Decodes a byte stream in `encoding` to UTF-8 chunks. iconv-lite's decoder keeps the state
+ * between chunks, so a character split across chunks comes out whole; a byte order mark is dropped
+ * (UTF-16 and UTF-32 files often start with one). UTF-8 passes through as it is: the caller checks
+ * it strictly, which a decoder that replaces bad bytes with U+FFFD would defeat.
+ */
+export async function* decodeToUtf8(source: AsyncIterable<Buffer>, encoding: string): AsyncGenerator<Buffer> {
+  const canonical = checkEncoding(encoding);
+  if (canonical === 'utf8') {
+    yield* source;
+    return;
+  }
+  const decoder = iconv.getDecoder(canonical, { stripBOM: true });
+  // A UTF-16 decoder answers a chunk's code units as they come, so a chunk can end between the two
+  // halves of a surrogate pair; a lone half would become U+FFFD in UTF-8. Keep it for the next chunk.
+  let pending = '';
+  let first = true;
+  for await (const chunk of source) {
+    let text = pending + decoder.write(chunk);
+    pending = '';
+    const last = text.charCodeAt(text.length - 1);
+    if (last >= 0xd800 && last <= 0xdbff) {
+      pending = text.slice(-1);
+      text = text.slice(0, -1);
+    }
+    // Only BOM-aware codecs strip the mark themselves; drop one that another decoder passed on.
+    if (first && text.length > 0) {
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      first = false;
+    }
+    if (text.length > 0) yield Buffer.from(text, 'utf8');
+  }
+  let text = pending + (decoder.end() ?? '');
+  if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.length > 0) yield Buffer.from(text, 'utf8');
+}
+
+/** How iconv-lite keys encodings: lower case, letters and digits only. */
+function canonicalName(name: string): string {
+  return name.toLowerCase().replace(/[^0-9a-z]/g, '');
 }
