@@ -174,7 +174,7 @@ describe('score, end to end against the simulator', () => {
     const jsonl = join(tmp.dir, 'rows.jsonl.gz');
     await writeFile(jsonl, gzipSync(rows.map((r) => JSON.stringify(r)).join('\n') + '\n'));
     const out = join(tmp.dir, 'out-jsonl');
-    await score(jsonl, out, { service: sim.url, runId: 'jsonl', segmentRows: 200, format: 'csv' });
+    await score(jsonl, out, { service: sim.url, runId: 'jsonl', segmentRows: 200, format: 'csv', compress: 'none' });
     await score(input, out, { service: sim.url, runId: 'csv', limit: 500 });
     const fromJsonl = await readFile(join(out, 'jsonl', 'predictions.csv'), 'utf8');
     // JSON string values are sent as strings where CSV numbers are sent as numbers, so compare values, not confidences.

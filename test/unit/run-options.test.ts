@@ -25,6 +25,10 @@ describe('parseRunOptions', () => {
       rowIdMember: 'auto',
       onModelChange: 'fail',
       segmentsAtOnce: 2,
+      rowNumber: false,
+      outputPerFile: false,
+      quote: '"',
+      encoding: 'utf-8',
     });
   });
 
@@ -55,8 +59,23 @@ describe('parseRunOptions', () => {
       rowIdMember: '__mindsdb_row_id',
       onModelChange: 'warn',
       segmentsAtOnce: 8,
+      keepColumns: ['a', 'b'],
+      dropColumns: ['b'],
+      predictionColumns: ['value', 'interval'],
+      rowNumber: true,
+      outputPerFile: true,
+      compress: 'gzip',
+      maxRowsPerFile: 1000,
+      delimiter: ';',
+      quote: "'",
+      encoding: 'latin1',
     } as const;
     expect(parseRunOptions(input)).toEqual(input);
+  });
+
+  it('reads tab as a tab delimiter', () => {
+    expect(parseRunOptions({ delimiter: 'tab' }).delimiter).toBe('\t');
+    expect(parseRunOptions({ delimiter: '\\t' }).delimiter).toBe('\t');
   });
 
   it('takes a row id member name or auto, nothing else', () => {
@@ -145,7 +164,10 @@ describe('parseRunOptions', () => {
     expect(usageError({ batchSize: 0 }).message).toBe('run options: batchSize: must be at least 1');
     expect(usageError({ batchSize: 1.5 }).message).toBe('run options: batchSize: must be a whole number');
     expect(usageError({ concurrency: 'fast' }).message).toBe('run options: concurrency: must be a number or "auto"');
-    expect(usageError({ format: 'xlsx' }).message).toBe('run options: format: must be "csv" or "jsonl"');
+    expect(usageError({ format: 'xlsx' }).message).toBe('run options: format: must be "csv" or "jsonl" or "parquet"');
+    expect(usageError({ delimiter: ';;' }).message).toBe('run options: delimiter: must be one ASCII character other than a line break (tab or \\t for a tab)');
+    expect(usageError({ encoding: 'klingon' }).message).toBe('run options: encoding: must be a text encoding such as utf-8, latin1, windows-1252 or utf-16le');
+    expect(usageError({ predictionColumns: ['probability'] }).message).toMatch(/^run options: predictionColumns.0: must be "value" or "confidence"/);
     expect(usageError({ rowIdMember: '' }).message).toBe('run options: rowIdMember: use auto or a member name such as __mindsdb_row_id');
   });
 
