@@ -63,6 +63,9 @@ export async function readParquetLayout(read: RangeRead, size: number, name: str
  * 'YYYY-MM-DD'; timestamp → ISO-8601 with every non-zero fraction digit down to nanoseconds,
  * ending in 'Z' when the column is adjusted to UTC and without a zone when it holds local (naive)
  * times; json → the parsed value; binary → base64; a null → null.
+ *
+ * Each call reads the footer again (one ranged read of the file's end): a call is meant to cover a
+ * work unit of one or more row groups, not one row.
  */
 export async function* readParquetRows(
   read: RangeRead,
@@ -183,7 +186,7 @@ function columnType(node: SchemaTree, fileName: string): ParquetValueType {
   const logical = element.logical_type;
   const converted = element.converted_type;
   if (node.children.length > 0) {
-    throw refuse(`a nested column (${logical?.type ?? converted ?? 'struct'} of ${node.children.length} fields)`);
+    throw refuse(`a nested column (${logical?.type ?? converted ?? 'STRUCT'})`);
   }
   if (element.repetition_type === 'REPEATED') throw refuse(`a repeated ${element.type ?? ''} column (a list)`);
   switch (logical?.type) {

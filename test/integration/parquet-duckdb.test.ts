@@ -198,6 +198,26 @@ describe('a file that is not Parquet', () => {
   });
 });
 
+describe('a Parquet file with columns this tool cannot read', () => {
+  it.each([
+    ['a list', `SELECT 1 AS id, [1, 2] AS tags`, '', /column "tags" is a nested column \(LIST\)/],
+    ['a struct', `SELECT 1 AS id, {'a': 1} AS point`, '', /column "point" is a nested column/],
+    ['a time of day', `SELECT TIME '12:00:00' AS opens`, '', /column "opens" is a time of day/],
+    ['a codec hyparquet cannot decode', `SELECT 1 AS id`, ', COMPRESSION zstd', /column "id" is compressed with ZSTD/],
+  ])('is refused, naming the column, for %s', async (_what, select, options, message) => {
+    const path = join(dir, 'refused.parquet');
+    await duckdb.run(`COPY (${select}) TO '${path}' (FORMAT parquet${options})`);
+    const file = await fileReader(path);
+    try {
+      const err = await rejection(readParquetLayout(file.read, file.size, 'refused.parquet'), InputError);
+      expect(err.message).toMatch(/^refused\.parquet: /);
+      expect(err.message).toMatch(message);
+    } finally {
+      await file.close();
+    }
+  });
+});
+
 describe('createParquetOutput read back by DuckDB', () => {
   const COLUMNS: ParquetOutputColumn[] = [
     { name: 'id', type: 'int64' },
