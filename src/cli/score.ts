@@ -17,14 +17,12 @@ import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 
 export function registerScore(program: Command): void {
-  addRunFlags(
-    program
-      .command('score')
-      .description('score a file in this process (no Redis needed) into <out>/<runId>/')
-      .argument('<input>', INPUT_ARGUMENT),
-  )
+  addRunFlags(program.command('score').description('score a file in this process (no Redis needed) into <out>/<runId>/').argument('<input>', INPUT_ARGUMENT))
     .option('--json', 'print one JSON summary line on stdout')
-    .option('--dry-run', 'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing')
+    .option(
+      '--dry-run',
+      'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing',
+    )
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
         const settings = loadSettings();

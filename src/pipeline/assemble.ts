@@ -99,7 +99,9 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
     // The common case, kept a plain copy of the parts: its size is known, so S3 uses the smallest parts that fit.
     const sizeHint = Buffer.byteLength(header) + group.segments.reduce((n, i) => n + done[i].bytes.rows, 0);
     const name = `${group.stem}.${extension}`;
-    return [await concatenateParts(storage, runFiles.output(folder, name), parts, { head: header, rows, sizeHint, gzip: output.compress === 'gzip', name, signal })];
+    return [
+      await concatenateParts(storage, runFiles.output(folder, name), parts, { head: header, rows, sizeHint, gzip: output.compress === 'gzip', name, signal }),
+    ];
   }
   const shardName = (n: number) => (maxRows === undefined ? `${group.stem}.${extension}` : `${group.stem}-${String(n).padStart(5, '0')}.${extension}`);
   const files: OutputFile[] = [];

@@ -100,7 +100,10 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const ms = performance.now() - started;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
     // Rows per request as the canary found them: --max-batch-bytes may cut batches below --batch-size.
-    const perRequest = Math.max(1, batch.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / batch.length))) : options.batchSize);
+    const perRequest = Math.max(
+      1,
+      batch.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / batch.length))) : options.batchSize,
+    );
     const requests = run.input.segments.reduce((n, s) => n + Math.ceil(s.rows / perRequest), 0);
     const concurrency = maxConcurrency(options.concurrency);
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;

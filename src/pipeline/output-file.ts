@@ -38,7 +38,10 @@ export class OutputFileWriter {
     // pipeline destroys every stage when one fails, so the upload reading `counted` fails too.
     const stages = options.gzip ? [this.stream, createGzip(), counted] : [this.stream, counted];
     pipeline(stages, () => undefined);
-    this.written = storage.write(target, counted, { signal: options.signal, ...(!options.gzip && options.sizeHint !== undefined && { sizeHint: options.sizeHint }) });
+    this.written = storage.write(target, counted, {
+      signal: options.signal,
+      ...(!options.gzip && options.sizeHint !== undefined && { sizeHint: options.sizeHint }),
+    });
     // Awaited in finish or abandon; a failure meanwhile must not be an unhandled rejection.
     this.written.catch(() => undefined);
   }

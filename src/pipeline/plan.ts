@@ -122,7 +122,9 @@ export async function planInput(storage: Storage, location: Location, options: P
     const planned = await planFile(storage, file, i, { ...options, limit }, rows, segments);
     const first = files[0];
     if (first && planned.plan.syntax !== first.syntax) {
-      throw new InputError(`${planned.plan.location} is ${planned.plan.syntax} where ${first.location} is ${first.syntax}: the files of one run must share a format`);
+      throw new InputError(
+        `${planned.plan.location} is ${planned.plan.syntax} where ${first.location} is ${first.syntax}: the files of one run must share a format`,
+      );
     }
     if (planned.plan.syntax === 'jsonl') {
       columns ??= [];
@@ -151,7 +153,9 @@ function sameColumns(first: InputFilePlan, file: InputFilePlan, types?: Record<s
   }
   const differs = first.columns.find((c) => types?.[c] !== fileTypes?.[c]);
   if (differs !== undefined) {
-    throw new InputError(`${file.location}: column ${differs} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`);
+    throw new InputError(
+      `${file.location}: column ${differs} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`,
+    );
   }
 }
 
@@ -168,7 +172,11 @@ async function planFile(
   segments: SegmentPlan[],
 ): Promise<{ plan: InputFilePlan; types?: Record<string, ParquetValueType> }> {
   const name = formatLocation(file.location);
-  const info: ObjectInfo = { size: file.size, ...(file.etag !== undefined && { etag: file.etag }), ...(file.mtimeMs !== undefined && { mtimeMs: file.mtimeMs }) };
+  const info: ObjectInfo = {
+    size: file.size,
+    ...(file.etag !== undefined && { etag: file.etag }),
+    ...(file.mtimeMs !== undefined && { mtimeMs: file.mtimeMs }),
+  };
   const raw = await storage.read(file.location, { expect: info, signal: options.signal }).catch(inputMissing);
   const hash = createHash('sha256');
   const hashed = (async function* () {
@@ -316,7 +324,9 @@ async function planText(
     const bad = utf8.push(data);
     if (bad >= 0) {
       const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;
-      throw new InputError(`${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8, or name its encoding with --encoding`);
+      throw new InputError(
+        `${name}: not UTF-8: invalid byte at offset ${offset + bad} (line ${line}); save the file as UTF-8, or name its encoding with --encoding`,
+      );
     }
     splitter.push(data, onRow);
     offset += data.length;
@@ -329,7 +339,8 @@ async function planText(
       throw new InputError(`${name}: a quoted field opened on line ${ended.unterminatedQuoteLine} is never closed (unterminated quote)`);
     }
   }
-  if (!columns) throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
+  if (!columns)
+    throw new InputError(`${name}: the file is empty; expected ${syntax === 'csv' ? 'a header row naming the columns' : 'JSON objects, one per line'}`);
   const end = limitEnd ?? offset;
   for (let s = mine; s < segments.length; s++) segments[s].end = segments[s + 1]?.start ?? end;
   return { syntax, columns, rows, complete: limitEnd === undefined };

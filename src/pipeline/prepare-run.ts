@@ -54,7 +54,16 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     stage: (file) => runFiles.stagedInput(folder, file),
   });
   await writePreparedRun(storage, run, signal);
-  log.info({ rows: run.input.rows, files: run.input.files.length, segments: run.input.segments.length, model: run.model.requested, rowIdMember: run.model.rowIdMember }, 'run planned');
+  log.info(
+    {
+      rows: run.input.rows,
+      files: run.input.files.length,
+      segments: run.input.segments.length,
+      model: run.model.requested,
+      rowIdMember: run.model.rowIdMember,
+    },
+    'run planned',
+  );
   for (const warning of run.warnings) log.warn(warning);
   return run;
 }
@@ -82,7 +91,6 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
       `model ${request.model} is a time-series model (describe's TRAINING_OPTIONS has timeseries_settings): it answers a forecast horizon, not one row per input row, so it cannot be scored row by row`,
     );
   }
-  await writes.keepSnapshot?.(snapshot);
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
 
   const input = await planInput(storage, parseLocation(request.input), {
@@ -139,6 +147,8 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
   };
   // Refused now, not at assembly: two inputs whose per-file outputs would have one name.
   outputGroups(run);
+  // Kept once the run is known to be able to start: a refused request leaves no run folder behind.
+  await writes.keepSnapshot?.(snapshot);
   return run;
 }
 

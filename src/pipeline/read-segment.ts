@@ -19,7 +19,13 @@ export interface DialectOptions {
  * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
  * count from the segment's first row in the run.
  */
-export async function* readSegment(storage: Storage, input: InputPlan, index: number, dialect: DialectOptions, signal?: AbortSignal): AsyncGenerator<InputRow[]> {
+export async function* readSegment(
+  storage: Storage,
+  input: InputPlan,
+  index: number,
+  dialect: DialectOptions,
+  signal?: AbortSignal,
+): AsyncGenerator<InputRow[]> {
   const segment = input.segments[index];
   const file = input.files[segment.file];
   const source = file.staged ?? file;

@@ -99,7 +99,16 @@ describe('an input of many files is one run', () => {
   });
 
   it('--output-per-file writes one output per input, named after it, with the rows of that input', async () => {
-    const result = await score(['s3://data/exports/2026-11-21/part-*.csv.gz', '--out', 's3://results/runs', '--run-id', 'per-file', '--output-per-file', '--compress', 'none']);
+    const result = await score([
+      's3://data/exports/2026-11-21/part-*.csv.gz',
+      '--out',
+      's3://results/runs',
+      '--run-id',
+      'per-file',
+      '--output-per-file',
+      '--compress',
+      'none',
+    ]);
     expect(result.code, result.stderr).toBe(0);
     const names = [];
     for await (const f of storage.list(parseLocation('s3://results/runs/per-file/predictions/'))) names.push(f.location.kind === 's3' ? f.location.key : '');

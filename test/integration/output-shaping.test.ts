@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -63,13 +64,16 @@ describe('output shaping', () => {
     const result = await score('unknown', '--keep-columns', 'listing_id,sqfeet');
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`--keep-columns: ${input} has no column(s) sqfeet; its columns are ${RENTAL_COLUMNS.join(', ')}`);
+    expect(existsSync(join(out, 'unknown'))).toBe(false);
     const member = await score('member', '--prediction-columns', 'value,probability');
     expect(member.code).toBe(2);
     expect(member.stderr).toContain('--prediction-columns');
   });
 
   it('--prediction-columns chooses the members written, in their fixed order; JSON Lines too', async () => {
-    expect((await score('members', '--prediction-columns', 'interval,value', '--keep-columns', 'listing_id', '--format', 'jsonl', '--row-number')).code).toBe(0);
+    expect((await score('members', '--prediction-columns', 'interval,value', '--keep-columns', 'listing_id', '--format', 'jsonl', '--row-number')).code).toBe(
+      0,
+    );
     const rows = parseJsonLines((await file('members', 'predictions.jsonl')).toString());
     expect(rows).toHaveLength(ROWS);
     expect(Object.keys(rows[0])).toEqual(['row_number', 'listing_id', 'rental_price', 'rental_price_min', 'rental_price_max']);

@@ -47,7 +47,9 @@ describe('buildOutputSchema', () => {
 
   it('adds _explain only with the explain flag, last', () => {
     const probe = { ...numericProbe, ...categoricalProbe };
-    expect(buildOutputSchema(['rental_price', 'location'], probe, [], predictionMembers(undefined, false)).columns.some((c) => c.endsWith('_explain'))).toBe(false);
+    expect(buildOutputSchema(['rental_price', 'location'], probe, [], predictionMembers(undefined, false)).columns.some((c) => c.endsWith('_explain'))).toBe(
+      false,
+    );
     expect(buildOutputSchema(['rental_price', 'location'], probe, [], predictionMembers(undefined, true)).columns).toEqual([
       'rental_price',
       'rental_price_confidence',
@@ -97,7 +99,12 @@ describe('buildOutputSchema', () => {
       'pred_rental_price_anomaly',
     ]);
     expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, false)).columns).toEqual(['t', 't_confidence', 't_anomaly']);
-    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, true)).columns).toEqual(['pred_t', 'pred_t_confidence', 'pred_t_anomaly', 'pred_t_explain']);
+    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, true)).columns).toEqual([
+      'pred_t',
+      'pred_t_confidence',
+      'pred_t_anomaly',
+      'pred_t_explain',
+    ]);
   });
 
   it('does not rename for a clash with an interval column the target does not have', () => {
