@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
+import { parseRunOptions } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
 import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
+import { dryRun } from '../pipeline/dry-run.js';
 import { createStorage } from '../storage/storage.js';
 import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
 import { action, runUntilSignal } from './action.js';
@@ -55,6 +57,17 @@ export function registerServe(program: Command): void {
           metrics,
           queueActions: flags.queueActions ?? false,
           pipelines: pipelines ?? [],
+          // A dry run is planned here, with this process's settings, as `score --dry-run` would.
+          dryRun: (submission) =>
+            dryRun(
+              {
+                input: submission.input,
+                model: submission.model,
+                out: submission.out,
+                options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
+              },
+              { storage, log, token: settings.serviceToken },
+            ),
         }).catch((err: unknown) => {
           const code = (err as { code?: string }).code;
           if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')

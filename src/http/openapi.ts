@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dryRunReportSchema } from '../pipeline/dry-run.js';
 import { s3EventSchema } from '../triggers/s3-event.js';
 import { TOOL } from '../version.js';
 import { eventRunsSchema } from './event-routes.js';
@@ -29,6 +30,7 @@ export function openApiDocument(): Record<string, unknown> {
       schemas: {
         RunSubmission: jsonSchema(runSubmissionSchema, 'input'),
         RunCreated: jsonSchema(runCreatedSchema, 'output'),
+        DryRunReport: jsonSchema(dryRunReportSchema.extend({ dryRun: z.literal(true) }), 'output'),
         RunStatus: jsonSchema(runStatusSchema, 'output'),
         RunDetail: jsonSchema(runDetailSchema, 'output'),
         RunList: jsonSchema(runListSchema, 'output'),
@@ -46,7 +48,12 @@ export function openApiDocument(): Record<string, unknown> {
           requestBody: { required: true, content: json('RunSubmission') },
           responses: {
             '201': answer('enqueued', 'RunCreated'),
-            '200': answer('a run of this id is on the queue already: not enqueued again', 'RunCreated'),
+            '200': {
+              description: 'a run of this id is on the queue already: not enqueued again (RunCreated); or, with dryRun, the plan (DryRunReport)',
+              content: {
+                'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/RunCreated' }, { $ref: '#/components/schemas/DryRunReport' }] } },
+              },
+            },
             '400': failure('a bad field, each named in issues'),
             '409': failure('the run id is taken by a run that cannot be replaced'),
             '413': failure('body too large'),

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
 import type { z } from 'zod';
 import { errorMessage } from '../errors.js';
+import type { DryRunReport } from '../pipeline/dry-run.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import { readRunFile } from '../pipeline/run-state.js';
@@ -14,16 +15,20 @@ import type { RunsApi } from './runs-api.js';
 
 export interface RunRoutesDeps {
   runs: RunsApi;
+  /** `POST /runs` with `dryRun`: plans the submission and scores a canary batch, enqueueing nothing. */
+  dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */
   storage: Storage;
 }
 
 /** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`. */
-export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage }, done) => {
+export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun }, done) => {
   app.post('/runs', async (request, reply) => {
     parseRequest(runSubmissionSchema, request.body, 'body');
     // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
-    const { runId, created, resumed } = await runs.enqueue({ ...(request.body as RunSubmission), trigger: { kind: 'api' } });
+    const { dryRun: dry, ...submission } = request.body as RunSubmission & { dryRun?: boolean };
+    if (dry) return reply.code(200).send({ dryRun: true, ...(await dryRun(submission)) });
+    const { runId, created, resumed } = await runs.enqueue({ ...submission, trigger: { kind: 'api' } });
     request.log.info({ runId, created, resumed }, 'run submitted');
     const body: z.input<typeof runCreatedSchema> = { runId, created, ...(resumed ? { resumed } : {}) };
     return reply.code(created ? 201 : 200).send(body);

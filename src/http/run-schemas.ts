@@ -17,11 +17,15 @@ import { pipelineNameSchema } from '../triggers/pipelines.js';
 export const runSubmissionSchema = z
   .object({
     /** The input: a local path (seen by the workers), file:///path or s3://bucket/key. */
-    input: checkedText(parseLocation).describe('a local path (seen by the workers), file:///path or s3://bucket/key'),
+    input: checkedText(parseLocation).describe(
+      'a file, a folder or prefix ending in /, or a glob: a local path (seen by the workers), file:///path or s3://bucket/key',
+    ),
     model: checkedText(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
     out: checkedText(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
     /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
     options: runOptionsSchema.optional(),
+    /** Plan the input and score one canary batch, enqueue nothing: answers what the run would do (see DryRunReport). */
+    dryRun: z.boolean().optional().describe('plan the input and score one canary batch; enqueue nothing and answer the plan'),
   })
   .strict();
 

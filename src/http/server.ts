@@ -20,7 +20,7 @@ import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
 import { runPages } from './run-pages.js';
-import { runRoutes } from './run-routes.js';
+import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { lazyRunQueue, type RunsApi } from './runs-api.js';
 
 /** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
@@ -38,6 +38,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** What the HTTP server serves from; all of it is built by startServe, or by a test. */
 export interface ServerDeps {
   runs: RunsApi;
+  /** `POST /runs` with `dryRun` (see RunRoutesDeps). */
+  dryRun: RunRoutesDeps['dryRun'];
   /** Where run folders (manifests) are read from. */
   storage: Storage;
   log: Logger;
@@ -98,7 +100,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const openApi = openApiDocument();
   void app.register(async (api) => {
     api.addHook('onRequest', requireAuth(deps.credentials, { basic: false }));
-    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage });
+    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage, dryRun: deps.dryRun });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
     api.get('/openapi.json', () => openApi);
   });
@@ -134,6 +136,8 @@ export interface ServeOptions {
   queueActions?: boolean;
   /** The pipelines of `jobs/*.yaml` (none: `POST /events/s3` ignores every event). */
   pipelines?: readonly Pipeline[];
+  /** `POST /runs` with `dryRun`, in this process (see RunRoutesDeps). */
+  dryRun: RunRoutesDeps['dryRun'];
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -178,6 +182,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   let draining = false;
   const app = buildServer({
     runs: runs.api,
+    dryRun: options.dryRun,
     storage: options.storage,
     log,
     credentials: options.credentials,

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
@@ -14,25 +15,28 @@ import { scoreBatch, type PendingRow } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
 /** What a dry run found: the plan's sizes, one canary batch's outcome and an estimate of the whole run. */
-export interface DryRunReport {
-  input: string;
-  files: { location: string; rows: number; format: string; gzip: boolean }[];
-  rows: number;
-  segments: number;
+export const dryRunReportSchema = z.object({
+  /** The input as named. */
+  input: z.string(),
+  files: z.array(z.object({ location: z.string(), rows: z.int(), format: z.string(), gzip: z.boolean() })),
+  rows: z.int(),
+  segments: z.int(),
   /** Predict requests the run would send, at the canary's rows per request (retries and splits not counted). */
-  requests: number;
+  requests: z.int(),
   /** The output files by name, before --max-rows-per-file cuts them. */
-  outputs: string[];
+  outputs: z.array(z.string()),
   /** The output's columns, in order. */
-  columns: string[];
-  canary: { rows: number; scored: number; quarantined: number; ms: number };
+  columns: z.array(z.string()),
+  /** The first batch of the first segment, scored: its rows, how they fared, and its time. */
+  canary: z.object({ rows: z.int(), scored: z.int(), quarantined: z.int(), ms: z.number() }),
   /** The concurrency the estimate assumes: the one asked, or `auto`'s ceiling. */
-  concurrency: number;
+  concurrency: z.int(),
   /** requests / concurrency x the canary's time: a floor, as the service may slow under load. */
-  estimatedSeconds: number;
-  model: { requested: string; resolvedVersion: number | null; rowIdMember: string | null };
-  warnings: string[];
-}
+  estimatedSeconds: z.number(),
+  model: z.object({ requested: z.string(), resolvedVersion: z.int().nullable(), rowIdMember: z.string().nullable() }),
+  warnings: z.array(z.string()),
+});
+export type DryRunReport = z.output<typeof dryRunReportSchema>;
 
 export interface DryRunContext {
   storage: Storage;

@@ -48,6 +48,8 @@ export interface SeenRequest {
 export interface S3Server {
   endpoint: string;
   settings: S3Settings;
+  /** The environment a CLI child process reaches this server with. */
+  env: Record<string, string>;
   requests: SeenRequest[];
   close(): Promise<void>;
 }
@@ -190,6 +192,7 @@ export async function startS3Server(buckets: string[]): Promise<S3Server> {
       forcePathStyle: true,
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
     },
+    env: { S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' },
     requests,
     async close() {
       const closed = server.close();

@@ -34,13 +34,7 @@ beforeAll(async () => {
   s3 = await startS3Server(['data', 'results']);
   storage = createStorage(s3.settings);
   tmp = await tempDir();
-  env = {
-    MODEL_SERVICE_URL: sim.url,
-    S3_ENDPOINT: s3.endpoint,
-    S3_FORCE_PATH_STYLE: 'true',
-    AWS_ACCESS_KEY_ID: 'S3RVER',
-    AWS_SECRET_ACCESS_KEY: 'S3RVER',
-  };
+  env = { MODEL_SERVICE_URL: sim.url, ...s3.env };
   // Spark leaves such files beside its parts: never data.
   await storage.write(parseLocation('s3://data/exports/2026-11-21/_SUCCESS'), '');
   for (let p = 0; p < PARTS; p++) await storage.write(parseLocation(`s3://data/exports/2026-11-21/${partName(p)}`), gzipSync(partCsv(p)));

@@ -34,7 +34,7 @@ beforeAll(async () => {
   s3 = await startS3Server(['data', 'results']);
   storage = createStorage(s3.settings);
   tmp = await tempDir();
-  env = { MODEL_SERVICE_URL: sim.url, S3_ENDPOINT: s3.endpoint, S3_FORCE_PATH_STYLE: 'true', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' };
+  env = { MODEL_SERVICE_URL: sim.url, ...s3.env };
   // One thread: DuckDB then writes the same row groups every time.
   instance = await DuckDBInstance.create(':memory:', { threads: '1' });
   duckdb = await instance.connect();

@@ -42,6 +42,7 @@ async function start(metrics: Registry, shutdownTimeoutMs: number): Promise<Serv
     storage: createStorage(),
     log: silentLogger,
     metrics,
+    dryRun: () => Promise.reject(new Error('no dry runs in this test')),
   });
   return serving;
 }

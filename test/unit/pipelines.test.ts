@@ -58,6 +58,20 @@ describe('jobs/*.yaml', () => {
     expect(pipelines[0]).toMatchObject({ kind: 'schedule', schedule: { tz: 'UTC' } });
   });
 
+  it('takes inputs of many files: a dated prefix, a glob, and the output options of such runs', async () => {
+    const parts = SCHEDULED.replace('input: s3://data/{date}.csv', 'input: s3://data/exports/{date}/part-*.csv.gz').replace(
+      'schedule:',
+      'options: { outputPerFile: true, compress: none, keepColumns: [listing_id], maxRowsPerFile: 100000, delimiter: ";", encoding: latin1 }\nschedule:',
+    );
+    const prefix = SCHEDULED.replace('name: nightly', 'name: daily-prefix').replace('input: s3://data/{date}.csv', 'input: s3://data/exports/{date}/');
+    const pipelines = await loadPipelines(jobsDir({ 'a.yaml': parts, 'b.yaml': prefix }));
+    expect(pipelines.map((p) => (p.kind === 'schedule' ? fillDateTemplate(p.input, new Date('2026-11-21T12:00:00Z'), 'UTC') : ''))).toEqual([
+      's3://data/exports/2026-11-21/part-*.csv.gz',
+      's3://data/exports/2026-11-21/',
+    ]);
+    expect(pipelines[0].options).toMatchObject({ outputPerFile: true, keepColumns: ['listing_id'], delimiter: ';', encoding: 'latin1' });
+  });
+
   it('names the file, the document, the pipeline and the field of every problem, all at once', async () => {
     const dir = jobsDir({
       'bad.yaml': `${SCHEDULED}---\nname: two\nmodel: p/m\ninput: s3://d/x.csv\noutput: s3://o/\nschedule: { cron: "61 * * * *", tz: Mars/Base }\noptions: { batchSize: 0, colour: red }\n`,
