@@ -1,5 +1,6 @@
 // npm run bench: measured figures for the targets in the issues (never asserted in timed tests).
 //   - rows/s and peak RSS of `score` on 200k and 1M rows (local files), and the ratio of the two RSS peaks;
+//     the same rows as Parquet (written by DuckDB) scored into Parquet, peak RSS beside the CSV run's;
 //   - a 1M-row CSV on S3 (s3rver) scored into an S3 run folder, every output row checked against
 //     the simulator's formula, in order.
 //   - queue mode (needs Redis at REDIS_URL): the same 1M-row S3 file scored by two worker processes,
@@ -14,6 +15,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout } from 'node:timers/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { Redis } from 'ioredis';
 import Papa from 'papaparse';
 import type { RunOptionsInput } from '../src/config/run-options.js';
@@ -92,6 +94,7 @@ async function main() {
       local[rows] = { rowsPerSecond: Math.round(rows / r.seconds), peakRssMiB: r.peakRssMiB };
       results.push({ bench: 'score local csv', rows, seconds: Number(r.seconds.toFixed(2)), ...local[rows] });
       console.log(`score ${rows} rows (local): ${r.seconds.toFixed(1)} s, ${local[rows].rowsPerSecond} rows/s, peak RSS ${r.peakRssMiB} MiB`);
+      await parquetBench(input, rows, sim.url, local[rows].peakRssMiB);
       await rm(input);
     }
     if (sizes.length >= 2) {
@@ -113,6 +116,53 @@ async function main() {
   else console.log(`queue benchmarks skipped: no Redis at ${REDIS_URL}`);
   await writeFile(`${DIR}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`results in ${DIR}/results.json`);
+}
+
+/**
+ * The same rows as Parquet written by DuckDB (row groups of 100,000), scored into Parquet: time and
+ * peak RSS beside the CSV run's, and every row read back by DuckDB.
+ */
+async function parquetBench(csv: string, rows: number, serviceUrl: string, csvPeakMiB: number) {
+  const instance = await DuckDBInstance.create(':memory:', { threads: '1' });
+  const duckdb = await instance.connect();
+  try {
+    const parquet = `${DIR}/rentals-${rows}.parquet`;
+    await duckdb.run(`COPY (SELECT * FROM read_csv('${csv}', header = true)) TO '${parquet}' (FORMAT parquet, ROW_GROUP_SIZE 100000)`);
+    const r = await measure([
+      'score',
+      parquet,
+      '--model',
+      'mindsdb/home_rentals_model',
+      '--out',
+      `${DIR}/runs`,
+      '--service',
+      serviceUrl,
+      '--run-id',
+      `pq-${rows}`,
+      '--json',
+    ]);
+    const out = `${DIR}/runs/pq-${rows}/predictions.parquet`;
+    const [count] = (await duckdb.runAndReadAll(`SELECT count(*) AS n, count(rental_price) AS scored FROM read_parquet('${out}')`)).getRowObjectsJson();
+    if (Number(count.n) !== rows || Number(count.scored) !== rows)
+      throw new Error(`DuckDB read ${Number(count.n)} rows (${Number(count.scored)} scored) of ${rows}`);
+    const ratio = r.peakRssMiB / csvPeakMiB;
+    results.push({
+      bench: 'score local parquet',
+      rows,
+      seconds: Number(r.seconds.toFixed(2)),
+      rowsPerSecond: Math.round(rows / r.seconds),
+      peakRssMiB: r.peakRssMiB,
+      rssVsCsv: Number(ratio.toFixed(2)),
+    });
+    console.log(
+      `score ${rows} rows (parquet to parquet): ${r.seconds.toFixed(1)} s, ${Math.round(rows / r.seconds)} rows/s, peak RSS ${r.peakRssMiB} MiB (${ratio.toFixed(2)}x the CSV run's); DuckDB reads back every row`,
+    );
+    await rm(parquet);
+    await rm(`${DIR}/runs/pq-${rows}`, { recursive: true, force: true });
+  } finally {
+    duckdb.closeSync();
+    instance.closeSync();
+  }
 }
 
 async function s3Bench(serviceUrl: string) {

@@ -1,4 +1,4 @@
-import { parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
+import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, FileMetaData, ParquetParsers, SchemaElement, SchemaTree } from 'hyparquet';
 import { BatchScorerError, InputError, errorMessage } from '../errors.js';
 
@@ -52,7 +52,7 @@ export async function readParquetLayout(read: RangeRead, size: number, name: str
 }
 
 /**
- * Yields the rows of row groups [first, first + count), one array per row group, reading only the
+ * Yields the rows of row groups [first, first + count), in slices of at most 1,000, reading only the
  * footer and those row groups' column chunks. One row group is held at a time: the next is read
  * when the consumer asks for it.
  *
@@ -82,23 +82,46 @@ export async function* readParquetRows(
   let rowStart = 0;
   for (let g = 0; g < first; g++) rowStart += Number(metadata.row_groups[g].num_rows);
   for (let g = first; g < first + count; g++) {
-    const rowEnd = rowStart + Number(metadata.row_groups[g].num_rows);
-    let records: Record<string, unknown>[];
+    const groupRows = Number(metadata.row_groups[g].num_rows);
+    const rowEnd = rowStart + groupRows;
+    // Decoded column by column (compact arrays), and turned into row objects a slice at a time:
+    // a row group of 100,000 rows as objects would hold several times the memory.
+    const values = new Map(columns.map((c) => [c.name, new Array<unknown>(groupRows)]));
     try {
       // A row range that is exactly one row group makes hyparquet fetch that group's column chunks only.
       // utf8: false keeps unannotated BYTE_ARRAY as bytes, so binary data is not mangled into text.
-      records = await parquetReadObjects({ file, metadata, rowStart, rowEnd, utf8: false, parsers: PARSERS });
+      await parquetRead({
+        file,
+        metadata,
+        rowStart,
+        rowEnd,
+        utf8: false,
+        parsers: PARSERS,
+        onChunk: ({ columnName, columnData, rowStart: chunkStart }) => {
+          const column = values.get(columnName);
+          if (!column) return;
+          for (let i = 0; i < columnData.length; i++) column[chunkStart - rowStart + i] = columnData[i];
+        },
+      });
     } catch (err) {
       throw asInputError(err, `${name}: row group ${g} cannot be read`);
     }
-    yield records.map((record) => {
-      const row: Record<string, unknown> = {};
-      for (const column of columns) row[column.name] = column.value(record[column.name]);
-      return row;
-    });
+    const read = columns.map((column) => ({ column, data: values.get(column.name)! }));
+    for (let from = 0; from < groupRows; from += ROWS_PER_SLICE) {
+      const rows: Record<string, unknown>[] = [];
+      for (let r = from; r < Math.min(from + ROWS_PER_SLICE, groupRows); r++) {
+        const row: Record<string, unknown> = {};
+        for (const { column, data } of read) row[column.name] = column.value(data[r] ?? null);
+        rows.push(row);
+      }
+      yield rows;
+    }
     rowStart = rowEnd;
   }
 }
+
+/** Rows yielded at once: the consumer batches them, and waits on its batches, a slice at a time. */
+const ROWS_PER_SLICE = 1000;
 
 /** A column with the conversion of its values to JSON-safe ones. */
 interface ReadColumn extends ParquetColumn {

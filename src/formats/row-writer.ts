@@ -82,8 +82,10 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
           .join(''),
     };
   }
-  const unparse = (data: unknown[][]) => `${Papa.unparse(data, { newline: '\n', header: false })}\n`;
   const head = [...(rowNumber ? [ROW_NUMBER_COLUMN] : []), ...inputColumns, ...predictionColumns];
+  // A file of one column writes an empty value quoted: an empty line would be read as no row at all.
+  const quotes = head.length === 1 ? (value: unknown) => value === '' : false;
+  const unparse = (data: unknown[][]) => `${Papa.unparse(data, { newline: '\n', header: false, quotes })}\n`;
   return {
     header: () => unparse([head]),
     lines: (rows) =>

@@ -1,27 +1,31 @@
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { BatchScorerError, InputError, NotFoundError } from '../errors.js';
+import { decodeToUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ObjectInfo, Storage } from '../storage/storage-types.js';
 
-/** Where to read: the file, its identity at planning (so a changed file is noticed), and its compression. */
+/** Where to read: the file, its identity at planning (so a changed file is noticed), its compression and encoding. */
 export interface InputSource {
   location: Location;
   info: ObjectInfo;
   gzip: boolean;
+  /** A text encoding other than UTF-8, whose bytes are decoded to UTF-8 before the range is taken. */
+  encoding?: string;
 }
 
 /** Times a broken ranged read is re-opened at the byte it reached before the segment fails. */
 const READ_RESUMES = 3;
 
 /**
- * The decompressed bytes of `[start, end)` of an input. Plain files are read by range (an S3
- * ranged GET); gzip has no random access, so a gzipped file is inflated from its start and the
- * bytes before `start` are dropped.
+ * The decompressed, UTF-8 bytes of `[start, end)` of an input. Plain files are read by range (an
+ * S3 ranged GET); gzip has no random access, nor has a range of UTF-8 in a file of another
+ * encoding, so such a file is inflated and decoded from its start and the bytes before `start`
+ * are dropped (a run reads a staged UTF-8 copy instead; a dry run reads the file itself).
  */
 export async function* inputBytes(storage: Storage, source: InputSource, range: { start: number; end: number }, signal?: AbortSignal): AsyncGenerator<Buffer> {
   if (range.end <= range.start) return;
-  if (!source.gzip) {
+  if (!source.gzip && source.encoding === undefined) {
     // A long read held back by a slow model may be cut by the server: re-open from where it broke.
     let position = range.start;
     for (let resumes = 0; ; resumes++) {
@@ -38,8 +42,10 @@ export async function* inputBytes(storage: Storage, source: InputSource, range: 
     }
   }
   const raw = await storage.read(source.location, { expect: source.info, signal }).catch(inputMissing);
+  const inflated = source.gzip ? gunzip(raw, formatLocation(source.location)) : (raw as AsyncIterable<Buffer>);
+  const decoded = source.encoding === undefined ? inflated : decodeToUtf8(inflated, source.encoding);
   let position = 0;
-  for await (const chunk of gunzip(raw, formatLocation(source.location))) {
+  for await (const chunk of decoded) {
     const from = Math.max(0, range.start - position);
     const to = Math.min(chunk.length, range.end - position);
     position += chunk.length;

@@ -45,7 +45,7 @@ export const manifestSchema = z.object({
   trigger: runTriggerSchema.nullable().default(null),
   /** The input as named, with its files' total rows and size; one file's identity when it is one file. */
   input: inputFileSchema,
-  /** Every file of the input, in the order its rows were scored; empty for a run that failed before planning, and in manifests of 0.2.0. */
+  /** Every file of the input, in the order its rows were scored; empty for a run that failed before planning, and in manifests of schema version 1. */
   inputs: z.array(inputFileSchema).default([]),
   /** As resolved at the run's start, or only as asked for a run that failed before that. */
   model: z.union([runModelSchema, z.object({ requested: z.string() })]),

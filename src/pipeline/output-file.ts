@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { PassThrough, pipeline, Transform } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { drainedWrite } from './drained-write.js';
 import type { OutputFile } from './manifest.js';
 
 /**
@@ -46,9 +46,9 @@ export class OutputFileWriter {
     this.written.catch(() => undefined);
   }
 
-  /** Writes with backpressure: waits for the upload to drain before taking more. */
-  async write(data: string | Buffer): Promise<void> {
-    if (data.length > 0 && !this.stream.write(data)) await once(this.stream, 'drain');
+  /** Writes with backpressure: waits for the upload to drain before taking more; its failure is thrown. */
+  write(data: string | Buffer): Promise<void> {
+    return drainedWrite(this.stream, data, this.written);
   }
 
   /** Ends the file (unless a format writer ended it) and waits until it is stored. */

@@ -13,6 +13,7 @@ import { Utf8Check } from '../formats/utf8-check.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
+import { drainedWrite } from './drained-write.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
 
 /**
@@ -21,7 +22,7 @@ import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
  */
 const segmentPlanSchema = z.object({
   index: z.int().min(0),
-  /** The file the segment is in: its index in the plan's `files` (runs of 0.2.0 had one file). */
+  /** The file the segment is in: its index in the plan's `files` (schema version 1 runs had one file). */
   file: z.int().min(0).default(0),
   /** 0-based index, in the whole run, of the segment's first data row. */
   firstRow: z.int().min(0),
@@ -76,8 +77,8 @@ const currentInputPlanSchema = z.object({
 });
 
 /**
- * The plan as stored in `_work/run.json`. A run of 0.2.0 had one file, described at the top level;
- * it is read as a plan of that one file.
+ * The plan as stored in `_work/run.json`. A run of schema version 1 (batch-scorer 0.1.0 and 0.2.0)
+ * had one file, described at the top level; it is read as a plan of that one file.
  */
 export const inputPlanSchema = z.preprocess((stored) => {
   if (typeof stored !== 'object' || stored === null || 'files' in stored) return stored;
@@ -218,7 +219,7 @@ async function planFile(
     copyWritten?.catch(() => undefined);
     let text;
     try {
-      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy);
+      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy && copyWritten && { stream: copy, written: copyWritten });
       copy?.end();
       await copyWritten;
     } catch (err) {
@@ -273,7 +274,7 @@ async function planText(
   firstRow: number,
   options: PlanOptions,
   segments: SegmentPlan[],
-  copy?: PassThrough,
+  copy?: { stream: PassThrough; written: Promise<unknown> },
 ): Promise<{ syntax: 'csv' | 'jsonl'; columns: string[]; rows: number; complete: boolean }> {
   const utf8 = new Utf8Check();
   let splitter: RowSplitter | undefined;
@@ -320,7 +321,7 @@ async function planText(
       data = chunk.subarray(bom);
       offset = bom;
     }
-    if (copy && !copy.write(chunk)) await new Promise((resolve) => copy.once('drain', resolve));
+    if (copy) await drainedWrite(copy.stream, chunk, copy.written);
     const bad = utf8.push(data);
     if (bad >= 0) {
       const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;

@@ -362,7 +362,7 @@ export class ProfileAccumulator {
         const i = t.columns.findIndex((c) => c.member === member);
         return i < 0 ? -1 : first + i;
       };
-      const profile = new TargetProfile(t.target, t.columns[0].column, t.interval, at(t.target), at(`${t.target}_confidence`));
+      const profile = new TargetProfile(t.target, t.columns[0]?.column ?? t.target, t.interval, at(t.target), at(`${t.target}_confidence`));
       first += t.columns.length;
       return profile;
     });

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { BatchScorerError, InputError } from '../errors.js';
+import { BatchScorerError, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { RunOptions } from '../config/run-options.js';
@@ -107,6 +107,14 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
   }
   const members = predictionMembers(request.options.predictionColumns, request.options.explain);
   const schema = buildOutputSchema(targets, probe, [...(request.options.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...kept], members);
+  if (schema.columns.length === 0) {
+    throw new UsageError(
+      `--prediction-columns ${members.join(',')}: model ${request.model} answers none of them (intervals are for numeric targets only); choose others`,
+    );
+  }
+  const unwritten = schema.targets.filter((t) => t.columns.length === 0).map((t) => t.target);
+  if (unwritten.length > 0)
+    schema.warnings.push(`--prediction-columns ${members.join(',')} writes nothing of ${unwritten.join(', ')}, which answer no interval`);
   const format = outputFormat(input, request.options);
   const run: PreparedRun = {
     runId,

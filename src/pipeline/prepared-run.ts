@@ -71,7 +71,7 @@ const preparedRunSchema = z
     sent: z.array(z.string()),
     schema: outputSchemaSchema,
     outputFormat: z.enum(OUTPUT_FORMATS),
-    /** What the output holds besides the predictions; absent in runs of 0.2.0, which wrote every input column uncompressed. */
+    /** What the output holds besides the predictions; absent in runs of schema version 1, which wrote every input column uncompressed. */
     output: outputLayoutSchema.optional(),
     warnings: z.array(z.string()),
   })

@@ -3,15 +3,17 @@ import { dialectForName } from '../formats/csv-dialect.js';
 import { readParquetRows } from '../formats/parquet-input.js';
 import { parseRows, type InputRow } from '../formats/row-parser.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
+import { isUtf8 } from '../formats/text-encoding.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { inputBytes, rangeRead } from './input-bytes.js';
 import type { InputPlan } from './plan.js';
 
-/** The CSV dialect asked for; a `.tsv` file without a delimiter asked is read with tabs. */
+/** The CSV dialect and encoding asked for; a `.tsv` file without a delimiter asked is read with tabs. */
 export interface DialectOptions {
   delimiter?: string;
   quote: string;
+  encoding: string;
 }
 
 /**
@@ -49,13 +51,15 @@ export async function* readSegment(
   let rows: RawRow[] = [];
   const collect = (r: RawRow) => rows.push(r);
   const gzip = file.staged ? false : file.gzip;
+  // Without its staged UTF-8 copy (a dry run), a file in another encoding is decoded from its start.
+  const encoding = file.staged || isUtf8(dialect.encoding) ? undefined : dialect.encoding;
   const parsed = () => {
     const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect);
     next += rows.length;
     rows = [];
     return out;
   };
-  for await (const chunk of inputBytes(storage, { location, info: source.info, gzip }, segment, signal)) {
+  for await (const chunk of inputBytes(storage, { location, info: source.info, gzip, ...(encoding && { encoding }) }, segment, signal)) {
     splitter.push(chunk, collect);
     if (rows.length > 0) yield parsed();
   }

@@ -12,8 +12,10 @@ import { TOOL } from '../version.js';
  * so a run folder outlives upgrades. batch-scorer 0.1.0 wrote no version: its files are read as
  * version 1, whose content is the same. A field added later gets a zod default saying what the
  * files without it meant; a change older files cannot be read through raises the version.
+ * Version 2 (0.3.0): a run's input is a list of files (`input.files`), and its output has a layout
+ * (`output`); version 1 files are read as one file and every input column.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** The release whose files carry no schemaVersion. */
 const UNVERSIONED_RELEASE = '0.1.0';

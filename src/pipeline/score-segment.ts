@@ -1,5 +1,4 @@
-import { once } from 'node:events';
-import { PassThrough, type Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { BatchScorerError, InputError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
@@ -7,6 +6,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
+import { drainedWrite } from './drained-write.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
@@ -155,7 +155,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     counts.rowsQuarantined += outcomes.length - scored.length;
     work.budget.used += outcomes.length - scored.length;
     work.observer?.rows(scored.length, outcomes.length - scored.length);
-    await Promise.all([put(rowsOut, writer.lines(scored)), put(errorsOut, errors)]);
+    await Promise.all([drainedWrite(rowsOut, writer.lines(scored), writes), drainedWrite(errorsOut, errors, errorsWrite)]);
     work.onRows?.(outcomes.length);
     if (work.budget.used > work.budget.allowed) {
       throw new BatchScorerError(
@@ -221,9 +221,4 @@ function errorLine(row: InputRow, error: { status?: number; title?: string; deta
   const input = syntax === 'jsonl' && row.record && row.text !== undefined ? row.text : JSON.stringify(row.record ?? row.text);
   const where = file === undefined ? '' : `"file":${JSON.stringify(file)},`;
   return `{"row":${row.index + 1},${where}"line":${row.line},"input":${input},${rest.slice(1)}\n`;
-}
-
-/** Writes with backpressure: waits for the storage upload to drain before taking more. */
-async function put(stream: Writable, text: string): Promise<void> {
-  if (text.length > 0 && !stream.write(text)) await once(stream, 'drain');
 }

@@ -79,6 +79,28 @@ describe('CSV dialects and encodings, through the CLI', () => {
     const wide = await scoreFile('utf16.csv', utf16, '--encoding', 'utf-16le');
     expect(wide.code, wide.stderr).toBe(0);
     expectRentals(wide.predictions);
+    // A dry run reads the file itself (no staged copy), decoded from its start: the same rows.
+    const dry = await runCli(
+      [
+        'score',
+        wide.path,
+        '--model',
+        'mindsdb/home_rentals_model',
+        '--out',
+        join(tmp.dir, 'dry'),
+        '--encoding',
+        'utf-16le',
+        '--dry-run',
+        '--segment-rows',
+        '100',
+        '--json',
+      ],
+      {
+        MODEL_SERVICE_URL: sim.url,
+      },
+    );
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ rows: ROWS, segments: 3, canary: { rows: 100, scored: 100, quarantined: 0 } });
     // Without --encoding, the BOM says what the file is.
     const unnamed = await scoreFile('utf16-unnamed.csv', utf16);
     expect(unnamed.code).toBe(1);

@@ -99,6 +99,16 @@ describe('output shaping', () => {
     expect(ids).toEqual(Array.from({ length: ROWS }, (_, i) => `L${String(i).padStart(8, '0')}`));
   });
 
+  it('an output of one column keeps its empty values as rows, in shards too', async () => {
+    const flags = ['--drop-columns', RENTAL_COLUMNS.join(','), '--prediction-columns', 'anomaly', '--max-rows-per-file', '300'];
+    expect((await score('one-column', ...flags)).code).toBe(0);
+    const manifest = await manifestOf('one-column');
+    expect(manifest.outputs.map((o) => o.rows)).toEqual([300, 300, 300, 100, 0]);
+    const first = (await file('one-column', 'predictions-00000.csv')).toString();
+    // The simulator answers no anomaly: each row is an empty value, written quoted.
+    expect(first).toBe(`rental_price_anomaly\n${'""\n'.repeat(300)}`);
+  });
+
   it('--compress gzip writes gzipped outputs and shards, hashed as stored, the same rows as uncompressed', async () => {
     expect((await score('plain')).code).toBe(0);
     expect((await score('gz', '--compress', 'gzip')).code).toBe(0);

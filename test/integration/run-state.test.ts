@@ -68,7 +68,7 @@ describe('run files carry a schema version and the release that wrote them', () 
     for (const file of [join(folder, '_work', 'run.json'), ...(await doneMarkers(folder)), join(folder, 'manifest.json')]) {
       expect(await readJson(file)).toMatchObject({ schemaVersion: SCHEMA_VERSION, tool: { name: 'batch-scorer', version: TOOL.version } });
     }
-    expect(TOOL.version).toBe('0.2.0');
+    expect(TOOL.version).toBe('0.3.0');
     const m = await resume('stamped');
     expect(m.counts!.rowsScored).toBe(ROWS);
     expect(await readJson(join(folder, 'manifest.json'))).toMatchObject({ schemaVersion: SCHEMA_VERSION, state: 'succeeded', folder });
