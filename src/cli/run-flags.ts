@@ -71,7 +71,8 @@ export function addRunFlags(command: Command): Command {
     .option('--max-rows-per-file <rows>', 'cut the output into files of at most N rows: predictions-00000.csv, ...', int('--max-rows-per-file'))
     .option('--delimiter <char>', 'CSV field delimiter, one character; tab or \\t for a tab (default , or a tab for .tsv)')
     .option('--quote <char>', 'CSV quote character (default ")')
-    .option('--encoding <name>', "the input's text encoding: latin1, windows-1252, utf-16le, ... (default utf-8; output is UTF-8)");
+    .option('--encoding <name>', "the input's text encoding: latin1, windows-1252, utf-16le, ... (default utf-8)")
+    .option('--output-encoding <name>', 'the text encoding of CSV and JSON Lines outputs (default utf-8)');
 }
 
 /** A comma-separated list, repeatable: `--keep-columns a,b --keep-columns c`. */
@@ -108,6 +109,7 @@ const RUN_FLAG_KEYS = [
   'delimiter',
   'quote',
   'encoding',
+  'outputEncoding',
 ] as const;
 
 /** The run options set by flags over settings (environment and config files); schema defaults not filled in. */

@@ -111,6 +111,11 @@ export const runOptionsSchema = z
       .string()
       .refine((name) => knownEncoding(name), { message: 'must be a text encoding such as utf-8, latin1, windows-1252 or utf-16le' })
       .default('utf-8'),
+    /** The text encoding of CSV and JSON Lines outputs; UTF-8 unless told otherwise (errors.jsonl is always UTF-8). */
+    outputEncoding: z
+      .string()
+      .refine((name) => knownEncoding(name), { message: 'must be a text encoding such as utf-8, latin1, windows-1252 or utf-16le' })
+      .default('utf-8'),
   })
   .strict();
 

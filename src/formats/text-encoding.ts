@@ -1,8 +1,12 @@
+import { StringDecoder } from 'node:string_decoder';
+import { Transform } from 'node:stream';
 import iconv from 'iconv-lite';
+import { BatchScorerError } from '../errors.js';
 
 /**
  * Input in encodings other than UTF-8, decoded to UTF-8 as a stream, so that the row splitter,
- * which works on UTF-8 bytes, and everything after it need not know the input's encoding.
+ * which works on UTF-8 bytes, and everything after it need not know the input's encoding; and
+ * outputs encoded from UTF-8 when another encoding is asked.
  */
 
 /** Common encodings, named when an unknown one is given. */
@@ -74,4 +78,49 @@ export async function* decodeToUtf8(source: AsyncIterable<Buffer>, encoding: str
 /** How iconv-lite keys encodings: lower case, letters and digits only. */
 function canonicalName(name: string): string {
   return name.toLowerCase().replace(/[^0-9a-z]/g, '');
+}
+
+/**
+ * A stream that encodes UTF-8 bytes into `encoding`, for outputs asked in another encoding. A
+ * character the encoding cannot hold would be written as `?` by iconv-lite, silently changing the
+ * data: it is an error instead, naming the character and where it is.
+ */
+export function encodeFromUtf8(encoding: string, fileName: string): Transform {
+  const canonical = checkEncoding(encoding);
+  const utf8 = new StringDecoder('utf8');
+  const encoder = iconv.getEncoder(canonical);
+  let written = 0;
+  const encode = (text: string): Buffer => {
+    const bytes = encoder.write(text);
+    // Each text piece is checked on its own: decoded again, it must be the text it was made of.
+    if (iconv.decode(bytes, canonical, { stripBOM: false }) !== text) {
+      const i = [...text].findIndex((c) => iconv.decode(iconv.encode(c, canonical), canonical) !== c);
+      const c = [...text][Math.max(i, 0)];
+      const at = written + [...text].slice(0, Math.max(i, 0)).join('').length;
+      throw new BatchScorerError(
+        'E_OUTPUT',
+        `${fileName}: ${JSON.stringify(c)} (U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}, character ${at + 1}) cannot be written in ${encoding}; choose an encoding that holds it, such as utf-8`,
+      );
+    }
+    written += text.length;
+    return bytes;
+  };
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        done(null, encode(utf8.write(chunk)));
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+    flush(done) {
+      try {
+        const tail = encode(utf8.end());
+        const end = encoder.end();
+        done(null, end ? Buffer.concat([tail, end]) : tail);
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
 }

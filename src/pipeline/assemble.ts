@@ -92,15 +92,23 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
   const extension = `${format}${output.compress === 'gzip' ? '.gz' : ''}`;
   const parts = group.segments.map((i) => runFiles.segmentPart(folder, i, format));
   const rows = group.segments.reduce((n, i) => n + done[i].rowsScored, 0);
-  const maxRows = run.request.options.maxRowsPerFile;
-  const open = (name: string) => new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', signal });
+  const { maxRowsPerFile: maxRows, outputEncoding: encoding } = run.request.options;
+  const open = (name: string) => new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', encoding, signal });
   const header = format === 'parquet' ? '' : createRowWriter(format, { ...output, predictionColumns: run.schema.columns, passThroughText: false }).header();
   if (format !== 'parquet' && maxRows === undefined) {
     // The common case, kept a plain copy of the parts: its size is known, so S3 uses the smallest parts that fit.
     const sizeHint = Buffer.byteLength(header) + group.segments.reduce((n, i) => n + done[i].bytes.rows, 0);
     const name = `${group.stem}.${extension}`;
     return [
-      await concatenateParts(storage, runFiles.output(folder, name), parts, { head: header, rows, sizeHint, gzip: output.compress === 'gzip', name, signal }),
+      await concatenateParts(storage, runFiles.output(folder, name), parts, {
+        head: header,
+        rows,
+        sizeHint,
+        gzip: output.compress === 'gzip',
+        encoding,
+        name,
+        signal,
+      }),
     ];
   }
   const shardName = (n: number) => (maxRows === undefined ? `${group.stem}.${extension}` : `${group.stem}-${String(n).padStart(5, '0')}.${extension}`);
@@ -193,10 +201,10 @@ export async function concatenateParts(
   storage: Storage,
   target: Location,
   parts: Location[],
-  options: { head?: string; rows?: number; sizeHint?: number; gzip?: boolean; name?: string; signal?: AbortSignal } = {},
+  options: { head?: string; rows?: number; sizeHint?: number; gzip?: boolean; encoding?: string; name?: string; signal?: AbortSignal } = {},
 ): Promise<OutputFile> {
-  const { head = '', rows = 0, sizeHint, gzip = false, name = basename(target), signal } = options;
-  const file = new OutputFileWriter(storage, target, name, { gzip, sizeHint, signal });
+  const { head = '', rows = 0, sizeHint, gzip = false, encoding, name = basename(target), signal } = options;
+  const file = new OutputFileWriter(storage, target, name, { gzip, encoding, sizeHint, signal });
   try {
     await file.write(head);
     for (const part of parts) for await (const chunk of await readPart(storage, part, signal)) await file.write(chunk as Buffer);

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Transform } from 'node:stream';
 import { createGzip } from 'node:zlib';
+import { encodeFromUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { drainedWrite } from './drained-write.js';
 import type { OutputFile } from './manifest.js';
 
 /**
- * One file of a run's output being written: what goes into `stream` is compressed (gzip) when asked,
+ * One file of a run's output being written: what goes into `stream` (UTF-8) is encoded and compressed (gzip) when asked,
  * hashed and counted as stored, and uploaded as it comes; `finish` ends it and answers what the
  * manifest lists. Node's gzip gives the same bytes for the same data however it is cut into
  * writes, so compressed outputs stay byte-identical from run to run.
@@ -26,7 +27,7 @@ export class OutputFileWriter {
     storage: Storage,
     private readonly target: Location,
     private readonly name: string,
-    options: { gzip: boolean; sizeHint?: number; signal?: AbortSignal },
+    options: { gzip: boolean; encoding?: string; sizeHint?: number; signal?: AbortSignal },
   ) {
     const counted = new Transform({
       transform: (chunk: Buffer, _encoding, done) => {
@@ -36,12 +37,12 @@ export class OutputFileWriter {
       },
     });
     // pipeline destroys every stage when one fails, so the upload reading `counted` fails too.
-    const stages = options.gzip ? [this.stream, createGzip(), counted] : [this.stream, counted];
+    const encode = options.encoding !== undefined && !isUtf8(options.encoding) ? [encodeFromUtf8(options.encoding, name)] : [];
+    const stages = [this.stream, ...encode, ...(options.gzip ? [createGzip()] : []), counted];
     pipeline(stages, () => undefined);
-    this.written = storage.write(target, counted, {
-      signal: options.signal,
-      ...(!options.gzip && options.sizeHint !== undefined && { sizeHint: options.sizeHint }),
-    });
+    // The size is known only of the bytes as they come: neither compressed nor encoded anew.
+    const sized = !options.gzip && encode.length === 0 && options.sizeHint !== undefined;
+    this.written = storage.write(target, counted, { signal: options.signal, ...(sized && { sizeHint: options.sizeHint }) });
     // Awaited in finish or abandon; a failure meanwhile must not be an unhandled rejection.
     this.written.catch(() => undefined);
   }

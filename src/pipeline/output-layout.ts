@@ -2,6 +2,7 @@ import type { RunOptions } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
 import type { ParquetValueType } from '../formats/parquet-input.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import { isUtf8 } from '../formats/text-encoding.js';
 import type { OutputSchema } from './output-schema.js';
 import type { InputPlan } from './plan.js';
 import type { OutputFormat, OutputLayout } from './prepared-run.js';
@@ -47,6 +48,9 @@ export function planOutputLayout(
   const inputColumns = keptColumns(input.columns, options, input.location);
   if (options.rowNumber && inputColumns.includes(ROW_NUMBER_COLUMN)) {
     throw new UsageError(`--row-number: ${input.location} has a column named ${ROW_NUMBER_COLUMN} already; drop it with --drop-columns ${ROW_NUMBER_COLUMN}`);
+  }
+  if (format === 'parquet' && !isUtf8(options.outputEncoding)) {
+    throw new UsageError(`--output-encoding ${options.outputEncoding}: Parquet text is UTF-8; use it with --format csv or jsonl`);
   }
   if (format === 'parquet' && options.compress === 'gzip') {
     throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');

@@ -75,6 +75,31 @@ describe('CSV dialects and encodings, through the CLI', () => {
     expect(result.predictions.map((p) => RENTAL_COLUMNS.map((c) => p[c]))).toEqual(latin);
     expect(result.predictions.some((p) => p.notes === 'près du métro')).toBe(true);
 
+    // Written back in Latin-1 when asked: the same text, re-encoded; a character Latin-1 lacks fails the run, named.
+    const back = await runCli(
+      [
+        'score',
+        result.path,
+        '--model',
+        'mindsdb/home_rentals_model',
+        '--out',
+        join(tmp.dir, 'runs'),
+        '--run-id',
+        'latin1-out',
+        '--encoding',
+        'latin1',
+        '--output-encoding',
+        'latin1',
+      ],
+      { MODEL_SERVICE_URL: sim.url },
+    );
+    expect(back.code, back.stderr).toBe(0);
+    const utf8Out = await readFile(join(tmp.dir, 'runs', 'latin1-csv', 'predictions.csv'), 'utf8');
+    expect((await readFile(join(tmp.dir, 'runs', 'latin1-out', 'predictions.csv'))).equals(iconv.encode(utf8Out, 'latin1'))).toBe(true);
+    const wideOut = await scoreFile('cjk.csv', rentalsIn(','), '--output-encoding', 'latin1');
+    expect(wideOut.code).toBe(1);
+    expect(wideOut.stderr).toMatch(/predictions\.csv: "(中|🐶)" \(U\+[0-9A-F]+, character \d+\) cannot be written in latin1/);
+
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), iconv.encode(rentalsIn(','), 'utf-16le')]);
     const wide = await scoreFile('utf16.csv', utf16, '--encoding', 'utf-16le');
     expect(wide.code, wide.stderr).toBe(0);

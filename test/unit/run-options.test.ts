@@ -29,6 +29,7 @@ describe('parseRunOptions', () => {
       outputPerFile: false,
       quote: '"',
       encoding: 'utf-8',
+      outputEncoding: 'utf-8',
     });
   });
 
@@ -69,6 +70,7 @@ describe('parseRunOptions', () => {
       delimiter: ';',
       quote: "'",
       encoding: 'latin1',
+      outputEncoding: 'windows-1252',
     } as const;
     expect(parseRunOptions(input)).toEqual(input);
   });
