@@ -13,7 +13,8 @@ export type RangeRead = (start: number, end: number) => Promise<Uint8Array>;
  * The value types this tool reads and writes. Every Parquet column is mapped onto one of them
  * (see `columnType`); the JS value each gives is documented on `readParquetRows`.
  */
-export type ParquetValueType = 'boolean' | 'int32' | 'int64' | 'float' | 'double' | 'string' | 'date' | 'timestamp' | 'json' | 'binary';
+export const PARQUET_VALUE_TYPES = ['boolean', 'int32', 'int64', 'float', 'double', 'string', 'date', 'timestamp', 'json', 'binary'] as const;
+export type ParquetValueType = (typeof PARQUET_VALUE_TYPES)[number];
 
 /** A top-level column of a Parquet file, as this tool reads it. */
 export interface ParquetColumn {

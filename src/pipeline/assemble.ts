@@ -181,7 +181,7 @@ const PARQUET_WRITE_ROWS = 1000;
 function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
   const columns = run.output.parquetColumns;
   if (!columns) throw new RunStateError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
-  return columns as ParquetOutputColumn[];
+  return columns;
 }
 
 /** A segment's part, whose absence (with its done marker there) is a damaged run folder. */

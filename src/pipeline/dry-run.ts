@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
-import { ServiceClient } from '../service/client.js';
 import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
-import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage-types.js';
 import { outputGroups } from './assemble.js';
 import { preflight } from './preflight.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
+import { runServiceClient } from './run-client.js';
 import { encodeRequestRow } from './request-row.js';
 import type { RunRequest } from './run-request.js';
 import { scoreBatch, type PendingRow } from './score-batch.js';
@@ -56,14 +55,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   await preflight(request, storage, signal);
   const log = ctx.log.child({ dryRun: true });
   const { options } = request;
-  const client = new ServiceClient({
-    baseUrl: options.service,
-    token: ctx.token,
-    timeoutMs: options.timeout,
-    retry: { ...DEFAULT_RETRY_POLICY, retries: options.retries },
-    connections: 1,
-    logger: log,
-  });
+  const client = runServiceClient(options, { token: ctx.token, connections: 1, log });
   try {
     const run = await planRun(request, 'dry-run', { storage, client, log, signal });
     const batch: PendingRow[] = [];

@@ -1,6 +1,7 @@
 import type { RunOptions } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
 import type { ParquetValueType } from '../formats/parquet-input.js';
+import type { ParquetOutputColumn } from '../formats/parquet-output.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { isUtf8 } from '../formats/text-encoding.js';
 import type { OutputSchema } from './output-schema.js';
@@ -34,18 +35,18 @@ export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format
 }
 
 /**
- * The output's shape besides the predictions: the input columns kept, the row number, the
+ * The output's shape besides the predictions: the input columns kept (see keptColumns), the row number, the
  * compression (gzip by default when every input file is gzipped; Parquet compresses its own
  * pages) and, for Parquet, every column's type.
  */
 export function planOutputLayout(
   input: InputPlan,
+  inputColumns: string[],
   options: RunOptions,
   format: OutputFormat,
   schema: OutputSchema,
   probe: Record<string, unknown>,
 ): OutputLayout {
-  const inputColumns = keptColumns(input.columns, options, input.location);
   if (options.rowNumber && inputColumns.includes(ROW_NUMBER_COLUMN)) {
     throw new UsageError(`--row-number: ${input.location} has a column named ${ROW_NUMBER_COLUMN} already; drop it with --drop-columns ${ROW_NUMBER_COLUMN}`);
   }
@@ -60,8 +61,8 @@ export function planOutputLayout(
   const layout: OutputLayout = { inputColumns, rowNumber: options.rowNumber, compress };
   if (format !== 'parquet') return layout;
   const types = input.types ?? {};
-  const parquetColumns = [
-    ...(options.rowNumber ? [{ name: ROW_NUMBER_COLUMN, type: 'int64' }] : []),
+  const parquetColumns: ParquetOutputColumn[] = [
+    ...(options.rowNumber ? [{ name: ROW_NUMBER_COLUMN, type: 'int64' as const }] : []),
     // CSV values are text as written; JSON Lines values of any shape are kept as their JSON text.
     ...inputColumns.map((name) => ({ name, type: types[name] ?? 'string' })),
     ...schema.targets.flatMap((t) => t.columns.map((c) => ({ name: c.column, type: predictionType(c.member, t.target, probe[c.member]) }))),

@@ -5,7 +5,7 @@ import { InputError } from '../errors.js';
 import { describeBinary } from '../formats/binary-sniff.js';
 import { dialectForName, type CsvDialect } from '../formats/csv-dialect.js';
 import { detectSyntax, isGzip, isParquet } from '../formats/input-format.js';
-import { readParquetLayout, type ParquetValueType } from '../formats/parquet-input.js';
+import { PARQUET_VALUE_TYPES, readParquetLayout, type ParquetValueType } from '../formats/parquet-input.js';
 import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
@@ -70,7 +70,7 @@ const currentInputPlanSchema = z.object({
   /** The run's columns: the first file's (every file has the same ones), or every key any JSON Lines row has. */
   columns: z.array(z.string()),
   /** Parquet inputs: each column's type, so values keep their types into a Parquet output. */
-  types: z.record(z.string(), z.string()).optional(),
+  types: z.record(z.string(), z.enum(PARQUET_VALUE_TYPES)).optional(),
   /** Data rows to score (all of them, or the first --limit). */
   rows: z.int().min(0),
   segments: z.array(segmentPlanSchema),
@@ -315,7 +315,7 @@ async function planText(
       const binary = describeBinary(chunk, options.encoding);
       if (binary) throw new InputError(`${name}: is ${binary}; export it as CSV or JSON Lines (or Parquet)`);
       syntax = detectSyntax(name, chunk);
-      dialect = dialectForName(name, { ...(options.delimiter !== undefined && { delimiter: options.delimiter }), quote: options.quote });
+      dialect = dialectForName(name, options);
       const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
       splitter = new RowSplitter(syntax, bom, 1, dialect);
       data = chunk.subarray(bom);

@@ -136,7 +136,7 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
     sent: columns.sent,
     schema,
     outputFormat: format,
-    output: planOutputLayout(input, request.options, format, schema, probe),
+    output: planOutputLayout(input, kept, request.options, format, schema, probe),
     warnings: [
       ...columns.warnings,
       ...schema.warnings,

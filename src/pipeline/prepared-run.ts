@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
+import { PARQUET_VALUE_TYPES } from '../formats/parquet-input.js';
 import { errorMessage } from '../errors.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -48,7 +49,7 @@ const outputLayoutSchema = z.object({
   rowNumber: z.boolean(),
   compress: z.enum(['gzip', 'none']),
   /** Parquet outputs: every output column with its type, in order. */
-  parquetColumns: z.array(z.object({ name: z.string(), type: z.string() })).optional(),
+  parquetColumns: z.array(z.object({ name: z.string(), type: z.enum(PARQUET_VALUE_TYPES) })).optional(),
 });
 export type OutputLayout = z.output<typeof outputLayoutSchema>;
 

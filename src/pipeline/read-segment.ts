@@ -46,7 +46,7 @@ export async function* readSegment(
     }
     return;
   }
-  const csvDialect = dialectForName(file.location, { ...(dialect.delimiter !== undefined && { delimiter: dialect.delimiter }), quote: dialect.quote });
+  const csvDialect = dialectForName(file.location, dialect);
   const splitter = new RowSplitter(file.syntax, segment.start, segment.firstLine, csvDialect);
   let rows: RawRow[] = [];
   const collect = (r: RawRow) => rows.push(r);

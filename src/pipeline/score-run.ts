@@ -1,13 +1,12 @@
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { ServiceClient } from '../service/client.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
-import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Storage } from '../storage/storage-types.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
+import { runServiceClient } from './run-client.js';
 import { newRunId, prepareRun } from './prepare-run.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -44,14 +43,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = new ServiceClient({
-    baseUrl: request.options.service,
-    token: ctx.token,
-    timeoutMs: request.options.timeout,
-    retry: { ...DEFAULT_RETRY_POLICY, retries: request.options.retries },
-    connections: maxConcurrency(request.options.concurrency),
-    logger: log,
-  });
+  const client = runServiceClient(request.options, { token: ctx.token, connections: maxConcurrency(request.options.concurrency), log });
   let run: PreparedRun | undefined;
   try {
     run = await prepareRun(request, runId, { storage, client, log, signal });

@@ -6,9 +6,9 @@ import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
-import { ServiceClient } from '../service/client.js';
+import { runServiceClient } from '../pipeline/run-client.js';
+import type { ServiceClient } from '../service/client.js';
 import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
-import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { CancelWatch } from './cancel-watch.js';
@@ -61,14 +61,7 @@ export class WorkerContext {
     const key = JSON.stringify([o.service, o.timeout, o.retries]);
     let client = this.clients.get(key);
     if (!client) {
-      client = new ServiceClient({
-        baseUrl: o.service,
-        token: this.options.token,
-        timeoutMs: o.timeout,
-        retry: { ...DEFAULT_RETRY_POLICY, retries: o.retries },
-        connections: this.options.concurrency,
-        logger: this.log,
-      });
+      client = runServiceClient(o, { token: this.options.token, connections: this.options.concurrency, log: this.log });
       this.clients.set(key, client);
     }
     return client;
