@@ -1,4 +1,5 @@
-import { BatchScorerError, InputError } from '../errors.js';
+import { BatchScorerError, errorMessage, InputError, UsageError } from '../errors.js';
+import { checkDialect, dialectForName } from '../formats/csv-dialect.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
@@ -8,7 +9,7 @@ import type { RunRequest } from './run-request.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is
- * written: a malformed model name, an input that names no file (a missing file, an empty folder, a
+ * written: a malformed model name, a CSV delimiter and quote that do not fit together, an input that names no file (a missing file, an empty folder, a
  * glob that matches nothing; or, for a run a file drop started, no longer the version dropped), an output location where run folders cannot be
  * written. Names are checked before storage is touched. What passes
  * may still fail later (an unknown model, bad rows); what fails here leaves nothing behind.
@@ -17,6 +18,12 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   parseModelRef(request.model);
   const input = parseLocation(request.input);
   const out = parseLocation(request.out);
+  // Each flag is checked alone when parsed; whether they fit together (a quote that is not the delimiter) only here.
+  try {
+    checkDialect(dialectForName(formatLocation(input), request.options));
+  } catch (err) {
+    throw new UsageError(`--delimiter and --quote: ${errorMessage(err)}`);
+  }
   const files = await listInputFiles(storage, input, signal);
   // A file replaced after its drop was seen: that version is gone, and the new one has a run of its own.
   const dropped = request.trigger?.kind === 'event' || request.trigger?.kind === 'poll' ? request.trigger.object : undefined;

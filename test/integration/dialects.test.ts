@@ -140,6 +140,10 @@ describe('CSV dialects and encodings, through the CLI', () => {
     const encoding = await scoreFile('x.csv', 'a\n1\n', '--encoding', 'klingon');
     expect(encoding.code).toBe(2);
     expect(encoding.stderr).toContain('--encoding: must be a text encoding');
+    const same = await scoreFile('z.csv', 'a\n1\n', '--delimiter', ';', '--quote', ';');
+    expect(same.code).toBe(2);
+    expect(same.stderr).toContain('--delimiter and --quote:');
+    expect(same.stderr).toContain('[E_USAGE]');
     const delimiter = await scoreFile('y.csv', 'a\n1\n', '--delimiter', ';;');
     expect(delimiter.code).toBe(2);
     expect(delimiter.stderr).toContain('--delimiter: must be one ASCII character');
