@@ -110,7 +110,7 @@ export interface PlanOptions {
  */
 export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
   const name = formatLocation(location);
-  const listed = await listInputFiles(storage, location, options.signal);
+  const listed = await listInputFiles(storage, location, options.signal).catch(inputMissing);
   const files: InputFilePlan[] = [];
   const segments: SegmentPlan[] = [];
   let rows = 0;

@@ -5,6 +5,7 @@ import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { versionTag } from '../storage/version-tag.js';
+import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
 
 /**
@@ -24,7 +25,7 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   } catch (err) {
     throw new UsageError(`--delimiter and --quote: ${errorMessage(err)}`);
   }
-  const files = await listInputFiles(storage, input, signal);
+  const files = await listInputFiles(storage, input, signal).catch(inputMissing);
   // A file replaced after its drop was seen: that version is gone, and the new one has a run of its own.
   const dropped = request.trigger?.kind === 'event' || request.trigger?.kind === 'poll' ? request.trigger.object : undefined;
   const info = files[0];

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import picomatch from 'picomatch';
-import { InputError, NotFoundError } from '../errors.js';
+import { NotFoundError } from '../errors.js';
 import { basename, formatLocation, type Location } from './location.js';
 import type { ListedFile, Storage } from './storage-types.js';
 import { holdsFiles } from './storage.js';
@@ -33,8 +33,9 @@ function hidden(name: string): boolean {
 /**
  * The files an input names, in byte order of their keys or paths (the order S3 lists them in, and
  * the order a run's rows follow), with what `stat` says of each. A glob or folder that matches
- * nothing is E_INPUT_NOT_FOUND, naming it; so is a missing file. A folder or prefix named without
- * its trailing slash is read as a folder too, when files lie below it.
+ * nothing is a NotFoundError naming it, as is a missing file (the caller says whose file it was).
+ * A folder or prefix named without its trailing slash is read as a folder too, when files lie
+ * below it.
  */
 export async function listInputFiles(storage: Storage, loc: Location, signal?: AbortSignal): Promise<ListedFile[]> {
   const kind = inputKind(loc);
@@ -43,7 +44,7 @@ export async function listInputFiles(storage: Storage, loc: Location, signal?: A
       return [{ location: loc, ...(await storage.stat(loc, signal)) }];
     } catch (err) {
       // `s3://b/exports` or a local folder without its slash: a folder, when files lie below it.
-      if (!(await holdsFiles(storage, loc, signal))) throw missing(err);
+      if (!(await holdsFiles(storage, loc, signal))) throw err;
     }
   }
   const { folder, matches } = kind === 'glob' ? globScope(loc) : { folder: loc, matches: () => true };
@@ -55,14 +56,9 @@ export async function listInputFiles(storage: Storage, loc: Location, signal?: A
   }
   if (files.length === 0) {
     const what = kind === 'glob' ? 'no file matches the glob' : 'the folder holds no files (hidden ones, starting with _ or ., are not read)';
-    throw new InputError(`${formatLocation(loc)}: ${what}; check the input`, 'E_INPUT_NOT_FOUND');
+    throw new NotFoundError(`${formatLocation(loc)}: ${what}; check the input`);
   }
   return files;
-}
-
-/** A missing input is the user's: E_INPUT_NOT_FOUND (exit 2). */
-function missing(err: unknown): unknown {
-  return err instanceof NotFoundError ? new InputError(err.message, 'E_INPUT_NOT_FOUND') : err;
 }
 
 /**
