@@ -10,7 +10,7 @@ import { readSegment } from './read-segment.js';
 import { runServiceClient } from './run-client.js';
 import { encodeRequestRow } from './request-row.js';
 import type { RunRequest } from './run-request.js';
-import { scoreBatch, type PendingRow } from './score-batch.js';
+import { batchIsFull, scoreBatch, type PendingRow } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
 /** What a dry run found: the plan's sizes, one canary batch's outcome and an estimate of the whole run. */
@@ -66,7 +66,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
         for (const row of rows) {
           if (!row.record) continue;
           const encoded = encodeRequestRow(row.record, run.sent, run.input.syntax === 'csv', rowIdMember, row.index);
-          if (batch.length >= options.batchSize || (batch.length > 0 && bytes + encoded.bytes > options.maxBatchBytes)) break read;
+          if (batchIsFull(batch.length, bytes, encoded.bytes, options)) break read;
           batch.push({ row, request: encoded });
           bytes += encoded.bytes;
         }

@@ -41,6 +41,14 @@ export interface PendingRow {
 export type RowOutcome = { row: InputRow; predictions: unknown[] } | { row: InputRow; error: { status?: number; title?: string; detail: string } };
 
 /**
+ * Whether a batch of `rows` rows and `bytes` bytes is full before a row of `next` bytes: it has
+ * --batch-size rows, or the row would take it past --max-batch-bytes (a row alone is always sent).
+ */
+export function batchIsFull(rows: number, bytes: number, next: number, limits: { batchSize: number; maxBatchBytes: number }): boolean {
+  return rows > 0 && (rows >= limits.batchSize || bytes + next > limits.maxBatchBytes);
+}
+
+/**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
  * halves until the failing rows stand alone; those are quarantined, the rest scored. The
  * concurrency limit wraps each request, not the splitting, so halves never wait on their parent.

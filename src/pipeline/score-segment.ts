@@ -12,7 +12,7 @@ import { runFiles, type PreparedRun } from './prepared-run.js';
 import { encodeRequestRow } from './request-row.js';
 import type { InputSyntax } from './plan.js';
 import { readSegment } from './read-segment.js';
-import { scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
+import { batchIsFull, scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone } from './segment-done.js';
@@ -121,7 +121,6 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     signal,
     observer: work.observer,
   };
-  const { batchSize, maxBatchBytes } = run.request.options;
   const fromCsv = run.input.syntax === 'csv';
   // Batches kept ahead of the writer: about one per request slot, shared by the segments at once,
   // so memory follows the limit (which `auto` moves) and not the file.
@@ -176,7 +175,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
           continue;
         }
         const request = encodeRequestRow(row.record, run.sent, fromCsv, scorer.rowIdMember, row.index);
-        if (batch.length > 0 && (batch.length >= batchSize || batchBytes + request.bytes > maxBatchBytes)) submit();
+        if (batchIsFull(batch.length, batchBytes, request.bytes, run.request.options)) submit();
         batch.push({ row, request });
         batchBytes += request.bytes;
       }
