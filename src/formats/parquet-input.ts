@@ -84,42 +84,75 @@ export async function* readParquetRows(
   for (let g = 0; g < first; g++) rowStart += Number(metadata.row_groups[g].num_rows);
   for (let g = first; g < first + count; g++) {
     const groupRows = Number(metadata.row_groups[g].num_rows);
-    const rowEnd = rowStart + groupRows;
-    // Decoded column by column (compact arrays), and turned into row objects a slice at a time:
-    // a row group of 100,000 rows as objects would hold several times the memory.
-    const values = new Map(columns.map((c) => [c.name, new Array<unknown>(groupRows)]));
+    const release = await takeGroupTurn();
     try {
-      // A row range that is exactly one row group makes hyparquet fetch that group's column chunks only.
+      const values = await decodeGroup({ file, metadata, columns }, rowStart, groupRows, `${name}: row group ${g} cannot be read`);
+      // Turned into row objects a slice at a time: a row group of 100,000 rows as objects would hold several times the memory.
+      for (let from = 0; from < groupRows; from += ROWS_PER_SLICE) {
+        const rows: Record<string, unknown>[] = [];
+        for (let r = from; r < Math.min(from + ROWS_PER_SLICE, groupRows); r++) {
+          const row: Record<string, unknown> = {};
+          for (let c = 0; c < columns.length; c++) row[columns[c].name] = values[c][r];
+          rows.push(row);
+        }
+        yield rows;
+      }
+    } finally {
+      release();
+    }
+    rowStart += groupRows;
+  }
+}
+
+/**
+ * The row group of `groupRows` rows from `rowStart`, as one array of JSON-safe values per column (in
+ * `columns` order). Decoded one column at a time and converted at once: hyparquet decodes a page
+ * whole (DuckDB writes one page per column chunk), and its transient arrays (a view per text value,
+ * a BigInt per int64) are then one column's, not the whole group's.
+ */
+async function decodeGroup({ file, metadata, columns }: OpenParquet, rowStart: number, groupRows: number, context: string): Promise<unknown[][]> {
+  const values: unknown[][] = [];
+  for (const column of columns) {
+    const data = new Array<unknown>(groupRows);
+    try {
+      // A row range that is exactly one row group makes hyparquet fetch that group's column chunk only.
       // utf8: false keeps unannotated BYTE_ARRAY as bytes, so binary data is not mangled into text.
       await parquetRead({
         file,
         metadata,
         rowStart,
-        rowEnd,
+        rowEnd: rowStart + groupRows,
+        columns: [column.name],
         utf8: false,
         parsers: PARSERS,
-        onChunk: ({ columnName, columnData, rowStart: chunkStart }) => {
-          const column = values.get(columnName);
-          if (!column) return;
-          for (let i = 0; i < columnData.length; i++) column[chunkStart - rowStart + i] = columnData[i];
+        onChunk: ({ columnData, rowStart: chunkStart }) => {
+          for (let i = 0; i < columnData.length; i++) data[chunkStart - rowStart + i] = column.value(columnData[i] ?? null);
         },
       });
     } catch (err) {
-      throw asInputError(err, `${name}: row group ${g} cannot be read`);
+      throw asInputError(err, context);
     }
-    const read = columns.map((column) => ({ column, data: values.get(column.name)! }));
-    for (let from = 0; from < groupRows; from += ROWS_PER_SLICE) {
-      const rows: Record<string, unknown>[] = [];
-      for (let r = from; r < Math.min(from + ROWS_PER_SLICE, groupRows); r++) {
-        const row: Record<string, unknown> = {};
-        for (const { column, data } of read) row[column.name] = column.value(data[r] ?? null);
-        rows.push(row);
-      }
-      yield rows;
-    }
-    rowStart = rowEnd;
+    values.push(data);
   }
+  return values;
 }
+
+/**
+ * The turn to decode and hold a row group, answering its release. One row group is held at a time
+ * in this process, whoever reads it: with DuckDB's 100,000-row groups each is some 10 MiB of values
+ * plus hyparquet's transient arrays, and two segments read side by side would each hold one. Turns
+ * are taken in order; a reader releases its turn once its consumer has taken the group's last slice
+ * (or stopped reading), so the next reader decodes while the previous one's last rows are scored.
+ */
+async function takeGroupTurn(): Promise<() => void> {
+  const previous = groupTurn;
+  let release!: () => void;
+  groupTurn = new Promise((resolve) => (release = resolve));
+  await previous;
+  return release;
+}
+
+let groupTurn: Promise<void> = Promise.resolve();
 
 /** Rows yielded at once: the consumer batches them, and waits on its batches, a slice at a time. */
 const ROWS_PER_SLICE = 1000;

@@ -195,6 +195,32 @@ describe('readParquetRows', () => {
     await expect(rows.next()).rejects.toBe(failure);
   });
 
+  it('holds one row group at a time in a process: readers side by side take turns by row group', async () => {
+    const rows = Array.from({ length: 6_000 }, (_, i) => [i]);
+    const bytes = await writeFile([{ name: 'n', type: 'int32' }], rows, { rowGroupRows: 3_000 });
+    const read = bufferRead(bytes);
+    const taken: string[] = [];
+    const consume = async (reader: string) => {
+      for await (const slice of readParquetRows(read, bytes.length, 'turns.parquet', { first: 0, count: 2 })) {
+        taken.push(`${reader}${Math.floor((slice[0].n as number) / 3_000)}`);
+      }
+    };
+    await Promise.all([consume('a'), consume('b')]);
+    // Three slices of 1,000 rows per group; a group's slices are never interleaved with another reader's group.
+    expect(taken.join(' ')).toBe('a0 a0 a0 b0 b0 b0 a1 a1 a1 b1 b1 b1');
+  });
+
+  it('gives up its row group turn when its consumer stops early', async () => {
+    const bytes = await writeFile([{ name: 'n', type: 'int32' }], [[1], [2]]);
+    const read = bufferRead(bytes);
+    for await (const slice of readParquetRows(read, bytes.length, 'early.parquet', { first: 0, count: 1 })) {
+      expect(slice).toEqual([{ n: 1 }, { n: 2 }]);
+      break;
+    }
+    // Were the turn still held, this read would wait forever and the test time out.
+    expect(await readBack(bytes)).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
   it('reports a file that changed while read', async () => {
     const bytes = await writeFile([{ name: 'a', type: 'int32' }], [[1]]);
     const read: RangeRead = (start, end) => Promise.resolve(bytes.subarray(start, end - 1));
