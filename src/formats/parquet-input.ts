@@ -74,7 +74,8 @@ export async function* readParquetRows(
   name: string,
   groups: { first: number; count: number },
 ): AsyncGenerator<Record<string, unknown>[]> {
-  const { file, metadata, columns } = await openParquet(read, size, name);
+  const parquet = await openParquet(read, size, name);
+  const { metadata, columns } = parquet;
   const { first, count } = groups;
   const total = metadata.row_groups.length;
   if (!Number.isInteger(first) || !Number.isInteger(count) || first < 0 || count < 0 || first + count > total) {
@@ -86,7 +87,7 @@ export async function* readParquetRows(
     const groupRows = Number(metadata.row_groups[g].num_rows);
     const release = await takeGroupTurn();
     try {
-      const values = await decodeGroup({ file, metadata, columns }, rowStart, groupRows, `${name}: row group ${g} cannot be read`);
+      const values = await decodeGroup(parquet, rowStart, groupRows, `${name}: row group ${g} cannot be read`);
       // Turned into row objects a slice at a time: a row group of 100,000 rows as objects would hold several times the memory.
       for (let from = 0; from < groupRows; from += ROWS_PER_SLICE) {
         const rows: Record<string, unknown>[] = [];
