@@ -21,7 +21,7 @@ export default tseslint.config(
     // Merged, not replaced: disableTypeChecked's parserOptions are what keep the project service off these files.
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
-      globals: { process: 'readonly', console: 'readonly', URL: 'readonly' },
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', fetch: 'readonly' },
     },
   },
   prettier,

@@ -22,9 +22,9 @@ export interface InputRow {
   /** Why the row could not be read (wrong field count, bad JSON); such rows are quarantined. */
   problem?: string;
   /**
-   * The row's text: kept for rows with a problem, so errors.jsonl can show them, and for JSON Lines
-   * rows, whose output line is this text with the predictions added, so that every input value
-   * (a 19-digit id too) is written back byte for byte.
+   * The row's text (without its line ending): errors.jsonl shows it for rows with a problem, and an
+   * output that keeps every column in the input's syntax is this text with the predictions added,
+   * so that every input value (a 19-digit id too) is written back byte for byte.
    */
   text?: string;
 }
@@ -79,7 +79,7 @@ export function parseRows(
     }
     const record: Record<string, unknown> = {};
     for (let c = 0; c < header.length; c++) record[header[c]] = values[c];
-    return { index, line, record };
+    return { index, line, record, text: texts[i] };
   });
 }
 

@@ -1,5 +1,3 @@
-import Papa from 'papaparse';
-
 /**
  * The formats a segment writes its rows in: the output's own text formats, or `values` (one JSON
  * array of the row's values a line) for outputs that are assembled from parts, such as Parquet.
@@ -33,9 +31,9 @@ export interface RowWriterOptions {
   /** Write the row's number first, as `row_number`. */
   rowNumber: boolean;
   /**
-   * JSON Lines: write each row's text as read, with the predictions added at its end, so that every
-   * input value (a 19-digit id too) is written back byte for byte; otherwise rows are written from
-   * the input columns chosen.
+   * Write each row's text as read (JSON Lines, or CSV in this writer's dialect with every column in
+   * order), with the predictions added at its end, so that every input value (a 19-digit id too) is
+   * written back byte for byte; otherwise rows are written from the input columns chosen.
    */
   passThroughText: boolean;
 }
@@ -84,27 +82,37 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
   }
   const head = [...(rowNumber ? [ROW_NUMBER_COLUMN] : []), ...inputColumns, ...predictionColumns];
   // A file of one column writes an empty value quoted: an empty line would be read as no row at all.
-  const quotes = head.length === 1 ? (value: unknown) => value === '' : false;
-  const unparse = (data: unknown[][]) => `${Papa.unparse(data, { newline: '\n', header: false, quotes })}\n`;
+  const field = head.length === 1 ? (value: unknown) => (value === '' || value === null || value === undefined ? '""' : csvField(value)) : csvField;
   return {
-    header: () => unparse([head]),
-    lines: (rows) =>
-      rows.length === 0
-        ? ''
-        : unparse(
-            rows.map(({ input, number, predictions }) => [
-              ...(rowNumber ? [String(number)] : []),
-              ...inputColumns.map((c) => csvText(input[c])),
-              ...predictions.map(csvText),
-            ]),
-          ),
+    header: () => `${head.map(field).join(',')}\n`,
+    lines: (rows) => {
+      let out = '';
+      for (const { input, text, number, predictions } of rows) {
+        let line = rowNumber ? String(number) : '';
+        if (passThroughText && text !== undefined) line += (rowNumber ? ',' : '') + text;
+        else for (let c = 0; c < inputColumns.length; c++) line += (c > 0 || rowNumber ? ',' : '') + field(input[inputColumns[c]]);
+        const first = !rowNumber && inputColumns.length === 0;
+        for (let p = 0; p < predictions.length; p++) line += (p > 0 || !first ? ',' : '') + field(predictions[p]);
+        out += `${line}\n`;
+      }
+      return out;
+    },
   };
 }
 
-/** A value as CSV text: CSV input strings unchanged, JSON values as JSON, missing as empty. */
-function csvText(value: unknown): string {
+/** Characters that make a CSV field quoted (RFC 4180's, and a BOM, as papaparse quotes them). */
+const NEEDS_QUOTES = /[",\r\n\uFEFF]|^ | $/;
+
+/**
+ * A value as an RFC 4180 field: CSV input strings unchanged, JSON values as JSON, missing as
+ * empty; quoted (quotes doubled) when it holds a delimiter, quote or line break, or starts or ends
+ * with a space, which some readers trim.
+ */
+function csvField(value: unknown): string {
+  let text: string;
   if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
+  if (typeof value === 'string') text = value;
+  else text = JSON.stringify(value);
+  return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

@@ -6,10 +6,11 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
+import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { encodeRequestRow } from './request-row.js';
+import { requestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
 import { readSegment } from './read-segment.js';
 import { batchIsFull, scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
@@ -102,8 +103,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     inputColumns: run.output.inputColumns,
     predictionColumns: run.schema.columns,
     rowNumber: run.output.rowNumber,
-    // Every column kept: JSON Lines rows are written as read, so long numbers keep their digits.
-    passThroughText: run.input.syntax === 'jsonl' && run.output.inputColumns.length === run.input.columns.length,
+    passThroughText: writesRowsAsRead(run, segment.file),
   });
   // Several files: a quarantined row names its file, since its row number counts through them all.
   const fileName = run.input.files.length > 1 ? run.input.files[segment.file].location : undefined;
@@ -121,7 +121,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     signal,
     observer: work.observer,
   };
-  const fromCsv = run.input.syntax === 'csv';
+  const encode = requestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember);
   // Batches kept ahead of the writer: about one per request slot, shared by the segments at once,
   // so memory follows the limit (which `auto` moves) and not the file.
   const window = () => Math.max(2, Math.ceil((work.limit.concurrency + 2) / work.segmentsAtOnce));
@@ -174,7 +174,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
           pending.push(Promise.resolve([{ row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } }]));
           continue;
         }
-        const request = encodeRequestRow(row.record, run.sent, fromCsv, scorer.rowIdMember, row.index);
+        const request = encode(row.record, row.index);
         if (batchIsFull(batch.length, batchBytes, request.bytes, run.request.options)) submit();
         batch.push({ row, request });
         batchBytes += request.bytes;
@@ -208,6 +208,22 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   });
   log.debug({ counts }, 'segment scored');
   return counts;
+}
+
+/**
+ * Whether the segment's rows go out as their text as read, predictions added: every column kept, in
+ * the file's order, in the output's syntax. JSON Lines keeps long numbers' digits that way; CSV
+ * skips re-quoting every input field, most of the cost of writing a row. A CSV file in another
+ * dialect, or one whose columns come in another order than the run's first file, is re-written.
+ */
+function writesRowsAsRead(run: PreparedRun, file: number): boolean {
+  const kept = run.output.inputColumns;
+  if (run.outputFormat !== run.input.syntax) return false;
+  if (run.input.syntax === 'jsonl') return kept.length === run.input.columns.length;
+  const { columns, location } = run.input.files[file];
+  if (run.input.syntax !== 'csv' || kept.length !== columns.length || kept.some((c, i) => c !== columns[i])) return false;
+  const dialect = dialectForName(location, run.request.options);
+  return dialect.delimiter === DEFAULT_DIALECT.delimiter && dialect.quote === DEFAULT_DIALECT.quote;
 }
 
 /**

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
+import { parseJsonBody } from './json-body.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
 import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
@@ -148,7 +149,7 @@ export class ServiceClient {
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const what = `${op} ${this.where(ref, op)}`;
     let status: number;
-    let text: string;
+    let answer: Buffer;
     let retryAfter: string | string[] | undefined;
     try {
       const res = await request(this.base + path, {
@@ -164,7 +165,7 @@ export class ServiceClient {
       });
       status = res.statusCode;
       retryAfter = res.headers['retry-after'];
-      text = await res.body.text();
+      answer = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timeout.aborted || isAbortError(err)) {
@@ -188,12 +189,12 @@ export class ServiceClient {
     }
     if (status >= 200 && status < 300) {
       try {
-        return JSON.parse(text);
+        return parseJsonBody(answer);
       } catch {
-        throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${text.slice(0, 80)})`, { status });
+        throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
-    const problem = parseProblem(text);
+    const problem = parseProblem(answer.toString('utf8'));
     const kind = classifyHttpError(status, problem, this.policy);
     throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
       status,

@@ -72,11 +72,11 @@ describe('jsonKeys', () => {
 describe('parseRows (csv)', () => {
   const header = ['id', 'name', 'price'];
 
-  it('keys the values by the header, as strings as written', () => {
+  it('keys the values by the header, as strings as written, and keeps the text as read', () => {
     const rows = parseRows([raw('1,ann,10.5', 2), raw('2,"bob, jr",', 3)], 0, header, 'csv');
     expect(rows).toEqual([
-      { index: 0, line: 2, record: { id: '1', name: 'ann', price: '10.5' } },
-      { index: 1, line: 3, record: { id: '2', name: 'bob, jr', price: '' } },
+      { index: 0, line: 2, record: { id: '1', name: 'ann', price: '10.5' }, text: '1,ann,10.5' },
+      { index: 1, line: 3, record: { id: '2', name: 'bob, jr', price: '' }, text: '2,"bob, jr",' },
     ]);
   });
 
@@ -101,7 +101,7 @@ describe('parseRows (csv)', () => {
     const rows = parseRows([raw('1,a', 2), raw('2,b,3', 3), raw('3,c,4,extra', 4)], 0, header, 'csv');
     expect(rows[0]).toEqual({ index: 0, line: 2, text: '1,a', problem: 'expected 3 fields, found 2' });
     expect(rows[0].record).toBeUndefined();
-    expect(rows[1]).toEqual({ index: 1, line: 3, record: { id: '2', name: 'b', price: '3' } });
+    expect(rows[1]).toEqual({ index: 1, line: 3, record: { id: '2', name: 'b', price: '3' }, text: '2,b,3' });
     expect(rows[2]).toEqual({ index: 2, line: 4, text: '3,c,4,extra', problem: 'expected 3 fields, found 4' });
   });
 

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { createRowWriter } from '../../src/formats/row-writer.js';
+
+const options = { inputColumns: ['id', 'note'], predictionColumns: ['price', 'label'], rowNumber: false, passThroughText: false };
+
+describe('CSV row writer', () => {
+  it('quotes fields holding a delimiter, quote, line break or an edge space, as RFC 4180 readers expect', () => {
+    const writer = createRowWriter('csv', options);
+    expect(writer.header()).toBe('id,note,price,label\n');
+    const text = writer.lines([
+      { input: { id: '1', note: 'a, "b"\nc' }, number: 1, predictions: [4609.6, ' x'] },
+      { input: { id: '2', note: '' }, number: 2, predictions: [null, { k: 1 }] },
+    ]);
+    expect(text).toBe('1,"a, ""b""\nc",4609.6," x"\n2,,,"{""k"":1}"\n');
+  });
+
+  it('writes a row as read, predictions added, when asked to pass text through', () => {
+    const writer = createRowWriter('csv', { ...options, passThroughText: true, rowNumber: true });
+    const text = writer.lines([{ input: { id: '1', note: 'x' }, text: '1,"x"', number: 7, predictions: [1, 'b'] }]);
+    expect(text).toBe('7,1,"x",1,b\n');
+  });
+
+  it('quotes an empty value in a file of one column, which would otherwise be no row at all', () => {
+    const writer = createRowWriter('csv', { inputColumns: [], predictionColumns: ['price'], rowNumber: false, passThroughText: false });
+    expect(writer.lines([{ input: {}, number: 1, predictions: [null] }])).toBe('""\n');
+  });
+});
