@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
+import { redisUrlSchema } from '../queue/redis-target.js';
 import type { S3Settings } from '../storage/s3-settings.js';
 import { s3SettingsFromEnv } from '../storage/s3-settings.js';
 import { formatIssues, runOptionsSchema, type RunOptionsInput } from './run-options.js';
@@ -15,8 +16,8 @@ const configFileSchema = z
   .object({
     /** Defaults for run options (see run-options.ts), e.g. `{ concurrency: 8, batchSize: 500 }`. */
     run: runOptionsSchema.partial().strict().optional(),
-    /** Redis for queue mode. */
-    redis: z.object({ url: z.string().optional(), prefix: z.string().optional() }).strict().optional(),
+    /** Redis for queue mode: `url` as REDIS_URL takes it (one node, or `redis-cluster://host1:port1,host2:port2`). */
+    redis: z.object({ url: redisUrlSchema.optional(), prefix: z.string().optional() }).strict().optional(),
     s3: z.object({ endpoint: z.string().optional(), region: z.string().optional(), forcePathStyle: z.boolean().optional() }).strict().optional(),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() })
@@ -33,7 +34,7 @@ export interface Settings {
   runDefaults: RunOptionsInput;
   /** MODEL_SERVICE_TOKEN: sent as a bearer token, never logged. */
   serviceToken?: string;
-  /** REDIS_URL, default redis://127.0.0.1:6379. */
+  /** REDIS_URL, default redis://127.0.0.1:6379: one node, or a cluster as `redis-cluster://host1:port1,host2:port2`. */
   redisUrl: string;
   /** Queue key prefix; a `{hash tag}` keeps a queue's keys on one Redis Cluster slot. */
   queuePrefix: string;

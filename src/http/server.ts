@@ -6,7 +6,7 @@ import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';
-import { redisUnavailable } from '../queue/queue-redis.js';
+import { redisUnavailable } from '../queue/queue-connection.js';
 import { RUNS_QUEUE, SCHEDULES_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
 import { RedisWatch } from '../queue/redis-watch.js';
 import { RunProgressStore } from '../queue/run-progress.js';
@@ -158,7 +158,7 @@ export interface Serving {
  */
 export async function startServe(options: ServeOptions): Promise<Serving> {
   const { log } = options;
-  const redis = redisConnection(options.queue.redisUrl, 'producer');
+  const redis = redisConnection(options.queue, 'producer');
   const watch = new RedisWatch(redis, log);
   // The schedules queue too: its delayed jobs are the schedulers' next firings, which the dashboard and the depths show.
   const queues = [RUNS_QUEUE, SEGMENTS_QUEUE, SCHEDULES_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));

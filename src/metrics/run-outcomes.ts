@@ -1,8 +1,9 @@
-import { isNotConnectionError, QueueEvents } from 'bullmq';
+import { QueueEvents } from 'bullmq';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
+import { isConnectionError } from '../queue/queue-connection.js';
 import { redisConnection, RUNS_QUEUE, type QueueConfig } from '../queue/queues.js';
 import { failedByCancel } from '../queue/run-cancel.js';
 import { outcomeCounter } from './registry.js';
@@ -41,11 +42,11 @@ export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: 
   );
 
   // A blocking reader: like a worker's, its connection waits out a Redis restart.
-  const redis = redisConnection(config.redisUrl, 'worker');
+  const redis = redisConnection(config, 'worker');
   const events = new QueueEvents(RUNS_QUEUE, { connection: redis, prefix: config.prefix });
   const onError = (err: Error) => {
     // Redis being away is for /readyz to say; reading goes on from the last event once it is back.
-    if (isNotConnectionError(err)) log?.warn({ err: errorMessage(err) }, 'reading run events failed (retrying)');
+    if (!isConnectionError(err)) log?.warn({ err: errorMessage(err) }, 'reading run events failed (retrying)');
   };
   redis.on('error', onError);
   events.on('error', onError);

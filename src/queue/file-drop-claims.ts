@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './queue-connection.js';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
 
@@ -30,7 +30,7 @@ return 1
  */
 export class FileDropClaims {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './queue-connection.js';
 import { RETENTION } from './queues.js';
 
 /**
@@ -16,7 +16,7 @@ const KEEP = RETENTION.runs.removeOnComplete.count + RETENTION.runs.removeOnFail
  */
 export class PipelineRuns {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
-import { redisUnavailable, type QueueRedis } from './queue-redis.js';
-import { redisConnection, type QueueConfig } from './queues.js';
+import { redisUnavailable } from './queue-connection.js';
+import { redisConnection, type QueueConfig, type QueueConnection } from './queues.js';
 
 /**
  * One queue on a producer connection of its own (RunQueue's runs, `schedule sync|list`'s
@@ -9,14 +9,14 @@ import { redisConnection, type QueueConfig } from './queues.js';
  * safe twice.
  */
 export class ProducerQueue<Data = unknown> {
-  readonly redis: QueueRedis;
+  readonly redis: QueueConnection;
   readonly queue: Queue<Data>;
   private connected?: Promise<void>;
   private lastError?: Error;
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig, name: string) {
-    this.redis = redisConnection(config.redisUrl, 'producer');
+    this.redis = redisConnection(config, 'producer');
     this.queue = new Queue<Data>(name, { connection: this.redis, prefix: config.prefix });
     // Every failed connection attempt is an 'error' event: kept for the message, and listened to,
     // since ioredis and BullMQ print an error event nobody listens to, stack and all.
@@ -43,7 +43,7 @@ export const CONNECT_TIMEOUT_MS = 5_000;
  * or, past CONNECT_TIMEOUT_MS, drops the connections and fails with E_REDIS_UNAVAILABLE, giving
  * the connection's last error (`lastError`) as the reason when there was one.
  */
-async function waitForRedis(redis: QueueRedis, answered: Promise<unknown>, lastError: () => Error | undefined): Promise<void> {
+async function waitForRedis(redis: QueueConnection, answered: Promise<unknown>, lastError: () => Error | undefined): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('still connecting')), CONNECT_TIMEOUT_MS)));
   try {

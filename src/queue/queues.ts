@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import type { RunOptionsInput } from '../config/run-options.js';
 import type { RunTrigger } from '../pipeline/run-trigger.js';
+import { QueueCluster } from './queue-cluster.js';
 import { QueueRedis } from './queue-redis.js';
+import { redisTarget } from './redis-target.js';
 
 /** Runs: one job per run, stepping plan → score (waiting for its segments) → assemble. */
 export const RUNS_QUEUE = 'runs';
@@ -66,14 +68,23 @@ export const ATTEMPTS = {
   schedules: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
 } as const;
 
+/** A connection of queue mode, to one Redis node or to a Redis Cluster, with the same extras. */
+export type QueueConnection = QueueRedis | QueueCluster;
+
 /**
  * A Redis connection by BullMQ's rules: workers need `maxRetriesPerRequest: null` (their blocking
  * commands must wait out a Redis restart); producers keep the default, so a call fails fast
  * when Redis is away instead of hanging a script. A connection dropped while Redis is away has
  * a dead socket that never reports closing; ioredis's 2 s wait for it would only delay exit.
+ * A cluster URL makes a QueueCluster, whose node connections take these options; a queue prefix
+ * without a hash tag is refused for it (E_CONFIG, see redisTarget).
  */
-export function redisConnection(url: string, role: 'worker' | 'producer'): QueueRedis {
-  return new QueueRedis(url, { maxRetriesPerRequest: role === 'worker' ? null : 3, disconnectTimeout: 200 });
+export function redisConnection(queue: QueueConfig, role: 'worker' | 'producer'): QueueConnection {
+  const target = redisTarget(queue);
+  const options = { maxRetriesPerRequest: role === 'worker' ? null : 3, disconnectTimeout: 200 };
+  if (target.kind === 'node') return new QueueRedis(target.url, options);
+  const { seeds, username, password, tls, shownUrl } = target;
+  return new QueueCluster(seeds, { redisOptions: { ...options, username, password, ...(tls ? { tls: {} } : {}) } }, shownUrl);
 }
 
 /** This process, as the manifest names the workers that took part. */

@@ -1,7 +1,7 @@
-import { isNotConnectionError } from 'bullmq';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { QueueRedis } from './queue-redis.js';
+import { isConnectionError } from './queue-connection.js';
+import type { QueueConnection } from './queues.js';
 
 /** While Redis stays away, a worker says so again at most this often. */
 export const WAITING_LOG_EVERY_MS = 60_000;
@@ -19,7 +19,7 @@ export class RedisWatch {
   private stopped = false;
 
   constructor(
-    private readonly redis: QueueRedis,
+    private readonly redis: QueueConnection,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
   ) {
@@ -36,7 +36,7 @@ export class RedisWatch {
   error(err: Error): void {
     if (this.stopped) this.log.debug({ err: errorMessage(err) }, 'queue error while shutting down');
     else if (this.waiting || this.redis.status !== 'ready') this.away(err);
-    else if (isNotConnectionError(err)) this.log.error({ err: errorMessage(err) }, 'queue error (retrying)');
+    else if (!isConnectionError(err)) this.log.error({ err: errorMessage(err) }, 'queue error (retrying)');
     else this.log.debug({ err: errorMessage(err) }, 'connection error of a duplicated connection');
   }
 

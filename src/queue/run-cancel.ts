@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './queue-connection.js';
 import { BatchScorerError } from '../errors.js';
 import { RETENTION } from './queues.js';
 
@@ -13,7 +13,7 @@ const KEEP_SECONDS = RETENTION.runs.removeOnFail.age;
  */
 export class RunCancels {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

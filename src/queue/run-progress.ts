@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './queue-connection.js';
 import { computeProgress, type RunProgress } from '../pipeline/progress.js';
 
 const KEEP_SECONDS = 7 * 24 * 3600;
@@ -48,7 +48,7 @@ return 1
  */
 export class RunProgressStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -1,5 +1,5 @@
 import { DelayedError, Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
 import type { RunOptions } from '../config/run-options.js';
 import { errorMessage, type BatchScorerError } from '../errors.js';
@@ -40,7 +40,7 @@ export class WorkerContext {
   private readonly runs = new Map<string, Promise<PreparedRun>>();
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     readonly queue: QueueConfig,
     readonly storage: Storage,
     readonly log: Logger,

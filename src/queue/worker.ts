@@ -9,6 +9,7 @@ import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RedisWatch } from './redis-watch.js';
+import { redisTarget } from './redis-target.js';
 import { runJobProcessor } from './run-job.js';
 import { segmentJobProcessor } from './segment-job.js';
 import { WorkerContext } from './worker-context.js';
@@ -34,9 +35,12 @@ export interface ScoringWorker {
  * share the work through Redis. It logs "worker started" once connected; until then, and
  * whenever Redis is away, it waits for it and says so (see RedisWatch). With `options.metrics`,
  * its metrics server listens first (metrics answer while Redis is away); a port that cannot be
- * bound fails the start (E_USAGE, exit 2).
+ * bound fails the start (E_USAGE, exit 2), as a REDIS_URL or QUEUE_PREFIX that cannot work does
+ * (E_CONFIG, exit 2).
  */
 export async function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): Promise<ScoringWorker> {
+  // A REDIS_URL or QUEUE_PREFIX that cannot work is refused (E_CONFIG) before the metrics server listens.
+  redisTarget(queue);
   let metrics: { observer: ScoringObserver; server: { close(): Promise<void> } } | undefined;
   if (options.metrics) {
     const { host, port, token } = options.metrics;
@@ -49,7 +53,7 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
     });
     metrics = { observer, server };
   }
-  const redis = redisConnection(queue.redisUrl, 'worker');
+  const redis = redisConnection(queue, 'worker');
   const ctx = new WorkerContext(redis, queue, storage, log, options, metrics?.observer);
   const common = {
     connection: redis,

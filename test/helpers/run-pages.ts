@@ -31,7 +31,7 @@ export async function writePageInput(path: string): Promise<void> {
 
 /** A fastify server with the run pages under `/ui`, on the fixture's queue, as `serve` mounts them. */
 export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, storage: Storage): Promise<FastifyInstance> {
-  const connection = redisConnection(f.redisUrl, 'producer');
+  const connection = redisConnection({ redisUrl: f.redisUrl, prefix: f.prefix }, 'producer');
   const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
   const app = Fastify();
   await app.register(runPages({ runs: f.queue, storage, segments, progress: new RunProgressStore(connection, f.prefix), log: silentLogger }), {

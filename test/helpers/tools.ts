@@ -22,6 +22,10 @@ function onPath(name: string): string | undefined {
 /** Chromium for the browser test (Debian's `chromium`; CHROMIUM_PATH to use another). */
 export const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find((p): p is string => p !== undefined && executable(p));
 
+/** `redis-server` and `redis-cli` (Debian's `redis-server`), which start a Redis Cluster of a test's own. */
+export const REDIS_SERVER = onPath('redis-server');
+export const REDIS_CLI = onPath('redis-cli');
+
 /** `promtool` (Debian's `prometheus`), which checks the metrics exposition. */
 export const PROMTOOL = onPath('promtool');
 
