@@ -47,5 +47,6 @@ RUN mkdir -p /app/runs && chown node:node /app/runs
 USER node
 # serve (8080), worker --metrics-port (9464), simulate (47334).
 EXPOSE 8080 9464 47334
-ENTRYPOINT ["node", "dist/cli.js"]
+# The command itself, not `node dist/cli.js`: its first line carries the V8 settings it runs with.
+ENTRYPOINT ["/app/dist/cli.js"]
 CMD ["worker"]

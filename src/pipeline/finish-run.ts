@@ -27,9 +27,15 @@ export interface FinishContext {
  */
 export async function finishRun(
   run: PreparedRun,
-  facts: { startedAt: string; queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts },
+  facts: {
+    startedAt: string;
+    /** When planning ended and scoring began (this attempt's). */
+    plannedAt: number;
+    queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts;
+  },
   ctx: FinishContext,
 ): Promise<Manifest> {
+  const scoredAt = Date.now();
   const { storage, log, signal } = ctx;
   const { folder } = run;
   const finished = await readFinishedSegments(storage, run);
@@ -61,6 +67,8 @@ export async function finishRun(
     counts,
     profile,
     outputs,
+    timings: { planMs: facts.plannedAt - Date.parse(facts.startedAt), scoreMs: scoredAt - facts.plannedAt, assembleMs: Date.now() - scoredAt },
+    concurrency: { asked: run.request.options.concurrency, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
     queue: facts.queue?.(finished.done),
   });
@@ -71,6 +79,12 @@ export async function finishRun(
     log.warn({ err: errorMessage(err), folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
   });
   return manifest;
+}
+
+/** The middle value (the lower of the two middle ones), or null for none. */
+function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  return [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 }
 
 /**

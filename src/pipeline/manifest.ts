@@ -55,6 +55,20 @@ export const manifestSchema = z.object({
   /** What the predictions came to (see PredictionProfile); null for a failed run, and in manifests of releases that kept none. */
   profile: predictionProfileSchema.nullable().default(null),
   outputs: z.array(outputFileSchema),
+  /**
+   * Where the run's time went, in ms: describe and planning, scoring the segments, assembling the
+   * outputs (this attempt's, for a resumed run). Null for a failed run, and in manifests of releases
+   * that kept none.
+   */
+  timings: z.object({ planMs: z.number(), scoreMs: z.number(), assembleMs: z.number() }).nullable().default(null),
+  /**
+   * --concurrency as asked, and the requests in flight the segments ended with (their median; for
+   * `auto`, where it settled). Null for a failed run, and in manifests of releases that kept none.
+   */
+  concurrency: z
+    .object({ asked: z.union([z.int(), z.literal('auto')]), settled: z.int().nullable() })
+    .nullable()
+    .default(null),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   queue: queueFactsSchema.optional(),
@@ -74,6 +88,8 @@ export interface ManifestParts {
   counts?: SegmentCounts & { segments: number };
   profile?: PredictionProfile | null;
   outputs?: OutputFile[];
+  timings?: Manifest['timings'];
+  concurrency?: Manifest['concurrency'];
   warnings?: string[];
   error?: BatchScorerError | Error;
   queue?: QueueFacts;
@@ -100,6 +116,8 @@ export function buildManifest(parts: ManifestParts): Manifest {
     counts: parts.counts ?? null,
     profile: parts.profile ?? null,
     outputs: parts.outputs ?? [],
+    timings: parts.timings ?? null,
+    concurrency: parts.concurrency ?? null,
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: parts.error.message } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),

@@ -47,6 +47,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   let run: PreparedRun | undefined;
   try {
     run = await prepareRun(request, runId, { storage, client, log, signal });
+    const plannedAt = Date.now();
     const prepared = run;
     // A resumed run keeps its finished segments, and counts them as done.
     const done = await readSegmentsDone(storage, run);
@@ -108,7 +109,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     });
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(run, { startedAt }, { storage, client, log, signal });
+    const manifest = await finishRun(run, { startedAt, plannedAt }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {

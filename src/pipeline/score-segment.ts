@@ -200,9 +200,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     throw failure;
   }
   const [rowsWritten, errorsWritten] = await writes;
+  counts.connectionsOpened = work.client.takeConnectionsOpened();
   await writeSegmentDone(storage, run, index, {
     ...counts,
     ...work.facts,
+    slots: work.limit.concurrency,
     bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
     profile: profile.toJSON(),
   });

@@ -16,11 +16,17 @@ export const segmentCountsSchema = z.object({
   intervalViolations: count,
   /** Answer rows without the row id echo, aligned by position alone. */
   unechoedRows: count,
+  /**
+   * Connections opened to the model service (keep-alive makes it about the concurrency, not the
+   * requests); counted by the segment that finished first after each was opened. 0 in done
+   * markers of releases that counted none.
+   */
+  connectionsOpened: count.default(0),
 });
 export type SegmentCounts = z.output<typeof segmentCountsSchema>;
 
 export function emptyCounts(): SegmentCounts {
-  return { rowsIn: 0, rowsScored: 0, rowsQuarantined: 0, requests: 0, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0 };
+  return { rowsIn: 0, rowsScored: 0, rowsQuarantined: 0, requests: 0, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0, connectionsOpened: 0 };
 }
 
 /** The counts of several segments, added up (extra fields of done markers are left out). */

@@ -16,6 +16,8 @@ import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
   bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
   profile: segmentProfileSchema.nullable().default(null),
+  /** Requests the segment's process allowed in flight when it ended: where `--concurrency auto` got to (absent before 0.4.0). */
+  slots: z.int().min(1).optional(),
 });
 export type SegmentDone = z.output<typeof segmentDoneSchema>;
 

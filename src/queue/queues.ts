@@ -32,6 +32,8 @@ export interface RunJobData {
   request: { input: string; model: string; out: string; options: RunOptionsInput; trigger?: RunTrigger };
   step?: 'score' | 'assemble';
   startedAt?: string;
+  /** When planning ended (ms since the epoch), for the manifest's timings. */
+  plannedAt?: number;
 }
 
 /** A segment job's data: small, since segment results live in storage, not in Redis. */

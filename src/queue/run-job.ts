@@ -29,6 +29,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     const signal = ctx.jobSignal(cancel.signal, lost);
     const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
+    let plannedAt = data.plannedAt;
     const folder = runFiles.folder(data.request.out, data.runId);
     let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
@@ -56,7 +57,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await job.log(
             `planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`,
           );
-          await job.updateData({ ...data, step: 'score', startedAt });
+          plannedAt = Date.now();
+          await job.updateData({ ...data, step: 'score', startedAt, plannedAt });
         }
         if (todo.length > 0) {
           signal.throwIfAborted();
@@ -76,7 +78,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           );
           if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
         }
-        await job.updateData({ ...data, step: 'assemble', startedAt });
+        await job.updateData({ ...data, step: 'assemble', startedAt, plannedAt });
       }
       // The cancel handshake: the step says `assemble` before the marker is read here, and cancel()
       // writes the marker before it reads the step; so either this sees the cancel, or cancel()
@@ -91,7 +93,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       });
       const manifest = await finishRun(
         run,
-        { startedAt, queue },
+        // A run resumed at its assembly (a release that kept no plannedAt) counts no scoring time.
+        { startedAt, plannedAt: plannedAt ?? Date.now(), queue },
         { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling },
       );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);

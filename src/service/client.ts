@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { parseJsonBody } from './json-body.js';
@@ -60,15 +60,42 @@ export interface PredictOptions extends CallOptions {
 export class ServiceClient {
   private readonly base: string;
   private readonly agent: Agent;
+  /**
+   * Describe's own pool. Describe is a GET with a body; after one, undici (7.x) opened a new
+   * connection for every later request of its pool instead of reusing one, so a run paid a TCP
+   * handshake per predict. Kept apart, predicts reuse their connections.
+   */
+  private readonly describeAgent: Agent;
   private readonly policy: RetryPolicy;
   private readonly log: Logger;
   private closed = false;
+  /** Connections opened so far, and how many of them `takeConnectionsOpened` has handed out. */
+  private opened = 0;
+  private taken = 0;
 
   constructor(private readonly options: ServiceClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '');
     this.policy = options.retry ?? DEFAULT_RETRY_POLICY;
     this.log = options.logger ?? silentLogger;
-    this.agent = new Agent({ connections: options.connections ?? 16, keepAliveTimeout: 30_000 });
+    // Every new socket passes through this connector, so that keep-alive reuse can be proven (counted in manifests).
+    const connector = buildConnector({});
+    const connect = ((opts, callback) => {
+      this.opened++;
+      // undici keeps the socket the connector returns (its types say void).
+      return connector(opts, callback) as unknown;
+    }) as buildConnector.connector;
+    this.agent = new Agent({ connections: options.connections ?? 16, keepAliveTimeout: 30_000, connect });
+    this.describeAgent = new Agent({ connections: 1, keepAliveTimeout: 30_000, connect });
+  }
+
+  /**
+   * Connections opened to the service since the last call: each is handed out once, so a process
+   * scoring several segments on one pool counts every connection in exactly one of them.
+   */
+  takeConnectionsOpened(): number {
+    const fresh = this.opened - this.taken;
+    this.taken = this.opened;
+    return fresh;
   }
 
   /**
@@ -101,7 +128,7 @@ export class ServiceClient {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.agent.close();
+    await Promise.all([this.agent.close(), this.describeAgent.close()]);
   }
 
   private where(ref: ModelRef, op: string): string {
@@ -155,7 +182,7 @@ export class ServiceClient {
       const res = await request(this.base + path, {
         method,
         body,
-        dispatcher: this.agent,
+        dispatcher: op === 'describe' ? this.describeAgent : this.agent,
         signal: combined,
         headers: {
           'content-type': 'application/json',

@@ -71,8 +71,17 @@ describe('score, end to end against the simulator', () => {
 
   it('gives byte-identical predictions at concurrency 1 and 8', async () => {
     const out = join(tmp.dir, 'out-conc');
-    await score(input, out, { service: sim.url, concurrency: 1, segmentRows: 2_000, runId: 'c1' });
-    await score(input, out, { service: sim.url, concurrency: 8, segmentRows: 2_000, runId: 'c8' });
+    const one = await score(input, out, { service: sim.url, concurrency: 1, segmentRows: 2_000, batchSize: 100, runId: 'c1' });
+    const eight = await score(input, out, { service: sim.url, concurrency: 8, segmentRows: 2_000, batchSize: 100, runId: 'c8' });
+    // Keep-alive: connections follow the requests in flight, not the requests made. Describe (twice
+    // at a run's start) has a connection of its own each time.
+    expect(eight.counts!.requests).toBeGreaterThanOrEqual(50);
+    expect(one.counts!.connectionsOpened).toBeLessThanOrEqual(1 + 2);
+    expect(eight.counts!.connectionsOpened).toBeGreaterThan(1 + 2);
+    expect(eight.counts!.connectionsOpened).toBeLessThanOrEqual(8 + 2);
+    expect(eight.concurrency).toEqual({ asked: 8, settled: 8 });
+    expect(eight.timings!.scoreMs).toBeGreaterThan(0);
+    expect(eight.timings!.planMs + eight.timings!.scoreMs + eight.timings!.assembleMs).toBeLessThanOrEqual(eight.durationMs);
     const a = await readFile(join(out, 'c1', 'predictions.csv'));
     const b = await readFile(join(out, 'c8', 'predictions.csv'));
     expect(a.length).toBeGreaterThan(0);
@@ -112,6 +121,10 @@ describe('score, end to end against the simulator', () => {
       // It probes past the server's 3 threads (429s) and backs off: a fixed 16 meets several times more.
       expect(busy.stats.overCapacity).toBeGreaterThan(0);
       expect(busy.stats.overCapacity).toBeLessThan(m.counts!.requests / 2);
+      // Where it settled is kept: near the server's 3 threads, not at the ceiling of 16.
+      expect(m.concurrency!.asked).toBe('auto');
+      expect(m.concurrency!.settled).toBeGreaterThanOrEqual(1);
+      expect(m.concurrency!.settled).toBeLessThanOrEqual(8);
       expect(sha256(await readFile(join(out, 'auto', 'predictions.csv')))).toBe(sha256(await readFile(join(out, 'clean', 'predictions.csv'))));
     } finally {
       await busy.close();

@@ -100,8 +100,10 @@ function manifest(p: PredictionProfile | undefined): PageManifest {
     },
     service: 'http://127.0.0.1:47334',
     options: {},
-    counts: { rowsIn: 1000, rowsScored: 998, rowsQuarantined: 2, requests: 2, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0, segments: 2 },
+    counts: { rowsIn: 1000, rowsScored: 998, rowsQuarantined: 2, requests: 2, retries: 0, splits: 0, intervalViolations: 0, unechoedRows: 0, connectionsOpened: 2, segments: 2 },
     outputs: [{ file: 'predictions.csv', location: '/tmp/out/r1/predictions.csv', rows: 998, bytes: 12345, sha256: 'ab'.repeat(32) }],
+    timings: { planMs: 120, scoreMs: 3000, assembleMs: 80 },
+    concurrency: { asked: 4, settled: 4 },
     warnings: [],
     profile: p ?? null,
   };
