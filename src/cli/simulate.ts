@@ -17,7 +17,7 @@ export function registerSimulate(program: Command): void {
     .option('--base-path <path>', 'prefix before /api, e.g. /v1')
     .option('--envelope <envelope>', 'predict body the simulator accepts: data or array')
     .option('--legacy-describe', 'answer describe {} with the info shape, as older servers do')
-    .option('--latency-ms <ms>', 'delay before each predict answer', num)
+    .option('--latency-ms <ms>', "time each predict answer takes, from the request's arrival", num)
     .option('--latency-jitter-ms <ms>', 'random extra delay up to this', num)
     .option('--error-rate <fraction>', 'share of predict requests answered 500', num)
     .option('--rate-limit-rate <fraction>', 'share answered 429 with Retry-After', num)

@@ -54,8 +54,10 @@ const inputFileSchema = z.object({
   /** Data rows to score in this file. */
   rows: z.int().min(0),
   /**
-   * A UTF-8, uncompressed copy of a file in another encoding, written into the run's `_work` as it
-   * was planned: byte ranges of the original would cut characters, so segments read the copy.
+   * A UTF-8, uncompressed copy of a gzipped file or of a file in another encoding, written into the
+   * run's `_work` as it was planned: gzip cannot be read from the middle, and byte ranges of another
+   * encoding would cut characters, so segments read the copy. Runs planned by 0.3.0 and before
+   * staged only other encodings; their gzipped segments inflate the file from its start.
    */
   staged: z.object({ location: z.string(), info: objectInfoSchema }).optional(),
 });
@@ -213,7 +215,10 @@ async function planFile(
     const inflated = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name) : rest;
     const utf8 = isUtf8(options.encoding);
     const bytes = utf8 ? inflated : decodeToUtf8(inflated, options.encoding);
-    const staged = !utf8 && options.stage ? options.stage(fileIndex) : undefined;
+    // gzip has no random access and a range of another encoding may cut a character: either is
+    // staged as it is read here, so each segment reads its own byte range instead of inflating
+    // (or decoding) the file from its start, which cost segments x file.
+    const staged = (gzip || !utf8) && options.stage ? options.stage(fileIndex) : undefined;
     const copy = staged ? new PassThrough() : undefined;
     const copyWritten = staged && copy ? storage.write(staged, copy, { signal: options.signal }) : undefined;
     copyWritten?.catch(() => undefined);

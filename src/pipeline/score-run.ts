@@ -11,6 +11,7 @@ import { newRunId, prepareRun } from './prepare-run.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
+import { ReadAhead } from './read-ahead.js';
 import { quarantineAllowance, scoreSegment } from './score-segment.js';
 import { sumCounts } from './segment-counts.js';
 import { readSegmentsDone, unfinished } from './segment-done.js';
@@ -82,7 +83,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       storage,
       client,
       limit,
-      segmentsAtOnce: run.request.options.segmentsAtOnce,
+      readAhead: new ReadAhead(() => limit.concurrency),
       budget,
       log,
       signal,

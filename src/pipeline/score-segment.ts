@@ -12,6 +12,7 @@ import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { requestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
+import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
 import { batchIsFull, scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
@@ -31,8 +32,8 @@ export interface SegmentWork {
   client: ServiceClient;
   /** The process-wide limit on predict requests in flight. */
   limit: RequestLimit;
-  /** Segments this process scores at once; they share the batches kept ahead of the writers. */
-  segmentsAtOnce: number;
+  /** The batches kept ahead of the writers, shared by the segments this process scores at once. */
+  readAhead: ReadAhead;
   budget: QuarantineBudget;
   log: Logger;
   signal?: AbortSignal;
@@ -56,8 +57,8 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
 
 /**
  * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
- * and last its counts and prediction profile, whose presence marks the segment done. Reading waits while `window`
- * batches are unwritten, so memory stays flat however large the file.
+ * and last its counts and prediction profile, whose presence marks the segment done. A batch is sent
+ * only with a read-ahead turn, so memory stays flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
   const { observer, limit } = work;
@@ -122,24 +123,32 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     observer: work.observer,
   };
   const encode = requestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember);
-  // Batches kept ahead of the writer: about one per request slot, shared by the segments at once,
-  // so memory follows the limit (which `auto` moves) and not the file.
-  const window = () => Math.max(2, Math.ceil((work.limit.concurrency + 2) / work.segmentsAtOnce));
-  const pending: Promise<RowOutcome[]>[] = [];
+  // Batches sent and not yet written, in order: whether each holds a read-ahead turn (a malformed
+  // row's entry holds none) and has its answer.
+  const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
   let batch: PendingRow[] = [];
   let batchBytes = 0;
 
-  const submit = () => {
+  const flushOne = async () => {
+    const { outcomes, turn } = pending.shift()!;
+    try {
+      await write(await outcomes);
+    } finally {
+      if (turn) work.readAhead.release();
+    }
+  };
+  const submit = async () => {
     if (batch.length === 0) return;
-    const p = scoreBatch(scorer, batch);
-    p.catch(fail);
-    pending.push(p);
+    // Waiting for a turn, this segment writes what it has: its own batches give turns back.
+    while (!work.readAhead.tryTake()) {
+      if (pending.some((p) => p.turn)) await flushOne();
+      else await work.readAhead.released();
+    }
+    const entry = { outcomes: scoreBatch(scorer, batch), turn: true, answered: false };
+    entry.outcomes.then(() => (entry.answered = true), fail);
+    pending.push(entry);
     batch = [];
     batchBytes = 0;
-  };
-  const flushOne = async () => {
-    const outcomes = await pending.shift()!;
-    await write(outcomes);
   };
   const write = async (outcomes: RowOutcome[]) => {
     const scored: WriterRow[] = [];
@@ -170,18 +179,20 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
         counts.rowsIn++;
         if (!row.record) {
           // Quarantined in place, behind the rows before it, so errors stay in input order.
-          submit();
-          pending.push(Promise.resolve([{ row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } }]));
+          await submit();
+          const outcomes: RowOutcome[] = [{ row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } }];
+          pending.push({ outcomes: Promise.resolve(outcomes), turn: false, answered: true });
           continue;
         }
         const request = encode(row.record, row.index);
-        if (batchIsFull(batch.length, batchBytes, request.bytes, run.request.options)) submit();
+        if (batchIsFull(batch.length, batchBytes, request.bytes, run.request.options)) await submit();
         batch.push({ row, request });
         batchBytes += request.bytes;
       }
-      while (pending.length > window()) await flushOne();
+      // Answered batches are written as soon as those before them are, giving their turns back.
+      while (pending.length > 0 && pending[0].answered) await flushOne();
     }
-    submit();
+    await submit();
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
       throw new InputError(
@@ -196,7 +207,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     fail(err);
     rowsOut.destroy();
     errorsOut.end();
-    await Promise.allSettled([writes, errorsWrite, ...pending]);
+    await Promise.allSettled([writes, errorsWrite, ...pending.map((p) => p.outcomes)]);
+    // The turns of batches never written go back, for the segments still scoring.
+    for (const p of pending.splice(0)) if (p.turn) work.readAhead.release();
     throw failure;
   }
   const [rowsWritten, errorsWritten] = await writes;

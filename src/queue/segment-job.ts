@@ -40,7 +40,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           storage: ctx.storage,
           client: ctx.clientFor(run.request.options),
           limit: ctx.limitFor(run, generation),
-          segmentsAtOnce: ctx.options.segments,
+          readAhead: ctx.readAheadFor(run, generation),
           budget,
           log: jobLog,
           // In a job, stopping and failing are the same signal: no sibling shares it.

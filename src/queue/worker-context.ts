@@ -6,6 +6,7 @@ import { errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
+import { ReadAhead } from '../pipeline/read-ahead.js';
 import { runServiceClient } from '../pipeline/run-client.js';
 import type { ServiceClient } from '../service/client.js';
 import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
@@ -36,6 +37,7 @@ export class WorkerContext {
   readonly shutdown = new AbortController();
   private readonly processLimit;
   private readonly runLimits = new Map<string, RequestLimit>();
+  private readonly readAheads = new Map<string, ReadAhead>();
   private readonly clients = new Map<string, ServiceClient>();
   private readonly runs = new Map<string, Promise<PreparedRun>>();
 
@@ -83,6 +85,12 @@ export class WorkerContext {
         },
       };
     });
+  }
+
+  /** The batches this process's segments of a run keep ahead of their writers, shared by them (see ReadAhead). */
+  readAheadFor(run: PreparedRun, generation: number): ReadAhead {
+    const limit = this.limitFor(run, generation);
+    return remember(this.readAheads, `${run.runId}.${generation}`, () => new ReadAhead(() => limit.concurrency));
   }
 
   /** The prepared run (`_work/run.json`), read once per process and run job generation. */

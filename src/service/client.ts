@@ -79,11 +79,10 @@ export class ServiceClient {
     this.log = options.logger ?? silentLogger;
     // Every new socket passes through this connector, so that keep-alive reuse can be proven (counted in manifests).
     const connector = buildConnector({});
-    const connect = ((opts, callback) => {
+    const connect: buildConnector.connector = (opts, callback) => {
       this.opened++;
-      // undici keeps the socket the connector returns (its types say void).
-      return connector(opts, callback) as unknown;
-    }) as buildConnector.connector;
+      connector(opts, callback);
+    };
     this.agent = new Agent({ connections: options.connections ?? 16, keepAliveTimeout: 30_000, connect });
     this.describeAgent = new Agent({ connections: 1, keepAliveTimeout: 30_000, connect });
   }

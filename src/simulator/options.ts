@@ -26,7 +26,7 @@ export const simulatorOptionsSchema = z
     envelope: z.enum(['data', 'array']).default('data'),
     /** Answer describe `{}` with the info shape, as older servers do, instead of the metadata row. */
     legacyDescribe: z.boolean().default(false),
-    /** Delay before each predict answer the engine gives (not before 429/503/reset/hang), to model compute time. */
+    /** How long each predict answer the engine gives takes, from the request's arrival (not 429/503/reset/hang), to model compute time. */
     latencyMs: z.number().min(0).default(0),
     /** Uniform random extra delay (0..latencyJitterMs) on top of latencyMs, drawn from its own seeded stream. */
     latencyJitterMs: z.number().min(0).default(0),

@@ -78,6 +78,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     }
 
     stats.predictRequests++;
+    const arrived = performance.now();
     const raw = await readRaw(req);
     const fault = drawFault();
     if (fault) logger.debug({ fault, url: req.url }, 'simulated fault');
@@ -107,8 +108,12 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     }
     inFlight++;
     stats.peakInFlight = Math.max(stats.peakInFlight, inFlight);
+    let engine: { answer: Answer; rows: number };
     try {
-      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0);
+      engine = engineAnswer(req, raw, project, modelSegment, fault === 'shortAnswer');
+      // The latency is the time to answer, counted from the request's arrival: the work above is
+      // part of it, so a client at concurrency C meets C x batch / latency rows/s at best.
+      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0) - (performance.now() - arrived);
       if (delay > 0) await sleep(delay, undefined, { signal: closing.signal });
     } catch {
       return; // closing: the connection is being destroyed anyway
@@ -119,17 +124,21 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
       stats.faults.error500++;
       return send(res, problem(500, 'InternalServerError', 'simulated failure'));
     }
-
-    const body = parseJson(req, raw);
-    if (isAnswer(body)) return send(res, body);
-    const rows = readPredictRows(body.value, opts.envelope);
-    if (isAnswer(rows)) return send(res, rows);
-    const found = lookup(project, modelSegment, retrained());
-    if (isAnswer(found)) return send(res, found);
-    const answer = predictAnswer(found.model, found.version, rows, opts.rowIdMember, fault === 'shortAnswer');
-    if (answer.status === 200) stats.predictRows += rows.length;
+    const { answer, rows } = engine;
+    if (answer.status === 200) stats.predictRows += rows;
     if (answer.status === 200 && fault === 'shortAnswer') stats.faults.shortAnswers++;
     return send(res, answer);
+  }
+
+  /** What the engine answers a predict body with (its rows, for the stats), before any fault is applied. */
+  function engineAnswer(req: IncomingMessage, raw: Buffer, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
+    const body = parseJson(req, raw);
+    if (isAnswer(body)) return { answer: body, rows: 0 };
+    const rows = readPredictRows(body.value, opts.envelope);
+    if (isAnswer(rows)) return { answer: rows, rows: 0 };
+    const found = lookup(project, modelSegment, retrained());
+    if (isAnswer(found)) return { answer: found, rows: 0 };
+    return { answer: predictAnswer(found.model, found.version, rows, opts.rowIdMember, short), rows: rows.length };
   }
 
   const server = createServer({ keepAlive: true }, (req, res) => {

@@ -1,5 +1,6 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { concatenateParts } from '../../src/pipeline/assemble.js';
 import { planInput } from '../../src/pipeline/plan.js';
@@ -14,6 +15,27 @@ beforeAll(async () => {
   await writeFile(join(tmp.dir, 'blocker'), '');
 });
 afterAll(() => tmp.cleanup());
+
+describe('staged copies', () => {
+  it('a gzipped file is staged inflated as it is planned, and its segments are byte ranges of the copy', async () => {
+    const text = `a,b\n${Array.from({ length: 5000 }, (_, i) => `${i},"x\ny ${i}"\n`).join('')}`;
+    const input = join(tmp.dir, 'rows.csv.gz');
+    await writeFile(input, gzipSync(text));
+    const staged = join(tmp.dir, 'staged', '00000.txt');
+    const plan = await planInput(createStorage(), parseLocation(input), {
+      segmentRows: 1000,
+      quote: '"',
+      encoding: 'utf-8',
+      stage: () => parseLocation(staged),
+    });
+    expect(plan.files[0]).toMatchObject({ gzip: true, rows: 5000, staged: { location: staged } });
+    const copy = await readFile(staged, 'utf8');
+    expect(copy).toBe(text);
+    expect(plan.segments).toHaveLength(5);
+    // Each segment starts at a row of the copy (ASCII: bytes are characters): row 1000 * k, whose text is known.
+    for (const [k, segment] of plan.segments.entries()) expect(copy.slice(segment.start)).toMatch(new RegExp(`^${1000 * k},"x\ny ${1000 * k}"\n`));
+  });
+});
 
 describe('a write that storage refuses fails the step, never hangs it', () => {
   it('an output file, past the stream buffer', async () => {

@@ -643,7 +643,12 @@ describe('Dockerfile', () => {
   it('runs dist/cli.js in production mode as the node user, the worker by default', () => {
     const entrypoint = all(runtime, 'ENTRYPOINT');
     expect(entrypoint).toHaveLength(1);
-    expect(JSON.parse(entrypoint[0])).toEqual(['node', 'dist/cli.js']);
+    // The command itself, so that its first line's V8 settings apply (the build makes it executable).
+    expect(JSON.parse(entrypoint[0])).toEqual(['/app/dist/cli.js']);
+    expect(readFileSync(path.join(root, 'src', 'cli.ts'), 'utf8')).toMatch(/^#!\/usr\/bin\/env -S node --max-semi-space-size=\d+\n/);
+    expect(readFileSync(path.join(root, 'package.json'), 'utf8')).toMatch(
+      /"build": "tsc -p tsconfig.build.json && node -e .*chmodSync\('dist\/cli.js', 0o755\)/,
+    );
     expect(all(runtime, 'CMD').map((c): unknown => JSON.parse(c))).toEqual([['worker']]);
     expect(all(runtime, 'USER').at(-1)).toBe('node');
     expect(all(runtime, 'ENV')).toContain('NODE_ENV=production');
