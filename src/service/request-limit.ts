@@ -25,17 +25,25 @@ export function fixedLimit(concurrency: number): RequestLimit {
 /** Bounds of `--concurrency auto`. */
 export const AUTO_LIMIT = { initial: 2, min: 1, max: 16 } as const;
 
+/** How long `auto` holds just below a level the service refused before it tries that level again. */
+export const PROBE_AFTER_MS = 30_000;
+
 /**
- * `--concurrency auto`: finds what the service sustains as TCP does (additive increase,
- * multiplicative decrease). It starts at 2, adds a slot after every `concurrency` attempts
- * answered in a row, and halves when an attempt meets overload, at most once per two round trips
- * (of answered attempts), so that the requests already sent into one overload count once. Other
- * failures neither grow nor shrink it.
+ * `--concurrency auto`: finds what the service sustains and stays there. It starts at 2 and adds a
+ * slot after every `concurrency` attempts answered in a row (one per round trip), as TCP does. An
+ * overload (429, 503, no answer in time, a reset) marks the level it met as the service's ceiling:
+ * the limit steps one slot below it and holds there, trying the ceiling again only after
+ * PROBE_AFTER_MS, since each overload costs a Retry-After wait that holds up the rows behind it.
+ * An overload soon after another (within ten round trips) is a service that got slower, not a
+ * probe: the limit halves then. The attempts sent into one overload count once (at most one
+ * decrease per two round trips). Other failures neither grow nor shrink it.
  */
 export class AdaptiveLimit implements RequestLimit {
   private readonly limit: LimitFunction;
   private answered = 0;
-  private lastDecrease = -Infinity;
+  private lastOverload = -Infinity;
+  /** The lowest level an overload was met at since the last probe; Infinity before any. */
+  private ceiling = Infinity;
   /** Average time an answered attempt takes (exponentially weighted). */
   private roundTripMs = 0;
 
@@ -60,19 +68,23 @@ export class AdaptiveLimit implements RequestLimit {
 
   observe(outcome: RequestOutcome, ms?: number): void {
     if (outcome === 'failed') return;
+    const now = this.now();
     if (outcome === 'answered') {
       if (ms !== undefined) this.roundTripMs = this.roundTripMs === 0 ? ms : 0.8 * this.roundTripMs + 0.2 * ms;
-      if (++this.answered >= this.limit.concurrency && this.limit.concurrency < this.bounds.max) {
-        this.limit.concurrency += 1;
-        this.answered = 0;
-      }
+      if (++this.answered < this.limit.concurrency || this.limit.concurrency >= this.bounds.max) return;
+      this.answered = 0;
+      const belowCeiling = this.limit.concurrency + 1 < this.ceiling;
+      if (belowCeiling || now - this.lastOverload >= PROBE_AFTER_MS) this.limit.concurrency += 1;
       return;
     }
     this.answered = 0;
-    const now = this.now();
-    if (now - this.lastDecrease < 2 * this.roundTripMs) return;
-    this.lastDecrease = now;
-    this.limit.concurrency = Math.max(this.bounds.min, Math.floor(this.limit.concurrency / 2));
+    const since = now - this.lastOverload;
+    if (since < 2 * this.roundTripMs) return;
+    this.lastOverload = now;
+    const slots = this.limit.concurrency;
+    this.ceiling = Math.min(this.ceiling === Infinity || since >= PROBE_AFTER_MS ? slots : this.ceiling, slots);
+    const next = since < 10 * this.roundTripMs ? Math.floor(slots / 2) : slots - 1;
+    this.limit.concurrency = Math.max(this.bounds.min, next);
   }
 }
 

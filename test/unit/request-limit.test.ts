@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AdaptiveLimit, createRequestLimit, fixedLimit, maxConcurrency } from '../../src/service/request-limit.js';
+import { AdaptiveLimit, PROBE_AFTER_MS, createRequestLimit, fixedLimit, maxConcurrency } from '../../src/service/request-limit.js';
 
 describe('fixedLimit', () => {
   it('never runs more than N at once, and ignores outcomes', async () => {
@@ -33,21 +33,43 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     expect(grown.at(-1)).toBe(6);
   });
 
-  it('halves on overload, at most once per two round trips, never below its minimum', () => {
+  it('steps one below the level an overload met, halves when overloads follow each other, never below its minimum', () => {
     let now = 0;
     const limit = new AdaptiveLimit({ ...bounds, initial: 6 }, () => now);
     limit.observe('answered', 100); // round trips of 100 ms
     limit.observe('overloaded');
-    expect(limit.concurrency).toBe(3);
+    expect(limit.concurrency).toBe(5);
     now += 150;
     limit.observe('overloaded'); // a request sent into the same overload
-    expect(limit.concurrency).toBe(3);
+    expect(limit.concurrency).toBe(5);
     now += 100;
+    limit.observe('overloaded'); // again, soon after: the service got slower
+    expect(limit.concurrency).toBe(2);
+    now += 300;
     limit.observe('overloaded');
     expect(limit.concurrency).toBe(1);
-    now += 1_000;
+    now += 300;
     limit.observe('overloaded');
     expect(limit.concurrency).toBe(1);
+  });
+
+  it('holds one below the ceiling an overload found, and tries it again only after a while', () => {
+    let now = 0;
+    const limit = new AdaptiveLimit({ initial: 2, min: 1, max: 16 }, () => now);
+    const answerRound = () => {
+      for (let i = limit.concurrency; i > 0; i--) limit.observe('answered', 50);
+      now += 50;
+    };
+    while (limit.concurrency < 9) answerRound();
+    limit.observe('overloaded'); // the service takes 8
+    expect(limit.concurrency).toBe(8);
+    for (let r = 0; r < 100; r++) answerRound(); // 5 s of round trips: it holds at 8
+    expect(limit.concurrency).toBe(8);
+    now += PROBE_AFTER_MS;
+    answerRound();
+    expect(limit.concurrency).toBe(9);
+    limit.observe('overloaded');
+    expect(limit.concurrency).toBe(8);
   });
 
   it('neither grows nor shrinks on failures that say nothing about load', () => {
@@ -72,11 +94,15 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     limit.observe('answered');
     now = 5_000;
     limit.observe('overloaded');
-    expect(limit.concurrency).toBe(2);
+    expect(limit.concurrency).toBe(3);
+    for (let i = 0; i < 6; i++) limit.observe('answered');
+    expect(limit.concurrency).toBe(3); // one below the ceiling of 4, held
+    now += PROBE_AFTER_MS; // long enough to try the ceiling again: three answers in a row, counted afresh
     limit.observe('answered');
-    expect(limit.concurrency).toBe(2);
     limit.observe('answered');
     expect(limit.concurrency).toBe(3);
+    limit.observe('answered');
+    expect(limit.concurrency).toBe(4);
   });
 });
 
