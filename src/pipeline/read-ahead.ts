@@ -15,7 +15,7 @@ export class ReadAhead {
 
   /** Takes a turn when one is free; answers whether it did. */
   tryTake(): boolean {
-    if (this.taken >= this.slots() + 2) return false;
+    if (this.taken >= 2 * this.slots() + 2) return false;
     this.taken++;
     return true;
   }

@@ -51,40 +51,44 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
 /**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
  * halves until the failing rows stand alone; those are quarantined, the rest scored. The
- * concurrency limit wraps each request, not the splitting, so halves never wait on their parent.
+ * concurrency limit wraps each request's exchange with the service, not the splitting (halves
+ * never wait on their parent), nor the reading of an answer or a retry's wait.
  */
 export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[]): Promise<RowOutcome[]> {
   let answer: Record<string, unknown>[];
   try {
     scorer.counts.requests++;
     const { observer } = scorer;
-    answer = await scorer.limit.run(async () => {
-      observer?.requestStarted();
-      try {
-        return await scorer.client.predict(
-          scorer.model,
-          rows.map((r) => r.request.json),
-          {
-            envelope: scorer.envelope,
-            params: scorer.params,
-            signal: scorer.signal,
-            log: scorer.log,
-            check: (answer) => checkAlignment(scorer, rows, answer),
-            onRetry: () => {
-              scorer.counts.retries++;
-              observer?.retry();
-            },
-            onAttempt: ({ ms, error }) => {
-              const outcome = predictOutcome(error);
-              scorer.limit.observe(loadOutcome(outcome), ms);
-              observer?.requestDone(outcome, ms / 1000);
-            },
-          },
-        );
-      } finally {
-        observer?.requestEnded();
-      }
-    });
+    answer = await scorer.client.predict(
+      scorer.model,
+      rows.map((r) => r.request.json),
+      {
+        envelope: scorer.envelope,
+        params: scorer.params,
+        signal: scorer.signal,
+        log: scorer.log,
+        // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
+        slot: (exchange) =>
+          scorer.limit.run(async () => {
+            observer?.requestStarted();
+            try {
+              return await exchange();
+            } finally {
+              observer?.requestEnded();
+            }
+          }),
+        check: (answer) => checkAlignment(scorer, rows, answer),
+        onRetry: () => {
+          scorer.counts.retries++;
+          observer?.retry();
+        },
+        onAttempt: ({ ms, error }) => {
+          const outcome = predictOutcome(error);
+          scorer.limit.observe(loadOutcome(outcome), ms);
+          observer?.requestDone(outcome, ms / 1000);
+        },
+      },
+    );
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {

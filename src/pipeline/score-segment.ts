@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import { BatchScorerError, InputError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
@@ -149,6 +150,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     pending.push(entry);
     batch = [];
     batchBytes = 0;
+    // Answers that came in meanwhile free their slots now, not after the rest of the chunk is encoded.
+    await setImmediate();
   };
   const write = async (outcomes: RowOutcome[]) => {
     const scored: WriterRow[] = [];

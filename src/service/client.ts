@@ -40,6 +40,12 @@ export interface CallOptions {
    * answers is the address being wrong, so it fails at once (`unreachable`) instead of retrying.
    */
   firstContact?: boolean;
+  /**
+   * Wraps each attempt's exchange with the service (sending the request, receiving the answer's
+   * bytes), such as a request slot: it is held while the service works, not while the answer is
+   * parsed or a retry waits, so the next request goes out as soon as an answer is in.
+   */
+  slot?: <T>(exchange: () => Promise<T>) => Promise<T>;
 }
 
 export interface PredictOptions extends CallOptions {
@@ -169,14 +175,39 @@ export class ServiceClient {
   }
 
   private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
+    const what = `${op} ${this.where(ref, op)}`;
+    const exchange = () => this.exchange(method, ref, op, body, options, what);
+    const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
+    if (status >= 200 && status < 300) {
+      try {
+        return parseJsonBody(answer);
+      } catch {
+        throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
+      }
+    }
+    const problem = parseProblem(answer.toString('utf8'));
+    const kind = classifyHttpError(status, problem, this.policy);
+    throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
+      status,
+      title: problem.title,
+      detail: problem.detail ?? problem.message,
+      retryAfterMs: parseRetryAfter(retryAfter),
+    });
+  }
+
+  /** One request and its answer's bytes; the time limit runs from sending (not from waiting for a slot). */
+  private async exchange(
+    method: 'GET' | 'POST',
+    ref: ModelRef,
+    op: string,
+    body: string,
+    options: CallOptions,
+    what: string,
+  ): Promise<{ status: number; answer: Buffer; retryAfter: string | string[] | undefined }> {
     const { signal } = options;
     const path = `/api/projects/${encodeURIComponent(ref.project)}/models/${encodeURIComponent(modelPathName(ref))}/${op}`;
     const timeout = AbortSignal.timeout(this.options.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const what = `${op} ${this.where(ref, op)}`;
-    let status: number;
-    let answer: Buffer;
-    let retryAfter: string | string[] | undefined;
     try {
       const res = await request(this.base + path, {
         method,
@@ -189,9 +220,7 @@ export class ServiceClient {
           ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
         },
       });
-      status = res.statusCode;
-      retryAfter = res.headers['retry-after'];
-      answer = Buffer.from(await res.body.arrayBuffer());
+      return { status: res.statusCode, retryAfter: res.headers['retry-after'], answer: Buffer.from(await res.body.arrayBuffer()) };
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timeout.aborted || isAbortError(err)) {
@@ -213,20 +242,5 @@ export class ServiceClient {
       const overload = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
       throw new ServiceError(kind, `${what}: ${code} ${(err as Error).message}`, { overload, cause: err });
     }
-    if (status >= 200 && status < 300) {
-      try {
-        return parseJsonBody(answer);
-      } catch {
-        throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
-      }
-    }
-    const problem = parseProblem(answer.toString('utf8'));
-    const kind = classifyHttpError(status, problem, this.policy);
-    throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
-      status,
-      title: problem.title,
-      detail: problem.detail ?? problem.message,
-      retryAfterMs: parseRetryAfter(retryAfter),
-    });
   }
 }
