@@ -1,0 +1,52 @@
+/**
+ * Where a bench run's results go: .bench/results.json (every raw figure) and a Markdown block in
+ * BENCHMARKS.md between its markers (only that block is replaced).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Machine } from './machine.js';
+import { formatValue, type SectionReport } from './report.js';
+
+const START = '<!-- bench:results:start -->';
+const END = '<!-- bench:results:end -->';
+const NEW_FILE = `# Benchmarks
+
+The block below is written by \`npm run bench -- --full\` (bench/run.ts); a quick \`npm run bench\` writes it too, and says so.
+
+${START}
+${END}
+`;
+
+export interface BenchRun {
+  mode: 'quick' | 'full';
+  scale: number;
+  machine: Machine;
+  sections: SectionReport[];
+}
+
+export async function writeResultsJson(path: string, run: BenchRun): Promise<void> {
+  const sections = run.sections.map((s) => ({ id: s.id, title: s.title, error: s.error ?? null, figures: s.figures, notes: s.notes, raw: s.raw }));
+  await writeFile(path, `${JSON.stringify({ ...run, sections }, null, 2)}\n`);
+}
+
+/** Replaces what is between the markers of `path` (creating the file with them if it is missing). */
+export async function writeMarkdownBlock(path: string, run: BenchRun): Promise<void> {
+  let text = await readFile(path, 'utf8').catch(() => NEW_FILE);
+  if (!text.includes(START) || !text.includes(END)) text = `${text.trimEnd()}\n\n${START}\n${END}\n`;
+  const before = text.slice(0, text.indexOf(START) + START.length);
+  const after = text.slice(text.indexOf(END));
+  await writeFile(path, `${before}\n${markdown(run)}\n${after}`);
+}
+
+function markdown(run: BenchRun): string {
+  const m = run.machine;
+  const lines = [
+    `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; ${m.os}. ${m.date}, ${run.mode} sizes${run.scale === 1 ? '' : ` scaled by ${run.scale}`}.`,
+  ];
+  for (const s of run.sections) {
+    lines.push('', `### ${s.title}`, '', '| figure | value | target | result |', '| --- | --: | --- | --- |');
+    for (const f of s.figures) lines.push(`| ${f.name} | ${formatValue(f.value, f.unit)} | ${f.target} | ${f.verdict} |`);
+    if (s.error) lines.push(`| **error** | ${s.error.replace(/\|/g, '\\|').replace(/\n/g, ' ')} | | ERROR |`);
+    if (s.notes.length > 0) lines.push('', ...s.notes.map((n) => `- ${n}`));
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,39 @@
+/**
+ * 2. Latency-bound: every predict answer takes 100 ms, so the best a scorer can do is keep its
+ * `concurrency` requests in flight all the time: concurrency × batch / latency rows per second.
+ * The share of that ideal over the scoring phase shows gaps between requests; over the whole
+ * process, what planning, assembly and start-up add.
+ */
+import type { Section } from '../report.js';
+import { rawScore, scoreRun } from '../score-run.js';
+
+const LATENCY_MS = 100;
+const BATCH = 100;
+const CONCURRENCY = 16;
+
+export const latencyBound: Section = {
+  id: 'latency',
+  title: 'Latency-bound: share of the ideal rate',
+  async run(ctx, report) {
+    const rows = ctx.rows('BENCH_LATENCY_ROWS', 160_000);
+    const sim = await ctx.simulator(['--latency-ms', String(LATENCY_MS)]);
+    const flags = ['--batch-size', String(BATCH), '--concurrency', String(CONCURRENCY)];
+    const r = await scoreRun(ctx, { label: 'latency-bound', input: await ctx.input(rows, 'csv'), rows, serviceUrl: sim.url, flags });
+    ctx.connections.push({ run: 'latency-bound', concurrency: CONCURRENCY, requests: r.facts.requests, serviceConnections: r.facts.serviceConnections });
+    report.raw.push(rawScore(r));
+
+    const ideal = (CONCURRENCY * BATCH) / (LATENCY_MS / 1000);
+    const { scoreMs, planMs, assembleMs, durationMs } = r.facts;
+    report.note(
+      `${rows.toLocaleString('en-US')} rows, latency ${LATENCY_MS} ms, batch ${BATCH}, concurrency ${CONCURRENCY}: ideal ${ideal.toLocaleString('en-US')} rows/s`,
+    );
+    const scoringRate = scoreMs === null ? null : rows / (scoreMs / 1000);
+    report.figure('rows/s over the scoring phase (timings.scoreMs)', scoringRate, 'rows/s');
+    report.figure('scoring phase: share of ideal', scoringRate === null ? null : (scoringRate / ideal) * 100, '%', { atLeast: 95 });
+    report.figure('rows/s over the whole process (wall)', rows / r.wallSeconds, 'rows/s');
+    report.figure('whole process: share of ideal', (rows / r.wallSeconds / ideal) * 100, '%');
+    report.figure('planning (timings.planMs)', planMs, 'ms');
+    report.figure('assembly (timings.assembleMs)', assembleMs, 'ms');
+    report.figure('process start-up and exit (wall − durationMs)', r.wallSeconds * 1000 - durationMs, 'ms');
+  },
+};
