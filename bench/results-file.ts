@@ -3,6 +3,7 @@
  * BENCHMARKS.md between its markers (only that block is replaced).
  */
 import { readFile, writeFile } from 'node:fs/promises';
+import * as prettier from 'prettier';
 import type { Machine } from './machine.js';
 import { formatValue, type SectionReport } from './report.js';
 
@@ -34,7 +35,9 @@ export async function writeMarkdownBlock(path: string, run: BenchRun): Promise<v
   if (!text.includes(START) || !text.includes(END)) text = `${text.trimEnd()}\n\n${START}\n${END}\n`;
   const before = text.slice(0, text.indexOf(START) + START.length);
   const after = text.slice(text.indexOf(END));
-  await writeFile(path, `${before}\n${markdown(run)}\n${after}`);
+  // Formatted as `npm run lint` checks it, so a bench run leaves the file ready to commit.
+  const options = (await prettier.resolveConfig(path)) ?? {};
+  await writeFile(path, await prettier.format(`${before}\n${markdown(run)}\n${after}`, { ...options, filepath: path }));
 }
 
 function markdown(run: BenchRun): string {

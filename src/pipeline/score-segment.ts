@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
 import { BatchScorerError, InputError } from '../errors.js';
@@ -84,6 +85,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const profile = new ProfileAccumulator(run.schema);
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
+  // Every request in flight and every retry waiting listens to it: up to the concurrency, past Node's warning at 10.
+  setMaxListeners(0, signal);
   // The first failure is the one to report: cancelling the other batches makes them fail too,
   // with "cancelled", which would hide a retriable cause behind a permanent-looking one.
   let failure: unknown;
