@@ -1,21 +1,30 @@
 /**
  * Batches read ahead of the writers, shared by the segments a process scores at once: a segment
  * takes a turn before it sends a batch and gives it back once the batch's rows are written. The
- * total follows the requests allowed in flight (`slots()`, which `--concurrency auto` moves), plus
- * two batches ready to go, so memory follows the concurrency and not the file. Shared rather than
- * split per segment, so that while one segment drains its last batches the others can keep every
- * request slot busy: split, each segment end left slots idle for a round trip.
+ * total follows the requests allowed in flight (`slots()`, which `--concurrency auto` moves): a
+ * batch per slot and two ready to go, so memory follows the concurrency and not the file. Shared
+ * rather than split per segment, so that while one segment drains its last batches the others can
+ * keep every request slot busy: split, each segment end left slots idle for a round trip.
  */
 export class ReadAhead {
   private taken = 0;
   private waiting: (() => void)[] = [];
 
-  /** @param slots the requests allowed in flight now */
-  constructor(private readonly slots: () => number) {}
+  /**
+   * @param slots the requests allowed in flight now
+   * @param batchSize rows per batch (--batch-size): small batches get up to one spare per slot,
+   *   within SPARE_ROWS rows, since an answer that comes late holds up the writing of the batches
+   *   behind it and the spares keep the slots busy meanwhile
+   */
+  constructor(
+    private readonly slots: () => number,
+    private readonly batchSize: number,
+  ) {}
 
   /** Takes a turn when one is free; answers whether it did. */
   tryTake(): boolean {
-    if (this.taken >= 2 * this.slots() + 2) return false;
+    const slots = this.slots();
+    if (this.taken >= slots + 2 + Math.min(slots, Math.floor(SPARE_ROWS / this.batchSize))) return false;
     this.taken++;
     return true;
   }
@@ -31,3 +40,6 @@ export class ReadAhead {
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 }
+
+/** Rows that spare batches may hold, beyond a batch per slot and two ready (see ReadAhead). */
+const SPARE_ROWS = 2_000;

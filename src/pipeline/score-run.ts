@@ -83,7 +83,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       storage,
       client,
       limit,
-      readAhead: new ReadAhead(() => limit.concurrency),
+      readAhead: new ReadAhead(() => limit.concurrency, run.request.options.batchSize),
       budget,
       log,
       signal,

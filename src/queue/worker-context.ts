@@ -90,7 +90,7 @@ export class WorkerContext {
   /** The batches this process's segments of a run keep ahead of their writers, shared by them (see ReadAhead). */
   readAheadFor(run: PreparedRun, generation: number): ReadAhead {
     const limit = this.limitFor(run, generation);
-    return remember(this.readAheads, `${run.runId}.${generation}`, () => new ReadAhead(() => limit.concurrency));
+    return remember(this.readAheads, `${run.runId}.${generation}`, () => new ReadAhead(() => limit.concurrency, run.request.options.batchSize));
   }
 
   /** The prepared run (`_work/run.json`), read once per process and run job generation. */
