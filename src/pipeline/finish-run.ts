@@ -7,7 +7,7 @@ import { assembleOutputs, concatenateParts, readFinishedSegments } from './assem
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { quarantineAllowance } from './score-segment.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
-import { mergeProfiles } from './prediction-profile.js';
+import { ProfileMerger } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { requireRunFile, writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
@@ -38,7 +38,8 @@ export async function finishRun(
   const scoredAt = Date.now();
   const { storage, log, signal } = ctx;
   const { folder } = run;
-  const finished = await readFinishedSegments(storage, run);
+  const profiles = new ProfileMerger(run.schema);
+  const finished = await readFinishedSegments(storage, run, (profile, index) => profiles.add(profile, index));
   const { counts } = finished;
   const { maxErrorRate } = run.request.options;
   if (counts.rowsQuarantined > quarantineAllowance(counts.rowsIn, maxErrorRate)) {
@@ -48,10 +49,7 @@ export async function finishRun(
     );
   }
   const warnings = await checkModelUnchanged(run, ctx);
-  const { profile, warning } = mergeProfiles(
-    run.schema,
-    finished.done.map((d) => d.profile),
-  );
+  const { profile, warning } = profiles.result();
   if (warning) {
     log.warn(warning);
     warnings.push(warning);

@@ -398,15 +398,39 @@ export class ProfileAccumulator {
  * a segment was scored by a release that kept none (its done marker has no profile).
  */
 export function mergeProfiles(schema: OutputSchema, segments: readonly (SegmentProfile | null)[]): { profile: PredictionProfile | null; warning?: string } {
-  const without = segments.flatMap((s, i) => (s === null ? [i] : []));
-  if (without.length > 0) {
+  const merger = new ProfileMerger(schema);
+  segments.forEach((s, i) => merger.add(s, i));
+  return merger.result();
+}
+
+/**
+ * Folds segments' profiles into the run's one as they are read, in segment order, so that a run
+ * of thousands of segments never holds all their sketches at once.
+ */
+export class ProfileMerger {
+  private readonly merged: ProfileAccumulator;
+  private readonly without: number[] = [];
+  private segments = 0;
+
+  constructor(schema: OutputSchema) {
+    this.merged = new ProfileAccumulator(schema);
+  }
+
+  /** Adds segment `index`'s profile (null: scored by a release that kept none); call in segment order. */
+  add(profile: SegmentProfile | null, index: number): void {
+    this.segments++;
+    if (profile === null) this.without.push(index);
+    else if (this.without.length === 0) this.merged.merge(profile, index);
+  }
+
+  /** The run's profile, or null with a warning when a segment had none. */
+  result(): { profile: PredictionProfile | null; warning?: string } {
+    const { without } = this;
+    if (without.length === 0) return { profile: this.merged.summary() };
     const which = without.length > 5 ? `${without.slice(0, 5).join(', ')} and ${without.length - 5} more` : without.join(', ');
     return {
       profile: null,
-      warning: `${without.length} of ${segments.length} segments (${which}) were scored by an earlier release, which kept no prediction profile: the manifest has none; score the input again under a new --run-id to have one`,
+      warning: `${without.length} of ${this.segments} segments (${which}) were scored by an earlier release, which kept no prediction profile: the manifest has none; score the input again under a new --run-id to have one`,
     };
   }
-  const merged = new ProfileAccumulator(schema);
-  segments.forEach((s, i) => merged.merge(s!, i));
-  return { profile: merged.summary() };
 }
