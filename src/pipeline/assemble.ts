@@ -11,7 +11,7 @@ import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import type { SegmentProfile } from './prediction-profile.js';
-import { READS_AT_ONCE, readSegmentDone, type SegmentDone } from './segment-done.js';
+import { readSegmentsDone, type SegmentDone } from './segment-done.js';
 
 /**
  * The done markers of a run whose segments are all done, and their summed counts; an error names
@@ -22,24 +22,18 @@ export async function readFinishedSegments(
   run: PreparedRun,
   onProfile: (profile: SegmentProfile | null, index: number) => void,
 ): Promise<{ counts: SegmentCounts & { segments: number }; done: SegmentDone[] }> {
-  const done: SegmentDone[] = [];
-  // A window at a time, handed on in segment order and kept without its profile: a run of
-  // thousands of segments would otherwise hold every sketch at once (20 MiB at 10M rows).
-  for (let first = 0; first < run.input.segments.length; first += READS_AT_ONCE) {
-    const window = run.input.segments.slice(first, first + READS_AT_ONCE);
-    const read = await Promise.all(window.map((s) => readSegmentDone(storage, run.folder, s.index)));
-    for (const [k, marker] of read.entries()) {
-      if (marker === undefined) {
-        const where = runFiles.segmentDone(run.folder, window[k].index);
-        throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${first + k} is not done (${formatLocation(where)} is missing)`, {
-          retriable: true,
-        });
-      }
-      onProfile(marker.profile, first + k);
-      done.push({ ...marker, profile: null });
-    }
+  // Each profile is handed on as it is read, in segment order, and not kept.
+  const done = await readSegmentsDone(storage, run, (marker, index) => {
+    onProfile(marker.profile, index);
+    return { ...marker, profile: null };
+  });
+  const missing = done.findIndex((d) => d === undefined);
+  if (missing >= 0) {
+    const marker = runFiles.segmentDone(run.folder, run.input.segments[missing].index);
+    throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`, { retriable: true });
   }
-  return { counts: { ...sumCounts(done), segments: done.length }, done };
+  const finished = done as SegmentDone[];
+  return { counts: { ...sumCounts(finished), segments: finished.length }, done: finished };
 }
 
 /** An output of the run and the segments whose rows it holds: `predictions`, or one per input file. */

@@ -1,4 +1,3 @@
-import pLimit from 'p-limit';
 import { z } from 'zod';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -22,7 +21,7 @@ const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial(
 export type SegmentDone = z.output<typeof segmentDoneSchema>;
 
 /** Done markers read at once: enough to hide storage latency, few enough to be polite. */
-export const READS_AT_ONCE = 16;
+const READS_AT_ONCE = 16;
 
 export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: z.input<typeof segmentDoneSchema>): Promise<unknown> {
   return writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
@@ -33,10 +32,24 @@ export function readSegmentDone(storage: Storage, folder: Location, index: numbe
   return readRunFile(storage, runFiles.segmentDone(folder, index), segmentDoneSchema);
 }
 
-/** Every segment's done marker, in segment order; undefined for the segments not done. */
-export function readSegmentsDone(storage: Storage, run: PreparedRun): Promise<(SegmentDone | undefined)[]> {
-  const limit = pLimit(READS_AT_ONCE);
-  return Promise.all(run.input.segments.map((s) => limit(() => readSegmentDone(storage, run.folder, s.index))));
+/**
+ * Every segment's done marker, in segment order; undefined for the segments not done. Read a window
+ * at a time; `keep`, when given, sees each marker in segment order as its window is in and answers
+ * what to keep of it (assembly folds the profiles and keeps the rest, so that a run of thousands
+ * of segments never holds every sketch at once).
+ */
+export async function readSegmentsDone(
+  storage: Storage,
+  run: PreparedRun,
+  keep: (done: SegmentDone, index: number) => SegmentDone = (done) => done,
+): Promise<(SegmentDone | undefined)[]> {
+  const all: (SegmentDone | undefined)[] = [];
+  for (let first = 0; first < run.input.segments.length; first += READS_AT_ONCE) {
+    const window = run.input.segments.slice(first, first + READS_AT_ONCE);
+    const read = await Promise.all(window.map((s) => readSegmentDone(storage, run.folder, s.index)));
+    read.forEach((done, k) => all.push(done && keep(done, first + k)));
+  }
+  return all;
 }
 
 /** The indexes of the segments whose done marker is missing: what is left to score. */
