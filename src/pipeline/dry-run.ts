@@ -8,7 +8,7 @@ import { preflight } from './preflight.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
 import { runServiceClient } from './run-client.js';
-import { encodeRequestRow } from './request-row.js';
+import { requestEncoder } from './request-row.js';
 import type { RunRequest } from './run-request.js';
 import { batchIsFull, scoreBatch, type PendingRow } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
@@ -62,10 +62,11 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     let bytes = 0;
     const rowIdMember = run.model.rowIdMember ?? undefined;
     if (run.input.segments.length > 0) {
+      const encode = requestEncoder(run.sent, run.input.syntax === 'csv', rowIdMember);
       read: for await (const rows of readSegment(storage, run.input, 0, options, signal)) {
         for (const row of rows) {
           if (!row.record) continue;
-          const encoded = encodeRequestRow(row.record, run.sent, run.input.syntax === 'csv', rowIdMember, row.index);
+          const encoded = encode(row.record, row.index);
           if (batchIsFull(batch.length, bytes, encoded.bytes, options)) break read;
           batch.push({ row, request: encoded });
           bytes += encoded.bytes;

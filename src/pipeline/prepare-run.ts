@@ -17,7 +17,7 @@ import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
-import { echoesRowId, encodeRequestRow } from './request-row.js';
+import { echoesRowId, requestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
 
 export interface PrepareContext {
@@ -201,9 +201,10 @@ interface Probe {
 async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRef, sent: string[], options: RunOptions, hint?: string): Promise<Probe> {
   const rows: { json: string; id: number }[] = [];
   if (input.segments.length > 0) {
+    const encode = requestEncoder(sent, input.syntax === 'csv', undefined);
     for await (const chunk of readSegment(ctx.storage, input, 0, options, ctx.signal)) {
       for (const row of chunk) {
-        if (row.record) rows.push({ json: encodeRequestRow(row.record, sent, input.syntax === 'csv', undefined, row.index).json, id: row.index });
+        if (row.record) rows.push({ json: encode(row.record, row.index).json, id: row.index });
       }
       if (rows.length >= 5) break;
     }

@@ -49,17 +49,6 @@ export function requestEncoder(sent: readonly string[], fromCsv: boolean, rowIdM
   };
 }
 
-/** One row encoded on its own (the dry run, the planning probe); a segment keeps a `requestEncoder`. */
-export function encodeRequestRow(
-  record: Record<string, unknown>,
-  sent: readonly string[],
-  fromCsv: boolean,
-  rowIdMember: string | undefined,
-  rowId: number,
-): EncodedRow {
-  return requestEncoder(sent, fromCsv, rowIdMember)(record, rowId);
-}
-
 /** A value as JSON; what JSON.stringify would write for it as an object member (null for undefined). */
 function jsonText(value: unknown): string {
   if (value === null || value === undefined) return 'null';

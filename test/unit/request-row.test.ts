@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { encodeRequestRow, requestValue } from '../../src/pipeline/request-row.js';
+import { requestEncoder, requestValue } from '../../src/pipeline/request-row.js';
+
+/** One row, as a segment's encoder encodes it. */
+const encodeRequestRow = (record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number) =>
+  requestEncoder(sent, fromCsv, rowIdMember)(record, rowId);
 
 describe('requestValue (csv)', () => {
   it('turns an empty value into null', () => {
@@ -71,7 +75,7 @@ describe('requestValue (JSON Lines)', () => {
   });
 });
 
-describe('encodeRequestRow', () => {
+describe('requestEncoder', () => {
   it('sends only the sent columns, in their order, then the row id member', () => {
     const record = { extra: 'drop me', b: '2', a: 'x', c: '' };
     const encoded = encodeRequestRow(record, ['a', 'b', 'c'], true, '__service_row_id', 17);
