@@ -2,6 +2,7 @@ import type { Logger } from '../log.js';
 import type { Envelope, ServiceClient } from '../service/client.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { ModelRef } from '../service/model-ref.js';
+import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
@@ -55,13 +56,15 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
  * never wait on their parent), nor the reading of an answer or a retry's wait.
  */
 export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[]): Promise<RowOutcome[]> {
-  let answer: Record<string, unknown>[];
+  const layout = answerLayout(scorer.schema, scorer.rowIdMember);
+  let answer: PickedRow[];
   try {
     scorer.counts.requests++;
     const { observer } = scorer;
-    answer = await scorer.client.predict(
+    answer = await scorer.client.predictMembers(
       scorer.model,
       rows.map((r) => r.request.json),
+      layout.members,
       {
         envelope: scorer.envelope,
         params: scorer.params,
@@ -77,7 +80,7 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
               observer?.requestEnded();
             }
           }),
-        check: (answer) => checkAlignment(scorer, rows, answer),
+        check: (answer) => checkAlignment(scorer, layout, rows, answer),
         onRetry: () => {
           scorer.counts.retries++;
           observer?.retry();
@@ -99,7 +102,34 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
     const [a, b] = await Promise.all([scoreBatch(scorer, rows.slice(0, half)), scoreBatch(scorer, rows.slice(half))]);
     return [...a, ...b];
   }
-  return merge(scorer, rows, answer);
+  return merge(scorer, layout, rows, answer as unknown[][]);
+}
+
+/**
+ * The answer members a batch reads, and where each use finds its value among them: the output
+ * columns in schema order, then each interval target's value, min and max, then the row id.
+ */
+interface AnswerLayout {
+  members: string[];
+  /** Per target: the places of its output columns' members. */
+  columns: number[][];
+  /** Per target with an interval: the places of `<t>`, `<t>_min` and `<t>_max`. */
+  intervals: [number, number, number][];
+  /** The place of the row id member; undefined without one. */
+  rowId: number | undefined;
+}
+
+function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): AnswerLayout {
+  const members: string[] = [];
+  const place = (member: string) => {
+    const at = members.indexOf(member);
+    return at >= 0 ? at : members.push(member) - 1;
+  };
+  const columns = schema.targets.map((t) => t.columns.map((c) => place(c.member)));
+  const intervals = schema.targets
+    .filter((t) => t.interval)
+    .map((t): [number, number, number] => [place(t.target), place(`${t.target}_min`), place(`${t.target}_max`)]);
+  return { members, columns, intervals, rowId: rowIdMember === undefined ? undefined : place(rowIdMember) };
 }
 
 /**
@@ -109,7 +139,7 @@ export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[
  * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on
  * another. Not an overload: `--concurrency auto` does not back off for it.
  */
-function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): void {
+function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonly PendingRow[], answer: PickedRow[]): void {
   const span = () => `rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}`;
   if (answer.length !== rows.length) {
     throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span()})`);
@@ -117,36 +147,36 @@ function checkAlignment(scorer: BatchScorer, rows: readonly PendingRow[], answer
   const id = scorer.rowIdMember;
   for (let i = 0; i < rows.length; i++) {
     const a = answer[i];
-    if (typeof a !== 'object' || a === null || Array.isArray(a)) {
-      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) is ${JSON.stringify(a)}, not a prediction object`);
+    if (a instanceof NotAnObject) {
+      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) is ${JSON.stringify(a.value)}, not a prediction object`);
     }
-    if (id === undefined || (!scorer.rowIdEchoed && (a[id] === undefined || a[id] === null))) continue;
-    if (!echoesRowId(a[id], rows[i].row.index)) {
+    if (layout.rowId === undefined) continue;
+    const echoed = a[layout.rowId];
+    if (!scorer.rowIdEchoed && (echoed === undefined || echoed === null)) continue;
+    if (!echoesRowId(echoed, rows[i].row.index)) {
       const what =
-        a[id] === undefined || a[id] === null
+        echoed === undefined || echoed === null
           ? `lacks ${id}, which the server echoed when the run was planned`
-          : `carries ${id} ${JSON.stringify(a[id])} where ${rows[i].row.index} was sent`;
+          : `carries ${id} ${JSON.stringify(echoed)} where ${rows[i].row.index} was sent`;
       throw new ServiceError('bad-answer', `answer row ${i} (${span()}) ${what}: the answer is out of order`);
     }
   }
 }
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
-function merge(scorer: BatchScorer, rows: readonly PendingRow[], answer: Record<string, unknown>[]): RowOutcome[] {
-  const id = scorer.rowIdMember;
+function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly PendingRow[], answer: unknown[][]): RowOutcome[] {
+  const { rowId } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
-  if (id === undefined) scorer.counts.unechoedRows += rows.length;
-  else if (!scorer.rowIdEchoed) for (const a of answer) if (a[id] === undefined || a[id] === null) scorer.counts.unechoedRows++;
+  if (rowId === undefined) scorer.counts.unechoedRows += rows.length;
+  else if (!scorer.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scorer.counts.unechoedRows++;
   return rows.map(({ row }, i) => {
     const a = answer[i];
     const predictions: unknown[] = [];
-    for (const target of scorer.schema.targets) {
-      for (const c of target.columns) predictions.push(a[c.member] ?? null);
-      if (target.interval) {
-        const [value, min, max] = [a[target.target], a[`${target.target}_min`], a[`${target.target}_max`]];
-        if (typeof value === 'number' && typeof min === 'number' && typeof max === 'number' && !(min <= value && value <= max)) {
-          scorer.counts.intervalViolations++;
-        }
+    for (const places of layout.columns) for (const at of places) predictions.push(a[at] ?? null);
+    for (const [v, lo, hi] of layout.intervals) {
+      const [value, min, max] = [a[v], a[lo], a[hi]];
+      if (typeof value === 'number' && typeof min === 'number' && typeof max === 'number' && !(min <= value && value <= max)) {
+        scorer.counts.intervalViolations++;
       }
     }
     return { row, predictions };

@@ -3,6 +3,7 @@ import { Agent, buildConnector, request } from 'undici';
 import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { parseJsonBody } from './json-body.js';
+import { pickMembers, type PickedRow } from './json-members.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
 import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
@@ -48,7 +49,8 @@ export interface CallOptions {
   slot?: <T>(exchange: () => Promise<T>) => Promise<T>;
 }
 
-export interface PredictOptions extends CallOptions {
+/** How predict answers are read: whole objects (`predict`), or the members asked for (`predictMembers`). */
+export interface PredictOptions<Row = Record<string, unknown>> extends CallOptions {
   envelope: Envelope;
   /** Passed to the engine as the body's `params` (data envelope only: the bare array has no room for them). */
   params?: Record<string, unknown>;
@@ -56,7 +58,7 @@ export interface PredictOptions extends CallOptions {
    * Checks each answer before it is returned; a ServiceError it throws is that attempt's failure,
    * retried by its kind (a `bad-answer`, such as a row missing, is tried again like an overload).
    */
-  check?: (answer: Record<string, unknown>[]) => void;
+  check?: (answer: Row[]) => void;
 }
 
 /**
@@ -107,22 +109,36 @@ export class ServiceClient {
    * Scores rows given as JSON texts (callers encode each row once, and size batches by it);
    * answers the server's rows as they came: the caller checks alignment.
    */
-  async predict(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions): Promise<Record<string, unknown>[]> {
+  predict(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions): Promise<Record<string, unknown>[]> {
+    return this.predictAnswer(ref, rowsJson, options, parseJsonBody);
+  }
+
+  /**
+   * `predict`, reading only these members of each answer row, in this order (undefined where a
+   * row lacks one): a run writes a few members of answers that echo every input, and building
+   * the whole objects was much of its CPU (see pickMembers).
+   */
+  predictMembers(ref: ModelRef, rowsJson: readonly string[], members: readonly string[], options: PredictOptions<PickedRow>): Promise<PickedRow[]> {
+    // Anything but an array is read whole, so that it is refused as predict refuses it.
+    return this.predictAnswer(ref, rowsJson, options, (body) => (startsArray(body) ? pickMembers(body, members) : parseJsonBody(body)));
+  }
+
+  private async predictAnswer<Row>(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
     const array = `[${rowsJson.join(',')}]`;
     const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
     const body = options.envelope === 'data' ? `{"data":${array}${params}}` : array;
-    const rows = await this.call('POST', ref, 'predict', body, options, (answer) => {
+    const rows = await this.call('POST', ref, 'predict', body, options, read, (answer) => {
       if (!Array.isArray(answer)) {
         throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
       }
-      options.check?.(answer as Record<string, unknown>[]);
+      options.check?.(answer as Row[]);
     });
-    return rows as Record<string, unknown>[];
+    return rows as Row[];
   }
 
   /** Describe with a JSON body on GET, as the reference server requires (`{}` or `{"attribute": ...}`). */
   describe(ref: ModelRef, body: object, options: CallOptions = {}): Promise<unknown> {
-    return this.call('GET', ref, 'describe', JSON.stringify(body), options);
+    return this.call('GET', ref, 'describe', JSON.stringify(body), options, parseJsonBody);
   }
 
   /** The service as it may be shown in logs and manifests. */
@@ -146,6 +162,7 @@ export class ServiceClient {
     op: string,
     body: string,
     options: CallOptions,
+    read: (body: Buffer) => unknown,
     check?: (answer: unknown) => void,
   ): Promise<unknown> {
     let engineFailures = 0;
@@ -153,7 +170,7 @@ export class ServiceClient {
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
-        const answer = await this.once(method, ref, op, body, options);
+        const answer = await this.once(method, ref, op, body, options, read);
         check?.(answer);
         options.onAttempt?.({ ms: performance.now() - started });
         return answer;
@@ -174,13 +191,13 @@ export class ServiceClient {
     }
   }
 
-  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions): Promise<unknown> {
+  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions, read: (body: Buffer) => unknown): Promise<unknown> {
     const what = `${op} ${this.where(ref, op)}`;
     const exchange = () => this.exchange(method, ref, op, body, options, what);
     const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
     if (status >= 200 && status < 300) {
       try {
-        return parseJsonBody(answer);
+        return read(answer);
       } catch {
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
@@ -256,4 +273,10 @@ export class ServiceClient {
       signal?.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** Whether a body's first character past white space opens an array. */
+function startsArray(body: Buffer): boolean {
+  for (const byte of body) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return byte === 0x5b;
+  return false;
 }
