@@ -49,8 +49,10 @@ export function jsonKeys(row: RawRow): string[] | undefined {
 }
 
 /**
- * Parses raw rows into records keyed by the header. CSV rows go to papaparse together; where its
- * row split disagrees with ours (odd quoting), each row is parsed alone, so rows never shift.
+ * Parses raw rows into records keyed by the header. A row without a quote is its fields split at
+ * the delimiter (RFC 4180 has nothing else to read in it); rows with quotes go to papaparse
+ * together, and where its row split disagrees with ours (odd quoting), each is parsed alone, so
+ * rows never shift.
  */
 export function parseRows(
   rows: readonly RawRow[],
@@ -61,25 +63,31 @@ export function parseRows(
 ): InputRow[] {
   const texts = rows.map((r) => r.bytes.toString('utf8'));
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
-  const CSV = papaConfig(dialect);
-  const together = Papa.parse<string[]>(texts.join('\n'), CSV);
-  let fields = together.data;
-  // Odd quoting can make papaparse split rows elsewhere than we did, even to the same count.
-  if (fields.length !== rows.length || together.errors.length > 0) {
-    fields = texts.map((text) => {
-      const one = Papa.parse<string[]>(text, CSV).data;
-      return one.length === 1 ? one[0] : [];
-    });
+  const fields = texts.map((text) => (text.includes(dialect.quote) ? undefined : text.split(dialect.delimiter)));
+  const quoted = texts.filter((_, i) => fields[i] === undefined);
+  if (quoted.length > 0) {
+    const CSV = papaConfig(dialect);
+    const together = Papa.parse<string[]>(quoted.join('\n'), CSV);
+    // Odd quoting can make papaparse split rows elsewhere than we did, even to the same count.
+    const alone = together.data.length !== quoted.length || together.errors.length > 0;
+    let next = 0;
+    for (let i = 0; i < texts.length; i++) {
+      if (fields[i] !== undefined) continue;
+      const one = alone ? Papa.parse<string[]>(texts[i], CSV).data : undefined;
+      fields[i] = one ? (one.length === 1 ? one[0] : []) : together.data[next];
+      next++;
+    }
   }
-  return fields.map((values, i) => {
+  return texts.map((text, i) => {
+    const values = fields[i]!;
     const index = firstIndex + i;
     const line = rows[i].line;
     if (values.length !== header.length) {
-      return { index, line, text: texts[i], problem: `expected ${header.length} fields, found ${values.length}` };
+      return { index, line, text, problem: `expected ${header.length} fields, found ${values.length}` };
     }
     const record: Record<string, unknown> = {};
     for (let c = 0; c < header.length; c++) record[header[c]] = values[c];
-    return { index, line, record, text: texts[i] };
+    return { index, line, record, text };
   });
 }
 

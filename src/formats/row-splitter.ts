@@ -62,56 +62,76 @@ export class RowSplitter {
     this.rowLine = startLine;
   }
 
-  /** Feeds a chunk; calls `onRow` for every row it completes, in order. */
+  /**
+   * Feeds a chunk; calls `onRow` for every row it completes, in order. A line with no quote byte
+   * ends at its line feed, found by a native search; only rows holding a quote go through the
+   * byte-by-byte reading of quoting (JSON Lines rows never do).
+   */
   push(chunk: Buffer, onRow: (row: RawRow) => void): void {
-    let rowStartInChunk = 0;
     const csv = this.syntax === 'csv';
-    const quote = this.quote;
-    const delimiter = this.delimiter;
-    for (let i = 0; i < chunk.length; i++) {
-      const b = chunk[i];
-      if (csv) {
-        switch (this.state) {
-          case QUOTED:
-            if (b === quote) this.state = QUOTE_IN_QUOTED;
-            else if (b === LF) this.line++;
-            continue;
-          case FIELD_START:
-            if (b === quote) {
-              this.state = QUOTED;
-              this.quoteLine = this.line;
-              continue;
-            }
-            break;
-          case QUOTE_IN_QUOTED:
-            if (b === quote) {
-              this.state = QUOTED;
-              continue;
-            }
-            break;
-        }
-        if (b === delimiter) {
-          this.state = FIELD_START;
+    let rowStart = 0;
+    let i = 0;
+    let nextQuote = csv ? chunk.indexOf(this.quote) : -1;
+    while (i < chunk.length) {
+      if (this.state !== QUOTED) {
+        if (nextQuote !== -1 && nextQuote < i) nextQuote = chunk.indexOf(this.quote, i);
+        const lf = chunk.indexOf(LF, i);
+        if (lf !== -1 && (nextQuote === -1 || nextQuote > lf)) {
+          rowStart = i = this.endRow(chunk, rowStart, lf, onRow);
           continue;
         }
-        if (b !== LF) {
-          this.state = UNQUOTED;
-          continue;
+        if (lf === -1 && nextQuote === -1) {
+          // The rest holds no row end and no quote: only whether it ends on a delimiter matters.
+          this.state = chunk[chunk.length - 1] === this.delimiter ? FIELD_START : UNQUOTED;
+          break;
         }
-      } else if (b !== LF) {
-        continue;
       }
-      // A line feed that ends a row.
-      const part = chunk.subarray(rowStartInChunk, i);
-      this.emit(part, onRow);
-      this.line++;
-      this.state = FIELD_START;
-      rowStartInChunk = i + 1;
-      this.carryStart = this.position + i + 1;
-      this.rowLine = this.line;
+      // A row with a quote in it, read to its end a byte at a time.
+      for (; i < chunk.length; i++) {
+        if (this.step(chunk[i])) {
+          rowStart = i = this.endRow(chunk, rowStart, i, onRow);
+          break;
+        }
+      }
     }
-    if (rowStartInChunk < chunk.length) this.carry.push(chunk.subarray(rowStartInChunk));
+    if (rowStart < chunk.length) this.carry.push(chunk.subarray(rowStart));
     this.position += chunk.length;
+  }
+
+  /** Reads one byte of CSV; answers whether it is the line feed that ends the row. */
+  private step(b: number): boolean {
+    switch (this.state) {
+      case QUOTED:
+        if (b === this.quote) this.state = QUOTE_IN_QUOTED;
+        else if (b === LF) this.line++;
+        return false;
+      case FIELD_START:
+        if (b === this.quote) {
+          this.state = QUOTED;
+          this.quoteLine = this.line;
+          return false;
+        }
+        break;
+      case QUOTE_IN_QUOTED:
+        if (b === this.quote) {
+          this.state = QUOTED;
+          return false;
+        }
+        break;
+    }
+    if (b === this.delimiter) this.state = FIELD_START;
+    else if (b !== LF) this.state = UNQUOTED;
+    return b === LF;
+  }
+
+  /** Emits the row ending at the line feed at `lf`; answers where the next row starts. */
+  private endRow(chunk: Buffer, rowStart: number, lf: number, onRow: (row: RawRow) => void): number {
+    this.emit(chunk.subarray(rowStart, lf), onRow);
+    this.line++;
+    this.state = FIELD_START;
+    this.carryStart = this.position + lf + 1;
+    this.rowLine = this.line;
+    return lf + 1;
   }
 
   /**

@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
 import { jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
@@ -123,6 +125,41 @@ describe('parseRows (csv)', () => {
   it('reads a single-column file', () => {
     const rows = parseRows([raw('x', 2), raw('""', 3)], 0, ['only'], 'csv');
     expect(rows.map((r) => r.record)).toEqual([{ only: 'x' }, { only: '' }]);
+  });
+
+  it('reads each row as papaparse reads it alone, quoted or not, in any dialect', () => {
+    const field = fc.array(fc.constantFrom('a', '1', ' ', ',', ';', '"', "'", '\n', 'é'), { maxLength: 5 }).map((cs) => cs.join(''));
+    const dialects = [
+      { delimiter: ',', quote: '"' },
+      { delimiter: ';', quote: "'" },
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(field, { minLength: 3, maxLength: 3 }), { maxLength: 8 }),
+        fc.constantFrom(...dialects),
+        fc.boolean(),
+        (table, dialect, quoteAll) => {
+          const texts = table
+            .map((values) =>
+              Papa.unparse([values], { delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote, quotes: quoteAll, newline: '\n' }),
+            )
+            .filter((t) => t !== '');
+          const rows = parseRows(
+            texts.map((t, i) => raw(t, i + 2)),
+            0,
+            header,
+            'csv',
+            dialect,
+          );
+          texts.forEach((text, i) => {
+            const alone = Papa.parse<string[]>(text, { delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote, newline: '\n' })
+              .data[0];
+            expect(rows[i].record).toEqual(Object.fromEntries(header.map((c, k) => [c, alone[k]])));
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('answers nothing for no rows', () => {

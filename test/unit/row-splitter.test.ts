@@ -245,6 +245,51 @@ describe('RowSplitter properties', () => {
     );
   });
 
+  it('splits any text, stray quotes too, where reading it a byte at a time splits it', () => {
+    // The rules of the module's doc comment, one byte at a time: a quote opens quoting only at a
+    // field's start, a doubled quote inside quotes is a quote, a line feed outside quotes ends a row.
+    const reference = (text: string) => {
+      const rows: SplitRow[] = [];
+      let quoted = false;
+      let fieldStart = true;
+      let afterQuote = false;
+      let start = 0;
+      let line = 1;
+      let rowLine = 1;
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (quoted) {
+          if (c === '"') [quoted, afterQuote] = [false, true];
+          else if (c === '\n') line++;
+          continue;
+        }
+        if (c === '"' && (fieldStart || afterQuote)) {
+          [quoted, afterQuote] = [true, false];
+          continue;
+        }
+        afterQuote = false;
+        fieldStart = c === ',' || c === '\n';
+        if (c !== '\n') continue;
+        const row = text.slice(start, i).replace(/\r$/, '');
+        if (row !== '') rows.push({ text: row, offset: start, line: rowLine });
+        [start, rowLine] = [i + 1, ++line];
+      }
+      const last = text.slice(start).replace(/\r$/, '');
+      if (!quoted && last !== '') rows.push({ text: last, offset: start, line: rowLine });
+      return { rows, ...(quoted ? { unterminatedQuoteLine: -1 } : {}) };
+    };
+    const soup = fc.array(fc.constantFrom('a', 'b', ',', '"', '\n', '\r'), { maxLength: 60 }).map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(soup, chunkSizes(9), (text, sizes) => {
+        const { rows, unterminatedQuoteLine } = split(text, 'csv', sizes);
+        const expected = reference(text);
+        expect(unterminatedQuoteLine !== undefined).toBe(expected.unterminatedQuoteLine !== undefined);
+        if (unterminatedQuoteLine === undefined) expect(rows).toEqual(expected.rows);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it('jsonl rows do not depend on chunking either', () => {
     const lines = fc.array(
       fc.array(fc.constantFrom('a', '"', ',', '\r', '{', 'é', '😀'), { maxLength: 6 }).map((c) => c.join('')),
