@@ -36,12 +36,18 @@ const COLON = 0x3a;
 
 class Reader {
   private at = 0;
+  /** The first backslash at or after `at`'s string (-1: none left), found once for many strings. */
+  private backslash = -2;
+  /** The names by their length, so that most members are told apart by their name's length alone. */
+  private readonly byLength: number[][] = [];
 
   constructor(
     private readonly text: string,
     private readonly names: readonly string[],
     private readonly ascii: boolean,
-  ) {}
+  ) {
+    names.forEach((name, n) => (this.byLength[name.length] ??= []).push(n));
+  }
 
   array(): PickedRow[] {
     const rows: PickedRow[] = [];
@@ -74,10 +80,13 @@ class Reader {
       const length = end - start - 2;
       let k = -1;
       if (!this.escaped(start, end)) {
-        for (let n = 0; n < names.length; n++) {
-          if (names[n].length === length && text.startsWith(names[n], start + 1)) {
-            k = n;
-            break;
+        const candidates = this.byLength[length];
+        if (candidates !== undefined) {
+          for (const n of candidates) {
+            if (text.startsWith(names[n], start + 1)) {
+              k = n;
+              break;
+            }
           }
         }
       } else k = names.indexOf(this.latin1(this.value(start, end) as string));
@@ -163,10 +172,13 @@ class Reader {
     }
   }
 
-  /** Whether the string token from `start` to `end` holds an escape. */
+  /**
+   * Whether the string token from `start` to `end` holds an escape. Strings are asked about in
+   * the order they come, so the next backslash is searched for only once it is passed.
+   */
   private escaped(start: number, end: number): boolean {
-    for (let i = start + 1; i < end - 1; i++) if (this.text.charCodeAt(i) === BACKSLASH) return true;
-    return false;
+    if (this.backslash !== -1 && this.backslash < start) this.backslash = this.text.indexOf('\\', start);
+    return this.backslash !== -1 && this.backslash < end;
   }
 
   /** A slice of the latin1 reading as the UTF-8 text it was. */
