@@ -394,16 +394,6 @@ export class ProfileAccumulator {
 }
 
 /**
- * The run's profile from its segments', in segment order; null, with a warning saying why, when
- * a segment was scored by a release that kept none (its done marker has no profile).
- */
-export function mergeProfiles(schema: OutputSchema, segments: readonly (SegmentProfile | null)[]): { profile: PredictionProfile | null; warning?: string } {
-  const merger = new ProfileMerger(schema);
-  segments.forEach((s, i) => merger.add(s, i));
-  return merger.result();
-}
-
-/**
  * Folds segments' profiles into the run's one as they are read, in segment order, so that a run
  * of thousands of segments never holds all their sketches at once.
  */
@@ -423,7 +413,10 @@ export class ProfileMerger {
     else if (this.without.length === 0) this.merged.merge(profile, index);
   }
 
-  /** The run's profile, or null with a warning when a segment had none. */
+  /**
+   * The run's profile, or null, with a warning saying why, when a segment was scored by a release
+   * that kept none (its done marker has no profile).
+   */
   result(): { profile: PredictionProfile | null; warning?: string } {
     const { without } = this;
     if (without.length === 0) return { profile: this.merged.summary() };

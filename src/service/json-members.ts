@@ -166,7 +166,7 @@ class Reader {
     }
     if (c === 0x6e && end - start === 4 && text.startsWith('null', start)) return null;
     try {
-      return JSON.parse(this.ascii ? text.slice(start, end) : this.utf8(text.slice(start, end)));
+      return JSON.parse(this.utf8(text.slice(start, end)));
     } catch {
       return this.fail('a JSON value', start);
     }

@@ -1,18 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExactSum } from '../../src/pipeline/exact-sum.js';
-import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
+import { buildOutputSchema, predictionMembers, type OutputSchema } from '../../src/pipeline/output-schema.js';
 import {
   CLASSES_KEPT,
   CLASSES_LISTED,
   HISTOGRAM_BINS,
-  mergeProfiles,
   predictionProfileSchema,
   PROFILE_QUANTILES,
   ProfileAccumulator,
+  ProfileMerger,
   RELATIVE_ACCURACY,
   segmentProfileSchema,
   type NumericSummary,
+  type SegmentProfile,
   type PredictionProfile,
 } from '../../src/pipeline/prediction-profile.js';
 
@@ -30,6 +31,13 @@ const SCHEMA = buildOutputSchema(
 type Answer = Record<'price' | 'label' | 'score', { value: unknown; confidence: unknown }>;
 
 /** The predictions array `scoreBatch` makes of an answer: schema order, null where absent. */
+/** The run's profile from segments' profiles in segment order, as assembly folds them. */
+function mergeProfiles(schema: OutputSchema, segments: readonly (SegmentProfile | null)[]) {
+  const merger = new ProfileMerger(schema);
+  segments.forEach((s, i) => merger.add(s, i));
+  return merger.result();
+}
+
 function predictions(answer: Answer): unknown[] {
   return SCHEMA.targets.flatMap((t) => {
     const a = answer[t.target as keyof Answer];
