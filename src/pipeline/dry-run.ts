@@ -8,9 +8,10 @@ import { preflight } from './preflight.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
 import { runServiceClient } from './run-client.js';
-import { requestEncoder } from './request-row.js';
+import { RequestBatchBuilder } from './request-batch.js';
+import { RequestEncoder } from './request-row.js';
 import type { RunRequest } from './run-request.js';
-import { batchIsFull, scoreBatch, type PendingRow } from './score-batch.js';
+import { batchIsFull, scoreBatch } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
 /** What a dry run found: the plan's sizes, one canary batch's outcome and an estimate of the whole run. */
@@ -58,25 +59,24 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   const client = runServiceClient(options, { token: ctx.token, connections: 1, log });
   try {
     const run = await planRun(request, 'dry-run', { storage, client, log, signal });
-    const batch: PendingRow[] = [];
-    let bytes = 0;
+    const batch = new RequestBatchBuilder();
     const rowIdMember = run.model.rowIdMember ?? undefined;
     if (run.input.segments.length > 0) {
-      const encode = requestEncoder(run.sent, run.input.syntax === 'csv', rowIdMember);
+      const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', rowIdMember);
       read: for await (const rows of readSegment(storage, run.input, 0, options, signal)) {
         for (const row of rows) {
           if (!row.record) continue;
-          const encoded = encode(row.record, row.index);
-          if (batchIsFull(batch.length, bytes, encoded.bytes, options)) break read;
-          batch.push({ row, request: encoded });
-          bytes += encoded.bytes;
+          if (batchIsFull(batch.length, batch.bytes, encoder.encode(row.record, row.index), options)) break read;
+          batch.add(row, encoder);
         }
       }
     }
+    const { bytes } = batch;
+    const canary = batch.take();
     const counts = emptyCounts();
     const started = performance.now();
     const outcomes =
-      batch.length === 0
+      canary.rows.length === 0
         ? []
         : await scoreBatch(
             {
@@ -92,14 +92,14 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
               log,
               signal,
             },
-            batch,
+            canary,
           );
     const ms = performance.now() - started;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
     // Rows per request as the canary found them: --max-batch-bytes may cut batches below --batch-size.
     const perRequest = Math.max(
       1,
-      batch.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / batch.length))) : options.batchSize,
+      canary.rows.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / canary.rows.length))) : options.batchSize,
     );
     const requests = run.input.segments.reduce((n, s) => n + Math.ceil(s.rows / perRequest), 0);
     const concurrency = maxConcurrency(options.concurrency);
@@ -112,7 +112,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
       requests,
       outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
       columns: [...(run.output.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...run.output.inputColumns, ...run.schema.columns],
-      canary: { rows: batch.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
+      canary: { rows: canary.rows.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
       concurrency,
       estimatedSeconds: Math.round(((requests / concurrency) * ms) / 100) / 10,
       model: { requested: run.model.requested, resolvedVersion: run.model.resolvedVersion, rowIdMember: run.model.rowIdMember ?? null },

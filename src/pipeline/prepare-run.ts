@@ -17,7 +17,7 @@ import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
-import { echoesRowId, requestEncoder } from './request-row.js';
+import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
 
 export interface PrepareContext {
@@ -201,10 +201,12 @@ interface Probe {
 async function probeAnswer(ctx: PrepareContext, input: InputPlan, model: ModelRef, sent: string[], options: RunOptions, hint?: string): Promise<Probe> {
   const rows: { json: string; id: number }[] = [];
   if (input.segments.length > 0) {
-    const encode = requestEncoder(sent, input.syntax === 'csv', undefined);
+    const encoder = new RequestEncoder(sent, input.syntax === 'csv', undefined);
     for await (const chunk of readSegment(ctx.storage, input, 0, options, ctx.signal)) {
       for (const row of chunk) {
-        if (row.record) rows.push({ json: encode(row.record, row.index).json, id: row.index });
+        if (!row.record) continue;
+        encoder.encode(row.record, row.index);
+        rows.push({ json: encoder.text(), id: row.index });
       }
       if (rows.length >= 5) break;
     }
@@ -241,7 +243,7 @@ async function probeOne(
 ): Promise<Record<string, unknown>> {
   const ids = members.map((m) => `,${JSON.stringify(m)}:${row.id}`).join('');
   const json = row.json === '{}' ? `{${ids.slice(1)}}` : `${row.json.slice(0, -1)}${ids}}`;
-  const [answer] = await ctx.client.predict(model, [json], {
+  const [answer] = await ctx.client.predict(model, json, {
     envelope: options.envelope,
     params: options.params,
     signal: ctx.signal,

@@ -6,7 +6,8 @@ import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { OutputSchema } from './output-schema.js';
-import { echoesRowId, type EncodedRow } from './request-row.js';
+import type { RequestBatch } from './request-batch.js';
+import { echoesRowId } from './request-row.js';
 import { loadOutcome, predictOutcome, type ScoringObserver } from './scoring-observer.js';
 import type { SegmentCounts } from './segment-counts.js';
 
@@ -32,12 +33,6 @@ export interface BatchScorer {
   observer?: ScoringObserver;
 }
 
-/** A row to score: as read, and as it is sent. */
-export interface PendingRow {
-  row: InputRow;
-  request: EncodedRow;
-}
-
 /** A row's outcome: prediction values in schema order, or the server's reason for refusing it. */
 export type RowOutcome = { row: InputRow; predictions: unknown[] } | { row: InputRow; error: { status?: number; title?: string; detail: string } };
 
@@ -55,51 +50,47 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
  * concurrency limit wraps each request's exchange with the service, not the splitting (halves
  * never wait on their parent), nor the reading of an answer or a retry's wait.
  */
-export async function scoreBatch(scorer: BatchScorer, rows: readonly PendingRow[]): Promise<RowOutcome[]> {
+export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Promise<RowOutcome[]> {
+  const { rows } = batch;
   const layout = answerLayout(scorer.schema, scorer.rowIdMember);
   let answer: PickedRow[];
   try {
     scorer.counts.requests++;
     const { observer } = scorer;
-    answer = await scorer.client.predictMembers(
-      scorer.model,
-      rows.map((r) => r.request.json),
-      layout.members,
-      {
-        envelope: scorer.envelope,
-        params: scorer.params,
-        signal: scorer.signal,
-        log: scorer.log,
-        // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
-        slot: (exchange) =>
-          scorer.limit.run(async () => {
-            observer?.requestStarted();
-            try {
-              return await exchange();
-            } finally {
-              observer?.requestEnded();
-            }
-          }),
-        check: (answer) => checkAlignment(scorer, layout, rows, answer),
-        onRetry: () => {
-          scorer.counts.retries++;
-          observer?.retry();
-        },
-        onAttempt: ({ ms, error }) => {
-          const outcome = predictOutcome(error);
-          scorer.limit.observe(loadOutcome(outcome), ms);
-          observer?.requestDone(outcome, ms / 1000);
-        },
+    answer = await scorer.client.predictMembers(scorer.model, batch.body(), layout.members, {
+      envelope: scorer.envelope,
+      params: scorer.params,
+      signal: scorer.signal,
+      log: scorer.log,
+      // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
+      slot: (exchange) =>
+        scorer.limit.run(async () => {
+          observer?.requestStarted();
+          try {
+            return await exchange();
+          } finally {
+            observer?.requestEnded();
+          }
+        }),
+      check: (answer) => checkAlignment(scorer, layout, rows, answer),
+      onRetry: () => {
+        scorer.counts.retries++;
+        observer?.retry();
       },
-    );
+      onAttempt: ({ ms, error }) => {
+        const outcome = predictOutcome(error);
+        scorer.limit.observe(loadOutcome(outcome), ms);
+        observer?.requestDone(outcome, ms / 1000);
+      },
+    });
   } catch (err) {
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {
-      return [{ row: rows[0].row, error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
+      return [{ row: rows[0], error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
     }
     scorer.counts.splits++;
     const half = Math.ceil(rows.length / 2);
-    const [a, b] = await Promise.all([scoreBatch(scorer, rows.slice(0, half)), scoreBatch(scorer, rows.slice(half))]);
+    const [a, b] = await Promise.all([scoreBatch(scorer, batch.slice(0, half)), scoreBatch(scorer, batch.slice(half, rows.length))]);
     return [...a, ...b];
   }
   return merge(scorer, layout, rows, answer as unknown[][]);
@@ -139,8 +130,8 @@ function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): An
  * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on
  * another. Not an overload: `--concurrency auto` does not back off for it.
  */
-function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonly PendingRow[], answer: PickedRow[]): void {
-  const span = () => `rows ${rows[0].row.index + 1}-${rows[rows.length - 1].row.index + 1}`;
+function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: PickedRow[]): void {
+  const span = () => `rows ${rows[0].index + 1}-${rows[rows.length - 1].index + 1}`;
   if (answer.length !== rows.length) {
     throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span()})`);
   }
@@ -153,23 +144,23 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
     if (layout.rowId === undefined) continue;
     const echoed = a[layout.rowId];
     if (!scorer.rowIdEchoed && (echoed === undefined || echoed === null)) continue;
-    if (!echoesRowId(echoed, rows[i].row.index)) {
+    if (!echoesRowId(echoed, rows[i].index)) {
       const what =
         echoed === undefined || echoed === null
           ? `lacks ${id}, which the server echoed when the run was planned`
-          : `carries ${id} ${JSON.stringify(echoed)} where ${rows[i].row.index} was sent`;
+          : `carries ${id} ${JSON.stringify(echoed)} where ${rows[i].index} was sent`;
       throw new ServiceError('bad-answer', `answer row ${i} (${span()}) ${what}: the answer is out of order`);
     }
   }
 }
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
-function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly PendingRow[], answer: unknown[][]): RowOutcome[] {
+function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): RowOutcome[] {
   const { rowId } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
   if (rowId === undefined) scorer.counts.unechoedRows += rows.length;
   else if (!scorer.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scorer.counts.unechoedRows++;
-  return rows.map(({ row }, i) => {
+  return rows.map((row, i) => {
     const a = answer[i];
     const predictions: unknown[] = [];
     for (const places of layout.columns) for (const at of places) predictions.push(a[at] ?? null);

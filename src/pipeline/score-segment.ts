@@ -12,11 +12,12 @@ import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { requestEncoder } from './request-row.js';
+import { RequestBatchBuilder } from './request-batch.js';
+import { RequestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
 import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
-import { batchIsFull, scoreBatch, type BatchScorer, type PendingRow, type RowOutcome } from './score-batch.js';
+import { batchIsFull, scoreBatch, type BatchScorer, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone } from './segment-done.js';
@@ -126,12 +127,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     signal,
     observer: work.observer,
   };
-  const encode = requestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember);
+  const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember);
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (a malformed
   // row's entry holds none) and has its answer.
   const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
-  let batch: PendingRow[] = [];
-  let batchBytes = 0;
+  const batch = new RequestBatchBuilder();
 
   const flushOne = async () => {
     const { outcomes, turn } = pending.shift()!;
@@ -148,11 +148,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (pending.some((p) => p.turn)) await flushOne();
       else await work.readAhead.released();
     }
-    const entry = { outcomes: scoreBatch(scorer, batch), turn: true, answered: false };
+    const entry = { outcomes: scoreBatch(scorer, batch.take()), turn: true, answered: false };
     entry.outcomes.then(() => (entry.answered = true), fail);
     pending.push(entry);
-    batch = [];
-    batchBytes = 0;
     // Answers that came in meanwhile free their slots now, not after the rest of the chunk is encoded.
     await setImmediate();
   };
@@ -190,10 +188,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
           pending.push({ outcomes: Promise.resolve(outcomes), turn: false, answered: true });
           continue;
         }
-        const request = encode(row.record, row.index);
-        if (batchIsFull(batch.length, batchBytes, request.bytes, run.request.options)) await submit();
-        batch.push({ row, request });
-        batchBytes += request.bytes;
+        const bytes = encoder.encode(row.record, row.index);
+        if (batchIsFull(batch.length, batch.bytes, bytes, run.request.options)) await submit();
+        batch.add(row, encoder);
       }
       // Answered batches are written as soon as those before them are, giving their turns back.
       while (pending.length > 0 && pending[0].answered) await flushOne();

@@ -8,6 +8,17 @@ import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
 import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
 
+/** Request rows: their JSON texts (UTF-8 bytes, or a string) joined with commas, as the body's array holds them. */
+export type RowsJson = Buffer | string;
+
+/** One call to the service: describe (a GET with a JSON body) or predict. */
+interface ServiceCall {
+  op: 'describe' | 'predict';
+  ref: ModelRef;
+  /** JSON text, or its UTF-8 bytes. */
+  body: string | Buffer;
+}
+
 /** How predict bodies are wrapped: `data` is the reference server's `{"data": [...]}`, `array` the document's bare array. */
 export type Envelope = 'data' | 'array';
 
@@ -106,10 +117,10 @@ export class ServiceClient {
   }
 
   /**
-   * Scores rows given as JSON texts (callers encode each row once, and size batches by it);
-   * answers the server's rows as they came: the caller checks alignment.
+   * Scores rows given as their JSON joined with commas (callers encode each row once, and size
+   * batches by it); answers the server's rows as they came: the caller checks alignment.
    */
-  predict(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions): Promise<Record<string, unknown>[]> {
+  predict(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions): Promise<Record<string, unknown>[]> {
     return this.predictAnswer(ref, rowsJson, options, parseJsonBody);
   }
 
@@ -118,16 +129,16 @@ export class ServiceClient {
    * row lacks one): a run writes a few members of answers that echo every input, and building
    * the whole objects was much of its CPU (see pickMembers).
    */
-  predictMembers(ref: ModelRef, rowsJson: readonly string[], members: readonly string[], options: PredictOptions<PickedRow>): Promise<PickedRow[]> {
+  predictMembers(ref: ModelRef, rowsJson: RowsJson, members: readonly string[], options: PredictOptions<PickedRow>): Promise<PickedRow[]> {
     // Anything but an array is read whole, so that it is refused as predict refuses it.
     return this.predictAnswer(ref, rowsJson, options, (body) => (startsArray(body) ? pickMembers(body, members) : parseJsonBody(body)));
   }
 
-  private async predictAnswer<Row>(ref: ModelRef, rowsJson: readonly string[], options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
-    const array = `[${rowsJson.join(',')}]`;
+  private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
     const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
-    const body = options.envelope === 'data' ? `{"data":${array}${params}}` : array;
-    const rows = await this.call('POST', ref, 'predict', body, options, read, (answer) => {
+    const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
+    const body = Buffer.concat([Buffer.from(head), typeof rowsJson === 'string' ? Buffer.from(rowsJson) : rowsJson, Buffer.from(tail)]);
+    const rows = await this.call({ op: 'predict', ref, body }, options, read, (answer) => {
       if (!Array.isArray(answer)) {
         throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
       }
@@ -138,7 +149,7 @@ export class ServiceClient {
 
   /** Describe with a JSON body on GET, as the reference server requires (`{}` or `{"attribute": ...}`). */
   describe(ref: ModelRef, body: object, options: CallOptions = {}): Promise<unknown> {
-    return this.call('GET', ref, 'describe', JSON.stringify(body), options, parseJsonBody);
+    return this.call({ op: 'describe', ref, body: JSON.stringify(body) }, options, parseJsonBody);
   }
 
   /** The service as it may be shown in logs and manifests. */
@@ -156,21 +167,14 @@ export class ServiceClient {
     return `${this.displayUrl}/api/projects/${ref.project}/models/${modelPathName(ref)}/${op}`;
   }
 
-  private async call(
-    method: 'GET' | 'POST',
-    ref: ModelRef,
-    op: string,
-    body: string,
-    options: CallOptions,
-    read: (body: Buffer) => unknown,
-    check?: (answer: unknown) => void,
-  ): Promise<unknown> {
+  private async call(call: ServiceCall, options: CallOptions, read: (body: Buffer) => unknown, check?: (answer: unknown) => void): Promise<unknown> {
+    const { op } = call;
     let engineFailures = 0;
     const log = options.log ?? this.log;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
-        const answer = await this.once(method, ref, op, body, options, read);
+        const answer = await this.once(call, options, read);
         check?.(answer);
         options.onAttempt?.({ ms: performance.now() - started });
         return answer;
@@ -191,9 +195,9 @@ export class ServiceClient {
     }
   }
 
-  private async once(method: 'GET' | 'POST', ref: ModelRef, op: string, body: string, options: CallOptions, read: (body: Buffer) => unknown): Promise<unknown> {
-    const what = `${op} ${this.where(ref, op)}`;
-    const exchange = () => this.exchange(method, ref, op, body, options, what);
+  private async once(call: ServiceCall, options: CallOptions, read: (body: Buffer) => unknown): Promise<unknown> {
+    const what = `${call.op} ${this.where(call.ref, call.op)}`;
+    const exchange = () => this.exchange(call, options, what);
     const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
     if (status >= 200 && status < 300) {
       try {
@@ -214,10 +218,7 @@ export class ServiceClient {
 
   /** One request and its answer's bytes; the time limit runs from sending (not from waiting for a slot). */
   private async exchange(
-    method: 'GET' | 'POST',
-    ref: ModelRef,
-    op: string,
-    body: string,
+    { op, ref, body }: ServiceCall,
     options: CallOptions,
     what: string,
   ): Promise<{ status: number; answer: Buffer; retryAfter: string | string[] | undefined }> {
@@ -237,7 +238,7 @@ export class ServiceClient {
     else signal?.addEventListener('abort', cancel, { once: true });
     try {
       const res = await request(this.base + path, {
-        method,
+        method: op === 'describe' ? 'GET' : 'POST',
         body,
         dispatcher: op === 'describe' ? this.describeAgent : this.agent,
         signal: combined.signal,

@@ -37,16 +37,16 @@ describe('ServiceClient against the simulator', () => {
 
   it('predicts in both envelopes and passes params', async () => {
     const data = await setup({ envelope: 'data' });
-    const [a] = await data.client.predict(model, [row], { envelope: 'data', params: { partition_size: 10 } });
+    const [a] = await data.client.predict(model, row, { envelope: 'data', params: { partition_size: 10 } });
     expect(a).toMatchObject({ __mindsdb_row_id: 0, sqft: 100 });
     const array = await setup({ envelope: 'array' });
-    const [b] = await array.client.predict(model, [row], { envelope: 'array' });
+    const [b] = await array.client.predict(model, row, { envelope: 'array' });
     expect(b.rental_price).toBe(a.rental_price);
   });
 
   it("classifies the wrong envelope, with the server's title and a hint", async () => {
     const { client } = await setup({ envelope: 'array' });
-    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'wrong-envelope', code: 'E_WRONG_ENVELOPE', status: 500, exitCode: 2 });
     expect(err.message).toMatch(/KeyError.*--envelope array/);
   });
@@ -54,7 +54,7 @@ describe('ServiceClient against the simulator', () => {
   it('retries 429s until it succeeds, never sooner than Retry-After', async () => {
     const { client, sim } = await setup({ rateLimitRate: 0.5, retryAfterSeconds: 0, seed: 3 }, { retries: 20 });
     const delays: number[] = [];
-    for (let i = 0; i < 10; i++) await client.predict(model, [row], { envelope: 'data', onRetry: (r) => delays.push(r.delayMs) });
+    for (let i = 0; i < 10; i++) await client.predict(model, row, { envelope: 'data', onRetry: (r) => delays.push(r.delayMs) });
     expect(sim.stats.faults.rateLimited).toBeGreaterThan(0);
     expect(delays).toHaveLength(sim.stats.faults.rateLimited);
     // Retry-After: 0 is a floor; the backoff (min 1 ms here) still applies.
@@ -63,13 +63,13 @@ describe('ServiceClient against the simulator', () => {
 
   it('uses the Retry-After seconds the server sends', async () => {
     const { client } = await setup({ rateLimitRate: 1, retryAfterSeconds: 7 });
-    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'unavailable', status: 429, retryAfterMs: 7_000 });
   });
 
   it('gives up on a request that never answers after --timeout, and no longer calls it retriable', async () => {
     const { client } = await setup({ hangRate: 1 }, { timeoutMs: 150 });
-    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE', retriable: true });
     expect(err.message).toMatch(/no answer within 150 ms .*gave up after 1 attempt/);
     expect(err.message).not.toMatch(/retriable/i);
@@ -77,12 +77,12 @@ describe('ServiceClient against the simulator', () => {
 
   it('treats connection resets and proxy HTML pages as passing faults, tried until the retries run out', async () => {
     const reset = await setup({ resetRate: 1 }, { retries: 2 });
-    const resetErr = await rejectionOf(reset.client.predict(model, [row], { envelope: 'data' }));
+    const resetErr = await rejectionOf(reset.client.predict(model, row, { envelope: 'data' }));
     expect(resetErr).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE' });
     expect(resetErr.message).toMatch(/gave up after 3 attempts/);
     expect(reset.sim.stats.predictRequests).toBe(3);
     const gateway = await setup({ gatewayErrorRate: 1 });
-    const err = await rejectionOf(gateway.client.predict(model, [row], { envelope: 'data' }));
+    const err = await rejectionOf(gateway.client.predict(model, row, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'unavailable', status: 503 });
   });
 
@@ -96,7 +96,7 @@ describe('ServiceClient against the simulator', () => {
     expect(first).toMatchObject({ kind: 'unreachable', code: 'E_SERVICE_UNREACHABLE', exitCode: 2 });
     expect(first.message).toContain(`nothing answers at ${url}`);
     expect(first.message).toContain('check --service');
-    const later = await rejectionOf(client.predict(model, [row], { envelope: 'data' }));
+    const later = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
     expect(later).toMatchObject({ kind: 'unavailable', code: 'E_SERVICE_UNAVAILABLE' });
     expect(later.message).toMatch(/ECONNREFUSED.*gave up after 3 attempts/);
   });
@@ -117,7 +117,7 @@ describe('ServiceClient against the simulator', () => {
     const refuse = () => {
       throw new ServiceError('bad-answer', 'one row missing', { overload: true });
     };
-    const err = await rejectionOf(client.predict(model, [row], { envelope: 'data', check: refuse }));
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data', check: refuse }));
     expect(err).toMatchObject({ kind: 'bad-answer', code: 'E_ALIGNMENT', retriable: false });
     expect(err.message).toBe('one row missing (on each of 3 attempts)');
     expect(sim.stats.predictRequests).toBe(3);
@@ -126,7 +126,7 @@ describe('ServiceClient against the simulator', () => {
   it('retries an engine failure once, then reports it as bad rows', async () => {
     const { client, sim } = await setup({}, { retries: 5 });
     const bad = JSON.stringify({ location: '__engine_error__' });
-    const err = await rejectionOf(client.predict(model, [bad], { envelope: 'data' }));
+    const err = await rejectionOf(client.predict(model, bad, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'bad-rows', title: 'MLEngineException' });
     expect(sim.stats.predictRequests).toBe(2);
   });

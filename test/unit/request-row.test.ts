@@ -1,9 +1,21 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { requestEncoder, requestValue } from '../../src/pipeline/request-row.js';
+import { RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
 
-/** One row, as a segment's encoder encodes it. */
-const encodeRequestRow = (record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number) =>
-  requestEncoder(sent, fromCsv, rowIdMember)(record, rowId);
+/** One row, as a segment's encoder encodes it: its JSON text and its length in bytes. */
+function encodeRequestRow(record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number) {
+  const encoder = new RequestEncoder(sent, fromCsv, rowIdMember);
+  const bytes = encoder.encode(record, rowId);
+  return { json: encoder.text(), bytes };
+}
+
+/** What the encoder must write: JSON.stringify of the row's object of request values. */
+function reference(record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number): string {
+  const object: Record<string, unknown> = {};
+  for (const c of sent) if (c !== rowIdMember) object[c] = requestValue(record[c], fromCsv);
+  if (rowIdMember !== undefined) object[rowIdMember] = rowId;
+  return JSON.stringify(object);
+}
 
 describe('requestValue (csv)', () => {
   it('turns an empty value into null', () => {
@@ -108,6 +120,76 @@ describe('requestEncoder', () => {
   it('sends nothing but the row id when no column is sent', () => {
     const encoded = encodeRequestRow({ a: '1' }, [], true, 'rid', 2);
     expect(encoded).toEqual({ json: '{"rid":2}', bytes: 9 });
+  });
+});
+
+describe('RequestEncoder against JSON.stringify', () => {
+  const chars = fc.constantFrom(
+    'a',
+    'Z',
+    '0',
+    '1',
+    '9',
+    '-',
+    '.',
+    'e',
+    'E',
+    '+',
+    ' ',
+    '"',
+    '\\',
+    '\n',
+    '\t',
+    '\u0001',
+    '\u007f',
+    'é',
+    '中',
+    '😀',
+    '\u2028',
+    '\ud800',
+  );
+  const text = fc.oneof(
+    fc.string({ unit: chars, maxLength: 20 }),
+    fc.integer().map(String),
+    fc.double().map(String),
+    fc.bigInt().map(String),
+    fc.constantFrom('', '-0', '00', '007', '-', '1e5', '1.0', '123456789012345', '-123456789012345', '1234567890123456', '9007199254740993'),
+  );
+  const columns = ['a', 'b', 'naïve "c"', 'd'];
+
+  it('writes the bytes JSON.stringify writes for CSV rows', () => {
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 4, maxLength: 4 }), fc.nat(), (values, rowId) => {
+        const record = Object.fromEntries(columns.map((c, i) => [c, values[i]]));
+        for (const rowIdMember of [undefined, 'rid', 'b']) {
+          const encoded = encodeRequestRow(record, columns, true, rowIdMember, rowId);
+          const expected = reference(record, columns, true, rowIdMember, rowId);
+          expect(encoded.json).toBe(expected);
+          expect(encoded.bytes).toBe(Buffer.byteLength(expected));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('writes the bytes JSON.stringify writes for JSON Lines values', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.jsonValue(), text, fc.constant(undefined)), { minLength: 4, maxLength: 4 }), (values) => {
+        const record = Object.fromEntries(columns.map((c, i) => [c, values[i]]));
+        const encoded = encodeRequestRow(record, columns, false, 'rid', 5);
+        expect(encoded.json).toBe(reference(record, columns, false, 'rid', 5));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('grows past its first buffer for a long row, and starts each row afresh', () => {
+    const encoder = new RequestEncoder(['a'], true, undefined);
+    const long = 'x'.repeat(5000) + '€';
+    expect(encoder.encode({ a: long }, 0)).toBe(Buffer.byteLength(JSON.stringify({ a: long })));
+    expect(encoder.text()).toBe(JSON.stringify({ a: long }));
+    encoder.encode({ a: '7' }, 1);
+    expect(encoder.text()).toBe('{"a":7}');
   });
 });
 
