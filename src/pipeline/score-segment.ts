@@ -143,10 +143,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   };
   const submit = async () => {
     if (batch.length === 0) return;
-    // Waiting for a turn, this segment writes what it has: its own batches give turns back.
+    // Waiting for a turn, this segment writes what it has: its own batches give turns back. It
+    // waits for its oldest batch's answer or any segment's release, whichever comes first: waiting
+    // for its own answer alone left request slots idle while a sibling segment freed turns.
     while (!work.readAhead.tryTake()) {
-      if (pending.some((p) => p.turn)) await flushOne();
-      else await work.readAhead.released();
+      if (pending.length > 0 && pending[0].answered) await flushOne();
+      else await Promise.race([work.readAhead.released(), ...(pending.length > 0 ? [pending[0].outcomes] : [])]);
     }
     const entry = { outcomes: scoreBatch(scorer, batch.take()), turn: true, answered: false };
     entry.outcomes.then(() => (entry.answered = true), fail);

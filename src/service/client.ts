@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { Agent, buildConnector, request } from 'undici';
 import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
@@ -199,6 +199,10 @@ export class ServiceClient {
     const what = `${call.op} ${this.where(call.ref, call.op)}`;
     const exchange = () => this.exchange(call, options, what);
     const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
+    // The answer is read on the event loop's next turn. The slot just freed sent the next request,
+    // which undici (7.30+) writes to a kept-alive socket only from an immediate of its own, queued
+    // before this one; reading a large answer first would hold that request back.
+    await setImmediate();
     if (status >= 200 && status < 300) {
       try {
         return read(answer);
