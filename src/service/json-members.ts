@@ -1,5 +1,3 @@
-import { isAscii } from 'node:buffer';
-
 /** An element of the array that is not an object: the value itself, so an error can show it. */
 export class NotAnObject {
   constructor(readonly value: unknown) {}
@@ -13,20 +11,21 @@ export type PickedRow = unknown[] | NotAnObject;
  *
  * A predict answer is most of the bytes a run receives, and most of it is members a run does not
  * write (the echoed inputs, the explain text): parsing it all into objects cost as much CPU as
- * everything else a row needs, and the objects' garbage most of the collector's work. So the body
- * is read as latin1 (one byte, one character: JSON's syntax is ASCII), members not asked for are
- * stepped over, and only the values asked for are decoded, as JSON.parse would (strings holding
- * UTF-8 bytes or escapes are decoded as such).
+ * everything else a row needs, and the objects' garbage most of the collector's work. So the
+ * body's bytes are read where they are (JSON's syntax is ASCII, and no byte of a multi-byte UTF-8
+ * character is), members not asked for are stepped over, and only the values asked for are
+ * decoded, as JSON.parse would. The body is not turned into a string first: an answer of a
+ * thousand rows is half a megabyte, which the collector allocates among long-lived objects.
  *
  * The document's structure is checked throughout (brackets, commas, colons, strings closed), so a
  * cut or garbled body is refused with a SyntaxError; a value not asked for is checked only for
  * where it ends. A repeated member takes its last value, as in JSON.parse.
  */
 export function pickMembers(body: Buffer, members: readonly string[]): PickedRow[] {
-  const ascii = isAscii(body);
-  // Names compared with the latin1 reading of the body's UTF-8 bytes.
-  const names = ascii ? members : members.map((m) => Buffer.from(m, 'utf8').toString('latin1'));
-  return new Reader(body.toString('latin1'), names, ascii).array();
+  return new Reader(
+    body,
+    members.map((m) => Buffer.from(m, 'utf8')),
+  ).array();
 }
 
 const QUOTE = 0x22;
@@ -36,15 +35,14 @@ const COLON = 0x3a;
 
 class Reader {
   private at = 0;
-  /** The first backslash at or after `at`'s string (-1: none left), found once for many strings. */
-  private backslash = -2;
-  /** The names by their length, so that most members are told apart by their name's length alone. */
+  /** Whether the last string stepped over holds an escape. */
+  private escapes = false;
+  /** The names by their length in bytes, so that most members are told apart by their name's length alone. */
   private readonly byLength: number[][] = [];
 
   constructor(
-    private readonly text: string,
-    private readonly names: readonly string[],
-    private readonly ascii: boolean,
+    private readonly body: Buffer,
+    private readonly names: readonly Buffer[],
   ) {
     names.forEach((name, n) => (this.byLength[name.length] ??= []).push(n));
   }
@@ -60,14 +58,13 @@ class Reader {
       }
     }
     this.skipSpace();
-    if (this.at !== this.text.length) this.fail('text after the array');
+    if (this.at !== this.body.length) this.fail('text after the array');
     return rows;
   }
 
   /** An object's chosen members; the reader is at its `{`. */
   private object(): unknown[] {
-    const { text, names } = this;
-    const row = new Array<unknown>(names.length);
+    const row = new Array<unknown>(this.names.length);
     this.at++;
     if (this.peek() === 0x7d) {
       this.at++;
@@ -77,19 +74,7 @@ class Reader {
       if (this.peek() !== QUOTE) this.fail('a member name');
       const start = this.at;
       const end = this.skipString();
-      const length = end - start - 2;
-      let k = -1;
-      if (!this.escaped(start, end)) {
-        const candidates = this.byLength[length];
-        if (candidates !== undefined) {
-          for (const n of candidates) {
-            if (text.startsWith(names[n], start + 1)) {
-              k = n;
-              break;
-            }
-          }
-        }
-      } else k = names.indexOf(this.latin1(this.value(start, end) as string));
+      const k = this.escapes ? this.escapedName(start, end) : this.name(start + 1, end - 1);
       this.expect(COLON);
       this.skipSpace();
       const valueStart = this.at;
@@ -97,6 +82,26 @@ class Reader {
       if (k >= 0) row[k] = this.value(valueStart, valueEnd);
       if (this.separator(0x7d)) return row;
     }
+  }
+
+  /** Which of the names the bytes from `start` to `end` are, or -1. */
+  private name(start: number, end: number): number {
+    const candidates = this.byLength[end - start];
+    if (candidates === undefined) return -1;
+    const { body, names } = this;
+    for (const n of candidates) {
+      const name = names[n];
+      let i = 0;
+      while (i < name.length && body[start + i] === name[i]) i++;
+      if (i === name.length) return n;
+    }
+    return -1;
+  }
+
+  /** Which of the names the string token from `start` to `end`, holding escapes, decodes to, or -1. */
+  private escapedName(start: number, end: number): number {
+    const decoded = Buffer.from(this.value(start, end) as string, 'utf8');
+    return this.names.findIndex((name) => name.equals(decoded));
   }
 
   /** After a value: a comma (true: more follow) or the closing bracket (false). */
@@ -113,13 +118,13 @@ class Reader {
 
   /** Steps over the value at the reader's place; answers where it ends. */
   private skipValue(): number {
-    const { text } = this;
-    const c = text.charCodeAt(this.at);
+    const { body } = this;
+    const c = body[this.at];
     if (c === QUOTE) return (this.at = this.skipString());
     if (c === 0x7b || c === 0x5b) {
       let depth = 0;
       for (;;) {
-        const d = text.charCodeAt(this.at);
+        const d = body[this.at];
         if (d === QUOTE) {
           this.at = this.skipString();
           continue;
@@ -127,15 +132,15 @@ class Reader {
         if (d === 0x7b || d === 0x5b) depth++;
         else if (d === 0x7d || d === 0x5d) {
           if (--depth === 0) return ++this.at;
-        } else if (d !== d) this.fail('the end of a nested value');
+        } else if (d === undefined) this.fail('the end of a nested value');
         this.at++;
       }
     }
     // A number or a literal: it runs to the next delimiter.
     let end = this.at;
     for (;;) {
-      const d = text.charCodeAt(end);
-      if (d === COMMA || d === 0x7d || d === 0x5d || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09 || d !== d) break;
+      const d = body[end];
+      if (d === COMMA || d === 0x7d || d === 0x5d || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09 || d === undefined) break;
       end++;
     }
     if (end === this.at) this.fail('a value');
@@ -144,58 +149,41 @@ class Reader {
 
   /** Steps over the string at the reader's place; answers the place after its closing quote. */
   private skipString(): number {
-    const { text } = this;
-    let quote = text.indexOf('"', this.at + 1);
-    while (quote !== -1) {
-      let escapes = 0;
-      while (text.charCodeAt(quote - 1 - escapes) === BACKSLASH) escapes++;
-      if (escapes % 2 === 0) return (this.at = quote + 1);
-      quote = text.indexOf('"', quote + 1);
+    const { body } = this;
+    const length = body.length;
+    this.escapes = false;
+    for (let i = this.at + 1; i < length; i++) {
+      const b = body[i];
+      if (b === QUOTE) return (this.at = i + 1);
+      if (b === BACKSLASH) {
+        this.escapes = true;
+        i++;
+      }
     }
     return this.fail('the end of a string');
   }
 
-  /** The value of the text from `start` to `end`, as JSON.parse reads it. */
+  /** The value of the bytes from `start` to `end`, the token just stepped over, as JSON.parse reads it. */
   private value(start: number, end: number): unknown {
-    const { text } = this;
-    const c = text.charCodeAt(start);
-    if (c === QUOTE && !this.escaped(start, end)) return this.utf8(text.slice(start + 1, end - 1));
+    const { body } = this;
+    const c = body[start];
+    // A string token is always the last one stepped over, so `escapes` is its own.
+    if (c === QUOTE && !this.escapes) return body.toString('utf8', start + 1, end - 1);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      const n = Number(text.slice(start, end));
+      const n = Number(body.toString('latin1', start, end));
       if (n === n) return n;
     }
-    if (c === 0x6e && end - start === 4 && text.startsWith('null', start)) return null;
+    if (c === 0x6e && end - start === 4 && body[start + 1] === 0x75 && body[start + 2] === 0x6c && body[start + 3] === 0x6c) return null;
     try {
-      return JSON.parse(this.utf8(text.slice(start, end)));
+      return JSON.parse(body.toString('utf8', start, end));
     } catch {
       return this.fail('a JSON value', start);
     }
   }
 
-  /**
-   * Whether the string token from `start` to `end` holds an escape. Strings are asked about in
-   * the order they come, so the next backslash is searched for only once it is passed.
-   */
-  private escaped(start: number, end: number): boolean {
-    if (this.backslash !== -1 && this.backslash < start) this.backslash = this.text.indexOf('\\', start);
-    return this.backslash !== -1 && this.backslash < end;
-  }
-
-  /** A slice of the latin1 reading as the UTF-8 text it was. */
-  private utf8(slice: string): string {
-    if (this.ascii) return slice;
-    for (let i = 0; i < slice.length; i++) if (slice.charCodeAt(i) > 0x7f) return Buffer.from(slice, 'latin1').toString('utf8');
-    return slice;
-  }
-
-  /** A decoded name as compared with `names` (the latin1 reading of its UTF-8 bytes). */
-  private latin1(name: string): string {
-    return this.ascii ? name : Buffer.from(name, 'utf8').toString('latin1');
-  }
-
-  private peek(): number {
+  private peek(): number | undefined {
     this.skipSpace();
-    return this.text.charCodeAt(this.at);
+    return this.body[this.at];
   }
 
   private expect(c: number): void {
@@ -204,12 +192,12 @@ class Reader {
   }
 
   private skipSpace(): void {
-    const { text } = this;
-    let c = text.charCodeAt(this.at);
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = text.charCodeAt(++this.at);
+    const { body } = this;
+    let c = body[this.at];
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = body[++this.at];
   }
 
   private fail(expected: string, at: number = this.at): never {
-    throw new SyntaxError(at >= this.text.length ? `unexpected end of JSON, expected ${expected}` : `expected ${expected} at position ${at} of the JSON`);
+    throw new SyntaxError(at >= this.body.length ? `unexpected end of JSON, expected ${expected}` : `expected ${expected} at position ${at} of the JSON`);
   }
 }
