@@ -170,7 +170,7 @@ class Reader {
     // A string token is always the last one stepped over, so `escapes` is its own.
     if (c === QUOTE && !this.escapes) return body.toString('utf8', start + 1, end - 1);
     if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-      const n = Number(body.toString('latin1', start, end));
+      const n = shortDecimal(body, start, end) ?? Number(body.toString('latin1', start, end));
       if (n === n) return n;
     }
     if (c === 0x6e && end - start === 4 && body[start + 1] === 0x75 && body[start + 2] === 0x6c && body[start + 3] === 0x6c) return null;
@@ -200,4 +200,34 @@ class Reader {
   private fail(expected: string, at: number = this.at): never {
     throw new SyntaxError(at >= this.body.length ? `unexpected end of JSON, expected ${expected}` : `expected ${expected} at position ${at} of the JSON`);
   }
+}
+
+/** Powers of ten a double holds exactly. */
+const EXACT_POWERS = Array.from({ length: 23 }, (_, k) => 10 ** k);
+
+/**
+ * A decimal number of at most 15 digits without an exponent (`-?\d+(\.\d+)?`, as most predictions
+ * are), read from its bytes; undefined for anything else. Its digits as an integer and the power of
+ * ten are both exact doubles, so their quotient is rounded once, to the double nearest the decimal:
+ * what Number() reads from the text, without making the text.
+ */
+function shortDecimal(body: Buffer, start: number, end: number): number | undefined {
+  let at = start;
+  const negative = body[at] === 0x2d;
+  if (negative) at++;
+  let digits = 0;
+  let mantissa = 0;
+  let fraction = -1;
+  for (; at < end; at++) {
+    const b = body[at];
+    if (b >= 0x30 && b <= 0x39) {
+      mantissa = mantissa * 10 + (b - 0x30);
+      digits++;
+      if (fraction >= 0) fraction++;
+    } else if (b === 0x2e && fraction < 0) fraction = 0;
+    else return undefined;
+  }
+  if (digits === 0 || digits > 15 || fraction === 0) return undefined;
+  const value = fraction > 0 ? mantissa / EXACT_POWERS[fraction] : mantissa;
+  return negative ? -value : value;
 }

@@ -76,4 +76,18 @@ describe('pickMembers', () => {
       { numRuns: 500 },
     );
   });
+
+  it('reads decimals of up to 15 digits as Number reads their text, and longer ones too', () => {
+    const decimal = fc
+      .tuple(fc.boolean(), fc.stringMatching(/^(0|[1-9][0-9]{0,17})$/), fc.option(fc.stringMatching(/^[0-9]{1,17}$/)))
+      .map(([negative, whole, fraction]) => `${negative ? '-' : ''}${whole}${fraction === null ? '' : `.${fraction}`}`);
+    fc.assert(
+      fc.property(fc.array(decimal, { minLength: 1, maxLength: 5 }), (numbers) => {
+        const text = `[${numbers.map((n) => `{"v":${n}}`).join(',')}]`;
+        const read = pick(text, ['v']) as unknown[][];
+        read.forEach(([v], i) => expect(Object.is(v, Number(numbers[i])), `${numbers[i]} read as ${String(v)}`).toBe(true));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
