@@ -31,7 +31,7 @@ export interface InputRow {
 
 /** The column names from a CSV file's first row; rejects empty and repeated names. */
 export function parseCsvHeader(row: RawRow, fileName: string, dialect: CsvDialect = DEFAULT_DIALECT): string[] {
-  const text = row.bytes.toString('utf8').replace(/^\uFEFF/, '');
+  const text = row.text().replace(/^\uFEFF/, '');
   const columns = Papa.parse<string[]>(text, papaConfig(dialect)).data[0] ?? [];
   const seen = new Set<string>();
   columns.forEach((name, i) => {
@@ -44,7 +44,7 @@ export function parseCsvHeader(row: RawRow, fileName: string, dialect: CsvDialec
 
 /** The keys of a JSON Lines row, or undefined when it is not a JSON object (it will be quarantined). */
 export function jsonKeys(row: RawRow): string[] | undefined {
-  const value = parseJson(row.bytes.toString('utf8'));
+  const value = parseJson(row.text());
   return isRecord(value) ? Object.keys(value) : undefined;
 }
 
@@ -61,7 +61,7 @@ export function parseRows(
   syntax: RowSyntax,
   dialect: CsvDialect = DEFAULT_DIALECT,
 ): InputRow[] {
-  const texts = rows.map((r) => r.bytes.toString('utf8'));
+  const texts = rows.map((r) => r.text());
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
   const fields = texts.map((text) => (text.includes(dialect.quote) ? undefined : text.split(dialect.delimiter)));
   const quoted = texts.filter((_, i) => fields[i] === undefined);

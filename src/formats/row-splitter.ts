@@ -12,13 +12,34 @@ import { checkDialect, DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js
 
 export type RowSyntax = 'csv' | 'jsonl';
 
-/** One row: its bytes (without line ending), where it started, and on which physical line. */
-export interface RawRow {
-  bytes: Buffer;
-  /** Offset of the row's first byte, counted from the start of the splitter's stream. */
-  offset: number;
-  /** 1-based physical line the row starts on. */
-  line: number;
+/**
+ * One row: where its bytes are (without line ending), where it started, and on which physical
+ * line. The bytes stay in the chunk they were read in: most rows are only decoded (scoring) or
+ * only counted (planning), and a buffer view per row was much of what a row allocated.
+ */
+export class RawRow {
+  /**
+   * @param chunk the buffer holding the row's bytes, from `start` to `end`
+   * @param offset offset of the row's first byte, counted from the start of the splitter's stream
+   * @param line 1-based physical line the row starts on
+   */
+  constructor(
+    private readonly chunk: Buffer,
+    private readonly start: number,
+    private readonly end: number,
+    readonly offset: number,
+    readonly line: number,
+  ) {}
+
+  /** The row's bytes (a view of the chunk). */
+  get bytes(): Buffer {
+    return this.chunk.subarray(this.start, this.end);
+  }
+
+  /** The row's text, decoded as UTF-8. */
+  text(): string {
+    return this.chunk.toString('utf8', this.start, this.end);
+  }
 }
 
 const LF = 0x0a;
@@ -126,7 +147,7 @@ export class RowSplitter {
 
   /** Emits the row ending at the line feed at `lf`; answers where the next row starts. */
   private endRow(chunk: Buffer, rowStart: number, lf: number, onRow: (row: RawRow) => void): number {
-    this.emit(chunk.subarray(rowStart, lf), onRow);
+    this.emit(chunk, rowStart, lf, onRow);
     this.line++;
     this.state = FIELD_START;
     this.carryStart = this.position + lf + 1;
@@ -140,7 +161,7 @@ export class RowSplitter {
    */
   end(onRow: (row: RawRow) => void): { unterminatedQuoteLine?: number } {
     if (this.state === QUOTED) return { unterminatedQuoteLine: this.quoteLine };
-    this.emit(Buffer.alloc(0), onRow);
+    this.emit(Buffer.alloc(0), 0, 0, onRow);
     return {};
   }
 
@@ -149,11 +170,14 @@ export class RowSplitter {
     return this.line;
   }
 
-  private emit(tail: Buffer, onRow: (row: RawRow) => void): void {
-    let bytes = this.carry.length === 0 ? tail : Buffer.concat([...this.carry, tail]);
-    this.carry = [];
-    if (bytes.length > 0 && bytes[bytes.length - 1] === CR) bytes = bytes.subarray(0, bytes.length - 1);
-    if (bytes.length === 0) return;
-    onRow({ bytes, offset: this.carryStart, line: this.rowLine });
+  private emit(chunk: Buffer, start: number, end: number, onRow: (row: RawRow) => void): void {
+    if (this.carry.length > 0) {
+      chunk = Buffer.concat([...this.carry, chunk.subarray(start, end)]);
+      [start, end] = [0, chunk.length];
+      this.carry = [];
+    }
+    if (end > start && chunk[end - 1] === CR) end--;
+    if (end === start) return;
+    onRow(new RawRow(chunk, start, end, this.carryStart, this.rowLine));
   }
 }

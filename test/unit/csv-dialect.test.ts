@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkDialect, DEFAULT_DIALECT, dialectForName, type CsvDialect } from '../../src/formats/csv-dialect.js';
 import { detectSyntax } from '../../src/formats/input-format.js';
 import { parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
-import { RowSplitter, type RawRow } from '../../src/formats/row-splitter.js';
+import { RawRow, RowSplitter } from '../../src/formats/row-splitter.js';
 
 const SEMICOLON: CsvDialect = { delimiter: ';', quote: '"' };
 const TAB: CsvDialect = { delimiter: '\t', quote: '"' };
@@ -26,7 +26,8 @@ function texts(input: string, dialect: CsvDialect, chunk = 0): { rows: string[];
 }
 
 function raw(text: string, line = 1): RawRow {
-  return { bytes: Buffer.from(text, 'utf8'), offset: 0, line };
+  const bytes = Buffer.from(text, 'utf8');
+  return new RawRow(bytes, 0, bytes.length, 0, line);
 }
 
 describe('checkDialect', () => {

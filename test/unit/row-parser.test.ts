@@ -3,11 +3,12 @@ import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
 import { jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
-import type { RawRow } from '../../src/formats/row-splitter.js';
+import { RawRow } from '../../src/formats/row-splitter.js';
 import { thrown } from '../helpers/rejection.js';
 
 function raw(text: string, line = 1, offset = 0): RawRow {
-  return { bytes: Buffer.from(text, 'utf8'), offset, line };
+  const bytes = Buffer.from(text, 'utf8');
+  return new RawRow(bytes, 0, bytes.length, offset, line);
 }
 
 function headerError(text: string, fileName = 'in.csv'): InputError {
@@ -189,7 +190,7 @@ describe('parseRows (jsonl)', () => {
 });
 
 describe('the CSV delimiter is always a comma', () => {
-  const raw = (text: string, line = 1): RawRow => ({ bytes: Buffer.from(text), offset: 0, line });
+  const raw = (text: string, line = 1): RawRow => new RawRow(Buffer.from(text), 0, Buffer.byteLength(text), 0, line);
   it('keeps values with semicolons, pipes and tabs whole', () => {
     expect(parseCsvHeader(raw('id,a;b;c'), 'f.csv')).toEqual(['id', 'a;b;c']);
     const rows = parseRows([raw('1,a;b;c'), raw('2,x|y|z'), raw('3,p\tq\tr')], 0, ['id', 'tags'], 'csv');
