@@ -1,3 +1,5 @@
+import { ByteWriter } from './byte-writer.js';
+
 /**
  * The formats a segment writes its rows in: the output's own text formats, or `values` (one JSON
  * array of the row's values a line) for outputs that are assembled from parts, such as Parquet.
@@ -18,8 +20,8 @@ export interface WriterRow {
 export interface RowWriter {
   /** The first line of the file (CSV header), or '' for JSON Lines and values. */
   header(): string;
-  /** Lines for rows of input values merged with prediction values, each ending in "\n". */
-  lines(rows: readonly WriterRow[]): string;
+  /** Lines for rows of input values merged with prediction values, each ending in "\n": text, or its UTF-8 bytes. */
+  lines(rows: readonly WriterRow[]): string | Buffer;
 }
 
 /** What a writer writes besides the predictions. */
@@ -83,22 +85,37 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
   const head = [...(rowNumber ? [ROW_NUMBER_COLUMN] : []), ...inputColumns, ...predictionColumns];
   // A file of one column writes an empty value quoted: an empty line would be read as no row at all.
   const field = head.length === 1 ? (value: unknown) => (value === '' || value === null || value === undefined ? '""' : csvField(value)) : csvField;
+  // Lines are written as bytes, a row's text and fields copied into one buffer per call.
+  const out = new ByteWriter();
   return {
     header: () => `${head.map(field).join(',')}\n`,
     lines: (rows) => {
-      let out = '';
+      out.reset();
       for (const { input, text, number, predictions } of rows) {
-        let line = rowNumber ? String(number) : '';
-        if (passThroughText && text !== undefined) line += (rowNumber ? ',' : '') + text;
-        else for (let c = 0; c < inputColumns.length; c++) line += (c > 0 || rowNumber ? ',' : '') + field(input[inputColumns[c]]);
+        if (rowNumber) out.text(String(number));
+        if (passThroughText && text !== undefined) {
+          if (rowNumber) out.byte(COMMA);
+          out.text(text);
+        } else {
+          for (let c = 0; c < inputColumns.length; c++) {
+            if (c > 0 || rowNumber) out.byte(COMMA);
+            out.text(field(input[inputColumns[c]]));
+          }
+        }
         const first = !rowNumber && inputColumns.length === 0;
-        for (let p = 0; p < predictions.length; p++) line += (p > 0 || !first ? ',' : '') + field(predictions[p]);
-        out += `${line}\n`;
+        for (let p = 0; p < predictions.length; p++) {
+          if (p > 0 || !first) out.byte(COMMA);
+          out.text(field(predictions[p]));
+        }
+        out.byte(LF);
       }
-      return out;
+      return out.toBuffer();
     },
   };
 }
+
+const COMMA = 0x2c;
+const LF = 0x0a;
 
 /** Characters that make a CSV field quoted (RFC 4180's, and a BOM, as papaparse quotes them). */
 const NEEDS_QUOTES = /[",\r\n\uFEFF]|^ | $/;

@@ -1,3 +1,5 @@
+import { ByteWriter } from '../formats/byte-writer.js';
+
 const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
 /**
@@ -36,8 +38,7 @@ export class RequestEncoder {
   /** Each member's `{"name":` or `,"name":` as UTF-8, written before its value. */
   private readonly keys: Buffer[];
   private readonly idKey: Buffer | undefined;
-  private out = Buffer.allocUnsafe(1024);
-  private at = 0;
+  private readonly out = new ByteWriter();
 
   /**
    * @param sent the input columns the model reads, in the order they are sent
@@ -56,94 +57,50 @@ export class RequestEncoder {
 
   /** Encodes a row; answers its length in bytes. The row is kept until the next call (`copyTo`, `text`). */
   encode(record: Readonly<Record<string, unknown>>, rowId: number): number {
-    this.at = 0;
-    const { columns, keys } = this;
+    const { columns, keys, out } = this;
+    out.reset();
     for (let i = 0; i < columns.length; i++) {
-      this.raw(keys[i]);
+      out.bytes(keys[i]);
       this.value(record[columns[i]]);
     }
     if (this.idKey !== undefined) {
-      this.raw(this.idKey);
-      this.ascii(String(rowId));
+      out.bytes(this.idKey);
+      out.text(String(rowId));
     }
-    if (this.at === 0) this.ascii('{');
-    this.ascii('}');
-    return this.at;
+    if (out.length === 0) out.byte(0x7b);
+    out.byte(0x7d);
+    return out.length;
   }
 
   /** The length in bytes of the last row encoded. */
   get length(): number {
-    return this.at;
+    return this.out.length;
   }
 
   /** Copies the last row encoded into `target` at `at`. */
   copyTo(target: Buffer, at: number): void {
-    this.out.copy(target, at, 0, this.at);
+    this.out.copyTo(target, at);
   }
 
   /** The last row encoded, as text. */
   text(): string {
-    return this.out.toString('utf8', 0, this.at);
+    return this.out.toString();
   }
 
   private value(value: unknown): void {
+    const { out } = this;
     if (typeof value === 'string' && this.fromCsv) {
-      if (value === '') return this.ascii('null');
+      if (value === '') return out.text('null');
       // An integer of at most 15 digits is sent as written, which is how String(Number(text)) writes it.
-      if (isShortInteger(value)) return this.ascii(value);
+      if (isShortInteger(value)) return out.text(value);
       const v = requestValue(value, true);
-      if (typeof v === 'number') return this.ascii(String(v));
-      return this.string(value);
+      if (typeof v === 'number') return out.text(String(v));
+      return out.jsonString(value);
     }
-    if (value === null || value === undefined) return this.ascii('null');
-    if (typeof value === 'string') return this.string(value);
-    if (typeof value === 'number') return this.ascii(Number.isFinite(value) ? String(value) : 'null');
-    this.utf8(JSON.stringify(value));
-  }
-
-  /** A string as JSON: printable ASCII without a quote or backslash goes as it is, anything else through JSON.stringify. */
-  private string(s: string): void {
-    this.room(s.length + 2);
-    const { out } = this;
-    let at = this.at;
-    out[at++] = 0x22;
-    for (let i = 0; i < s.length; i++) {
-      const c = s.charCodeAt(i);
-      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.utf8(JSON.stringify(s));
-      out[at++] = c;
-    }
-    out[at++] = 0x22;
-    this.at = at;
-  }
-
-  /** ASCII text, written as it is. */
-  private ascii(s: string): void {
-    this.room(s.length);
-    const { out } = this;
-    let at = this.at;
-    for (let i = 0; i < s.length; i++) out[at++] = s.charCodeAt(i);
-    this.at = at;
-  }
-
-  private utf8(s: string): void {
-    this.room(s.length * 3);
-    this.at += this.out.write(s, this.at, 'utf8');
-  }
-
-  private raw(bytes: Buffer): void {
-    this.room(bytes.length);
-    const { out } = this;
-    let at = this.at;
-    for (let i = 0; i < bytes.length; i++) out[at++] = bytes[i];
-    this.at = at;
-  }
-
-  /** Makes room for `n` more bytes. */
-  private room(n: number): void {
-    if (this.at + n <= this.out.length) return;
-    const larger = Buffer.allocUnsafe(Math.max(2 * this.out.length, this.at + n));
-    this.out.copy(larger, 0, 0, this.at);
-    this.out = larger;
+    if (value === null || value === undefined) return out.text('null');
+    if (typeof value === 'string') return out.jsonString(value);
+    if (typeof value === 'number') return out.text(Number.isFinite(value) ? String(value) : 'null');
+    out.text(JSON.stringify(value));
   }
 }
 

@@ -7,21 +7,31 @@ describe('CSV row writer', () => {
   it('quotes fields holding a delimiter, quote, line break or an edge space, as RFC 4180 readers expect', () => {
     const writer = createRowWriter('csv', options);
     expect(writer.header()).toBe('id,note,price,label\n');
-    const text = writer.lines([
-      { input: { id: '1', note: 'a, "b"\nc' }, number: 1, predictions: [4609.6, ' x'] },
-      { input: { id: '2', note: '' }, number: 2, predictions: [null, { k: 1 }] },
-    ]);
+    const text = String(
+      writer.lines([
+        { input: { id: '1', note: 'a, "b"\nc' }, number: 1, predictions: [4609.6, ' x'] },
+        { input: { id: '2', note: '' }, number: 2, predictions: [null, { k: 1 }] },
+      ]),
+    );
     expect(text).toBe('1,"a, ""b""\nc",4609.6," x"\n2,,,"{""k"":1}"\n');
   });
 
   it('writes a row as read, predictions added, when asked to pass text through', () => {
     const writer = createRowWriter('csv', { ...options, passThroughText: true, rowNumber: true });
-    const text = writer.lines([{ input: { id: '1', note: 'x' }, text: '1,"x"', number: 7, predictions: [1, 'b'] }]);
+    const text = String(writer.lines([{ input: { id: '1', note: 'x' }, text: '1,"x"', number: 7, predictions: [1, 'b'] }]));
     expect(text).toBe('7,1,"x",1,b\n');
+  });
+
+  it('writes non-ASCII text as UTF-8, and a second call holds only its own rows', () => {
+    const writer = createRowWriter('csv', options);
+    const first = writer.lines([{ input: { id: 'Zürich €😀', note: '中央区' }, number: 1, predictions: [1.5, 'größe'] }]);
+    const second = writer.lines([{ input: { id: '2', note: 'x' }, number: 2, predictions: [2, 'b'] }]);
+    expect(String(first)).toBe('Zürich €😀,中央区,1.5,größe\n');
+    expect(String(second)).toBe('2,x,2,b\n');
   });
 
   it('quotes an empty value in a file of one column, which would otherwise be no row at all', () => {
     const writer = createRowWriter('csv', { inputColumns: [], predictionColumns: ['price'], rowNumber: false, passThroughText: false });
-    expect(writer.lines([{ input: {}, number: 1, predictions: [null] }])).toBe('""\n');
+    expect(String(writer.lines([{ input: {}, number: 1, predictions: [null] }]))).toBe('""\n');
   });
 });
