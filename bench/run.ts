@@ -15,7 +15,7 @@
  *                            scaled run writes its plot and Markdown into .bench/, not bench/growth.svg
  *                            and BENCHMARKS.md
  *   BENCH_SECTIONS=cpu,gzip  run only these sections (ids above)
- *   BENCH_CPU_ROWS (500000), BENCH_CPU_RUNS (3; 5 with --full), BENCH_LATENCY_ROWS (160000),
+ *   BENCH_CPU_ROWS (500000), BENCH_CPU_RUNS (3; 5 with --full), BENCH_LATENCY_ROWS (160000), BENCH_LATENCY_RUNS (3),
  *   BENCH_MEMORY_ROWS (1000000; --full 1000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000),
