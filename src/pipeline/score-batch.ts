@@ -102,8 +102,8 @@ export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Prom
  */
 interface AnswerLayout {
   members: string[];
-  /** Per target: the places of its output columns' members. */
-  columns: number[][];
+  /** The places of the output columns' members, in schema order. */
+  columns: number[];
   /** Per target with an interval: the places of `<t>`, `<t>_min` and `<t>_max`. */
   intervals: [number, number, number][];
   /** The place of the row id member; undefined without one. */
@@ -116,7 +116,7 @@ function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): An
     const at = members.indexOf(member);
     return at >= 0 ? at : members.push(member) - 1;
   };
-  const columns = schema.targets.map((t) => t.columns.map((c) => place(c.member)));
+  const columns = schema.targets.flatMap((t) => t.columns.map((c) => place(c.member)));
   const intervals = schema.targets
     .filter((t) => t.interval)
     .map((t): [number, number, number] => [place(t.target), place(`${t.target}_min`), place(`${t.target}_max`)]);
@@ -156,16 +156,19 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
 function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): RowOutcome[] {
-  const { rowId } = layout;
+  const { rowId, columns } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
   if (rowId === undefined) scorer.counts.unechoedRows += rows.length;
   else if (!scorer.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scorer.counts.unechoedRows++;
   return rows.map((row, i) => {
     const a = answer[i];
-    const predictions: unknown[] = [];
-    for (const places of layout.columns) for (const at of places) predictions.push(a[at] ?? null);
+    // Sized once: an array grown by push starts with room for 17 values, and one lives per row until it is written.
+    const predictions = new Array<unknown>(columns.length);
+    for (let c = 0; c < columns.length; c++) predictions[c] = a[columns[c]] ?? null;
     for (const [v, lo, hi] of layout.intervals) {
-      const [value, min, max] = [a[v], a[lo], a[hi]];
+      const value = a[v];
+      const min = a[lo];
+      const max = a[hi];
       if (typeof value === 'number' && typeof min === 'number' && typeof max === 'number' && !(min <= value && value <= max)) {
         scorer.counts.intervalViolations++;
       }
