@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Transform } from 'node:stream';
-import { createGzip } from 'node:zlib';
+import { constants, createGzip } from 'node:zlib';
 import { encodeFromUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -38,7 +38,10 @@ export class OutputFileWriter {
     });
     // pipeline destroys every stage when one fails, so the upload reading `counted` fails too.
     const encode = options.encoding !== undefined && !isUtf8(options.encoding) ? [encodeFromUtf8(options.encoding, name)] : [];
-    const stages = [this.stream, ...encode, ...(options.gzip ? [createGzip()] : []), counted];
+    // zlib's fastest level: about a third of the default level's CPU, for a scored CSV about 13%
+    // larger. At the default level, compressing was about 80% of a gzipped output's assembly.
+    const gzip = options.gzip ? [createGzip({ level: constants.Z_BEST_SPEED })] : [];
+    const stages = [this.stream, ...encode, ...gzip, counted];
     pipeline(stages, () => undefined);
     // The size is known only of the bytes as they come: neither compressed nor encoded anew.
     const sized = !options.gzip && encode.length === 0 && options.sizeHint !== undefined;
