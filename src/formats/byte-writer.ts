@@ -72,14 +72,22 @@ export class ByteWriter {
     this.at = at;
   }
 
-  /** Copies what was written into `target` at `at`. */
-  copyTo(target: Buffer, at: number): void {
-    this.out.copy(target, at, 0, this.at);
+  /** What another writer has written since its last reset. */
+  append(other: ByteWriter): void {
+    this.room(other.at);
+    other.out.copy(this.out, this.at, 0, other.at);
+    this.at += other.at;
   }
 
-  /** What was written, as a buffer of its own. */
-  toBuffer(): Buffer {
-    return Buffer.from(this.out.subarray(0, this.at));
+  /**
+   * Hands over what was written, as a view of the buffer, and starts over in a new buffer as large:
+   * the next batch of the same kind seldom has to grow it.
+   */
+  take(): Buffer {
+    const written = this.out.subarray(0, this.at);
+    this.out = Buffer.allocUnsafe(this.out.length);
+    this.at = 0;
+    return written;
   }
 
   /** What was written, as text. */

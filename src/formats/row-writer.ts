@@ -90,7 +90,6 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
   return {
     header: () => `${head.map(field).join(',')}\n`,
     lines: (rows) => {
-      out.reset();
       for (const { input, text, number, predictions } of rows) {
         if (rowNumber) out.text(String(number));
         if (passThroughText && text !== undefined) {
@@ -109,7 +108,7 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
         }
         out.byte(LF);
       }
-      return out.toBuffer();
+      return out.take();
     },
   };
 }

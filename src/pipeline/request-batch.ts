@@ -1,3 +1,4 @@
+import { ByteWriter } from '../formats/byte-writer.js';
 import type { InputRow } from '../formats/row-parser.js';
 import type { RequestEncoder } from './request-row.js';
 
@@ -33,15 +34,14 @@ export class RequestBatch {
 /** Fills a batch a row at a time; `bytes` counts the rows' JSON (not the commas), as --max-batch-bytes does. */
 export class RequestBatchBuilder {
   private rows: InputRow[] = [];
-  private buffer: Buffer;
-  private at = 0;
+  private readonly out: ByteWriter;
   private starts: number[] = [0];
   /** The UTF-8 bytes of the rows' JSON so far. */
   bytes = 0;
 
   /** @param capacity the bytes a batch has room for to start with (it grows as needed) */
-  constructor(private capacity = 64 * 1024) {
-    this.buffer = Buffer.allocUnsafe(capacity);
+  constructor(capacity = 64 * 1024) {
+    this.out = new ByteWriter(capacity);
   }
 
   get length(): number {
@@ -50,28 +50,17 @@ export class RequestBatchBuilder {
 
   /** Adds a row and its JSON, the row `encoder` encoded last. */
   add(row: InputRow, encoder: RequestEncoder): void {
-    const { length } = encoder;
-    const end = this.at + length + 1;
-    if (end > this.buffer.length) {
-      const larger = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, end));
-      this.buffer.copy(larger, 0, 0, this.at);
-      this.buffer = larger;
-    }
-    encoder.copyTo(this.buffer, this.at);
-    this.buffer[end - 1] = 0x2c;
-    this.at = end;
-    this.starts.push(end);
+    encoder.appendTo(this.out);
+    this.out.byte(0x2c);
+    this.starts.push(this.out.length);
     this.rows.push(row);
-    this.bytes += length;
+    this.bytes += encoder.length;
   }
 
   /** The batch so far; the builder starts over empty, with room for as many bytes as this one took. */
   take(): RequestBatch {
-    const batch = new RequestBatch(this.rows, this.buffer, this.starts);
-    this.capacity = Math.max(this.capacity, this.at);
+    const batch = new RequestBatch(this.rows, this.out.take(), this.starts);
     this.rows = [];
-    this.buffer = Buffer.allocUnsafe(this.capacity);
-    this.at = 0;
     this.starts = [0];
     this.bytes = 0;
     return batch;

@@ -55,7 +55,7 @@ export class RequestEncoder {
     this.idKey = rowIdMember === undefined ? undefined : Buffer.from(`${this.columns.length === 0 ? '{' : ','}${JSON.stringify(rowIdMember)}:`);
   }
 
-  /** Encodes a row; answers its length in bytes. The row is kept until the next call (`copyTo`, `text`). */
+  /** Encodes a row; answers its length in bytes. The row is kept until the next call (`appendTo`, `text`). */
   encode(record: Readonly<Record<string, unknown>>, rowId: number): number {
     const { columns, keys, out } = this;
     out.reset();
@@ -77,9 +77,9 @@ export class RequestEncoder {
     return this.out.length;
   }
 
-  /** Copies the last row encoded into `target` at `at`. */
-  copyTo(target: Buffer, at: number): void {
-    this.out.copyTo(target, at);
+  /** Writes the last row encoded into `target`. */
+  appendTo(target: ByteWriter): void {
+    target.append(this.out);
   }
 
   /** The last row encoded, as text. */
