@@ -1,19 +1,22 @@
 /**
- * The batch-scorer command line as the bench runs it: `node <flags> dist/cli.js ...`.
+ * The batch-scorer command line as the bench runs it: `[env VAR=value] node <flags> dist/cli.js ...`, as its shebang does.
  */
 import { readFileSync } from 'node:fs';
 
 export const CLI = 'dist/cli.js';
 
 /**
- * The node flags of dist/cli.js's shebang (e.g. --max-semi-space-size=4). `node dist/cli.js`
- * would skip them, and they change peak RSS: the bench measures the command as a user runs it.
+ * dist/cli.js's shebang: the environment it sets (MALLOC_ARENA_MAX) and its node flags (e.g.
+ * --max-semi-space-size=8). `node dist/cli.js` would skip them, and they change CPU and peak RSS:
+ * the bench runs the command as a user does, through `env` as the shebang does.
  */
-const SHEBANG_FLAGS = (/^#!.*\bnode\b(.*)$/m.exec(readFileSync(CLI, 'utf8').split('\n', 1)[0])?.[1] ?? '').trim().split(/\s+/).filter(Boolean);
+const SHEBANG = (/^#!\/usr\/bin\/env -S (.*)$/.exec(readFileSync(CLI, 'utf8').split('\n', 1)[0])?.[1] ?? 'node').trim().split(/\s+/);
+const SHEBANG_ENV = SHEBANG.slice(0, SHEBANG.indexOf('node'));
+const SHEBANG_FLAGS = SHEBANG.slice(SHEBANG.indexOf('node') + 1);
 
 /** argv of a batch-scorer command. */
 export function cliCommand(...args: string[]): string[] {
-  return [process.execPath, ...SHEBANG_FLAGS, CLI, ...args];
+  return [...(SHEBANG_ENV.length > 0 ? ['/usr/bin/env', ...SHEBANG_ENV] : []), process.execPath, ...SHEBANG_FLAGS, CLI, ...args];
 }
 
 export const MODEL = 'mindsdb/home_rentals_model';

@@ -1,3 +1,5 @@
+import { EXACT_POWERS_OF_TEN } from './powers-of-ten.js';
+
 /**
  * Text written as UTF-8 into one growing buffer, without a string per piece: a line or a request
  * row built by concatenating strings was a tree of strings per row, which the collector had to
@@ -23,16 +25,16 @@ export class ByteWriter {
     this.at = 0;
   }
 
-  /** Any text, as UTF-8. */
-  text(s: string): void {
-    this.room(s.length);
+  /** Any text (characters `start` to `end` of it), as UTF-8. */
+  text(s: string, start = 0, end = s.length): void {
+    this.room(end - start);
     const { out } = this;
     let at = this.at;
-    for (let i = 0; i < s.length; i++) {
+    for (let i = start; i < end; i++) {
       const c = s.charCodeAt(i);
       if (c > 0x7f) {
         this.at = at;
-        return this.utf8(s.slice(i));
+        return this.utf8(s.slice(i, end));
       }
       out[at++] = c;
     }
@@ -40,21 +42,60 @@ export class ByteWriter {
   }
 
   /**
-   * Text as a JSON string, quoted and escaped: what JSON.stringify writes for it. Printable ASCII
-   * without a quote or backslash is copied; anything else goes through JSON.stringify.
+   * Text (characters `start` to `end` of it) as a JSON string, quoted and escaped: what
+   * JSON.stringify writes for it. Printable ASCII without a quote or backslash is copied; anything
+   * else goes through JSON.stringify.
    */
-  jsonString(s: string): void {
-    this.room(s.length + 2);
+  jsonString(s: string, start = 0, end = s.length): void {
+    this.room(end - start + 2);
     const { out } = this;
     let at = this.at;
     out[at++] = 0x22;
-    for (let i = 0; i < s.length; i++) {
+    for (let i = start; i < end; i++) {
       const c = s.charCodeAt(i);
-      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.utf8(JSON.stringify(s));
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return this.utf8(JSON.stringify(s.slice(start, end)));
       out[at++] = c;
     }
     out[at++] = 0x22;
     this.at = at;
+  }
+
+  /**
+   * A number as String(n) writes it. Integers and decimals of up to 6 places and 15 digits (most
+   * predictions) are written from their digits, without making the string: a decimal `m / 10^k`
+   * that reads back as `n` has at most 15 significant digits, and no other decimal of so few
+   * digits reads as the same double, so it is the shortest, which String(n) writes (in fixed
+   * notation from 1e-6 on). Anything else goes through String(n).
+   */
+  number(n: number): void {
+    const a = n < 0 ? -n : n;
+    if (a >= 1e-6 && a < 1e15) {
+      for (let k = 0; k <= 6; k++) {
+        const p = EXACT_POWERS_OF_TEN[k];
+        const m = Math.round(a * p);
+        if (m / p === a && m < 1e15) return this.decimal(n < 0, m, k);
+      }
+    }
+    this.text(String(n));
+  }
+
+  /** The integer `m` with a point `places` digits from its right (0. and zeros before it as needed), after a minus sign if `negative`. */
+  private decimal(negative: boolean, m: number, places: number): void {
+    let digits = 1;
+    for (let rest = m; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+    const width = Math.max(digits, places + 1) + (places > 0 ? 1 : 0) + (negative ? 1 : 0);
+    this.room(width);
+    const { out } = this;
+    const first = this.at;
+    let at = first + width - 1;
+    for (let k = 0; k < places; k++, m = Math.floor(m / 10)) out[at--] = 0x30 + (m % 10);
+    if (places > 0) out[at--] = 0x2e;
+    do {
+      out[at--] = 0x30 + (m % 10);
+      m = Math.floor(m / 10);
+    } while (at >= first + (negative ? 1 : 0));
+    if (negative) out[first] = 0x2d;
+    this.at = first + width;
   }
 
   /** One byte (an ASCII character's code). */

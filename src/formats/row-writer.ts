@@ -8,8 +8,9 @@ export type RowWriterFormat = 'csv' | 'jsonl' | 'values';
 
 /** One output row: the input row's values, its number in the input, and the prediction values. */
 export interface WriterRow {
-  input: Record<string, unknown>;
-  /** A JSON Lines row's text as read; written as it was, with the predictions added, when `passThroughText`. */
+  /** The input row's values by column; a writer with `passThroughText` writes `text` instead, and needs none. */
+  input?: Record<string, unknown>;
+  /** The row's text as read; written as it was, with the predictions added, when `passThroughText`. */
   text?: string;
   /** 1-based number of the row in the input, written first with `rowNumber`. */
   number: number;
@@ -52,7 +53,7 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
         rows
           .map(
             ({ input, number, predictions }) =>
-              `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => input[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`,
+              `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => valuesOf(input, number)[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`,
           )
           .join(''),
     };
@@ -68,7 +69,8 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
             const numbered = rowNumber ? `{"${ROW_NUMBER_COLUMN}":${number}` : '{';
             if (!passThroughText || text === undefined) {
               const kept: Record<string, unknown> = {};
-              for (const c of inputColumns) if (c in input) kept[c] = input[c];
+              const values = valuesOf(input, number);
+              for (const c of inputColumns) if (c in values) kept[c] = values[c];
               const body = JSON.stringify({ ...kept, ...added }).slice(1);
               return `${numbered}${rowNumber && body !== '}' ? ',' : ''}${body}\n`;
             }
@@ -91,26 +93,36 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
     header: () => `${head.map(field).join(',')}\n`,
     lines: (rows) => {
       for (const { input, text, number, predictions } of rows) {
-        if (rowNumber) out.text(String(number));
+        if (rowNumber) out.number(number);
         if (passThroughText && text !== undefined) {
           if (rowNumber) out.byte(COMMA);
           out.text(text);
         } else {
+          const values = valuesOf(input, number);
           for (let c = 0; c < inputColumns.length; c++) {
             if (c > 0 || rowNumber) out.byte(COMMA);
-            out.text(field(input[inputColumns[c]]));
+            out.text(field(values[inputColumns[c]]));
           }
         }
         const first = !rowNumber && inputColumns.length === 0;
         for (let p = 0; p < predictions.length; p++) {
           if (p > 0 || !first) out.byte(COMMA);
-          out.text(field(predictions[p]));
+          const value = predictions[p];
+          // A number is a field as String() writes it (never quoted), written without the string.
+          if (typeof value === 'number') out.number(value);
+          else out.text(field(value));
         }
         out.byte(LF);
       }
       return out.take();
     },
   };
+}
+
+/** A row's values, which a writer not writing its text needs: a row without them is a caller's bug, not missing values. */
+function valuesOf(input: Record<string, unknown> | undefined, number: number): Record<string, unknown> {
+  if (input === undefined) throw new Error(`row ${number} came to be written without its values`);
+  return input;
 }
 
 const COMMA = 0x2c;

@@ -19,7 +19,8 @@ export interface DialectOptions {
 /**
  * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
  * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
- * count from the segment's first row in the run.
+ * count from the segment's first row in the run. With `unquotedAsText`, CSV rows without quotes
+ * come as their text alone (see parseRows).
  */
 export async function* readSegment(
   storage: Storage,
@@ -27,6 +28,7 @@ export async function* readSegment(
   index: number,
   dialect: DialectOptions,
   signal?: AbortSignal,
+  unquotedAsText = false,
 ): AsyncGenerator<InputRow[]> {
   const segment = input.segments[index];
   const file = input.files[segment.file];
@@ -54,7 +56,7 @@ export async function* readSegment(
   // Without its staged UTF-8 copy (a dry run), a file in another encoding is decoded from its start.
   const encoding = file.staged || isUtf8(dialect.encoding) ? undefined : dialect.encoding;
   const parsed = () => {
-    const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect);
+    const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect, unquotedAsText);
     next += rows.length;
     rows = [];
     return out;

@@ -14,14 +14,18 @@ export function requestValue(value: unknown, fromCsv: boolean): unknown {
   const text = value;
   if (text === '') return null;
   // Most text is not a number: one character says so before the pattern is tried.
-  const first = text.charCodeAt(0);
-  if ((first === 0x2d || (first >= 0x30 && first <= 0x39)) && CANONICAL_NUMBER.test(text)) {
+  if (mayBeNumber(text.charCodeAt(0)) && CANONICAL_NUMBER.test(text)) {
     const n = Number(text);
     const underflow = n === 0 && /[1-9]/.test(text.replace(/[eE].*$/, ''));
     const unsafe = Number.isInteger(n) && !Number.isSafeInteger(n);
     if (Number.isFinite(n) && !underflow && !unsafe) return n;
   }
   return text;
+}
+
+/** Whether a CSV value starting with this character code may be a canonical number: only `-` and digits start one. */
+function mayBeNumber(first: number): boolean {
+  return first === 0x2d || (first >= 0x30 && first <= 0x39);
 }
 
 /**
@@ -39,20 +43,28 @@ export class RequestEncoder {
   private readonly keys: Buffer[];
   private readonly idKey: Buffer | undefined;
   private readonly out = new ByteWriter();
+  /** For rows given as CSV text: each sent column's place among the file's fields (-1: not in the file). */
+  private readonly fieldOf: number[];
+  /** For rows given as CSV text: where each field starts, and where the one after the last would. */
+  private readonly starts: Int32Array;
 
   /**
    * @param sent the input columns the model reads, in the order they are sent
    * @param fromCsv values are CSV text, read by `requestValue`; JSON Lines values are sent as they are
    * @param rowIdMember the member carrying the row id, or undefined when the server echoes none
+   * @param csv the file's columns and delimiter, for rows given as their text (`encodeText`)
    */
   constructor(
     sent: readonly string[],
     private readonly fromCsv: boolean,
     rowIdMember: string | undefined,
+    private readonly csv?: { columns: readonly string[]; delimiter: string },
   ) {
     this.columns = sent.filter((c) => c !== rowIdMember);
     this.keys = this.columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`));
     this.idKey = rowIdMember === undefined ? undefined : Buffer.from(`${this.columns.length === 0 ? '{' : ','}${JSON.stringify(rowIdMember)}:`);
+    this.fieldOf = this.columns.map((c) => csv?.columns.indexOf(c) ?? -1);
+    this.starts = new Int32Array((csv?.columns.length ?? 0) + 1);
   }
 
   /** Encodes a row; answers its length in bytes. The row is kept until the next call (`appendTo`, `text`). */
@@ -63,13 +75,32 @@ export class RequestEncoder {
       out.bytes(keys[i]);
       this.value(record[columns[i]]);
     }
-    if (this.idKey !== undefined) {
-      out.bytes(this.idKey);
-      out.text(String(rowId));
+    return this.end(rowId);
+  }
+
+  /**
+   * Encodes a CSV row given as its text, which holds no quote (its fields are what lies between
+   * delimiters) and as many fields as the file has columns: the bytes `encode` writes for the
+   * row's record, without making the record or a string per field.
+   */
+  encodeText(text: string, rowId: number): number {
+    const { columns, keys, out, fieldOf, starts } = this;
+    if (this.csv === undefined) throw new Error("RequestEncoder.encodeText needs the file's columns");
+    const delimiter = this.csv.delimiter;
+    let fields = 1;
+    for (let at = text.indexOf(delimiter); at !== -1 && fields < starts.length; at = text.indexOf(delimiter, at + 1)) starts[fields++] = at + 1;
+    if (fields !== starts.length - 1) {
+      throw new Error(`a row given as text to encode has not ${starts.length - 1} fields: ${text}`);
     }
-    if (out.length === 0) out.byte(0x7b);
-    out.byte(0x7d);
-    return out.length;
+    starts[fields] = text.length + 1;
+    out.reset();
+    for (let i = 0; i < columns.length; i++) {
+      out.bytes(keys[i]);
+      const f = fieldOf[i];
+      if (f < 0) out.text('null');
+      else this.csvValue(text, starts[f], starts[f + 1] - 1);
+    }
+    return this.end(rowId);
   }
 
   /** The length in bytes of the last row encoded. */
@@ -87,31 +118,50 @@ export class RequestEncoder {
     return this.out.toString();
   }
 
+  /** Ends the row: its id member, if any, and the closing brace; answers its length. */
+  private end(rowId: number): number {
+    const { out } = this;
+    if (this.idKey !== undefined) {
+      out.bytes(this.idKey);
+      out.number(rowId);
+    }
+    if (out.length === 0) out.byte(0x7b);
+    out.byte(0x7d);
+    return out.length;
+  }
+
   private value(value: unknown): void {
     const { out } = this;
-    if (typeof value === 'string' && this.fromCsv) {
-      if (value === '') return out.text('null');
-      // An integer of at most 15 digits is sent as written, which is how String(Number(text)) writes it.
-      if (isShortInteger(value)) return out.text(value);
-      const v = requestValue(value, true);
-      if (typeof v === 'number') return out.text(String(v));
-      return out.jsonString(value);
-    }
+    if (typeof value === 'string' && this.fromCsv) return this.csvValue(value, 0, value.length);
     if (value === null || value === undefined) return out.text('null');
     if (typeof value === 'string') return out.jsonString(value);
-    if (typeof value === 'number') return out.text(Number.isFinite(value) ? String(value) : 'null');
+    if (typeof value === 'number') return Number.isFinite(value) ? out.number(value) : out.text('null');
     out.text(JSON.stringify(value));
+  }
+
+  /** Characters `start` to `end` of `s`, a CSV value, as `requestValue` reads it. */
+  private csvValue(s: string, start: number, end: number): void {
+    const { out } = this;
+    if (start === end) return out.text('null');
+    // An integer of at most 15 digits is sent as written, which is how String(Number(text)) writes it.
+    if (isShortInteger(s, start, end)) return out.text(s, start, end);
+    // Text that cannot be a number is written from its place, without a string of its own.
+    if (mayBeNumber(s.charCodeAt(start))) {
+      const v = requestValue(s.slice(start, end), true);
+      if (typeof v === 'number') return out.number(v);
+    }
+    out.jsonString(s, start, end);
   }
 }
 
-/** `-?(0|[1-9]\d*)` of at most 15 digits, "-0" aside: a number JSON and String(Number(text)) write the same. */
-function isShortInteger(s: string): boolean {
-  const sign = s.charCodeAt(0) === 0x2d ? 1 : 0;
-  const digits = s.length - sign;
+/** Characters `start` to `end` of `s` are `-?(0|[1-9]\d*)` of at most 15 digits, "-0" aside: a number JSON and String(Number(text)) write the same. */
+function isShortInteger(s: string, start: number, end: number): boolean {
+  const sign = s.charCodeAt(start) === 0x2d ? 1 : 0;
+  const digits = end - start - sign;
   if (digits === 0 || digits > 15) return false;
-  const first = s.charCodeAt(sign);
+  const first = s.charCodeAt(start + sign);
   if (first === 0x30) return digits === 1 && sign === 0;
-  for (let i = sign; i < s.length; i++) {
+  for (let i = start + sign; i < end; i++) {
     const c = s.charCodeAt(i);
     if (c < 0x30 || c > 0x39) return false;
   }

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { setImmediate } from 'node:timers/promises';
 import { BatchScorerError, InputError } from '../errors.js';
-import type { InputRow } from '../formats/row-parser.js';
+import { csvRecord, type InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
@@ -105,14 +105,24 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const writes = Promise.all([storage.write(runFiles.segmentPart(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 
+  const passThroughText = writesRowsAsRead(run, segment.file);
   const writer = createRowWriter(run.outputFormat === 'parquet' ? 'values' : run.outputFormat, {
     inputColumns: run.output.inputColumns,
     predictionColumns: run.schema.columns,
     rowNumber: run.output.rowNumber,
-    passThroughText: writesRowsAsRead(run, segment.file),
+    passThroughText,
   });
+  const file = run.input.files[segment.file];
+  const dialect = dialectForName(file.location, run.request.options);
   // Several files: a quarantined row names its file, since its row number counts through them all.
-  const fileName = run.input.files.length > 1 ? run.input.files[segment.file].location : undefined;
+  const quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? file.location : undefined, (text) => csvRecord(text, file.columns, dialect));
+  // A batch keeps of a row what writing its answer needs. Where the output is the rows' text as
+  // read, that is the text and its place: the record (a CSV row's field strings, a JSON row's
+  // values) then dies young. Kept until the answer, every young collection copied it and then
+  // promoted it, most of the collector's work on a CPU-bound run.
+  const kept = passThroughText
+    ? (row: InputRow): InputRow => (row.record === undefined ? row : { index: row.index, line: row.line, text: row.text })
+    : (row: InputRow) => row;
   const scorer: BatchScorer = {
     client: work.client,
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
@@ -127,7 +137,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     signal,
     observer: work.observer,
   };
-  const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember);
+  // Where rows are written as read, a CSV row without quotes is sent from its text: no record is made.
+  const fromText = passThroughText && file.syntax === 'csv';
+  const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember, {
+    columns: file.columns,
+    delimiter: dialect.delimiter,
+  });
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (a malformed
   // row's entry holds none) and has its answer.
   const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
@@ -161,9 +176,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     let errors = '';
     for (const o of outcomes) {
       if ('predictions' in o) {
-        scored.push({ input: o.row.record!, text: o.row.text, number: o.row.index + 1, predictions: o.predictions });
+        scored.push({ input: o.row.record, text: o.row.text, number: o.row.index + 1, predictions: o.predictions });
         profile.add(o.predictions);
-      } else errors += errorLine(o.row, o.error, run.input.syntax, fileName);
+      } else errors += quarantine(o.row, o.error);
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
@@ -180,19 +195,19 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   };
 
   try {
-    for await (const rows of readSegment(storage, run.input, index, run.request.options, signal)) {
+    for await (const rows of readSegment(storage, run.input, index, run.request.options, signal, fromText)) {
       for (const row of rows) {
         counts.rowsIn++;
-        if (!row.record) {
+        if (row.problem !== undefined) {
           // Quarantined in place, behind the rows before it, so errors stay in input order.
           await submit();
           const outcomes: RowOutcome[] = [{ row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } }];
           pending.push({ outcomes: Promise.resolve(outcomes), turn: false, answered: true });
           continue;
         }
-        const bytes = encoder.encode(row.record, row.index);
+        const bytes = row.record ? encoder.encode(row.record, row.index) : encoder.encodeText(row.text!, row.index);
         if (batchIsFull(batch.length, batch.bytes, bytes, run.request.options)) await submit();
-        batch.add(row, encoder);
+        batch.add(kept(row), encoder);
       }
       // Answered batches are written as soon as those before them are, giving their turns back.
       while (pending.length > 0 && pending[0].answered) await flushOne();
@@ -247,13 +262,20 @@ function writesRowsAsRead(run: PreparedRun, file: number): boolean {
 }
 
 /**
- * A quarantined row's line in errors.jsonl. The input is the record (CSV), the row's own JSON text
- * (JSON Lines, spliced in as read so long numbers keep their digits), or the text of a row that
- * could not be parsed.
+ * Writes a segment's quarantined rows' lines in errors.jsonl. A line's input is the row's record
+ * (CSV: re-read from its text where the segment kept only the text), the row's own JSON text (JSON
+ * Lines, spliced in as read so long numbers keep their digits), or the text of a row that could
+ * not be read. `file` names the row's file in a run of several.
  */
-function errorLine(row: InputRow, error: { status?: number; title?: string; detail: string }, syntax: InputSyntax, file?: string): string {
-  const rest = JSON.stringify({ status: error.status ?? null, title: error.title ?? null, detail: error.detail });
-  const input = syntax === 'jsonl' && row.record && row.text !== undefined ? row.text : JSON.stringify(row.record ?? row.text);
+function errorLines(syntax: InputSyntax, file: string | undefined, reread: (text: string) => Record<string, unknown> | undefined) {
   const where = file === undefined ? '' : `"file":${JSON.stringify(file)},`;
-  return `{"row":${row.index + 1},${where}"line":${row.line},"input":${input},${rest.slice(1)}\n`;
+  const input = (row: InputRow): string => {
+    if (row.problem !== undefined || row.text === undefined) return JSON.stringify(row.record ?? row.text);
+    if (syntax === 'jsonl') return row.text;
+    return JSON.stringify(row.record ?? reread(row.text) ?? row.text);
+  };
+  return (row: InputRow, error: { status?: number; title?: string; detail: string }): string => {
+    const rest = JSON.stringify({ status: error.status ?? null, title: error.title ?? null, detail: error.detail });
+    return `{"row":${row.index + 1},${where}"line":${row.line},"input":${input(row)},${rest.slice(1)}\n`;
+  };
 }

@@ -199,9 +199,13 @@ export class ServiceClient {
     const what = `${call.op} ${this.where(call.ref, call.op)}`;
     const exchange = () => this.exchange(call, options, what);
     const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
-    // The answer is read on the event loop's next turn. The slot just freed sent the next request,
-    // which undici (7.30+) writes to a kept-alive socket only from an immediate of its own, queued
-    // before this one; reading a large answer first would hold that request back.
+    // The answer is read once the requests waiting to be written are. The slot just freed sent the
+    // next request, which undici (7.30+) writes to a kept-alive socket only from an immediate of
+    // its own. Answers come in bunches: one immediate would read this answer before the request
+    // that a later answer of the same bunch freed is written. A second immediate, queued while the
+    // first runs, waits for the loop's next turn, after every immediate queued in this one (by
+    // hand, latency-bound: 95.2% of the ideal rate with one, 96.0% with two).
+    await setImmediate();
     await setImmediate();
     if (status >= 200 && status < 300) {
       try {

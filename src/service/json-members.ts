@@ -1,3 +1,5 @@
+import { EXACT_POWERS_OF_TEN } from '../formats/powers-of-ten.js';
+
 /** An element of the array that is not an object: the value itself, so an error can show it. */
 export class NotAnObject {
   constructor(readonly value: unknown) {}
@@ -84,16 +86,19 @@ class Reader {
     }
   }
 
-  /** Which of the names the bytes from `start` to `end` are, or -1. */
+  /**
+   * Which of the names the bytes from `start` to `end` are, or -1. Compared from their ends: names
+   * of a length often share a prefix (`rental_price_min`, `rental_price_max`) and seldom an ending.
+   */
   private name(start: number, end: number): number {
     const candidates = this.byLength[end - start];
     if (candidates === undefined) return -1;
     const { body, names } = this;
     for (const n of candidates) {
       const name = names[n];
-      let i = 0;
-      while (i < name.length && body[start + i] === name[i]) i++;
-      if (i === name.length) return n;
+      let i = name.length - 1;
+      while (i >= 0 && body[start + i] === name[i]) i--;
+      if (i < 0) return n;
     }
     return -1;
   }
@@ -202,9 +207,6 @@ class Reader {
   }
 }
 
-/** Powers of ten a double holds exactly. */
-const EXACT_POWERS = Array.from({ length: 23 }, (_, k) => 10 ** k);
-
 /**
  * A decimal number of at most 15 digits without an exponent (`-?\d+(\.\d+)?`, as most predictions
  * are), read from its bytes; undefined for anything else. Its digits as an integer and the power of
@@ -228,6 +230,6 @@ function shortDecimal(body: Buffer, start: number, end: number): number | undefi
     else return undefined;
   }
   if (digits === 0 || digits > 15 || fraction === 0) return undefined;
-  const value = fraction > 0 ? mantissa / EXACT_POWERS[fraction] : mantissa;
+  const value = fraction > 0 ? mantissa / EXACT_POWERS_OF_TEN[fraction] : mantissa;
   return negative ? -value : value;
 }

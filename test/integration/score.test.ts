@@ -144,6 +144,7 @@ describe('score, end to end against the simulator', () => {
     // Data rows 10 and 777 (1-based) get a value the simulator's engine fails on.
     const rows = Array.from({ length: ROWS }, (_, i) => rentalRow(i));
     for (const i of [9, 776]) rows[i][4] = '__engine_error__';
+    rows[9][RENTAL_COLUMNS.indexOf('notes')] = 'quoted, with "quotes"'; // errors.jsonl re-reads the row's text: its quoting too
     const bad = join(tmp.dir, 'bad-rows.csv');
     await writeFile(bad, [RENTAL_COLUMNS, ...rows].map(csvLine).join(''));
     const out = join(tmp.dir, 'out-bad');
@@ -151,7 +152,8 @@ describe('score, end to end against the simulator', () => {
     const files = await runFolder(out, 'bad');
     const errors = parseJsonLines(files['errors.jsonl']);
     expect(errors.map((e) => e.row)).toEqual([10, 777]);
-    expect(errors[0]).toMatchObject({ status: 500, title: 'MLEngineException', input: { location: '__engine_error__' } });
+    expect(errors[0]).toMatchObject({ status: 500, title: 'MLEngineException', line: 11 });
+    expect(errors.map((e) => e.input)).toEqual([9, 776].map((i) => Object.fromEntries(RENTAL_COLUMNS.map((c, j) => [c, rows[i][j]]))));
     expect(m.counts).toMatchObject({ rowsScored: ROWS - 2, rowsQuarantined: 2 });
     expect(m.counts!.splits).toBeGreaterThan(0);
     expect(parseCsv(files['predictions.csv']).map((r) => r.listing_id)).not.toContain('L00000009');

@@ -172,6 +172,31 @@ describe('RequestEncoder against JSON.stringify', () => {
     );
   });
 
+  it("writes a CSV row given as its text as it writes the row's record, the file's columns in any order", () => {
+    // The file's columns: the sent ones in another order, one not sent, and one sent column ('d') missing.
+    const fileColumns = ['c2', 'naïve "c"', 'b', 'a', 'kept'];
+    const unquoted = text.filter((v) => !v.includes(',') && !v.includes('"'));
+    fc.assert(
+      fc.property(fc.array(unquoted, { minLength: 5, maxLength: 5 }), fc.nat(), (values, rowId) => {
+        const record = Object.fromEntries(fileColumns.map((c, i) => [c, values[i]]));
+        for (const rowIdMember of [undefined, 'rid', 'b']) {
+          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, delimiter: ',' });
+          const bytes = encoder.encodeText(values.join(','), rowId);
+          // encode is checked against JSON.stringify above; a column missing from the file is sent as null by both.
+          expect({ json: encoder.text(), bytes }).toEqual(encodeRequestRow(record, columns, true, rowIdMember, rowId));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('refuses a row given as text with another field count than the file has columns', () => {
+    const encoder = new RequestEncoder(['a'], true, undefined, { columns: ['a', 'b'], delimiter: ';' });
+    expect(encoder.encodeText('1;x', 0)).toBe(7);
+    expect(() => encoder.encodeText('1;x;y', 0)).toThrow('has not 2 fields');
+    expect(() => encoder.encodeText('1', 0)).toThrow('has not 2 fields');
+  });
+
   it('writes the bytes JSON.stringify writes for JSON Lines values', () => {
     fc.assert(
       fc.property(fc.array(fc.oneof(fc.jsonValue(), text, fc.constant(undefined)), { minLength: 4, maxLength: 4 }), (values) => {

@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
-import { jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
+import { csvRecord, jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
 import { RawRow } from '../../src/formats/row-splitter.js';
+import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { thrown } from '../helpers/rejection.js';
 
 function raw(text: string, line = 1, offset = 0): RawRow {
@@ -128,7 +129,7 @@ describe('parseRows (csv)', () => {
     expect(rows.map((r) => r.record)).toEqual([{ only: 'x' }, { only: '' }]);
   });
 
-  it('reads each row as papaparse reads it alone, quoted or not, in any dialect', () => {
+  it('reads each row as papaparse reads it alone, quoted or not, in any dialect; csvRecord reads its text alike', () => {
     const field = fc.array(fc.constantFrom('a', '1', ' ', ',', ';', '"', "'", '\n', 'é'), { maxLength: 5 }).map((cs) => cs.join(''));
     const dialects = [
       { delimiter: ',', quote: '"' },
@@ -156,6 +157,7 @@ describe('parseRows (csv)', () => {
             const alone = Papa.parse<string[]>(text, { delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote, newline: '\n' })
               .data[0];
             expect(rows[i].record).toEqual(Object.fromEntries(header.map((c, k) => [c, alone[k]])));
+            expect(csvRecord(text, header, dialect)).toEqual(rows[i].record);
           });
         },
       ),
@@ -165,6 +167,21 @@ describe('parseRows (csv)', () => {
 
   it('answers nothing for no rows', () => {
     expect(parseRows([], 0, header, 'csv')).toEqual([]);
+  });
+
+  it('with unquotedAsText, leaves a row without quotes as its text, and still reads quoted rows and counts fields', () => {
+    const rows = parseRows([raw('1,ann,10.5', 2), raw('2,"bob, jr",', 3), raw('3,x', 4), raw('4,,,', 5)], 0, header, 'csv', DEFAULT_DIALECT, true);
+    expect(rows).toEqual([
+      { index: 0, line: 2, text: '1,ann,10.5' },
+      { index: 1, line: 3, text: '2,"bob, jr",', record: { id: '2', name: 'bob, jr', price: '' } },
+      { index: 2, line: 4, text: '3,x', problem: 'expected 3 fields, found 2' },
+      { index: 3, line: 5, text: '4,,,', problem: 'expected 3 fields, found 4' },
+    ]);
+  });
+
+  it("csvRecord answers undefined for a text whose field count is not the header's", () => {
+    expect(csvRecord('a,b', header)).toBeUndefined();
+    expect(csvRecord('"a\nb",c', ['x', 'y'])).toEqual({ x: 'a\nb', y: 'c' });
   });
 });
 

@@ -20,6 +20,13 @@ describe('CSV row writer', () => {
     const writer = createRowWriter('csv', { ...options, passThroughText: true, rowNumber: true });
     const text = String(writer.lines([{ input: { id: '1', note: 'x' }, text: '1,"x"', number: 7, predictions: [1, 'b'] }]));
     expect(text).toBe('7,1,"x",1,b\n');
+    // Its text is all such a writer needs; one that writes values refuses a row without them rather than write it empty.
+    expect(String(writer.lines([{ text: '2,y', number: 8, predictions: [2, 'c'] }]))).toBe('8,2,y,2,c\n');
+    for (const format of ['csv', 'jsonl', 'values'] as const) {
+      expect(() => createRowWriter(format, options).lines([{ text: '2,y', number: 8, predictions: [2, 'c'] }])).toThrow(
+        'row 8 came to be written without its values',
+      );
+    }
   });
 
   it('writes non-ASCII text as UTF-8, and a second call holds only its own rows', () => {
