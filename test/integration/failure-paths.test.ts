@@ -157,10 +157,14 @@ describe('a model retrained during a run, on a server without versions', () => {
 describe('one logger passed down', () => {
   it("logs the service client's retries with the run id and the segment", async () => {
     const sim = await simulator({ rateLimitRate: 0.2, retryAfterSeconds: 0, seed: 3 });
-    const r = await runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', join(tmp.dir, 'logs'), '--run-id', 'lg', '--batch-size', '100'], {
-      MODEL_SERVICE_URL: sim.url,
-      LOG_LEVEL: 'debug',
-    });
+    // Retries to spare: a call that spends them all on 429s fails the run, and this test is about its logs.
+    const r = await runCli(
+      ['score', input, '--model', 'mindsdb/home_rentals_model', '--out', join(tmp.dir, 'logs'), '--run-id', 'lg', '--batch-size', '100', '--retries', '30'],
+      {
+        MODEL_SERVICE_URL: sim.url,
+        LOG_LEVEL: 'debug',
+      },
+    );
     expect(r.code).toBe(0);
     const retries = r.stderr
       .split('\n')

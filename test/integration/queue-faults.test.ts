@@ -107,8 +107,11 @@ describe('queue mode under faults', () => {
       out: join(tmp.dir, 'twice'),
       options: { service: f.sim.url, runId: 'twice', segmentRows: SEGMENT_ROWS, timeout: 60_000 },
     });
-    // Describe answers; predict hangs, so the worker is busy with a request that will not end.
+    // Describe answers; predict hangs, so the worker is busy with a request that will not end. Signalled
+    // before a request hangs (between planning and taking a segment, say), it would have nothing in
+    // flight and stop at once on the first signal.
     await waitFor('the worker to be planning', async () => (await f.queue.get(runId))?.state === 'active');
+    await waitFor('a predict request to hang', () => f.sim.stats.faults.hangs > 0);
     w.child.kill('SIGTERM');
     await waitFor('the first signal to be taken', () => w.log().includes('shutting down'));
     w.child.kill('SIGTERM');
