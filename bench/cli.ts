@@ -11,8 +11,9 @@ export const CLI = 'dist/cli.js';
  * the bench runs the command as a user does, through `env` as the shebang does.
  */
 const SHEBANG = (/^#!\/usr\/bin\/env -S (.*)$/.exec(readFileSync(CLI, 'utf8').split('\n', 1)[0])?.[1] ?? 'node').trim().split(/\s+/);
-const SHEBANG_ENV = SHEBANG.slice(0, SHEBANG.indexOf('node'));
-const SHEBANG_FLAGS = SHEBANG.slice(SHEBANG.indexOf('node') + 1);
+const NODE_AT = SHEBANG.indexOf('node');
+const SHEBANG_ENV = SHEBANG.slice(0, NODE_AT);
+const SHEBANG_FLAGS = SHEBANG.slice(NODE_AT + 1);
 
 /** argv of a batch-scorer command. */
 export function cliCommand(...args: string[]): string[] {

@@ -51,10 +51,10 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
       header: () => '',
       lines: (rows) =>
         rows
-          .map(
-            ({ input, number, predictions }) =>
-              `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => valuesOf(input, number)[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`,
-          )
+          .map(({ input, number, predictions }) => {
+            const values = valuesOf(input, number);
+            return `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => values[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`;
+          })
           .join(''),
     };
   }
