@@ -1,72 +1,116 @@
 /**
- * Named errors with stable codes. `code` is what users and scripts match on; `retriable` says
- * whether trying the same work again later may succeed (BullMQ's UnrecoverableError is derived
- * from it in queue mode); `exitCode` is what the CLI exits with (2: fix the command or
- * configuration, 1: the run failed).
+ * The error catalogue: every stable code, declared once with what it means for each way it is
+ * reported. `code` is what users and scripts match on. Throw sites name a code; its HTTP status,
+ * exit code and retry meaning come from here, never from the site.
  */
-export type ErrorCode =
-  | 'E_USAGE' // bad flag, option or setting
-  | 'E_CONFIG' // a configuration file or environment variable is invalid
-  | 'E_INPUT_NOT_FOUND' // the input location does not exist
-  | 'E_NOT_FOUND' // a file or object storage was asked for does not exist (the caller says whose it is)
-  | 'E_INPUT' // the input file is malformed (encoding, quoting, empty)
-  | 'E_INPUT_CHANGED' // the input changed while the run was reading it
-  | 'E_OUTPUT' // the output location cannot be written (not a folder, no permission, no bucket)
-  | 'E_STORAGE' // a storage operation failed for a reason that may pass
-  | 'E_REDIS_UNAVAILABLE' // Redis (REDIS_URL) did not answer: check the URL and that Redis runs
-  | 'E_RUN_EXISTS' // the run id is taken by a different or finished run
-  | 'E_RUN_STATE' // a run folder's own files are missing, damaged, foreign or of a release this one cannot read
-  | 'E_RUN_NOT_FOUND' // no run on the queue has this id (never enqueued, or removed after its retention)
-  | 'E_RUN_CONFLICT' // the run is not in a state that allows this (cancelling a finished run, resuming a running one)
-  | 'E_CANCELLED' // the run was cancelled (DELETE /runs/:id, `batch-scorer cancel`): it may be resumed
-  | 'E_ERROR_RATE' // more rows were quarantined than --max-error-rate allows
-  | 'E_ALIGNMENT' // answers did not line up with the rows sent, on every attempt
-  | 'E_COLUMNS' // the input's columns do not fit the model
-  | 'E_SERVICE_RETRIABLE' // overload or network on one attempt: retried with backoff (reported as E_SERVICE_UNAVAILABLE once the retries ran out)
-  | 'E_SERVICE_UNAVAILABLE' // overload or network on every attempt: the retries ran out
-  | 'E_SERVICE_UNREACHABLE' // nothing answers at the service URL (refused, unknown host)
-  | 'E_SERVICE_URL' // something answers at the service URL, but not a Model Query Service
-  | 'E_SERVICE_FATAL' // the service refused the request and will again
-  | 'E_MODEL_NOT_FOUND' // unknown project, model or version
-  | 'E_MODEL_NOT_READY' // the model is training or in error
-  | 'E_MODEL_CHANGED' // the model was retrained while the run scored (servers without versions)
-  | 'E_WRONG_ENVELOPE' // the server expects the other body envelope
-  | 'E_UNAUTHORIZED' // credentials missing or refused
-  | 'E_BAD_ROWS' // the engine failed on the rows of this request
-  | 'E_ABORTED' // the operation was cancelled
-  | 'E_INTERNAL'; // not one of the above: a bug to report, with the log at LOG_LEVEL=debug
+interface ErrorSpec {
+  /** The HTTP status an API answer carries (4xx: the caller must change something; 5xx: the server or a dependency). */
+  status: number;
+  /** What the CLI exits with: 2, fix the command or configuration; 1, the run failed. */
+  exit: 1 | 2;
+  /** Whether trying the same work again later may succeed; BullMQ fails a job at once when not. */
+  retriable: boolean;
+  /** What the user can do about it, in a few words (shown by the API's OpenAPI document and the docs). */
+  hint: string;
+}
 
-export interface BatchScorerErrorOptions {
-  retriable?: boolean;
-  exitCode?: 1 | 2;
-  cause?: unknown;
+export const ERROR_CATALOGUE = {
+  E_USAGE: { status: 400, exit: 2, retriable: false, hint: 'a flag, option or setting is wrong: change the one named' },
+  E_CONFIG: { status: 500, exit: 2, retriable: false, hint: 'a configuration file or environment variable is invalid: fix the one named' },
+  E_NOT_ALLOWED: {
+    status: 403,
+    exit: 2,
+    retriable: false,
+    hint: 'the deployment policy (INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS) does not allow this location or service',
+  },
+  E_INPUT_NOT_FOUND: { status: 422, exit: 2, retriable: false, hint: 'the input location does not exist: check the path or key' },
+  E_NOT_FOUND: { status: 404, exit: 1, retriable: false, hint: 'a file or object asked for does not exist' },
+  E_INPUT: { status: 422, exit: 1, retriable: false, hint: 'the input file is malformed (encoding, quoting, empty): fix the file or the dialect options' },
+  E_INPUT_CHANGED: { status: 409, exit: 1, retriable: false, hint: 'the input changed while the run read it: run again once it is stable' },
+  E_OUTPUT: { status: 422, exit: 2, retriable: false, hint: 'the output location cannot be used: choose another --out' },
+  E_STORAGE: { status: 503, exit: 1, retriable: true, hint: 'a storage operation failed for a reason that may pass: it is tried again' },
+  E_STORAGE_REFUSED: {
+    status: 422,
+    exit: 2,
+    retriable: false,
+    hint: 'storage refused the operation and will again (access denied, no credentials, no bucket, no space): fix the location or the permissions',
+  },
+  E_REDIS_UNAVAILABLE: { status: 503, exit: 2, retriable: true, hint: 'Redis (REDIS_URL) did not answer: check the URL and that Redis runs' },
+  E_RUN_EXISTS: { status: 409, exit: 2, retriable: false, hint: 'the run id is taken by a different or finished run: choose another --run-id' },
+  E_RUN_STATE: {
+    status: 409,
+    exit: 2,
+    retriable: false,
+    hint: "a run folder's own files are missing, damaged, foreign or of a release this one cannot read: choose another run id",
+  },
+  E_RUN_NOT_FOUND: { status: 404, exit: 2, retriable: false, hint: 'no run on the queue has this id (never enqueued, or removed after its retention)' },
+  E_RUN_LOST: {
+    status: 410,
+    exit: 1,
+    retriable: false,
+    hint: 'the run vanished from the queue while it was followed (Redis restarted without persistence): enqueue it again under its run id to resume it',
+  },
+  E_RUN_CONFLICT: { status: 409, exit: 2, retriable: false, hint: 'the run is not in a state that allows this: check its state first' },
+  E_CANCELLED: { status: 409, exit: 1, retriable: false, hint: 'the run was cancelled: resume it to go on' },
+  E_ERROR_RATE: { status: 422, exit: 1, retriable: false, hint: 'more rows were quarantined than --max-error-rate allows: see errors.jsonl' },
+  E_ALIGNMENT: { status: 502, exit: 1, retriable: false, hint: 'answers did not line up with the rows sent, on every attempt' },
+  E_COLUMNS: { status: 422, exit: 2, retriable: false, hint: "the input's columns do not fit the model" },
+  E_SERVICE_RETRIABLE: { status: 503, exit: 1, retriable: true, hint: 'overload or network on one attempt: retried with backoff' },
+  E_SERVICE_UNAVAILABLE: {
+    status: 503,
+    exit: 1,
+    retriable: true,
+    hint: 'overload or network on every attempt: the retries ran out; try later or lower --concurrency',
+  },
+  E_SERVICE_UNREACHABLE: { status: 502, exit: 2, retriable: true, hint: 'nothing answers at the service URL: check --service or MODEL_SERVICE_URL' },
+  E_SERVICE_URL: { status: 502, exit: 2, retriable: false, hint: 'something answers at the service URL, but not a Model Query Service' },
+  E_SERVICE_FATAL: { status: 502, exit: 1, retriable: false, hint: 'the service refused the request and will again' },
+  E_MODEL_NOT_FOUND: { status: 422, exit: 2, retriable: false, hint: 'unknown project, model or version: check --model' },
+  E_MODEL_NOT_READY: { status: 409, exit: 1, retriable: true, hint: 'the model is training or in error: try again once it is trained' },
+  E_MODEL_CHANGED: { status: 409, exit: 1, retriable: false, hint: 'the model was retrained while the run scored' },
+  E_WRONG_ENVELOPE: { status: 422, exit: 2, retriable: false, hint: 'the server expects the other body envelope: pass --envelope' },
+  E_UNAUTHORIZED: { status: 401, exit: 2, retriable: false, hint: 'credentials missing or refused' },
+  E_RATE_LIMITED: { status: 429, exit: 1, retriable: true, hint: 'too many failed attempts to authenticate from this client: wait as Retry-After says' },
+  E_BAD_ROWS: { status: 422, exit: 1, retriable: false, hint: 'the engine failed on the rows of this request' },
+  E_ABORTED: { status: 503, exit: 1, retriable: true, hint: 'the operation was cancelled (a signal, a shutdown): it may be done again' },
+  E_INTERNAL: { status: 500, exit: 1, retriable: false, hint: 'a bug to report, with the log at LOG_LEVEL=debug' },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** A stable error code (see ERROR_CATALOGUE). */
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+/** What the catalogue says of a code. */
+export function errorSpec(code: ErrorCode): ErrorSpec {
+  return ERROR_CATALOGUE[code];
 }
 
 export class BatchScorerError extends Error {
   readonly code: ErrorCode;
+  /** From the catalogue: whether trying the same work again later may succeed. */
   readonly retriable: boolean;
+  /** From the catalogue: what the CLI exits with. */
   readonly exitCode: 1 | 2;
 
-  constructor(code: ErrorCode, message: string, options: BatchScorerErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
-    this.retriable = options.retriable ?? false;
-    this.exitCode = options.exitCode ?? 1;
+    this.retriable = ERROR_CATALOGUE[code].retriable;
+    this.exitCode = ERROR_CATALOGUE[code].exit;
   }
 }
 
 /** A flag, option or setting is wrong: the user must change the command or configuration. */
 export class UsageError extends BatchScorerError {
-  constructor(message: string, options: Omit<BatchScorerErrorOptions, 'exitCode'> = {}) {
-    super('E_USAGE', message, { ...options, exitCode: 2 });
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('E_USAGE', message, options);
   }
 }
 
 /** The input data is malformed; names the file and, where known, the row, line or byte. */
 export class InputError extends BatchScorerError {
   constructor(message: string, code: 'E_INPUT' | 'E_INPUT_NOT_FOUND' | 'E_INPUT_CHANGED' = 'E_INPUT') {
-    super(code, message, { exitCode: code === 'E_INPUT_NOT_FOUND' ? 2 : 1 });
+    super(code, message);
   }
 }
 
@@ -88,14 +132,14 @@ export class NotFoundError extends BatchScorerError {
  */
 export class RunStateError extends BatchScorerError {
   constructor(message: string, cause?: unknown) {
-    super('E_RUN_STATE', message, { exitCode: 2, cause });
+    super('E_RUN_STATE', message, { cause });
   }
 }
 
 /** Work was cancelled (a signal, a shutdown): nothing is wrong with it, so it may be done again. */
 export class AbortedError extends BatchScorerError {
   constructor(message: string, cause?: unknown) {
-    super('E_ABORTED', message, { retriable: true, cause });
+    super('E_ABORTED', message, { cause });
   }
 }
 

@@ -30,7 +30,7 @@ export function registerStatus(program: Command): void {
           for (;;) {
             const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
             if (runId && !runs[0])
-              throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+              throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
             const shown = runs.filter((r) => r !== undefined);
             const frame = flags.json
               ? JSON.stringify(runId ? shown[0] : shown)

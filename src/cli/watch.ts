@@ -26,7 +26,7 @@ export function registerWatch(program: Command): void {
         const jobsDir = flags.jobs ?? settings.jobsDir;
         const pipelines = (await loadPipelines(jobsDir)).filter((p): p is FileDropPipeline => p.kind === 'trigger');
         if (pipelines.length === 0) {
-          throw new BatchScorerError('E_CONFIG', `${jobsDir}: no pipeline declares a trigger (prefix and suffix): watch has nothing to poll`, { exitCode: 2 });
+          throw new BatchScorerError('E_CONFIG', `${jobsDir}: no pipeline declares a trigger (prefix and suffix): watch has nothing to poll`);
         }
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);

@@ -74,7 +74,7 @@ function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
   if (user && password) return { user, password };
   if (user || password) {
     const missing = user ? 'DASHBOARD_PASSWORD' : 'DASHBOARD_USER';
-    throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`, { exitCode: 2 });
+    throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`);
   }
   return undefined;
 }
@@ -87,7 +87,7 @@ export function isTcpPort(value: string): boolean {
 function portFromEnv(value: string | undefined): number {
   if (value === undefined || value === '') return 8080;
   if (!isTcpPort(value)) {
-    throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`, { exitCode: 2 });
+    throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`);
   }
   return Number(value);
 }
@@ -108,10 +108,10 @@ function readConfigFiles(dir: string): ConfigFile {
     try {
       doc = parseYaml(readFileSync(path, 'utf8')) ?? {};
     } catch (err) {
-      throw new BatchScorerError('E_CONFIG', `${path}: not valid YAML: ${(err as Error).message}`, { exitCode: 2 });
+      throw new BatchScorerError('E_CONFIG', `${path}: not valid YAML: ${(err as Error).message}`);
     }
     const parsed = configFileSchema.safeParse(doc);
-    if (!parsed.success) throw new BatchScorerError('E_CONFIG', `${path}: ${formatIssues(parsed.error)}`, { exitCode: 2 });
+    if (!parsed.success) throw new BatchScorerError('E_CONFIG', `${path}: ${formatIssues(parsed.error)}`);
     for (const [section, values] of Object.entries(parsed.data)) merged[section] = { ...merged[section], ...values };
   }
   return merged;

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { restate } from '../config/run-options.js';
-import { BatchScorerError, UsageError, type ErrorCode } from '../errors.js';
+import { BatchScorerError, errorSpec, UsageError, type ErrorCode } from '../errors.js';
 import { requireAuth, type Credentials } from './auth.js';
 
 /** The largest request body taken; a run submission is a few hundred bytes. */
@@ -48,19 +48,15 @@ export function parseRequest<S extends z.ZodType>(schema: S, value: unknown, whe
   throw RequestError.fromZod(result.error, where);
 }
 
-/** The HTTP status of each error code a request can end in; a code not listed is a server fault (500). */
-const STATUS: Partial<Record<ErrorCode, number>> = {
-  E_USAGE: 400,
-  E_UNAUTHORIZED: 401,
-  E_RUN_NOT_FOUND: 404,
-  E_RUN_CONFLICT: 409,
-  E_RUN_EXISTS: 409,
-  E_REDIS_UNAVAILABLE: 503,
-};
+/**
+ * Codes whose message is the server's business, not the caller's: its configuration, or a fault
+ * whose details belong in the log.
+ */
+const SERVER_ONLY: readonly ErrorCode[] = ['E_CONFIG', 'E_INTERNAL'];
 
 /**
- * Answers every error of the server in one shape: BatchScorerErrors by their code's status, with
- * their message; fastify's own refusals (a body too large, not JSON, of another media type) as
+ * Answers every error of the server in one shape: BatchScorerErrors by their code's status in the
+ * catalogue (errors.ts), with their message; fastify's own refusals (a body too large, not JSON, of another media type) as
  * E_USAGE with their status; anything else as a 500 whose message says nothing of its cause,
  * logged with the request id so it can be found.
  */
@@ -68,8 +64,9 @@ export function installErrorHandling(app: FastifyInstance, credentials: Credenti
   app.setErrorHandler(async (err: FastifyError | BatchScorerError, request, reply) => {
     let status: number;
     let body: ErrorBody;
-    if (err instanceof BatchScorerError && STATUS[err.code] !== undefined) {
-      status = STATUS[err.code]!;
+    if (err instanceof BatchScorerError && !SERVER_ONLY.includes(err.code)) {
+      status = errorSpec(err.code).status;
+      if (status >= 500) request.log.warn({ err }, 'request failed');
       body = { error: err.code, message: err.message, ...(err instanceof RequestError ? { issues: err.issues } : {}) };
     } else if (!(err instanceof BatchScorerError) && err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
       status = err.statusCode;

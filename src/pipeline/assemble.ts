@@ -30,7 +30,7 @@ export async function readFinishedSegments(
   const missing = done.findIndex((d) => d === undefined);
   if (missing >= 0) {
     const marker = runFiles.segmentDone(run.folder, run.input.segments[missing].index);
-    throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`, { retriable: true });
+    throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`);
   }
   const finished = done as SegmentDone[];
   return { counts: { ...sumCounts(finished), segments: finished.length }, done: finished };

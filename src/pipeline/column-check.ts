@@ -20,12 +20,10 @@ export function checkColumns(columns: readonly string[], inputs: readonly string
   const sent = inputs.filter((c) => present.has(c));
   const missing = inputs.filter((c) => !present.has(c));
   if (sent.length === 0) {
-    throw new BatchScorerError('E_COLUMNS', `${fileName} has none of the model's input columns (${inputs.join(', ')}); its columns are ${columns.join(', ')}`, {
-      exitCode: 2,
-    });
+    throw new BatchScorerError('E_COLUMNS', `${fileName} has none of the model's input columns (${inputs.join(', ')}); its columns are ${columns.join(', ')}`);
   }
   if (missing.length > 0 && strict) {
-    throw new BatchScorerError('E_COLUMNS', `${fileName} lacks the model's input column(s) ${missing.join(', ')} (--strict-columns)`, { exitCode: 2 });
+    throw new BatchScorerError('E_COLUMNS', `${fileName} lacks the model's input column(s) ${missing.join(', ')} (--strict-columns)`);
   }
   const warnings = missing.length > 0 ? [`${fileName} lacks the model's input column(s) ${missing.join(', ')}: the model sees them as null`] : [];
   return { sent, missing, warnings };

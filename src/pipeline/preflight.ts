@@ -37,6 +37,6 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   }
   const why = await storage.whyUnwritable(out, signal);
   if (why !== undefined) {
-    throw new BatchScorerError('E_OUTPUT', `cannot write run folders to ${formatLocation(out)}: ${why}; choose another --out`, { exitCode: 2 });
+    throw new BatchScorerError('E_OUTPUT', `cannot write run folders to ${formatLocation(out)}: ${why}; choose another --out`);
   }
 }

@@ -45,7 +45,7 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const { storage, log, signal } = ctx;
   const folder = runFiles.folder(request.out, runId);
   if (await storage.exists(runFiles.success(folder))) {
-    throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`, { exitCode: 2 });
+    throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`);
   }
   const existing = await readPreparedRun(storage, folder, signal);
   if (existing) return resume(existing, request, ctx);
@@ -268,7 +268,6 @@ async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareCo
     throw new BatchScorerError(
       'E_RUN_EXISTS',
       `run ${existing.runId} in ${formatLocation(existing.folder)} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
-      { exitCode: 2 },
     );
   }
   ctx.log.info('resuming run');

@@ -68,7 +68,7 @@ export function runEnded(s: Pick<RunStatus, 'state'>): boolean {
 
 /** No run of this id on the queue (E_RUN_NOT_FOUND, exit 2). */
 export function runNotFound(runId: string): BatchScorerError {
-  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`, { exitCode: 2 });
+  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
 }
 
 /** What to score; validated before anything reaches Redis. */
@@ -157,9 +157,8 @@ export class RunQueue {
     if (resumed) {
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
-          'E_RUN_EXISTS',
+          'E_RUN_CONFLICT',
           `run ${runId} ${state === 'cancelled' ? 'is cancelled and still stopping' : 'failed'}, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`,
-          { retriable: true },
         );
       }
       await this.progress.clear(runId);
@@ -303,15 +302,11 @@ export class RunQueue {
     const job = await this.requireJob(runId);
     const { state } = await this.stateOf(job);
     if (state !== 'failed' && state !== 'cancelled') {
-      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`, { exitCode: 2 });
+      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`);
     }
     const { input, model, out, options, trigger } = job.data.request;
-    const again = await this.enqueue({ input, model, out, options, trigger }).catch((err: unknown) => {
-      if (err instanceof BatchScorerError && err.code === 'E_RUN_EXISTS')
-        throw new BatchScorerError('E_RUN_CONFLICT', err.message, { exitCode: 2, retriable: true, cause: err });
-      throw err;
-    });
-    if (!again.created) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was resumed meanwhile`, { exitCode: 2 });
+    const again = await this.enqueue({ input, model, out, options, trigger });
+    if (!again.created) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was resumed meanwhile`);
     return { runId, resumed: true };
   }
 
@@ -385,5 +380,5 @@ export class RunQueue {
 
 /** The refusal to cancel a run that has finished. */
 function alreadyFinished(runId: string, state: 'completed' | 'failed'): BatchScorerError {
-  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; there is nothing to cancel`, { exitCode: 2 });
+  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; there is nothing to cancel`);
 }

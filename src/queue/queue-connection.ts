@@ -49,7 +49,7 @@ export function redisUnavailable(redis: QueueConnectionExtras, waitedMs: number,
   return new BatchScorerError(
     'E_REDIS_UNAVAILABLE',
     `Redis at ${redis.shownUrl} did not answer within ${waitedMs / 1000} s (${errorMessage(cause)}); check REDIS_URL and that Redis is running`,
-    { exitCode: 2, retriable: true, cause },
+    { cause },
   );
 }
 

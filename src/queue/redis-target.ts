@@ -31,7 +31,7 @@ const portSchema = z.coerce.number().int().min(1).max(65535);
  */
 export function parseRedisUrl(url: string): RedisTarget {
   const read = readRedisUrl(url);
-  if ('problem' in read) throw new BatchScorerError('E_CONFIG', `REDIS_URL: ${read.problem}`, { exitCode: 2 });
+  if ('problem' in read) throw new BatchScorerError('E_CONFIG', `REDIS_URL: ${read.problem}`);
   return read;
 }
 
@@ -129,7 +129,6 @@ export function redisTarget(queue: QueueConfig): RedisTarget {
     throw new BatchScorerError(
       'E_CONFIG',
       `QUEUE_PREFIX "${queue.prefix}" has no hash tag, which a Redis Cluster (${target.shownUrl}) needs to keep each queue's keys on one slot: set QUEUE_PREFIX={${queue.prefix.replace(/[{}]/g, '') || 'batch-scorer'}}, for example`,
-      { exitCode: 2 },
     );
   }
   return target;

@@ -162,7 +162,6 @@ async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: 
     throw new BatchScorerError(
       'E_RUN_EXISTS',
       `run ${runId} already succeeded in ${formatLocation(folder)} with another input, model or options; choose another run id`,
-      { exitCode: 2 },
     );
   }
   return manifest;

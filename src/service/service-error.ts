@@ -32,9 +32,6 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
 /** Kinds the client tries again within its retry budget (a bad answer is a fault before it is a verdict). */
 export const RETRIED_KINDS: readonly ServiceErrorKind[] = ['retriable', 'bad-answer'];
 
-/** Kinds that mean the command or configuration is wrong (exit code 2). */
-const CONFIGURATION_KINDS: readonly ServiceErrorKind[] = ['wrong-envelope', 'not-found', 'unauthorized', 'unreachable', 'wrong-url'];
-
 /** A failed call to the Model Query Service, with the server's title and detail when it sent them. */
 export class ServiceError extends BatchScorerError {
   readonly kind: ServiceErrorKind;
@@ -54,14 +51,9 @@ export class ServiceError extends BatchScorerError {
     message: string,
     facts: { status?: number; title?: string; detail?: string; retryAfterMs?: number; overload?: boolean; cause?: unknown } = {},
   ) {
-    // Not-ready, unavailable and unreachable are retriable at the queue level (a later attempt may
-    // find the model trained, or the service back); a wrong address, envelope, model or token is exit code 2.
-    super(CODES[kind], message, {
-      // A service that does not answer may be restarting: a queued run tries again later.
-      retriable: kind === 'retriable' || kind === 'unavailable' || kind === 'unreachable' || kind === 'not-ready',
-      exitCode: CONFIGURATION_KINDS.includes(kind) ? 2 : 1,
-      cause: facts.cause,
-    });
+    // Retry meaning and exit code are the code's (errors.ts): not-ready, unavailable and unreachable
+    // are retried at the queue level; a wrong address, envelope, model or token is exit code 2.
+    super(CODES[kind], message, { cause: facts.cause });
     this.kind = kind;
     this.status = facts.status;
     this.title = facts.title;

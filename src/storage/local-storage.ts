@@ -27,10 +27,7 @@ function storageError(op: string, loc: FileLocation, err: unknown): Error {
   const code = (err as NodeJS.ErrnoException).code;
   if (op !== 'write' && (code === 'ENOENT' || code === 'ENOTDIR')) return notFound(loc);
   const reason = err instanceof Error ? err.message : String(err);
-  return new BatchScorerError('E_STORAGE', `${op} ${loc.path}: ${reason}`, {
-    retriable: code !== undefined && TRANSIENT.has(code),
-    cause: err,
-  });
+  return new BatchScorerError(code !== undefined && TRANSIENT.has(code) ? 'E_STORAGE' : 'E_STORAGE_REFUSED', `${op} ${loc.path}: ${reason}`, { cause: err });
 }
 
 function checkUnchanged(loc: FileLocation, actual: Stats, expect: ObjectInfo | undefined): void {
@@ -174,7 +171,7 @@ export class LocalStorage {
 
   async removePrefix(prefix: FileLocation): Promise<void> {
     if (path.parse(prefix.path).root === prefix.path) {
-      throw new BatchScorerError('E_STORAGE', `remove ${prefix.path}: refusing to delete a filesystem root`);
+      throw new BatchScorerError('E_STORAGE_REFUSED', `remove ${prefix.path}: refusing to delete a filesystem root`);
     }
     try {
       await rm(prefix.path, { recursive: true, force: true });

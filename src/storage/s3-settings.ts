@@ -14,7 +14,7 @@ export interface S3Settings {
 }
 
 function configError(message: string): BatchScorerError {
-  return new BatchScorerError('E_CONFIG', message, { exitCode: 2 });
+  return new BatchScorerError('E_CONFIG', message);
 }
 
 export function s3SettingsFromEnv(env: NodeJS.ProcessEnv = process.env): S3Settings {

@@ -54,18 +54,18 @@ function storageError(op: Operation, loc: S3Location, err: unknown): Error {
   const lookup = op === 'stat' || op === 'read';
   if (name === 'NoSuchBucket') {
     const text = `${where}: bucket '${loc.bucket}' does not exist`;
-    return lookup ? new NotFoundError(text) : new BatchScorerError('E_STORAGE', text, { cause: err });
+    return lookup ? new NotFoundError(text) : new BatchScorerError('E_STORAGE_REFUSED', text, { cause: err });
   }
   if (lookup && (name === 'NoSuchKey' || name === 'NotFound' || status === 404)) return notFound(loc);
   if (DENIED.has(name) || status === 403) {
     return new BatchScorerError(
-      'E_STORAGE',
+      'E_STORAGE_REFUSED',
       `${where}: access denied (${name}); check the S3 credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and the bucket policy`,
       { cause: err },
     );
   }
   if (name === 'CredentialsProviderError') {
-    return new BatchScorerError('E_STORAGE', `${where}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`, {
+    return new BatchScorerError('E_STORAGE_REFUSED', `${where}: no S3 credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`, {
       cause: err,
     });
   }
@@ -73,7 +73,7 @@ function storageError(op: Operation, loc: S3Location, err: unknown): Error {
     (status !== undefined && (status >= 500 || status === 429)) || THROTTLED.has(name) || name === 'TimeoutError' || (code !== undefined && NETWORK.has(code));
   const reason = [name, message].filter((s) => s !== undefined && s !== '' && s !== 'UnknownError').join(': ');
   const suffix = status === undefined ? '' : ` (HTTP ${status})`;
-  return new BatchScorerError('E_STORAGE', `${where}: ${reason}${suffix}`, { retriable, cause: err });
+  return new BatchScorerError(retriable ? 'E_STORAGE' : 'E_STORAGE_REFUSED', `${where}: ${reason}${suffix}`, { cause: err });
 }
 
 function changed(loc: S3Location, actual: ObjectInfo, expect: ObjectInfo): InputError {
@@ -173,7 +173,7 @@ export class S3Storage {
     }
     const body: unknown = out.Body;
     if (!(body instanceof Readable)) {
-      throw new BatchScorerError('E_STORAGE', `read ${formatLocation(loc)}: the S3 client gave no Node stream`);
+      throw new BatchScorerError('E_STORAGE_REFUSED', `read ${formatLocation(loc)}: the S3 client gave no Node stream`);
     }
     try {
       checkUnchanged(loc, { etag: out.ETag, size: objectSize(out.ContentRange, out.ContentLength) }, expect);
@@ -298,9 +298,8 @@ export class S3Storage {
       const failed = out.Errors?.[0];
       if (failed !== undefined) {
         const where = formatLocation({ ...prefix, key: failed.Key ?? prefix.key });
-        throw new BatchScorerError('E_STORAGE', `remove ${where}: ${failed.Code}: ${failed.Message}`, {
-          retriable: failed.Code === 'InternalError' || failed.Code === 'SlowDown',
-        });
+        const transient = failed.Code === 'InternalError' || failed.Code === 'SlowDown';
+        throw new BatchScorerError(transient ? 'E_STORAGE' : 'E_STORAGE_REFUSED', `remove ${where}: ${failed.Code}: ${failed.Message}`);
       }
     }
   }

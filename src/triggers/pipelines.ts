@@ -193,5 +193,5 @@ function toPipeline(doc: z.output<typeof pipelineDocumentSchema>, source: Pipeli
 
 function configError(problems: string[]): BatchScorerError {
   const head = problems.length === 1 ? '' : `${problems.length} problems in the pipelines:\n  `;
-  return new BatchScorerError('E_CONFIG', head + problems.join('\n  '), { exitCode: 2 });
+  return new BatchScorerError('E_CONFIG', head + problems.join('\n  '));
 }

@@ -46,7 +46,7 @@ async function failedRun(runId: string, file = input): Promise<string> {
   const blocker = join(folder, '_work', 'segments', '00003.csv');
   await mkdir(join(blocker, 'x'), { recursive: true });
   const err = await failure(score(file, out, { service: sim.url, runId, ...OPTIONS }));
-  expect(err.code).toBe('E_STORAGE');
+  expect(err.code).toBe('E_STORAGE_REFUSED');
   expect(err.message).toContain('00003.csv');
   await rm(blocker, { recursive: true });
   return folder;

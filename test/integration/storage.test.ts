@@ -303,7 +303,7 @@ describe('s3 storage', () => {
     expect(readErr.code).toBe('E_NOT_FOUND');
     expect(readErr.message).toContain("bucket 'no-such-bucket' does not exist");
     const writeErr = await failure(storage.write(loc, 'x'));
-    expect(writeErr.code).toBe('E_STORAGE');
+    expect(writeErr.code).toBe('E_STORAGE_REFUSED');
     expect(writeErr.retriable).toBe(false);
     expect(writeErr.message).toContain("bucket 'no-such-bucket'");
   });
@@ -317,7 +317,7 @@ describe('s3 storage', () => {
     });
     try {
       const err = await failure(wrong.write(parseLocation('s3://data/denied.txt'), 'x'));
-      expect(err.code).toBe('E_STORAGE');
+      expect(err.code).toBe('E_STORAGE_REFUSED');
       expect(err.retriable).toBe(false);
       expect(err.message).toMatch(/access denied .*check the S3 credentials/);
       expect(err.message).not.toContain(secret);
