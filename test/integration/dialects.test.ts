@@ -97,7 +97,7 @@ describe('CSV dialects and encodings, through the CLI', () => {
     const utf8Out = await readFile(join(tmp.dir, 'runs', 'latin1-csv', 'predictions.csv'), 'utf8');
     expect((await readFile(join(tmp.dir, 'runs', 'latin1-out', 'predictions.csv'))).equals(iconv.encode(utf8Out, 'latin1'))).toBe(true);
     const wideOut = await scoreFile('cjk.csv', rentalsIn(','), '--output-encoding', 'latin1');
-    expect(wideOut.code).toBe(1);
+    expect(wideOut.code).toBe(2);
     expect(wideOut.stderr).toMatch(/predictions\.csv: "(中|🐶)" \(U\+[0-9A-F]+, character \d+\) cannot be written in latin1/);
 
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), iconv.encode(rentalsIn(','), 'utf-16le')]);
