@@ -205,18 +205,35 @@ function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promi
   });
 }
 
-/** Writes `head` and then the parts, in order, into one file (gzipped when asked), hashing what it stores. */
+/**
+ * Writes `head` and then the parts, in order, into one file (gzipped when asked), hashing what it
+ * stores. `onChunk` sees each part's bytes as they are copied, with the part's place in `parts`.
+ */
 export async function concatenateParts(
   storage: Storage,
   target: Location,
   parts: Location[],
-  options: { head?: string; rows?: number; sizeHint?: number; gzip?: boolean; encoding?: string; name?: string; signal?: AbortSignal } = {},
+  options: {
+    head?: string;
+    rows?: number;
+    sizeHint?: number;
+    gzip?: boolean;
+    encoding?: string;
+    name?: string;
+    signal?: AbortSignal;
+    onChunk?: (part: number, chunk: Buffer) => void;
+  } = {},
 ): Promise<OutputFile> {
-  const { head = '', rows = 0, sizeHint, gzip = false, encoding, name = basename(target), signal } = options;
+  const { head = '', rows = 0, sizeHint, gzip = false, encoding, name = basename(target), signal, onChunk } = options;
   const file = new OutputFileWriter(storage, target, name, { gzip, encoding, sizeHint, signal });
   try {
     await file.write(head);
-    for (const part of parts) for await (const chunk of await readPart(storage, part, signal)) await file.write(chunk as Buffer);
+    for (const [k, part] of parts.entries()) {
+      for await (const chunk of await readPart(storage, part, signal)) {
+        onChunk?.(k, chunk as Buffer);
+        await file.write(chunk as Buffer);
+      }
+    }
   } catch (err) {
     await file.abandon(err as Error);
     throw err;

@@ -1,11 +1,12 @@
 import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
-import { basename, formatLocation, type Location } from '../storage/location.js';
+import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import { assembleOutputs, concatenateParts, readFinishedSegments } from './assemble.js';
+import { assembleOutputs, readFinishedSegments } from './assemble.js';
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
-import { quarantineAllowance } from './score-segment.js';
+import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
+import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { ProfileMerger } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -41,13 +42,9 @@ export async function finishRun(
   const profiles = new ProfileMerger(run.schema);
   const finished = await readFinishedSegments(storage, run, (profile, index) => profiles.add(profile, index));
   const { counts } = finished;
-  const { maxErrorRate } = run.request.options;
-  if (counts.rowsQuarantined > quarantineAllowance(counts.rowsIn, maxErrorRate)) {
-    throw new BatchScorerError(
-      'E_ERROR_RATE',
-      `${counts.rowsQuarantined} of ${counts.rowsIn} rows were quarantined, more than --max-error-rate ${maxErrorRate} allows; the rows and reasons are in errors.jsonl`,
-    );
-  }
+  // Segments stop once the run is past its allowance; a run resumed with a lower one (its
+  // finished segments past it already, none left to score) is caught here.
+  if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run);
   const warnings = await checkModelUnchanged(run, ctx);
   const { profile, warning } = profiles.result();
   if (warning) {
@@ -117,10 +114,20 @@ export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE
  * Records a failed or cancelled (E_CANCELLED) run: a manifest that says why, and never
  * `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that finished. Never
  * over a succeeded run's manifest, nor another run's. Best effort: a failure to write it is
- * logged, and the original error stays the one reported.
+ * logged, and the original error stays the one reported. A run that failed on its error
+ * threshold also gets errors.jsonl (see keepQuarantinedRows), and counts that agree with it;
+ * `onQuarantined` hears each segment's rows in it (queue mode sets its progress from them) and
+ * must not throw.
  */
-export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
-  const manifest = buildManifest(parts);
+export async function recordFailure(
+  storage: Storage,
+  folder: Location,
+  parts: ManifestParts,
+  log: Logger,
+  onQuarantined?: (bySegment: readonly number[]) => Promise<void>,
+): Promise<Manifest> {
+  let manifest = buildManifest(parts);
+  let quarantined: number[] | undefined;
   try {
     // A run id taken by another run, a run folder this release cannot read (another release's, a
     // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
@@ -130,24 +137,15 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     // prepared, leaves no run folder behind.
     if (!parts.run && code !== undefined && (REFUSED_BEFORE_START.includes(code) || code === 'E_CANCELLED')) return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
-    if (parts.run && code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, parts.run);
+    if (parts.run && code === 'E_ERROR_RATE') {
+      const kept = await keepQuarantinedRows(storage, parts.run);
+      manifest = buildManifest({ ...parts, counts: kept.counts });
+      quarantined = kept.bySegment;
+    }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
     log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
   }
+  if (quarantined) await onQuarantined?.(quarantined);
   return manifest;
-}
-
-/**
- * errors.jsonl of a run that failed on its error threshold: the quarantined rows its segments
- * found so far (finished or stopped), in segment and so input order, so the rows that made it fail
- * are in the run folder. A resumed run writes the whole file again when it succeeds.
- */
-async function keepQuarantinedRows(storage: Storage, run: PreparedRun): Promise<void> {
-  const { folder } = run;
-  const parts: Location[] = [];
-  for await (const { location } of storage.list(runFiles.segmentsFolder(folder))) {
-    if (/\.errors\.jsonl$/.test(basename(location))) parts.push(location);
-  }
-  await concatenateParts(storage, runFiles.errors(folder), parts);
 }

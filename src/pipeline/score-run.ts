@@ -3,6 +3,7 @@ import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
+import { MemoryErrorBudget, quarantineAllowance } from './error-budget.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
@@ -12,7 +13,7 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
-import { quarantineAllowance, scoreSegment } from './score-segment.js';
+import { scoreSegment } from './score-segment.js';
 import { sumCounts } from './segment-counts.js';
 import { readSegmentsDone, unfinished } from './segment-done.js';
 
@@ -56,7 +57,10 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     const finished = done.filter((d) => d !== undefined);
     const before = sumCounts(finished);
     const tracker = { rowsDone: before.rowsIn, segmentsDone: finished.length, rowsSince: 0, start: Date.now(), last: 0 };
-    const budget = { allowed: quarantineAllowance(run.input.rows, request.options.maxErrorRate), used: before.rowsQuarantined };
+    const budget = new MemoryErrorBudget(
+      quarantineAllowance(run.input.rows, request.options.maxErrorRate),
+      new Map(done.flatMap((d, index) => (d ? [[index, d.rowsQuarantined]] : []))),
+    );
     const report = (force = false) => {
       const now = Date.now();
       if (!ctx.onProgress || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;

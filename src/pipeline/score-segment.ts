@@ -10,6 +10,7 @@ import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
+import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { RequestBatchBuilder } from './request-batch.js';
@@ -22,12 +23,6 @@ import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone } from './segment-done.js';
 
-/** How many rows may still be quarantined before the run must fail; shared by a process's segments. */
-export interface QuarantineBudget {
-  allowed: number;
-  used: number;
-}
-
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
 export interface SegmentWork {
   run: PreparedRun;
@@ -37,7 +32,8 @@ export interface SegmentWork {
   limit: RequestLimit;
   /** The batches kept ahead of the writers, shared by the segments this process scores at once. */
   readAhead: ReadAhead;
-  budget: QuarantineBudget;
+  /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
+  budget: ErrorBudget;
   log: Logger;
   signal?: AbortSignal;
   /**
@@ -51,11 +47,6 @@ export interface SegmentWork {
   facts?: SegmentFacts;
   /** Hears segments, requests and rows as they go (a worker's metrics). */
   observer?: ScoringObserver;
-}
-
-/** The largest share of rows that may be quarantined, as a row count. */
-export function quarantineAllowance(rows: number, maxErrorRate: number): number {
-  return Math.floor(rows * maxErrorRate);
 }
 
 /**
@@ -182,16 +173,13 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     }
     counts.rowsScored += scored.length;
     counts.rowsQuarantined += outcomes.length - scored.length;
-    work.budget.used += outcomes.length - scored.length;
     work.observer?.rows(scored.length, outcomes.length - scored.length);
     await Promise.all([drainedWrite(rowsOut, writer.lines(scored), writes), drainedWrite(errorsOut, errors, errorsWrite)]);
+    // Told after every batch, not only one with quarantined rows: a segment without any must
+    // also stop once its siblings have taken the run past its allowance.
+    const over = work.budget.report(index, counts.rowsQuarantined);
     work.onRows?.(outcomes.length);
-    if (work.budget.used > work.budget.allowed) {
-      throw new BatchScorerError(
-        'E_ERROR_RATE',
-        `more rows were quarantined (${work.budget.used}) than --max-error-rate ${run.request.options.maxErrorRate} allows (${work.budget.allowed} of ${run.input.rows}); the rows and reasons are in errors.jsonl: fix the input, or resume the run with a higher --max-error-rate`,
-      );
-    }
+    if (over) throw errorRateExceeded(run);
   };
 
   try {

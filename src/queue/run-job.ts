@@ -2,6 +2,7 @@ import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
 import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
+import { errorRateExceeded } from '../pipeline/error-budget.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import { succeededManifestSchema, type Manifest, type ManifestParts } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
@@ -47,6 +48,10 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Refused before describe is asked: a missing input or an output that cannot be written.
       if (data.step === undefined) await preflight(request, ctx.storage, signal);
       run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
+      // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
+      // the run fails here, once the last one has: errors.jsonl and every count are then taken
+      // while nothing writes any more.
+      if (await ctx.progress.overBudget(run.runId)) throw errorRateExceeded(run);
       if (data.step !== 'assemble') {
         const done = await readSegmentsDone(ctx.storage, run);
         const todo = unfinished(run, done);
@@ -108,8 +113,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       if (cancelled) {
         throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: asked }, jobLog);
       }
+      // A run past its error budget shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
+      const keepQuarantined = (bySegment: readonly number[]) =>
+        ctx.progress
+          .keepQuarantined(data.runId, bySegment)
+          .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
       throw await ctx.failJob(job, token, err, jobLog, (e) =>
-        recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog),
+        recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined),
       );
     } finally {
       cancel.release();

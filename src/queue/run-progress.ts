@@ -43,8 +43,26 @@ return 1
 `;
 
 /**
+ * Sets a segment's counts in a run's progress hash, and keeps their sum of quarantined rows in
+ * `quarantined`, so that a run's error budget is checked in one step however many segments it
+ * has. With an allowance, a sum past it leaves `overBudget` in the hash for good. Answers whether
+ * it is there. KEYS[1] is the hash; ARGV: the segment's index, its quarantined rows, its rows done
+ * ('' leaves them), '1' when it is done, the run's allowance ('' for no check).
+ */
+const SEGMENT_SCRIPT = `
+local q = 'q' .. ARGV[1]
+local total = redis.call('hincrby', KEYS[1], 'quarantined', tonumber(ARGV[2]) - tonumber(redis.call('hget', KEYS[1], q) or '0'))
+redis.call('hset', KEYS[1], q, ARGV[2])
+if ARGV[3] ~= '' then redis.call('hset', KEYS[1], 'r' .. ARGV[1], ARGV[3]) end
+if ARGV[4] == '1' then redis.call('hset', KEYS[1], 'd' .. ARGV[1], '1') end
+if ARGV[5] ~= '' and total > tonumber(ARGV[5]) then redis.call('hset', KEYS[1], 'overBudget', '1') end
+return redis.call('hexists', KEYS[1], 'overBudget')
+`;
+
+/**
  * A run's progress, summed over its segments in a Redis hash: each segment sets (not adds) its own
- * rows done, so a segment scored again after a crash does not count twice.
+ * rows done and quarantined, so a segment scored again after a crash does not count twice. The
+ * quarantined rows are also the run's error budget (see RunErrorBudget).
  */
 export class RunProgressStore {
   constructor(
@@ -91,9 +109,36 @@ export class RunProgressStore {
   }
 
   async segment(runId: string, index: number, rows: number, quarantined: number, done = false): Promise<void> {
-    const fields: Record<string, number> = { [`r${index}`]: rows, [`q${index}`]: quarantined };
-    if (done) fields[`d${index}`] = 1;
-    await this.redis.hset(this.key(runId), fields);
+    await this.redis.eval(SEGMENT_SCRIPT, 1, this.key(runId), index, quarantined, rows, done ? 1 : 0, '');
+  }
+
+  /**
+   * Sets a segment's quarantined rows so far, and answers whether the run, all segments together,
+   * has been past `allowed` (now, or at any time before: a segment tried again starts its count
+   * over, but the run was past its allowance all the same).
+   */
+  async quarantined(runId: string, index: number, rows: number, allowed: number): Promise<boolean> {
+    return (await this.redis.eval(SEGMENT_SCRIPT, 1, this.key(runId), index, rows, '', 0, allowed)) === 1;
+  }
+
+  /** Whether the run has been past its error budget: its segments stop, and it fails. */
+  async overBudget(runId: string): Promise<boolean> {
+    return (await this.redis.hexists(this.key(runId), 'overBudget')) === 1;
+  }
+
+  /**
+   * A failed run's quarantined rows, per segment, as its errors.jsonl holds them (see
+   * keepQuarantinedRows): segments stopped midway may have reported fewer, or not at all.
+   */
+  async keepQuarantined(runId: string, bySegment: readonly number[]): Promise<void> {
+    const key = this.key(runId);
+    const fields = Object.fromEntries(bySegment.map((rows, i) => [`q${i}`, rows]));
+    const total = bySegment.reduce((sum, rows) => sum + rows, 0);
+    await this.redis
+      .multi()
+      .hset(key, { ...fields, quarantined: total })
+      .expire(key, KEEP_SECONDS)
+      .exec();
   }
 
   /**

@@ -1,11 +1,14 @@
 import { Job, type Processor } from 'bullmq';
+import { errorCode } from '../errors.js';
 import { recordFailure } from '../pipeline/finish-run.js';
 import type { PreparedRun } from '../pipeline/prepared-run.js';
 import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
-import { quarantineAllowance, scoreSegment } from '../pipeline/score-segment.js';
+import { quarantineAllowance } from '../pipeline/error-budget.js';
+import { scoreSegment } from '../pipeline/score-segment.js';
 import { readSegmentDone } from '../pipeline/segment-done.js';
 import { parseLocation } from '../storage/location.js';
 import { WORKER_ID, type SegmentJobData } from './queues.js';
+import { RunErrorBudget } from './run-error-budget.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
@@ -22,17 +25,22 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       await ctx.reportProgress(runId, index, done.rowsIn, done.rowsQuarantined, true);
       return { skipped: true };
     }
-    // Segments of a cancelled run are not scored; siblings of a segment that failed its run would be scored for nothing.
+    // Segments of a cancelled run are not scored; siblings of a segment that failed its run, or
+    // took it past its error budget, would be scored for nothing.
     if (await ctx.cancels.has(runId)) return { skipped: 'run cancelled' };
-    if ((await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
+    if ((await ctx.progress.overBudget(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
+      return { skipped: 'run failed' };
+    }
     const cancel = ctx.cancelWatch.follow(runId);
     let run: PreparedRun | undefined;
+    let rows = 0;
+    let reporting: Promise<void> | undefined;
+    let budget: RunErrorBudget | undefined;
     try {
       run = await ctx.loadRun(folder, runId, generation);
-      let rows = 0;
       let last = 0;
-      let reporting: Promise<void> | undefined;
-      const budget = { allowed: quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), used: 0 };
+      const runBudget = new RunErrorBudget(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
+      budget = runBudget;
       const stop = ctx.jobSignal(cancel.signal, lost);
       const counts = await scoreSegment(
         {
@@ -41,7 +49,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           client: ctx.clientFor(run.request.options),
           limit: ctx.limitFor(run, generation),
           readAhead: ctx.readAheadFor(run, generation),
-          budget,
+          budget: runBudget,
           log: jobLog,
           // In a job, stopping and failing are the same signal: no sibling shares it.
           signal: stop,
@@ -54,7 +62,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
             // One report at a time: while Redis is away they would otherwise pile up without bound.
             if (now - last < PROGRESS_EVERY_MS || reporting) return;
             last = now;
-            reporting = ctx.reportProgress(runId, index, rows, budget.used, false).finally(() => (reporting = undefined));
+            reporting = ctx.reportProgress(runId, index, rows, runBudget.quarantined, false).finally(() => (reporting = undefined));
           },
         },
         index,
@@ -73,6 +81,16 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       if (cancel.signal.aborted) {
         jobLog.info('stopped: run cancelled');
         return { skipped: 'run cancelled' };
+      }
+      // Past the run's error budget, the segment stops without failing: a failed segment would
+      // fail the run at once (failParentOnFailure) while its siblings still write their rows. The
+      // segments no worker took go; once the last one has stopped, the run job fails the run.
+      if (budget && errorCode(err) === 'E_ERROR_RATE') {
+        await reporting;
+        await ctx.reportProgress(runId, index, rows, budget.quarantined, false);
+        await (await Job.fromId(ctx.runsQueue, runId))?.removeUnprocessedChildren();
+        jobLog.info({ rows, quarantined: budget.quarantined }, 'stopped: the run is past its error budget');
+        return { skipped: 'run failed' };
       }
       throw await ctx.failJob(job, token, err, jobLog, async (e) => {
         // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.

@@ -44,3 +44,31 @@ describe("a run's throughput samples in Redis", () => {
     expect(await store.details('r')).toEqual({ segments: [], samples: [] });
   });
 });
+
+describe("a run's error budget in Redis", () => {
+  it("sums its segments' quarantined rows, a segment's count replacing its last, and stays past its allowance once past", async () => {
+    const store = new RunProgressStore(redis, prefix);
+    await store.start('b', 1000, 3);
+    // A segment a resumed run finished before counts from the start.
+    await store.segment('b', 0, 300, 4, true);
+    expect(await store.quarantined('b', 1, 6, 10)).toBe(false); // 10: the allowance, not past it
+    // Segment 1 tried again starts its count over: it replaces the failed attempt's 6.
+    expect(await store.quarantined('b', 1, 2, 10)).toBe(false);
+    expect(await store.quarantined('b', 2, 4, 10)).toBe(false); // 4 + 2 + 4
+    expect(await store.overBudget('b')).toBe(false);
+    expect(await store.quarantined('b', 2, 5, 10)).toBe(true);
+    expect(await store.overBudget('b')).toBe(true);
+    // Past once, past for good: the segments that still score stop.
+    expect(await store.quarantined('b', 2, 0, 10)).toBe(true);
+    expect((await store.read('b'))?.rowsQuarantined).toBe(6);
+
+    // The failed run's counts, as its errors.jsonl holds them.
+    await store.keepQuarantined('b', [4, 3, 5]);
+    expect((await store.details('b')).segments.map((s) => s.quarantined)).toEqual([4, 3, 5]);
+    // Enqueued again (a resume), the run starts with a budget of its own.
+    await store.clear('b');
+    await store.start('b', 1000, 3);
+    expect(await store.overBudget('b')).toBe(false);
+    expect(await store.quarantined('b', 1, 10, 10)).toBe(false);
+  });
+});

@@ -1,0 +1,72 @@
+import { BatchScorerError } from '../errors.js';
+import type { PreparedRun } from './prepared-run.js';
+
+/**
+ * A run's allowance of quarantined rows (--max-error-rate), one for the whole run whoever scores
+ * its segments: each segment reports how many rows it has quarantined so far, and learns whether
+ * the run, all segments together, has gone past the allowance; then it stops. Direct mode keeps
+ * it in memory (MemoryErrorBudget); queue mode on Redis, shared by the segments on every worker.
+ * Counts are kept per segment and replaced, not added: a segment attempt tried again after a
+ * failure starts its count over instead of counting its rows twice.
+ */
+export interface ErrorBudget {
+  /** The quarantined rows the run may have: `quarantineAllowance` of its rows. */
+  readonly allowed: number;
+  /**
+   * Segment `index` has quarantined `rows` rows so far (this attempt's). Answers true once the
+   * run is known to have been past its allowance: the segment must stop, since the run fails.
+   * Never waits: a budget kept elsewhere answers what it learnt by the last call, and learns
+   * of this one a round trip later.
+   */
+  report(index: number, rows: number): boolean;
+}
+
+/** The largest share of rows that may be quarantined, as a row count. */
+export function quarantineAllowance(rows: number, maxErrorRate: number): number {
+  return Math.floor(rows * maxErrorRate);
+}
+
+/**
+ * Why a run over its allowance fails. It gives no count: rows quarantined by the segments still
+ * stopping come after the one that went past, and the counts that agree with errors.jsonl are
+ * taken once every segment has stopped (see keepQuarantinedRows).
+ */
+export function errorRateExceeded(run: PreparedRun): BatchScorerError {
+  const { maxErrorRate } = run.request.options;
+  const allowed = quarantineAllowance(run.input.rows, maxErrorRate);
+  return new BatchScorerError(
+    'E_ERROR_RATE',
+    `more rows were quarantined than --max-error-rate ${maxErrorRate} allows (${allowed} of ${run.input.rows} rows); the rows and reasons are in errors.jsonl: fix the input, or resume the run with a higher --max-error-rate`,
+  );
+}
+
+/** The error budget of a run scored in one process (`score`). */
+export class MemoryErrorBudget implements ErrorBudget {
+  private readonly bySegment = new Map<number, number>();
+  private total = 0;
+  private over = false;
+
+  /** `before`: the quarantined rows of each segment a resumed run finished earlier, by segment index. */
+  constructor(
+    readonly allowed: number,
+    before: ReadonlyMap<number, number> = new Map(),
+  ) {
+    for (const [index, rows] of before) this.set(index, rows);
+  }
+
+  /** The run's quarantined rows so far, all segments. */
+  get used(): number {
+    return this.total;
+  }
+
+  report(index: number, rows: number): boolean {
+    this.set(index, rows);
+    return this.over;
+  }
+
+  private set(index: number, rows: number): void {
+    this.total += rows - (this.bySegment.get(index) ?? 0);
+    this.bySegment.set(index, rows);
+    this.over ||= this.total > this.allowed;
+  }
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryErrorBudget, quarantineAllowance } from '../../src/pipeline/error-budget.js';
+
+describe("a run's error budget in one process", () => {
+  it('allows the floor of rows x --max-error-rate', () => {
+    expect(quarantineAllowance(12_000, 0.01)).toBe(120);
+    expect(quarantineAllowance(99, 0.01)).toBe(0);
+  });
+
+  it("sums its segments' counts with those a resumed run finished before, and stays past its allowance once past", () => {
+    const budget = new MemoryErrorBudget(10, new Map([[0, 4]]));
+    expect(budget.report(1, 3)).toBe(false);
+    // A segment reports its count so far, which replaces what it reported before.
+    expect(budget.report(1, 6)).toBe(false);
+    expect(budget.used).toBe(10);
+    expect(budget.report(2, 1)).toBe(true);
+    expect(budget.used).toBe(11);
+    expect(budget.report(2, 1)).toBe(true);
+  });
+
+  it('is past from the start when the segments a resumed run finished are', () => {
+    expect(new MemoryErrorBudget(3, new Map([[0, 4]])).report(1, 0)).toBe(true);
+  });
+});
