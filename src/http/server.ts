@@ -66,7 +66,8 @@ export interface ServerDeps {
 /**
  * The HTTP server of `serve`, not yet listening: health (open), the run API, `POST /events/s3`,
  * `/openapi.json` and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
- * `x-request-id` (the client's when it sent a sane one), which every log line of the request has.
+ * `x-request-id` (the client's when it sent a sane one), which every log line of the request has, and
+ * the security headers (security-headers.ts). Refused credentials are throttled per client (auth-throttle.ts).
  */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const logger: FastifyBaseLogger = deps.log.child({ component: 'http' }, { serializers: { req: requestForLog } });
