@@ -31,11 +31,15 @@ const serve = useServeProcesses();
 
 /** A request, from 127.0.0.1 unless `from` names another loopback address (a client of its own to the throttle of refused credentials). */
 async function call(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown; from?: string } = {}) {
-  const { status, headers, text } = await fetchFrom(init.from ?? '127.0.0.1', url, {
+  const request = {
     method: init.method ?? 'GET',
+    redirect: 'manual' as const,
     headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
     body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
-  });
+  };
+  const { status, headers, text } = init.from
+    ? await fetchFrom(init.from, url, request)
+    : await fetch(url, request).then(async (res) => ({ status: res.status, headers: res.headers, text: await res.text() }));
   const json = headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Record<string, unknown>) : undefined;
   return { status, headers, text, json };
 }
