@@ -40,9 +40,12 @@ export interface Settings {
   queuePrefix: string;
   s3: S3Settings;
   logLevel: string;
-  /** API_TOKEN: the bearer token of HTTP endpoints (`serve`'s API, `/metrics` and `/ui`; a worker's `/metrics`) when set; never logged. */
+  /**
+   * API_TOKEN: the bearer token of HTTP endpoints (`serve`'s API, `/metrics` and `/ui`; a worker's
+   * `/metrics`) when set, of MIN_SECRET_LENGTH characters at least; never logged.
+   */
   apiToken?: string;
-  /** DASHBOARD_USER and DASHBOARD_PASSWORD: basic-auth credentials for `serve`'s `/ui`; both or neither. */
+  /** DASHBOARD_USER and DASHBOARD_PASSWORD: basic-auth credentials for `serve`'s `/ui`; both or neither, the password of MIN_SECRET_LENGTH characters at least. */
   dashboard?: { user: string; password: string };
   /** PORT: where `serve` listens unless `--port` says otherwise (8080). */
   port: number;
@@ -61,16 +64,34 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,
     logLevel: env.LOG_LEVEL ?? file.log?.level ?? 'info',
-    apiToken: env.API_TOKEN || undefined,
+    apiToken: secretFromEnv(env, 'API_TOKEN'),
     dashboard: dashboardFromEnv(env),
     port: portFromEnv(env.PORT),
     jobsDir: env.JOBS_DIR || 'jobs',
   };
 }
 
+/**
+ * The shortest API_TOKEN or DASHBOARD_PASSWORD taken: a shorter one falls to guessing, however
+ * slowly failed attempts are let through.
+ */
+export const MIN_SECRET_LENGTH = 16;
+
+/** A secret setting, refused when set but shorter than MIN_SECRET_LENGTH (its length is said, never its value). */
+function secretFromEnv(env: NodeJS.ProcessEnv, name: 'API_TOKEN' | 'DASHBOARD_PASSWORD'): string | undefined {
+  const value = env[name] || undefined;
+  if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
+    throw new BatchScorerError(
+      'E_CONFIG',
+      `${name} is ${value.length} characters long: set one of ${MIN_SECRET_LENGTH} characters at least, e.g. ${name}=$(openssl rand -hex 24)`,
+    );
+  }
+  return value;
+}
+
 function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
   const user = env.DASHBOARD_USER || undefined;
-  const password = env.DASHBOARD_PASSWORD || undefined;
+  const password = secretFromEnv(env, 'DASHBOARD_PASSWORD');
   if (user && password) return { user, password };
   if (user || password) {
     const missing = user ? 'DASHBOARD_PASSWORD' : 'DASHBOARD_USER';

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIPv4 } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { errorSpec } from '../errors.js';
+import { AuthThrottle } from './auth-throttle.js';
 
 /**
  * Who may call an HTTP endpoint: the API bearer token (API_TOKEN) and, where a person signs in
@@ -51,17 +53,58 @@ export function authorized(header: string | undefined, c: Credentials, options: 
   return false;
 }
 
+/** How `requireAuth` checks a request. */
+export interface AuthOptions {
+  /** Whether the dashboard's basic-auth credentials are taken besides the bearer token (a person with a browser). */
+  basic: boolean;
+  /** Failed attempts per client: one for all the routes of a server, so a guesser cannot spread its guesses over them. */
+  throttle: AuthThrottle;
+}
+
 /**
  * A fastify `onRequest` hook refusing requests without credentials (401). With `basic`, the
- * answer asks browsers for the dashboard's user and password.
+ * answer asks browsers for the dashboard's user and password. A client (remote address) that
+ * sent refused credentials too often is answered 429 E_RATE_LIMITED with Retry-After until its
+ * lockout ends (see AuthThrottle); a right credential costs nothing more.
  */
-export function requireAuth(c: Credentials, options: { basic: boolean }) {
+export function requireAuth(c: Credentials, options: AuthOptions) {
+  const { throttle } = options;
   return async (request: FastifyRequest, reply: FastifyReply) => {
+    const locked = throttle.lockedFor(request.ip);
+    if (locked > 0) {
+      const seconds = Math.ceil(locked / 1000);
+      await reply
+        .code(errorSpec('E_RATE_LIMITED').status)
+        .header('retry-after', String(seconds))
+        .send({
+          error: 'E_RATE_LIMITED',
+          message: `too many refused credentials from this address: try again in ${seconds} s, with the right API_TOKEN or dashboard login`,
+        });
+      return;
+    }
     if (authorized(request.headers.authorization, c, options)) return;
+    if (request.headers.authorization !== undefined) {
+      const lockedNow = throttle.failed(request.ip);
+      if (lockedNow > 0) request.log.warn({ client: request.ip, lockedForMs: lockedNow }, 'too many refused credentials: client locked out');
+    }
     const challenge = options.basic && c.dashboard ? 'Basic realm="batch-scorer", charset="UTF-8"' : 'Bearer realm="batch-scorer"';
     await reply
-      .code(401)
+      .code(errorSpec('E_UNAUTHORIZED').status)
       .header('www-authenticate', challenge)
       .send({ error: 'E_UNAUTHORIZED', message: 'credentials missing or refused: send Authorization: Bearer <API_TOKEN>' });
   };
+}
+
+/** The authentication of one server, as `onRequest` hooks sharing its credentials and its one throttle. */
+export interface ServerAuth {
+  /** The bearer token only: the run API, `/metrics`, `POST /events/s3`. */
+  api: ReturnType<typeof requireAuth>;
+  /** The bearer token or the dashboard's basic-auth login: `/ui`. */
+  ui: ReturnType<typeof requireAuth>;
+}
+
+/** The hooks of one server; a client's failures on any of its routes count together. */
+export function serverAuth(c: Credentials): ServerAuth {
+  const throttle = new AuthThrottle();
+  return { api: requireAuth(c, { basic: false, throttle }), ui: requireAuth(c, { basic: true, throttle }) };
 }

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { z } from 'zod';
 import { restate } from '../config/run-options.js';
 import { BatchScorerError, errorSpec, UsageError, type ErrorCode } from '../errors.js';
-import { requireAuth, type Credentials } from './auth.js';
+import type { ServerAuth } from './auth.js';
 
 /** The largest request body taken; a run submission is a few hundred bytes. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -60,7 +60,7 @@ const SERVER_ONLY: readonly ErrorCode[] = ['E_CONFIG', 'E_INTERNAL'];
  * E_USAGE with their status; anything else as a 500 whose message says nothing of its cause,
  * logged with the request id so it can be found.
  */
-export function installErrorHandling(app: FastifyInstance, credentials: Credentials): void {
+export function installErrorHandling(app: FastifyInstance, auth: ServerAuth): void {
   app.setErrorHandler(async (err: FastifyError | BatchScorerError, request, reply) => {
     let status: number;
     let body: ErrorBody;
@@ -80,12 +80,10 @@ export function installErrorHandling(app: FastifyInstance, credentials: Credenti
   });
   // Asked without credentials, an unknown path is refused like a known one: which paths exist is
   // no business of a caller without them (under /ui, the dashboard's login is asked for).
-  const apiAuth = requireAuth(credentials, { basic: false });
-  const uiAuth = requireAuth(credentials, { basic: true });
   app.setNotFoundHandler(
     {
       preHandler: (request: FastifyRequest, reply: FastifyReply) =>
-        (request.url === '/ui' || request.url.startsWith('/ui/') ? uiAuth : apiAuth)(request, reply),
+        (request.url === '/ui' || request.url.startsWith('/ui/') ? auth.ui : auth.api)(request, reply),
     },
     async (request, reply) => reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );

@@ -1,15 +1,15 @@
 import { fastify, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
-import { requireAuth, type Credentials } from './auth.js';
+import { serverAuth, type Credentials, type ServerAuth } from './auth.js';
 
 /**
  * Mounts `GET /metrics` (Prometheus text format) on an app: behind the bearer token when one is
  * configured (`API_TOKEN`; no basic auth: scrapers send a token). Scrapes are not logged (one
  * every few seconds would drown the log); failures are.
  */
-export function registerMetricsRoute(app: FastifyInstance, registry: Registry, credentials: Credentials): void {
-  app.get('/metrics', { logLevel: 'warn', onRequest: requireAuth(credentials, { basic: false }) }, async (_request, reply) => {
+export function registerMetricsRoute(app: FastifyInstance, registry: Registry, auth: ServerAuth): void {
+  app.get('/metrics', { logLevel: 'warn', onRequest: auth.api }, async (_request, reply) => {
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });
@@ -29,7 +29,7 @@ export async function startMetricsServer(options: {
   const loggerInstance: FastifyBaseLogger = options.log.child({ component: 'metrics-server' });
   const app = fastify({ loggerInstance });
   app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
-  registerMetricsRoute(app, options.registry, options.credentials);
+  registerMetricsRoute(app, options.registry, serverAuth(options.credentials));
   const auth = options.credentials.token ? 'bearer token required' : 'no credentials required';
   const url = await app.listen({ host: options.host, port: options.port, listenTextResolver: (address) => `metrics at ${address}/metrics (${auth})` });
   let closing: Promise<void> | undefined;

@@ -17,7 +17,12 @@ const answer = (description: string, ref: string) => ({ description, content: js
 const failure = (description: string) => answer(description, 'Error');
 
 const runId = { name: 'id', in: 'path', required: true, schema: jsonSchema(runStatusSchema.shape.runId, 'input') };
-const common = { '401': failure('credentials missing or refused'), '503': failure('Redis did not answer'), '500': failure('internal error') };
+const common = {
+  '401': failure('credentials missing or refused'),
+  '429': failure('too many refused credentials from this client (E_RATE_LIMITED): try again after Retry-After seconds'),
+  '503': failure('Redis did not answer'),
+  '500': failure('internal error'),
+};
 
 /** The OpenAPI 3.1 document served at `/openapi.json`, generated from the zod schemas the routes parse with. */
 export function openApiDocument(): Record<string, unknown> {

@@ -23,12 +23,6 @@ export interface RunPagesDeps extends RunPageSources {
   queuesPath?: string;
 }
 
-/**
- * Nothing but this server's own files may load or run on the pages: no inline script or style
- * (a value that slipped through escaping still could not run), no framing, no other origin.
- */
-const CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
 /** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
@@ -38,8 +32,8 @@ const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pip
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
  * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter),
  * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
- * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. Every answer carries a strict
- * Content-Security-Policy.
+ * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. The pages have no inline
+ * script or style: the server's security headers (security-headers.ts) allow none.
  */
 export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
   return async (app) => {
@@ -57,11 +51,6 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
     const htmlPage = (reply: FastifyReply, code: number, body: string) =>
       reply.code(code).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(body);
 
-    app.addHook('onSend', async (_request, reply) => {
-      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('referrer-policy', 'same-origin');
-    });
     app.setErrorHandler((err, request, reply) => {
       deps.log.error({ err: errorMessage(err), code: errorCode(err), url: request.url }, 'run page failed');
       return htmlPage(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));

@@ -12,8 +12,8 @@ import { RedisWatch } from '../queue/redis-watch.js';
 import { RunProgressStore } from '../queue/run-progress.js';
 import { runShutdownSteps } from '../shutdown-steps.js';
 import type { Storage } from '../storage/storage-types.js';
-import { requireAuth, type Credentials } from './auth.js';
-import { QUEUES_PATH, queueDashboard } from './dashboard.js';
+import { serverAuth, type Credentials } from './auth.js';
+import { dashboardInlineStyles, QUEUES_PATH, queueDashboard } from './dashboard.js';
 import type { Pipeline } from '../triggers/pipelines.js';
 import { eventRoutes } from './event-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
@@ -22,6 +22,7 @@ import { openApiDocument } from './openapi.js';
 import { runPages } from './run-pages.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { lazyRunQueue, type RunsApi } from './runs-api.js';
+import { securityHeaders } from './security-headers.js';
 
 /** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
 export const READY_TIMEOUT_MS = 1_000;
@@ -65,7 +66,8 @@ export interface ServerDeps {
 /**
  * The HTTP server of `serve`, not yet listening: health (open), the run API, `POST /events/s3`,
  * `/openapi.json` and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
- * `x-request-id` (the client's when it sent a sane one), which every log line of the request has.
+ * `x-request-id` (the client's when it sent a sane one), which every log line of the request has, and
+ * the security headers (security-headers.ts). Refused credentials are throttled per client (auth-throttle.ts).
  */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const logger: FastifyBaseLogger = deps.log.child({ component: 'http' }, { serializers: { req: requestForLog } });
@@ -82,7 +84,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
     done();
   });
-  installErrorHandling(app, deps.credentials);
+  // On every answer, not only the /ui scope's: refusals and 404s under /ui come from the root's
+  // handlers, and the API's JSON loses nothing by them.
+  app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
+  // One throttle of failed authentication for every route: a guesser cannot spread its guesses.
+  const auth = serverAuth(deps.credentials);
+  installErrorHandling(app, auth);
 
   // Probes call these every few seconds: their requests are not logged unless something is wrong.
   app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
@@ -99,16 +106,16 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   const openApi = openApiDocument();
   void app.register(async (api) => {
-    api.addHook('onRequest', requireAuth(deps.credentials, { basic: false }));
+    api.addHook('onRequest', auth.api);
     await api.register(runRoutes, { runs: deps.runs, storage: deps.storage, dryRun: deps.dryRun });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
     api.get('/openapi.json', () => openApi);
   });
-  registerMetricsRoute(app, deps.metrics, deps.credentials);
+  registerMetricsRoute(app, deps.metrics, auth);
 
   void app.register(
     async (ui) => {
-      ui.addHook('onRequest', requireAuth(deps.credentials, { basic: true }));
+      ui.addHook('onRequest', auth.ui);
       ui.get('/', (_request, reply) => reply.redirect('/ui/runs'));
       await ui.register(queueDashboard(deps.queues, { actions: deps.queueActions ?? false }), { prefix: QUEUES_PATH.slice('/ui'.length) });
       await ui.register(deps.runPages);

@@ -39,6 +39,10 @@ const serve = useServeProcesses();
 const USER = 'viewer';
 const PASSWORD = 'browser-test-password';
 
+/** Reports each Content-Security-Policy violation as a console error (Chromium logs most, but not all, by itself). */
+const REPORT_VIOLATIONS = `document.addEventListener('securitypolicyviolation', (e) =>
+  console.error('CSP violation: ' + e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber));`;
+
 /**
  * Browser-side: how many data points Chart.js holds for the chart on canvas `id`, and how many of
  * its pixels are neither transparent nor near white. (Source text: the tests' TypeScript knows no DOM.)
@@ -55,7 +59,7 @@ const chartDrawn = (id: string) => `(() => {
 if (!CHROMIUM) noteMissing('the browser test of the run pages', 'chromium');
 
 describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
-  it('shows a finished run: progress, its segment grid and the prediction charts drawn, with no script or policy error', async () => {
+  it('shows a finished run: progress, its segment grid and the prediction charts drawn, and the queue dashboard, with no script or policy error and nothing asked of another host', async () => {
     await f.setup({ latencyMs: 40, latencyJitterMs: 40 });
     f.worker();
     f.worker();
@@ -84,18 +88,31 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
     }
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, httpCredentials: { username: USER, password: PASSWORD } });
     try {
+      // Every request of every page (scripts, styles, fonts, images, workers, API calls), to check that none leaves the server.
+      const requested: string[] = [];
+      context.on('request', (r) => void requested.push(r.url()));
+      await context.addInitScript(REPORT_VIOLATIONS);
       const page = await context.newPage();
       const problems: string[] = [];
       page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
       page.on('pageerror', (err) => problems.push(err.message));
       page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)));
 
-      await page.goto(`${base}/ui/runs`);
+      // The queue dashboard (bull-board): its queues, the run's job, and its menu's way to the run pages.
+      await page.goto(`${base}/ui/queues/`);
+      await page.getByRole('link', { name: 'segments' }).waitFor();
+      await page.goto(`${base}/ui/queues/queue/runs/${runId}`);
+      await page.getByText(runId).first().waitFor();
+      await page.screenshot({ path: join(SCREENSHOTS, 'queue-dashboard.png'), fullPage: true });
+      await page.locator('button[aria-haspopup="menu"]').click();
+      await page.getByRole('menuitem', { name: 'Run pages' }).click();
+      await page.waitForURL(`${base}/ui/runs`);
+
       await expect(page.locator('table.runs a', { hasText: runId }).count()).resolves.toBe(1);
       await page.screenshot({ path: join(SCREENSHOTS, 'run-list.png'), fullPage: true });
 
       const response = await page.goto(`${base}/ui/runs/${runId}`);
-      expect(response?.headers()['content-security-policy']).toMatch(/^default-src 'self'/);
+      expect(response?.headers()['content-security-policy']).toMatch(/^default-src 'self';/);
       await expect(page.locator('#stat-rows .value').innerText()).resolves.toBe('6,000 / 6,000');
       await expect(page.locator('#segments li[data-state="done"]').count()).resolves.toBe(PAGE_RUN.rows / PAGE_RUN.segmentRows);
       await expect(page.locator('#segments li').count()).resolves.toBe(PAGE_RUN.rows / PAGE_RUN.segmentRows);
@@ -112,6 +129,8 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       await expect(page.locator('main').innerText()).resolves.toContain(`${(PAGE_RUN.rows - PAGE_RUN.quarantined).toLocaleString('en-US')} rows`);
       expect(problems).toEqual([]);
       await page.screenshot({ path: join(SCREENSHOTS, 'run-page.png'), fullPage: true });
+      expect(requested.filter((url) => url.startsWith(`${base}/ui/queues/static/`)).length).toBeGreaterThan(5);
+      expect(requested.filter((url) => new URL(url).origin !== base)).toEqual([]);
     } finally {
       await context.close();
     }

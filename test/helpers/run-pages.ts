@@ -1,7 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { dashboardInlineStyles } from '../../src/http/dashboard.js';
 import { runPages } from '../../src/http/run-pages.js';
+import { securityHeaders } from '../../src/http/security-headers.js';
 import { silentLogger } from '../../src/log.js';
 import { redisConnection, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import { RunProgressStore } from '../../src/queue/run-progress.js';
@@ -29,11 +31,12 @@ export async function writePageInput(path: string): Promise<void> {
   await writeFile(path, lines.join(''));
 }
 
-/** A fastify server with the run pages under `/ui`, on the fixture's queue, as `serve` mounts them. */
+/** A fastify server with the run pages under `/ui`, on the fixture's queue, as `serve` mounts them (with its security headers). */
 export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, storage: Storage): Promise<FastifyInstance> {
   const connection = redisConnection({ redisUrl: f.redisUrl, prefix: f.prefix }, 'producer');
   const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
   const app = Fastify();
+  app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
   await app.register(runPages({ runs: f.queue, storage, segments, progress: new RunProgressStore(connection, f.prefix), log: silentLogger }), {
     prefix: '/ui',
   });

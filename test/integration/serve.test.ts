@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
+import { fetchFrom } from '../helpers/fetch-from.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { byOutcome, parseSamples, sample } from '../helpers/metrics.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
@@ -28,16 +29,19 @@ afterAll(() => tmp.cleanup());
 const f = useQueueFixture();
 const serve = useServeProcesses();
 
-async function call(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) {
-  const res = await fetch(url, {
+/** A request, from 127.0.0.1 unless `from` names another loopback address (a client of its own to the throttle of refused credentials). */
+async function call(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown; from?: string } = {}) {
+  const request = {
     method: init.method ?? 'GET',
-    redirect: 'manual',
+    redirect: 'manual' as const,
     headers: { ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
     body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
-  });
-  const text = await res.text();
-  const json = res.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Record<string, unknown>) : undefined;
-  return { status: res.status, headers: res.headers, text, json };
+  };
+  const { status, headers, text } = init.from
+    ? await fetchFrom(init.from, url, request)
+    : await fetch(url, request).then(async (res) => ({ status: res.status, headers: res.headers, text: await res.text() }));
+  const json = headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  return { status, headers, text, json };
 }
 
 describe('serve', () => {
@@ -184,11 +188,12 @@ describe('serve', () => {
       ['GET', '/no-such-route'],
       ['GET', '/ui/no-such-page'],
     ];
-    for (const [method, path] of routes) {
+    for (const [i, [method, path]] of routes.entries()) {
       const body = method === 'POST' ? {} : undefined;
       const refused = await call(`${s.url}${path}`, { method, body });
       expect([method, path, refused.status, refused.json?.error]).toEqual([method, path, 401, 'E_UNAUTHORIZED']);
-      const wrong = await call(`${s.url}${path}`, { method, body, headers: { authorization: `Bearer ${TOKEN}x` } });
+      // Each route's wrong token from an address of its own: more than ten from one would be throttled (429).
+      const wrong = await call(`${s.url}${path}`, { method, body, headers: { authorization: `Bearer ${TOKEN}x` }, from: `127.0.1.${i + 1}` });
       expect([method, path, wrong.status]).toEqual([method, path, 401]);
     }
     const readable = ['/runs', '/openapi.json', '/metrics', '/ui/queues/', '/ui/queues/api/queues'];

@@ -345,7 +345,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('interpolates once the secrets are set, and stops naming the first one missing otherwise', () => {
-    const env = { API_TOKEN: 't0ken', DASHBOARD_PASSWORD: 'pw', MINIO_ROOT_PASSWORD: 'minio-pw' };
+    const env = { API_TOKEN: 't0ken-of-20-chars-xx', DASHBOARD_PASSWORD: 'dashboard-pw-16-chars', MINIO_ROOT_PASSWORD: 'minio-pw' };
     const values = stringsIn(compose).map((s) => interpolate(s, env));
     expect(values.join('\n')).not.toMatch(/\$\{/);
     expect(interpolate(envOf(services.serve).DASHBOARD_USER, env)).toBe('admin');
@@ -528,7 +528,7 @@ describe('docker-compose.yml', () => {
     expect(env[`MINIO_NOTIFY_WEBHOOK_ENDPOINT_${id}`]).toBe(`http://serve:${flagValue(services.serve, '--port')}/events/s3`);
     // The token serve checks; MinIO sends one word as `Authorization: Bearer <word>` (two words as they are).
     expect(env[`MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_${id}`]).toBe(envOf(services.serve).API_TOKEN);
-    expect(interpolate(env[`MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_${id}`], { API_TOKEN: 'f00d' }).split(/\s+/)).toEqual(['f00d']);
+    expect(interpolate(env[`MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_${id}`], { API_TOKEN: 'f00d-f00d-f00d-f00d' }).split(/\s+/)).toEqual(['f00d-f00d-f00d-f00d']);
     // MinIO starts before serve (serve waits for mc, which waits for MinIO): events wait in the queue folder, kept on a volume.
     const queueDir = env[`MINIO_NOTIFY_WEBHOOK_QUEUE_DIR_${id}`];
     expect(queueDir).toMatch(/^\//);
