@@ -1,4 +1,5 @@
 import { Job, type Processor } from 'bullmq';
+import { checkOutput, checkRun } from '../config/deployment-policy.js';
 import { recordFailure } from '../pipeline/finish-run.js';
 import type { PreparedRun } from '../pipeline/prepared-run.js';
 import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
@@ -15,6 +16,22 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     const { runId, index, generation } = job.data;
     const folder = parseLocation(job.data.folder);
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
+    let run: PreparedRun | undefined;
+    const onFinal = async (e: Error) => {
+      // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
+      const reason = `segment ${index}: ${toQueueError(e).message}`;
+      await ctx.progress.fail(runId, reason);
+      await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
+      await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+    };
+    const { policy = {} } = ctx.options;
+    // Segment job data may come from any producer that can write to Redis: its folder is checked
+    // before anything in it is read; the run it holds, once read (its input and service).
+    try {
+      await checkOutput(policy, folder);
+    } catch (err) {
+      throw await ctx.failJob(job, token, err, jobLog, onFinal);
+    }
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
     const done = await readSegmentDone(ctx.storage, folder, index);
@@ -26,9 +43,9 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     if (await ctx.cancels.has(runId)) return { skipped: 'run cancelled' };
     if ((await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') return { skipped: 'run failed' };
     const cancel = ctx.cancelWatch.follow(runId);
-    let run: PreparedRun | undefined;
     try {
       run = await ctx.loadRun(folder, runId, generation);
+      await checkRun(policy, { input: run.request.input, out: run.request.out, service: run.request.options.service });
       let rows = 0;
       let last = 0;
       let reporting: Promise<void> | undefined;
@@ -74,13 +91,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         jobLog.info('stopped: run cancelled');
         return { skipped: 'run cancelled' };
       }
-      throw await ctx.failJob(job, token, err, jobLog, async (e) => {
-        // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
-        const reason = `segment ${index}: ${toQueueError(e).message}`;
-        await ctx.progress.fail(runId, reason);
-        await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
-        await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
-      });
+      throw await ctx.failJob(job, token, err, jobLog, onFinal);
     } finally {
       cancel.release();
     }
