@@ -18,6 +18,8 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
     let run: PreparedRun | undefined;
     const onFinal = async (e: Error) => {
+      // A segment job whose run job is gone (removed, or never there: job data any producer wrote) has no run to report to.
+      if (!(await Job.fromId(ctx.runsQueue, runId))) return;
       // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
       const reason = `segment ${index}: ${toQueueError(e).message}`;
       await ctx.progress.fail(runId, reason);
