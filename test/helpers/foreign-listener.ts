@@ -25,6 +25,7 @@ export interface ForeignListener {
   close(): Promise<void>;
 }
 
+/** Starts a ForeignListener on a free port of 127.0.0.1. */
 export async function startForeignListener(): Promise<ForeignListener> {
   const requests: RecordedRequest[] = [];
   let connections = 0;
