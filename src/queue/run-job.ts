@@ -147,9 +147,9 @@ function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
 }
 
 /**
- * The request a worker runs: the enqueuer's (`asked`). Once the run is
- * prepared, its stored request stands (if the enqueuer's own options still match it), so that a
- * retry on a worker with other defaults goes on with the run as it began instead of refusing it;
+ * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run is prepared,
+ * its stored request stands (if the enqueuer's own options still match it), so that a retry on a
+ * worker with other defaults goes on with the run as it began instead of refusing it;
  * output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
  */
 async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
