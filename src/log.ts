@@ -23,6 +23,8 @@ const REDACT_PATHS = [
   '*.headers.cookie',
   'serviceToken',
   '*.serviceToken',
+  'serviceTokens',
+  '*.serviceTokens',
   'secretAccessKey',
   '*.secretAccessKey',
   'credentials',

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { checkService } from '../config/deployment-policy.js';
 import { parseRunOptions } from '../config/run-options.js';
+import { tokenFor } from '../config/service-tokens.js';
 import { loadSettings } from '../config/settings.js';
 import { createLogger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
@@ -22,9 +24,10 @@ export function registerDescribe(program: Command): void {
           'describe',
           'flags',
         );
+        checkService(settings.policy, options.service);
         const client = new ServiceClient({
           baseUrl: options.service,
-          token: settings.serviceToken,
+          token: tokenFor(settings.serviceTokens, options.service),
           timeoutMs: options.timeout,
           logger: createLogger({ level: settings.logLevel }),
         });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { checkRun } from '../config/deployment-policy.js';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -10,8 +11,8 @@ import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import { scoreRun } from '../pipeline/score-run.js';
 import { formatLocation } from '../storage/location.js';
-import { createStorage } from '../storage/storage.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
+import { deploymentStorage } from './deployment-storage.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
@@ -41,17 +42,19 @@ export function registerScore(program: Command): void {
           options: { ...options, runId },
           trigger: { kind: 'cli', command: 'score' },
         };
-        const storage = createStorage(settings.s3);
+        const storage = deploymentStorage(settings);
         const interrupt = interruptSignal();
         let run: FailedRun | undefined;
         try {
+          // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
+          await checkRun(settings.policy, { input, out: request.out, service: options.service });
           run = { runId, folder: formatLocation(runFiles.folder(request.out, runId)), resume: resumeCommand(process.argv.slice(2), runId) };
           const bar = createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
           let manifest: Manifest;
           try {
-            manifest = await scoreRun(request, { storage, log, token: settings.serviceToken, signal: interrupt.signal, onProgress: bar.update });
+            manifest = await scoreRun(request, { storage, log, tokens: settings.serviceTokens, signal: interrupt.signal, onProgress: bar.update });
           } finally {
             bar.stop();
           }
@@ -73,10 +76,16 @@ export function registerScore(program: Command): void {
 
 /** `score --dry-run`: the plan and the canary batch, printed; nothing is written. */
 async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean): Promise<void> {
-  const storage = createStorage(settings.s3);
+  const storage = deploymentStorage(settings);
   const interrupt = interruptSignal();
   try {
-    const report = await dryRun(request, { storage, log: createLogger({ level: settings.logLevel }), token: settings.serviceToken, signal: interrupt.signal });
+    await checkRun(settings.policy, { input: request.input, out: request.out, service: request.options.service });
+    const report = await dryRun(request, {
+      storage,
+      log: createLogger({ level: settings.logLevel }),
+      tokens: settings.serviceTokens,
+      signal: interrupt.signal,
+    });
     process.stdout.write(json ? `${JSON.stringify({ dryRun: true, ...report })}\n` : formatDryRun(report));
   } catch (err) {
     if (json) printFailure(err, undefined);

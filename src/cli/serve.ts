@@ -1,16 +1,18 @@
 import type { Command } from 'commander';
+import { openSettings } from '../config/deployment-policy.js';
 import { loadSettings } from '../config/settings.js';
 import { parseRunOptions } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
-import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
+import type { Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { dryRun } from '../pipeline/dry-run.js';
-import { createStorage } from '../storage/storage.js';
 import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
 import { action, runUntilSignal } from './action.js';
+import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
+import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -21,29 +23,35 @@ export function registerServe(program: Command): void {
     .description(
       'HTTP server: the run API, S3 event notifications (POST /events/s3), the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD, JOBS_DIR)',
     )
-    .option('--host <address>', 'address to listen on; beyond loopback only with credentials or --insecure', '127.0.0.1')
+    .option(
+      '--host <address>',
+      'address to listen on; beyond loopback only with credentials and INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS set, or --insecure',
+      '127.0.0.1',
+    )
     .option('--port <port>', 'port to listen on (default: PORT, or 8080)', tcpPort('--port'))
     .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
     .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
     .option(...JOBS_FLAG)
-    .option('--insecure', 'listen beyond loopback without credentials (anyone who reaches the port may enqueue and cancel runs)')
+    .option(
+      '--insecure',
+      'listen beyond loopback without credentials or without a deployment policy (anyone who reaches the port may enqueue and cancel runs; runs may reach anything)',
+    )
     .action(
       action(async (flags: { host: string; port?: number; shutdownTimeout: number; queueActions?: boolean; insecure?: boolean; jobs?: string }) => {
         const settings = loadSettings();
         const credentials: Credentials = { token: settings.apiToken, dashboard: settings.dashboard };
-        if (!isLoopback(flags.host) && !hasCredentials(credentials) && !flags.insecure) {
-          throw new UsageError(
-            `--host ${flags.host} is reachable beyond this machine, and no credentials are set: set API_TOKEN (and DASHBOARD_USER/DASHBOARD_PASSWORD for the dashboard), or pass --insecure to serve without them`,
-          );
-        }
+        const refusal = exposureRefusal(flags.host, credentials, settings.policy, flags.insecure ?? false);
+        if (refusal) throw new UsageError(refusal);
         const log = createLogger({ level: settings.logLevel });
+        const open = openSettings(settings.policy);
+        if (open.length > 0) log.warn({ unset: open }, openPolicyWarning(open));
         if (settings.dashboard && !settings.apiToken)
           log.warn('DASHBOARD_USER/DASHBOARD_PASSWORD are set but API_TOKEN is not: the run API and /metrics refuse every request');
         // Invalid pipelines refuse the start (E_CONFIG); a missing folder is a serve without any.
         const jobsDir = flags.jobs ?? settings.jobsDir;
         const pipelines = await loadPipelinesIfPresent(jobsDir);
         if (!pipelines) log.info({ jobsDir }, 'no pipelines folder: POST /events/s3 will start no runs');
-        const storage = createStorage(settings.s3);
+        const storage = deploymentStorage(settings);
         const metrics = createMetricsRegistry();
         const { startServe } = await import('../http/server.js');
         const serving = await startServe({
@@ -57,6 +65,7 @@ export function registerServe(program: Command): void {
           metrics,
           queueActions: flags.queueActions ?? false,
           pipelines: pipelines ?? [],
+          policy: settings.policy,
           // A dry run is planned here, with this process's settings, as `score --dry-run` would.
           dryRun: (submission) =>
             dryRun(
@@ -66,7 +75,7 @@ export function registerServe(program: Command): void {
                 out: submission.out,
                 options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
               },
-              { storage, log, token: settings.serviceToken },
+              { storage, log, tokens: settings.serviceTokens },
             ),
         }).catch((err: unknown) => {
           const code = (err as { code?: string }).code;

@@ -4,8 +4,8 @@ import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
-import { createStorage } from '../storage/storage.js';
 import { action, runUntilSignal } from './action.js';
+import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 
 /** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
@@ -60,7 +60,7 @@ export function registerWorker(program: Command): void {
         const settings = loadSettings();
         const metrics = metricsEndpoint(flags, settings.apiToken);
         const log = createLogger({ level: settings.logLevel });
-        const storage = createStorage(settings.s3);
+        const storage = deploymentStorage(settings);
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
         const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
@@ -70,7 +70,8 @@ export function registerWorker(program: Command): void {
           segments: flags.segments,
           shutdownTimeoutMs: flags.shutdownTimeout,
           lockDurationMs: flags.lockDuration,
-          token: settings.serviceToken,
+          tokens: settings.serviceTokens,
+          policy: settings.policy,
           runDefaults: settings.runDefaults,
           metrics,
           // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).

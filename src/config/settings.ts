@@ -1,12 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import path, { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, errorMessage } from '../errors.js';
 import { redisUrlSchema } from '../queue/redis-target.js';
+import { inputKind } from '../storage/input-files.js';
+import { parseLocation, type Location } from '../storage/location.js';
 import type { S3Settings } from '../storage/s3-settings.js';
 import { s3SettingsFromEnv } from '../storage/s3-settings.js';
-import { formatIssues, runOptionsSchema, type RunOptionsInput } from './run-options.js';
+import { serviceBase, type DeploymentPolicy } from './deployment-policy.js';
+import { formatIssues, restate, runOptionsSchema, type RunOptionsInput } from './run-options.js';
+import type { ServiceTokens } from './service-tokens.js';
 
 /**
  * `config/*.yaml`: defaults for this installation, below flags and environment. Secrets
@@ -32,8 +36,13 @@ type ConfigFile = z.output<typeof configFileSchema>;
 export interface Settings {
   /** Defaults for run options: config files, then MODEL_SERVICE_URL. Flags override them. */
   runDefaults: RunOptionsInput;
-  /** MODEL_SERVICE_TOKEN: sent as a bearer token, never logged. */
-  serviceToken?: string;
+  /**
+   * MODEL_SERVICE_TOKEN, under the origin of MODEL_SERVICE_URL, and SERVICE_TOKENS: the bearer
+   * token each service origin gets (see tokenFor); never logged.
+   */
+  serviceTokens: ServiceTokens;
+  /** INPUT_ROOTS, OUTPUT_ROOTS and SERVICE_URLS: what runs may read, write and call (see deployment-policy.ts). */
+  policy: DeploymentPolicy;
   /** REDIS_URL, default redis://127.0.0.1:6379: one node, or a cluster as `redis-cluster://host1:port1,host2:port2`. */
   redisUrl: string;
   /** Queue key prefix; a `{hash tag}` keeps a queue's keys on one Redis Cluster slot. */
@@ -57,9 +66,13 @@ export interface Settings {
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = env.CONFIG_DIR ?? 'config'): Settings {
   const file = readConfigFiles(configDir);
   const s3 = { ...file.s3, ...definedOnly(s3SettingsFromEnv(env)) };
+  const runDefaults = { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) };
+  const home = serviceSetting(runDefaults.service, 'MODEL_SERVICE_URL');
+  const policy = policyFromEnv(env, home);
   return {
-    runDefaults: { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) },
-    serviceToken: env.MODEL_SERVICE_TOKEN || undefined,
+    runDefaults,
+    serviceTokens: serviceTokensFromEnv(env, home, policy),
+    policy,
     redisUrl: env.REDIS_URL ?? file.redis?.url ?? 'redis://127.0.0.1:6379',
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,
@@ -98,6 +111,105 @@ function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
     throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`);
   }
   return undefined;
+}
+
+/**
+ * INPUT_ROOTS, OUTPUT_ROOTS and SERVICE_URLS. The deployment's own service is always allowed, so
+ * SERVICE_URLS lists only the others a run may name.
+ */
+function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
+  const services = listSetting(env, 'SERVICE_URLS')?.map((text, i) => serviceBase(serviceSetting(text, `SERVICE_URLS entry ${i + 1}`)));
+  const inputRoots = rootsSetting(env, 'INPUT_ROOTS');
+  const outputRoots = rootsSetting(env, 'OUTPUT_ROOTS');
+  return {
+    ...(inputRoots && { inputRoots }),
+    ...(outputRoots && { outputRoots }),
+    ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
+  };
+}
+
+/** A comma-separated setting's entries, trimmed; undefined when unset or empty. */
+function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return undefined;
+  const entries = value.split(',').map((entry) => entry.trim());
+  if (entries.includes('')) throw new BatchScorerError('E_CONFIG', `${name} has an empty entry: write its entries separated by single commas`);
+  return entries;
+}
+
+/** Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
+function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
+  return listSetting(env, name)?.map((text) => {
+    const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';
+    if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text) && !path.isAbsolute(text)) {
+      throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is not an absolute path: ${fix}`);
+    }
+    let loc: Location;
+    try {
+      loc = parseLocation(text);
+    } catch (err) {
+      throw new BatchScorerError('E_CONFIG', `${name}: ${errorMessage(err)}`, { cause: err });
+    }
+    if (inputKind(loc) === 'glob') throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is a glob: ${fix}`);
+    return loc;
+  });
+}
+
+/**
+ * A service base URL setting, checked as `--service` is; the deployment's own when unset. The
+ * message does not quote it: a URL refused for carrying credentials would show them.
+ */
+function serviceSetting(text: string | undefined, name: string): string {
+  const parsed = runOptionsSchema.shape.service.safeParse(text);
+  if (!parsed.success) throw new BatchScorerError('E_CONFIG', `${name} ${restate(parsed.error.issues[0])}`);
+  return parsed.data;
+}
+
+/**
+ * MODEL_SERVICE_TOKEN for the origin of the deployment's own service, and SERVICE_TOKENS
+ * (`<origin>=<token>`, split at the first `=`) for the others SERVICE_URLS allows. Messages name
+ * an entry by its number and origin, never by its text: it holds a secret.
+ */
+function serviceTokensFromEnv(env: NodeJS.ProcessEnv, home: string, policy: DeploymentPolicy): ServiceTokens {
+  const homeOrigin = new URL(home).origin;
+  const tokens = new Map<string, string>();
+  if (env.MODEL_SERVICE_TOKEN) tokens.set(homeOrigin, env.MODEL_SERVICE_TOKEN);
+  const allowed = new Set([homeOrigin, ...(policy.serviceUrls ?? []).map((url) => new URL(url).origin)]);
+  for (const [i, entry] of (listSetting(env, 'SERVICE_TOKENS') ?? []).entries()) {
+    const which = `SERVICE_TOKENS entry ${i + 1}`;
+    const eq = entry.indexOf('=');
+    const origin = eq > 0 ? originOf(entry.slice(0, eq)) : undefined;
+    const token = entry.slice(eq + 1);
+    if (origin === undefined || token === '') {
+      throw new BatchScorerError(
+        'E_CONFIG',
+        `${which} is not <origin>=<token>: write e.g. https://models.example:8443=<token> (scheme, host and port, no path)`,
+      );
+    }
+    if (!allowed.has(origin)) {
+      throw new BatchScorerError(
+        'E_CONFIG',
+        `${which} names ${origin}, which is neither the origin of MODEL_SERVICE_URL nor that of a SERVICE_URLS entry: add the service to SERVICE_URLS`,
+      );
+    }
+    if (tokens.has(origin)) {
+      const first = origin === homeOrigin && env.MODEL_SERVICE_TOKEN ? 'MODEL_SERVICE_TOKEN' : 'an earlier entry';
+      throw new BatchScorerError('E_CONFIG', `${which} names ${origin}, which ${first} gives a token already: keep one`);
+    }
+    tokens.set(origin, token);
+  }
+  return tokens;
+}
+
+/** The origin an http(s) URL without path, query or credentials names, or undefined for any other text. */
+function originOf(text: string): string | undefined {
+  try {
+    const u = new URL(text);
+    const bare = u.pathname === '/' && u.search === '' && u.hash === '' && u.username === '' && u.password === '';
+    return bare && (u.protocol === 'http:' || u.protocol === 'https:') ? u.origin : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether a text is a TCP port number a server may listen on (1 to 65535). */

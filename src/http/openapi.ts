@@ -60,6 +60,7 @@ export function openApiDocument(): Record<string, unknown> {
               },
             },
             '400': failure('a bad field, each named in issues'),
+            '403': failure('the input, output or service is outside the deployment policy (INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS)'),
             '409': failure('the run id is taken by a run that cannot be replaced'),
             '413': failure('body too large'),
             ...common,
@@ -88,6 +89,7 @@ export function openApiDocument(): Record<string, unknown> {
           summary: 'Resume a failed or cancelled run, keeping the segments it finished',
           responses: {
             '200': answer('enqueued again', 'RunResumed'),
+            '403': failure("the run's input, output or service is outside the deployment policy"),
             '404': failure('no such run'),
             '409': failure('the run is not failed or cancelled'),
             ...common,
@@ -102,6 +104,7 @@ export function openApiDocument(): Record<string, unknown> {
           responses: {
             '200': answer('the runs of the notified files (created: false for a file version seen before), and how many records started none', 'EventRuns'),
             '400': failure('a bad field, each named in issues'),
+            '403': failure("a notified file's run would reach outside the deployment policy"),
             '413': failure('body too large'),
             ...common,
           },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
+import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
@@ -19,6 +20,7 @@ import { eventRoutes } from './event-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
+import { checkSubmission, policedRuns } from './policed-runs.js';
 import { runPages } from './run-pages.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { lazyRunQueue, type RunsApi } from './runs-api.js';
@@ -145,6 +147,11 @@ export interface ServeOptions {
   pipelines?: readonly Pipeline[];
   /** `POST /runs` with `dryRun`, in this process (see RunRoutesDeps). */
   dryRun: RunRoutesDeps['dryRun'];
+  /**
+   * What runs may read, write and call: checked before a run is enqueued, resumed, started by a
+   * file drop or dry-run here (the storage given should be guarded by it too, for the pages' reads).
+   */
+  policy: DeploymentPolicy;
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -183,13 +190,18 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     }
   };
   const runs = lazyRunQueue(options.queue, pingRedis);
+  const api = policedRuns(runs.api, options.policy);
   // serve scores nothing: its metrics are the queues' depths and the runs that finished.
   collectQueueDepths(options.metrics, queues);
   const outcomes = trackRunOutcomes(options.metrics, options.queue, log);
   let draining = false;
   const app = buildServer({
-    runs: runs.api,
-    dryRun: options.dryRun,
+    runs: api,
+    // Checked before its input is read: a dry run reads inside this process.
+    dryRun: async (submission) => {
+      await checkSubmission(options.policy, submission);
+      return options.dryRun(submission);
+    },
     storage: options.storage,
     log,
     credentials: options.credentials,
@@ -202,7 +214,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     queueActions: options.queueActions,
     pipelines: options.pipelines ?? [],
     runPages: runPages({
-      runs: runs.api,
+      runs: api,
       storage: options.storage,
       segments: segmentsQueue,
       progress: new RunProgressStore(redis, options.queue.prefix),

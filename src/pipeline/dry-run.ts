@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -41,8 +42,8 @@ export type DryRunReport = z.output<typeof dryRunReportSchema>;
 export interface DryRunContext {
   storage: Storage;
   log: Logger;
-  /** MODEL_SERVICE_TOKEN; never logged or written. */
-  token?: string;
+  /** The bearer tokens of service origins (see tokenFor); never logged or written. */
+  tokens: ServiceTokens;
   signal?: AbortSignal;
 }
 
@@ -56,7 +57,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   await preflight(request, storage, signal);
   const log = ctx.log.child({ dryRun: true });
   const { options } = request;
-  const client = runServiceClient(options, { token: ctx.token, connections: 1, log });
+  const client = runServiceClient(options, { tokens: ctx.tokens, connections: 1, log });
   try {
     const run = await planRun(request, 'dry-run', { storage, client, log, signal });
     const batch = new RequestBatchBuilder();

@@ -101,8 +101,11 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
   return [what];
 }
 
-/** What `preflight` refuses: nothing was asked or written yet, so there is no run to record or resume. */
-export const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT'];
+/**
+ * What `preflight` and the deployment policy refuse: nothing was asked or written yet, so there is
+ * no run to record or resume.
+ */
+export const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_NOT_ALLOWED'];
 
 /**
  * Failures over a run folder that is not this run's to write or resume: its run id is another

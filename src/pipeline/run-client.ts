@@ -1,19 +1,21 @@
 import type { RunOptions } from '../config/run-options.js';
+import { tokenFor, type ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 
 /**
  * The Model Query Service client a run's options ask for: its service, time limit and retries,
- * with `connections` kept alive (as many as requests may be in flight) and the token, never logged.
+ * with `connections` kept alive (as many as requests may be in flight) and the token of that
+ * service's origin, if it has one (see tokenFor), never logged.
  */
 export function runServiceClient(
   options: Pick<RunOptions, 'service' | 'timeout' | 'retries'>,
-  ctx: { token?: string; connections: number; log: Logger },
+  ctx: { tokens: ServiceTokens; connections: number; log: Logger },
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: options.service,
-    token: ctx.token,
+    token: tokenFor(ctx.tokens, options.service),
     timeoutMs: options.timeout,
     retry: { ...DEFAULT_RETRY_POLICY, retries: options.retries },
     connections: ctx.connections,

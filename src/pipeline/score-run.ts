@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
+import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -20,8 +21,8 @@ import { readSegmentsDone, unfinished } from './segment-done.js';
 export interface DirectRunContext {
   storage: Storage;
   log: Logger;
-  /** MODEL_SERVICE_TOKEN; never logged or written. */
-  token?: string;
+  /** The bearer tokens of service origins (see tokenFor); never logged or written. */
+  tokens: ServiceTokens;
   signal?: AbortSignal;
   /** Called as rows finish, at most a few times a second. */
   onProgress?: (progress: RunProgress) => void;
@@ -45,7 +46,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = runServiceClient(request.options, { token: ctx.token, connections: maxConcurrency(request.options.concurrency), log });
+  const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(request.options.concurrency), log });
   let run: PreparedRun | undefined;
   try {
     run = await prepareRun(request, runId, { storage, client, log, signal });

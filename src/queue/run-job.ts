@@ -1,4 +1,5 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
+import { checkOutput, checkRun } from '../config/deployment-policy.js';
 import { parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -38,7 +39,14 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // A run cancelled before a worker took it never starts; one cancelled while its segments
       // were scored comes back here once they have stopped, and is not assembled.
       if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
-      request = await effectiveRequest(ctx, data);
+      const asked = askedRequest(ctx, data);
+      // Job data may come from any producer that can write to Redis: what it names is checked
+      // here, before anything is read or sent (even the run folder's run.json), and fails the job
+      // at once, leaving no run folder.
+      const { policy = {} } = ctx.options;
+      await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
+      await checkOutput(policy, folder);
+      request = await effectiveRequest(ctx, data, asked);
       const succeeded = await alreadySucceeded(ctx, request, data.runId);
       if (succeeded) {
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
@@ -143,14 +151,18 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   return toQueueError(error);
 }
 
+/** The enqueuer's request, its options over this worker's defaults. */
+function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
+  return { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
+}
+
 /**
- * The request a worker runs: the enqueuer's options over this worker's defaults. Once the run is
- * prepared, its stored request stands (if the enqueuer's own options still match it), so that a
- * retry on a worker with other defaults goes on with the run as it began instead of refusing it;
+ * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run is prepared,
+ * its stored request stands (if the enqueuer's own options still match it), so that a retry on a
+ * worker with other defaults goes on with the run as it began instead of refusing it;
  * output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
  */
-async function effectiveRequest(ctx: WorkerContext, data: RunJobData): Promise<RunRequest> {
-  const request = { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
+async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
   const stored = await readPreparedRun(ctx.storage, runFiles.folder(data.request.out, data.runId));
   if (!stored) return request;
   const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];

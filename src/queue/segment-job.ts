@@ -1,4 +1,5 @@
 import { Job, type Processor } from 'bullmq';
+import { checkOutput, checkRun } from '../config/deployment-policy.js';
 import { errorCode } from '../errors.js';
 import { recordFailure } from '../pipeline/finish-run.js';
 import type { PreparedRun } from '../pipeline/prepared-run.js';
@@ -18,6 +19,24 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     const { runId, index, generation } = job.data;
     const folder = parseLocation(job.data.folder);
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
+    let run: PreparedRun | undefined;
+    const onFinal = async (e: Error) => {
+      // A segment job whose run job is gone (removed, or never there: job data any producer wrote) has no run to report to.
+      if (!(await Job.fromId(ctx.runsQueue, runId))) return;
+      // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
+      const reason = `segment ${index}: ${toQueueError(e).message}`;
+      await ctx.progress.fail(runId, reason);
+      await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
+      await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+    };
+    const { policy = {} } = ctx.options;
+    // Segment job data may come from any producer that can write to Redis: its folder is checked
+    // before anything in it is read; the run it holds, once read (its input and service).
+    try {
+      await checkOutput(policy, folder);
+    } catch (err) {
+      throw await ctx.failJob(job, token, err, jobLog, onFinal);
+    }
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
     const done = await readSegmentDone(ctx.storage, folder, index);
@@ -32,12 +51,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       return { skipped: 'run failed' };
     }
     const cancel = ctx.cancelWatch.follow(runId);
-    let run: PreparedRun | undefined;
     let rows = 0;
     let reporting: Promise<void> | undefined;
     let budget: RunErrorBudget | undefined;
     try {
       run = await ctx.loadRun(folder, runId, generation);
+      await checkRun(policy, { input: run.request.input, out: run.request.out, service: run.request.options.service });
       let last = 0;
       const runBudget = new RunErrorBudget(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
       budget = runBudget;
@@ -92,13 +111,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         jobLog.info({ rows, quarantined: budget.quarantined }, 'stopped: the run is past its error budget');
         return { skipped: 'run failed' };
       }
-      throw await ctx.failJob(job, token, err, jobLog, async (e) => {
-        // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
-        const reason = `segment ${index}: ${toQueueError(e).message}`;
-        await ctx.progress.fail(runId, reason);
-        await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
-        await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
-      });
+      throw await ctx.failJob(job, token, err, jobLog, onFinal);
     } finally {
       cancel.release();
     }

@@ -63,7 +63,7 @@ export class WorkerContext {
     const key = JSON.stringify([o.service, o.timeout, o.retries]);
     let client = this.clients.get(key);
     if (!client) {
-      client = runServiceClient(o, { token: this.options.token, connections: this.options.concurrency, log: this.log });
+      client = runServiceClient(o, { tokens: this.options.tokens ?? new Map(), connections: this.options.concurrency, log: this.log });
       this.clients.set(key, client);
     }
     return client;

@@ -1,5 +1,7 @@
 import type { Processor } from 'bullmq';
+import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
+import type { ServiceTokens } from '../config/service-tokens.js';
 
 /** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */
 export interface AlsoProcessed {
@@ -19,8 +21,13 @@ export interface WorkerOptions {
   shutdownTimeoutMs: number;
   /** BullMQ lock duration in ms: a killed worker's segments go back to the queue after about this long. */
   lockDurationMs: number;
-  /** MODEL_SERVICE_TOKEN; never logged. */
-  token?: string;
+  /** The bearer tokens of service origins (see tokenFor); never logged. None: no service gets one. */
+  tokens?: ServiceTokens;
+  /**
+   * What runs may read, write and call, checked before a run job or segment job reads or sends
+   * anything (the storage given to the worker should be guarded by it too). None: everything.
+   */
+  policy?: DeploymentPolicy;
   /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
   runDefaults?: RunOptionsInput;
   /** `--metrics-port`: serve `GET /metrics` there, behind `token` (API_TOKEN, never logged) when set. */

@@ -128,7 +128,7 @@ const HINTS: Partial<Record<ServiceErrorKind, string>> = {
   'not-ready': 'the model is not ready (training or failed): wait for training to finish, or check its status with `batch-scorer describe`',
   'not-found': 'check the project and model names, and the version after the dot',
   'wrong-url': 'this URL does not look like a Model Query Service: check --service and its path prefix (e.g. /v1)',
-  unauthorized: 'set MODEL_SERVICE_TOKEN to a valid token',
+  unauthorized: 'set MODEL_SERVICE_TOKEN (the service of MODEL_SERVICE_URL) or a SERVICE_TOKENS entry (another service) to a valid token',
 };
 
 /** The message users see: what we called, what the server said, and what to do about it. */

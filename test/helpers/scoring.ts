@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import Papa from 'papaparse';
 import { parseRunOptions, type RunOptionsInput } from '../../src/config/run-options.js';
+import type { ServiceTokens } from '../../src/config/service-tokens.js';
 import { silentLogger } from '../../src/log.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { scoreRun } from '../../src/pipeline/score-run.js';
@@ -46,12 +47,12 @@ export async function writeRentalsWithEngineErrors(path: string, rows: number, b
 export async function score(
   input: string,
   out: string,
-  options: RunOptionsInput & { model?: string; token?: string; s3?: S3Settings; signal?: AbortSignal } = {},
+  options: RunOptionsInput & { model?: string; tokens?: ServiceTokens; s3?: S3Settings; signal?: AbortSignal } = {},
 ): Promise<Manifest> {
-  const { model = 'mindsdb/home_rentals_model', token, s3, signal, ...rest } = options;
+  const { model = 'mindsdb/home_rentals_model', tokens = new Map(), s3, signal, ...rest } = options;
   const storage: Storage = createStorage(s3);
   try {
-    return await scoreRun({ input, out, model, options: parseRunOptions(rest) }, { storage, log: silentLogger, token, signal });
+    return await scoreRun({ input, out, model, options: parseRunOptions(rest) }, { storage, log: silentLogger, tokens, signal });
   } finally {
     storage.close();
   }

@@ -155,7 +155,12 @@ describe('queue mode under faults', () => {
     expect(status.progress).toMatchObject({ rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 6, segmentsTotal: 6 });
     expect(f.sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - kept * SEGMENT_ROWS);
     const sim = f.sim;
-    const expected = await score(input, join(tmp.dir, 'refail-direct'), { service: sim.url, runId: 'd', segmentRows: SEGMENT_ROWS, token: 'right-token' });
+    const expected = await score(input, join(tmp.dir, 'refail-direct'), {
+      service: sim.url,
+      runId: 'd',
+      segmentRows: SEGMENT_ROWS,
+      tokens: new Map([[new URL(sim.url).origin, 'right-token']]),
+    });
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected.outputs[0].sha256);
   });
 

@@ -43,6 +43,7 @@ async function start(metrics: Registry, shutdownTimeoutMs: number): Promise<Serv
     log: silentLogger,
     metrics,
     dryRun: () => Promise.reject(new Error('no dry runs in this test')),
+    policy: {},
   });
   return serving;
 }

@@ -15,6 +15,9 @@ import { promisify } from 'node:util';
 import { Ajv2019, type ErrorObject, type ValidateFunction } from 'ajv/dist/2019.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { exposureRefusal } from '../../src/cli/serve-exposure.js';
+import { checkRun, openSettings } from '../../src/config/deployment-policy.js';
+import { loadSettings } from '../../src/config/settings.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { loadPipelines, type Pipeline } from '../../src/triggers/pipelines.js';
@@ -374,6 +377,28 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(envOf(serve))).toEqual(expect.arrayContaining(['API_TOKEN', 'DASHBOARD_USER', 'DASHBOARD_PASSWORD']));
     expect(serve.ports?.map(String)).toEqual(['127.0.0.1:${SERVE_PORT:-8080}:8080']);
     expect(nodeHealthScript(serve)).toContain("fetch('http://127.0.0.1:8080/healthz')");
+  });
+
+  it('sets a deployment policy on serve and the workers: the stack buckets and the simulator, what the pipelines of jobs/ reach, nothing else', async () => {
+    const secrets = { API_TOKEN: 'an-api-token-long-enough', DASHBOARD_PASSWORD: 'a-password-long-enough', MINIO_ROOT_PASSWORD: 'minio-password' };
+    const pipelines = await loadPipelines(path.join(root, 'jobs'));
+    for (const name of ['serve', 'worker']) {
+      const env = Object.fromEntries(Object.entries(envOf(services[name])).map(([key, value]) => [key, interpolate(value, secrets)]));
+      // The settings as the container reads them (no config/ folder there).
+      const { policy, apiToken } = loadSettings(env, path.join(root, 'no-config-folder'));
+      expect(openSettings(policy), name).toEqual([]);
+      expect(policy.serviceUrls, name).toEqual(['http://simulator:47334']);
+      for (const p of pipelines) await checkRun(policy, { input: p.kind === 'schedule' ? p.input : p.trigger.prefix, out: p.output });
+      for (const refused of [
+        { input: 's3://results/nightly/x.csv', out: 's3://results/' },
+        { input: 's3://data/x.csv', out: 's3://data/' },
+        { input: 's3://data/x.csv', out: 's3://results/', service: 'http://other-host:47334' },
+        { input: '/app/jobs/rentals.yaml', out: 's3://results/' },
+      ]) {
+        await expect(checkRun(policy, refused), `${name}: ${JSON.stringify(refused)}`).rejects.toMatchObject({ code: 'E_NOT_ALLOWED' });
+      }
+      if (name === 'serve') expect(exposureRefusal('0.0.0.0', { token: apiToken }, policy, false)).toBeUndefined();
+    }
   });
 
   it('runs two workers with metrics on 9464 behind API_TOKEN, which wait for their dependencies and stop gracefully', () => {

@@ -1,0 +1,151 @@
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { BatchScorerError } from '../errors.js';
+import { formatLocation, parseLocation, type Location, type S3Location } from '../storage/location.js';
+import type { StorageGuard } from '../storage/guarded-storage.js';
+
+/**
+ * What the runs of a deployment may reach, as data: where they read, where they write, and which
+ * model services they send rows to. Whoever holds API_TOKEN, or can write to Redis, can submit a
+ * run; this bounds what such a run can touch. A list left unset allows everything of its kind, so
+ * `score` on a user's own machine needs no policy.
+ */
+export interface DeploymentPolicy {
+  /** INPUT_ROOTS: local folders and `s3://bucket/prefix`es inputs may be read from; unset: anywhere. */
+  inputRoots?: readonly Location[];
+  /** OUTPUT_ROOTS: where run folders may be written (and read back); unset: anywhere. */
+  outputRoots?: readonly Location[];
+  /**
+   * SERVICE_URLS and the deployment's own service (MODEL_SERVICE_URL), as `serviceBase` writes
+   * them: the only services a run may name; unset: any.
+   */
+  serviceUrls?: readonly string[];
+}
+
+/** What a run would reach: its input and output locations as written, and the service it names (unset: the worker's own, always allowed). */
+export interface RunReach {
+  input: string;
+  out: string;
+  service?: string;
+}
+
+/** How much of a text a refusal shows: a location or URL a caller wrote may be any length. */
+const SHOWN_CHARACTERS = 200;
+
+/** The settings a policy leaves unset, by name: what `serve` warns of, and what it needs set to listen beyond loopback. */
+export function openSettings(policy: DeploymentPolicy): string[] {
+  const open: [string, unknown][] = [
+    ['INPUT_ROOTS', policy.inputRoots],
+    ['OUTPUT_ROOTS', policy.outputRoots],
+    ['SERVICE_URLS', policy.serviceUrls],
+  ];
+  return open.filter(([, value]) => value === undefined).map(([name]) => name);
+}
+
+/**
+ * A service base URL in the one form policies compare: scheme, host and port as URL writes them
+ * (lower case, no default port), then the path without trailing slashes.
+ */
+export function serviceBase(url: string): string {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
+}
+
+/** Refuses (E_NOT_ALLOWED) a run whose input, output or service the policy does not allow; reads nothing. */
+export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promise<void> {
+  if (reach.service !== undefined) checkService(policy, reach.service);
+  await checkInput(policy, parseLocation(reach.input));
+  await checkOutput(policy, parseLocation(reach.out));
+}
+
+/** Refuses a model service that is not the deployment's own or in SERVICE_URLS. */
+export function checkService(policy: DeploymentPolicy, url: string): void {
+  if (policy.serviceUrls === undefined || policy.serviceUrls.includes(serviceBase(url))) return;
+  throw new BatchScorerError(
+    'E_NOT_ALLOWED',
+    `service ${shown(url)} is not allowed by SERVICE_URLS (${policy.serviceUrls.join(', ')}): name one of those, or add it to SERVICE_URLS`,
+  );
+}
+
+/** Refuses an input location outside INPUT_ROOTS. */
+export function checkInput(policy: DeploymentPolicy, loc: Location): Promise<void> {
+  return checkUnder('input', loc, policy.inputRoots, 'INPUT_ROOTS');
+}
+
+/** Refuses an output location (a run folder, or a file or folder in one) outside OUTPUT_ROOTS. */
+export function checkOutput(policy: DeploymentPolicy, loc: Location): Promise<void> {
+  return checkUnder('output', loc, policy.outputRoots, 'OUTPUT_ROOTS');
+}
+
+/** Refuses a read outside both lists: runs read their inputs, and their own run folders back. */
+export function checkRead(policy: DeploymentPolicy, loc: Location): Promise<void> {
+  if (policy.inputRoots === undefined || policy.outputRoots === undefined) return Promise.resolve();
+  return checkUnder('location', loc, [...policy.inputRoots, ...policy.outputRoots], 'INPUT_ROOTS or OUTPUT_ROOTS');
+}
+
+/**
+ * The policy as a storage guard: every read within INPUT_ROOTS or OUTPUT_ROOTS, every write and
+ * removal within OUTPUT_ROOTS, so that a path no check before it saw (a symbolic link inside an
+ * input folder, a run folder named by forged job data) cannot lead a run outside.
+ */
+export function storageGuard(policy: DeploymentPolicy): StorageGuard {
+  return { read: (loc) => checkRead(policy, loc), write: (loc) => checkOutput(policy, loc) };
+}
+
+async function checkUnder(what: string, loc: Location, roots: readonly Location[] | undefined, setting: string): Promise<void> {
+  if (roots === undefined) return;
+  const refuse = (why: string) =>
+    new BatchScorerError(
+      'E_NOT_ALLOWED',
+      `${what} ${shown(formatLocation(loc))} ${why}: use a location under ${roots.map(formatLocation).join(', ')}, or add its folder to ${setting}`,
+    );
+  if (loc.kind === 's3') {
+    // S3 keeps `..` as part of a key, but a gateway or an S3-compatible server may resolve it as a path.
+    if (hasDotSegment(loc.key)) throw refuse(`has a "." or ".." in its key, outside ${setting}`);
+    if (!roots.some((root) => root.kind === 's3' && s3Under(loc, root))) throw refuse(`is outside ${setting}`);
+    return;
+  }
+  const real = await resolvedPath(loc.path);
+  const fileRoots = await Promise.all(roots.flatMap((root) => (root.kind === 'file' ? [resolvedPath(root.path)] : [])));
+  if (fileRoots.some((root) => pathUnder(real, root))) return;
+  const lexically = roots.some((root) => root.kind === 'file' && pathUnder(path.resolve(loc.path), path.resolve(root.path)));
+  throw refuse(lexically ? `leads outside ${setting} through a symbolic link` : `is outside ${setting}`);
+}
+
+/**
+ * A local path with `..` and symbolic links resolved as the system would open it: the real path
+ * of its longest part that exists, then the rest (which does not exist yet, so links none).
+ */
+async function resolvedPath(text: string): Promise<string> {
+  const rest: string[] = [];
+  for (let at = path.resolve(text); ;) {
+    try {
+      return path.join(await realpath(at), ...rest);
+    } catch {
+      // Missing, or not searchable by this process: then not openable by it either, and its parent decides.
+      const parent = path.dirname(at);
+      if (parent === at) return path.join(at, ...rest);
+      rest.unshift(path.basename(at));
+      at = parent;
+    }
+  }
+}
+
+function pathUnder(candidate: string, root: string): boolean {
+  return candidate === root || candidate.startsWith(root.endsWith(path.sep) ? root : `${root}${path.sep}`);
+}
+
+/** At a `/` boundary: `s3://b/runs` holds `runs/1`, never `runs10/1`; a root without a key holds the whole bucket. */
+function s3Under(loc: S3Location, root: S3Location): boolean {
+  const prefix = root.key.replace(/\/+$/, '');
+  return loc.bucket === root.bucket && (prefix === '' || loc.key === prefix || loc.key.startsWith(`${prefix}/`));
+}
+
+function hasDotSegment(key: string): boolean {
+  return key.split('/').some((segment) => segment === '.' || segment === '..');
+}
+
+/** A caller's text as a refusal shows it: whole when short, otherwise its start and how much was left out. */
+function shown(text: string): string {
+  return text.length <= SHOWN_CHARACTERS ? text : `${text.slice(0, SHOWN_CHARACTERS)}... (${text.length - SHOWN_CHARACTERS} more characters)`;
+}

@@ -1,0 +1,38 @@
+import { checkRun, type DeploymentPolicy } from '../config/deployment-policy.js';
+import { runNotFound, type RunSubmission } from '../queue/producer.js';
+import type { RunsApi } from './runs-api.js';
+
+/**
+ * Refuses (E_NOT_ALLOWED) a submission whose input, output or service the policy does not allow.
+ * A submission naming no service runs against the worker's own, which is always allowed.
+ */
+export function checkSubmission(policy: DeploymentPolicy, submission: RunSubmission): Promise<void> {
+  return checkRun(policy, { input: submission.input, out: submission.out, service: submission.options?.service });
+}
+
+/**
+ * The run API with the deployment policy checked before anything reaches the queue: a run
+ * submitted, started by a file drop, or resumed (whose stored request is checked again: the
+ * policy may have changed since, and job data may have been written by any producer).
+ */
+export function policedRuns(runs: RunsApi, policy: DeploymentPolicy): RunsApi {
+  return {
+    enqueue: async (submission) => {
+      await checkSubmission(policy, submission);
+      return runs.enqueue(submission);
+    },
+    enqueueFileDrop: async (submission) => {
+      await checkSubmission(policy, submission);
+      return runs.enqueueFileDrop(submission);
+    },
+    get: (runId) => runs.get(runId),
+    list: (options) => runs.list(options),
+    cancel: (runId) => runs.cancel(runId),
+    resume: async (runId) => {
+      const run = await runs.get(runId);
+      if (!run) throw runNotFound(runId);
+      await checkSubmission(policy, run);
+      return runs.resume(runId);
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request a listener received, whole. */
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * A real HTTP server on loopback standing for a host a run must never reach (or one it may, to see
+ * what reaches it): it records every connection and request, and answers each request 404, as a
+ * host that is no Model Query Service would.
+ */
+export interface ForeignListener {
+  /** Its base URL, e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  /** Every request received, in order. */
+  requests: RecordedRequest[];
+  /** TCP connections accepted, whether or not a request came over them. */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+/** Starts a ForeignListener on a free port of 127.0.0.1. */
+export async function startForeignListener(): Promise<ForeignListener> {
+  const requests: RecordedRequest[] = [];
+  let connections = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not here');
+    });
+  });
+  server.on('connection', () => connections++);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    connections: () => connections,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
