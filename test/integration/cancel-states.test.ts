@@ -72,8 +72,10 @@ describe('cancelling, then cancelled', () => {
 
   it('stays cancelling while a stuck worker holds one of its segments, and is cancelled once that segment is taken from it', async () => {
     await f.setup({ latencyMs: 50 });
-    // One segment at a time, and a lock of 2 s (the fixture's): taken from it 2 to 3 s after it stops renewing.
-    const stuck = f.worker(['--concurrency', '2', '--segments', '1']);
+    // One segment at a time, under a lock of 10 s: renewed every 5 s at most, so it holds for 5 s
+    // at least once the worker is stopped (an expired lock is no longer the worker's, and the
+    // cancel would remove its job at once).
+    const stuck = f.worker(['--concurrency', '2', '--segments', '1', '--lock-duration', '10000']);
     const runId = 'stuck';
     await f.queue.enqueue({ input: files.input, model: MODEL, out: join(files.dir, 'stuck'), options: options(runId) });
     await waitFor(
@@ -96,9 +98,10 @@ describe('cancelling, then cancelled', () => {
     expect([again.code, again.stderr]).toEqual([2, expect.stringMatching(/is cancelling: its jobs are still stopping; .*\[E_RUN_CONFLICT\]\n$/)]);
     const predicts = f.sim.stats.predictRequests;
 
-    // Another worker finds the stuck one's lock expired, takes the segment back, and skips it.
+    // Another worker (checking for stalled jobs every second) finds the stuck one's lock expired,
+    // takes the segment back, and skips it.
     f.worker();
-    await waitFor('the run to read cancelled', async () => (await f.queue.get(runId))?.state === 'cancelled', 15_000);
+    await waitFor('the run to read cancelled', async () => (await f.queue.get(runId))?.state === 'cancelled', 20_000);
     expect(await f.segmentJobs(['active'])).toBe(0);
     const ended = await settled(runId);
     expect(ended.state).toBe('cancelled');
