@@ -8,13 +8,18 @@ import { formatRunStatus } from './run-status-view.js';
 export function registerCancel(program: Command): void {
   program
     .command('cancel')
-    .description('cancel a waiting or running queued run: its segments stop within seconds on every worker; no _SUCCESS, manifest state cancelled')
+    .description(
+      'cancel a waiting or running queued run: its segments stop within seconds on every worker (cancelling until they have, then cancelled); no _SUCCESS, manifest state cancelled',
+    )
     .argument('<runId>', 'the run')
     .option('--json', "print the run's status as JSON")
     .action(
       action(async (runId: string, flags: { json?: boolean }) => {
         const status = await withRunQueue((queue) => queue.cancel(runId));
         process.stdout.write(`${flags.json ? JSON.stringify(status) : formatRunStatus(status)}\n`);
+        if (status.state === 'cancelling' && !flags.json) {
+          process.stderr.write(`its jobs stop within seconds; batch-scorer status ${runId} --watch follows it until it is cancelled\n`);
+        }
       }),
     );
   program

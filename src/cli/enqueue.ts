@@ -1,8 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { parseRunOptions } from '../config/run-options.js';
 import { loadSettings } from '../config/settings.js';
-import { errorMessage } from '../errors.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
@@ -16,7 +14,7 @@ export function registerEnqueue(program: Command): void {
       .description('put a run on the queue (REDIS_URL) and print its run id; --wait follows it')
       .argument('<input>', `${INPUT_ARGUMENT} (local paths must be seen by the workers)`),
   )
-    .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result')
+    .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result (1, E_RUN_LOST, if it vanishes from Redis)')
     .option('--json', 'print JSON lines instead of text')
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
@@ -25,7 +23,7 @@ export function registerEnqueue(program: Command): void {
         const options = runOptionsInputFromFlags(flags, settings);
         parseRunOptions(options, 'enqueue', 'flags');
         // bullmq loads only for the commands that use it.
-        const { RunQueue, runEnded } = await import('../queue/producer.js');
+        const [{ RunQueue }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           const { runId, created, resumed } = await queue.enqueue({
@@ -41,21 +39,19 @@ export function registerEnqueue(program: Command): void {
           if (resumed) process.stderr.write(`run ${runId} had failed or was cancelled; enqueued again, keeping the segments it finished\n`);
           if (!flags.wait) return;
           const bar = createProgressBar(!flags.json);
-          for (;;) {
-            // A Redis restart delays a run; following it must not fail because of one.
-            const status = await queue.get(runId).catch((err: unknown) => void process.stderr.write(`batch-scorer: ${errorMessage(err)}; asking again\n`));
-            if (status?.progress) bar.update(status.progress);
-            if (status && runEnded(status)) {
-              bar.stop();
-              // A failed or cancelled run is enqueued again under its id to resume, keeping the segments it finished.
-              const resume = resumable(status) ? resumeCommand(process.argv.slice(2), runId) : undefined;
-              if (flags.json) process.stdout.write(`${JSON.stringify({ ...status, ...(resume ? { resume } : {}) })}\n`);
-              else process.stderr.write(`${formatRunStatus(status)}\n`);
-              if (status.state !== 'completed') process.exitCode = 1;
-              return;
-            }
-            await sleep(500);
-          }
+          // A failed, cancelled or vanished run is enqueued again under its id to resume, keeping the segments it finished.
+          const again = resumeCommand(process.argv.slice(2), runId);
+          const status = await followRun(queue, runId, {
+            everyMs: 500,
+            enqueuedBy: again,
+            show: ({ progress }) => {
+              if (progress) bar.update(progress);
+            },
+          }).finally(() => bar.stop());
+          const resume = resumable(status) ? again : undefined;
+          if (flags.json) process.stdout.write(`${JSON.stringify({ ...status, ...(resume ? { resume } : {}) })}\n`);
+          else process.stderr.write(`${formatRunStatus(status)}\n`);
+          if (status.state !== 'completed') process.exitCode = 1;
         } finally {
           await queue.close();
         }

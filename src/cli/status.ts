@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { BatchScorerError, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
+import type { RunStatus } from '../queue/producer.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
@@ -13,7 +14,10 @@ export function registerStatus(program: Command): void {
     .description('show a run (or the latest runs): state, rows done/total, rows/s, ETA, failures, output location, what started it')
     .argument('[runId]', 'the run; without it, the 20 latest runs')
     .option('--pipeline <name>', 'only the runs this pipeline of jobs/*.yaml started (without a run id)', pipelineName)
-    .option('--watch', 'refresh every second until the run ends (in place on a terminal; elsewhere a line only when it changed)')
+    .option(
+      '--watch',
+      'refresh every second until the run ends (in place on a terminal; elsewhere a line only when it changed); a run that vanishes from Redis ends it with E_RUN_LOST, exit 1',
+    )
     .option('--json', 'print JSON (JSON lines with --watch; log lines as {"runId","log"})')
     .option('--logs', "also print the run's milestones (planned, segments done, assembled); with --watch, each once")
     .action(
@@ -21,23 +25,29 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const { RunQueue, runEnded } = await import('../queue/producer.js');
+        const [{ RunQueue, runEnded, runNotFound }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
         let logsShown = 0;
+        const show = async (runs: RunStatus[]) => {
+          const frame = flags.json
+            ? JSON.stringify(runId ? runs[0] : runs)
+            : runs.map(formatRunStatus).join('\n') || `no runs${flags.pipeline ? ` of pipeline ${flags.pipeline}` : ''}`;
+          const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
+          logsShown += logs.length;
+          out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
+        };
         try {
+          if (runId && flags.watch) {
+            await followRun(queue, runId, { everyMs: 1_000, show: (run) => show([run]) });
+            return;
+          }
           for (;;) {
             const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
-            if (runId && !runs[0])
-              throw new BatchScorerError('E_USAGE', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
+            if (runId && !runs[0]) throw runNotFound(runId);
             const shown = runs.filter((r) => r !== undefined);
-            const frame = flags.json
-              ? JSON.stringify(runId ? shown[0] : shown)
-              : shown.map(formatRunStatus).join('\n') || `no runs${flags.pipeline ? ` of pipeline ${flags.pipeline}` : ''}`;
-            const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
-            logsShown += logs.length;
-            out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
+            await show(shown);
             if (!flags.watch || shown.every(runEnded)) break;
             await sleep(1_000);
           }

@@ -79,8 +79,13 @@ export function openApiDocument(): Record<string, unknown> {
           responses: { '200': answer('the run', 'RunDetail'), '404': failure('no such run'), ...common },
         },
         delete: {
-          summary: 'Cancel a waiting or active run',
-          responses: { '200': answer('cancelled', 'RunStatus'), '404': failure('no such run'), '409': failure('the run has finished'), ...common },
+          summary: 'Cancel a waiting or active run: it is cancelling while its jobs stop (within seconds), then cancelled',
+          responses: {
+            '200': answer('the run, cancelling (or cancelled when none of its jobs runs)', 'RunStatus'),
+            '404': failure('no such run'),
+            '409': failure('the run has finished'),
+            ...common,
+          },
         },
       },
       '/runs/{id}/resume': {

@@ -1,5 +1,5 @@
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
-import { RUN_STATES, type RunState, type RunStatus } from '../queue/producer.js';
+import { RUN_STATES, runEnded, type RunState, type RunStatus } from '../queue/producer.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
 import type { NumericSummary, PageManifest, PredictionProfile, RunListFilter, RunPageView, SegmentCell } from './run-page-data.js';
 
@@ -170,7 +170,7 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunLi
             </tbody>
           </table>`
     }`;
-  return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => r.state === 'waiting' || r.state === 'active') }).text;
+  return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => !runEnded(r)) }).text;
 }
 
 /** A page saying what went wrong: an unknown run (404) or a bad filter (400). */
@@ -187,7 +187,7 @@ export function renderMessage(ctx: PageContext, title: string, message: string):
 /** `/ui/runs/:id`: a run's progress, segments, throughput, prediction profile, quarantined rows, model and outputs. */
 export function renderRunPage(ctx: PageContext, view: RunPageView): string {
   const { status, manifest } = view;
-  const live = status.state === 'waiting' || status.state === 'active';
+  const live = !runEnded(status);
   const charts: ChartSpec[] = [];
   const body = html`<div class="title">
       <h1>Run <span class="run-id">${status.runId}</span></h1>

@@ -15,7 +15,7 @@ export interface RunsApi {
   get(runId: string): Promise<RunStatus | undefined>;
   /** The most recent runs, newest first; with `state`, only those in that state; with `pipeline`, only those that pipeline started. */
   list(options?: { limit?: number; state?: RunState; pipeline?: string }): Promise<RunStatus[]>;
-  /** Cancels a waiting or active run; answers its status (`cancelled`). */
+  /** Cancels a waiting or active run; answers its status (`cancelling` while its jobs stop, then `cancelled`). */
   cancel(runId: string): Promise<RunStatus>;
   /** Enqueues a failed or cancelled run again, keeping the segments it finished. */
   resume(runId: string): Promise<{ runId: string; resumed: true }>;

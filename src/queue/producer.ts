@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Job, type JobType, type Queue } from 'bullmq';
+import { Job, Queue, type JobType } from 'bullmq';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
@@ -9,11 +9,11 @@ import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger 
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { ProducerQueue } from './producer-queue.js';
-import { ATTEMPTS, RETENTION, RUNS_QUEUE, type QueueConfig, type RunJobData } from './queues.js';
+import { ATTEMPTS, RETENTION, RUNS_QUEUE, SEGMENTS_QUEUE, segmentJobRun, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
 import { PipelineRuns } from './pipeline-runs.js';
-import { failedByCancel, RunCancels } from './run-cancel.js';
+import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
@@ -21,19 +21,23 @@ const ASSEMBLY_WAIT_MS = 60_000;
 
 /**
  * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
- * `completed`, `failed`, or `cancelled` (from the moment it is cancelled, while its segments stop).
+ * `cancelling` (cancelled, while its jobs still run: they stop within about a second),
+ * `completed`, `failed`, or `cancelled` (none of its jobs runs, and none will score again).
  */
-export const RUN_STATES = ['waiting', 'active', 'completed', 'failed', 'cancelled'] as const;
+export const RUN_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled'] as const;
 export type RunState = (typeof RUN_STATES)[number];
+
+/** A cancelled run's job may be in any state but completed: it fails, with E_CANCELLED, once a worker takes it after the cancel. */
+const CANCELLED_JOB_STATES: JobType[] = ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'];
 
 /** The BullMQ states a run job may be in while its run is in a given state. */
 const JOB_STATES: Record<RunState, JobType[]> = {
   waiting: ['waiting', 'delayed', 'prioritized'],
   active: ['active', 'waiting-children'],
+  cancelling: CANCELLED_JOB_STATES,
   completed: ['completed'],
   failed: ['failed'],
-  // Marked cancelled in any state but completed; its job fails once its segments have stopped.
-  cancelled: ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'],
+  cancelled: CANCELLED_JOB_STATES,
 };
 
 const ALL_JOB_STATES = [...new Set(Object.values(JOB_STATES).flat())];
@@ -61,7 +65,7 @@ export interface RunStatus {
   finishedAt?: string;
 }
 
-/** A run that goes no further by itself: completed, failed, or cancelled (its segments may still be stopping). */
+/** A run that goes no further by itself: completed, failed, or cancelled (a `cancelling` run still has jobs running). */
 export function runEnded(s: Pick<RunStatus, 'state'>): boolean {
   return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled';
 }
@@ -125,15 +129,21 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
 export class RunQueue {
   private readonly producer: ProducerQueue<RunJobData>;
   private readonly queue: Queue<RunJobData>;
+  /** Read, not written: which segment jobs are active tells a cancelling run from a cancelled one. */
+  private readonly segments: Queue<SegmentJobData>;
   private readonly progress: RunProgressStore;
   private readonly cancels: RunCancels;
   private readonly drops: FileDropClaims;
   private readonly pipelineRuns: PipelineRuns;
+  private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
     this.producer = new ProducerQueue<RunJobData>(config, RUNS_QUEUE);
     const { redis, queue } = this.producer;
     this.queue = queue;
+    this.segments = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: config.prefix });
+    // Its errors are those of the shared connection, which the producer reports.
+    this.segments.on('error', () => {});
     this.progress = new RunProgressStore(redis, config.prefix);
     this.cancels = new RunCancels(redis, config.prefix);
     this.drops = new FileDropClaims(redis, config.prefix);
@@ -144,7 +154,8 @@ export class RunQueue {
    * Enqueues a run under its run id as job id: the same run id twice is one run (`created: false`
    * the second time, while BullMQ keeps the job). A run that failed or was cancelled is enqueued
    * again (`resumed: true`): its job and segment jobs are replaced, and the segments it finished,
-   * kept in storage, are not scored again; unless `ifEnded: 'keep'`, which leaves it.
+   * kept in storage, are not scored again; unless `ifEnded: 'keep'`, which leaves it. A run still
+   * `cancelling` is refused (E_RUN_CONFLICT) until its jobs have stopped.
    */
   async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
     const data = validateSubmission(submission);
@@ -152,13 +163,14 @@ export class RunQueue {
     await this.ready();
     const existing = await this.queue.getJob(runId);
     const state = existing && (await this.stateOf(existing)).state;
+    if (state === 'cancelling' && options.ifEnded !== 'keep') throw stillCancelling(runId, 'enqueued again');
     const resumed = (state === 'failed' || state === 'cancelled') && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
     if (resumed) {
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
           'E_RUN_CONFLICT',
-          `run ${runId} ${state === 'cancelled' ? 'is cancelled and still stopping' : 'failed'}, but its job could not be replaced (a worker still holds one of its segments); try again in a minute`,
+          `run ${runId} ${state === 'cancelled' ? 'was cancelled' : 'failed'}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
         );
       }
       await this.progress.clear(runId);
@@ -262,15 +274,16 @@ export class RunQueue {
   }
 
   /**
-   * Cancels a waiting or active run: its segments stop on every worker within about a second, it
-   * is never assembled, and its manifest says `cancelled`. Answers its status (`cancelled`);
-   * cancelling it again answers the same. E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for
-   * a run that already completed or failed.
+   * Cancels a waiting or active run: its jobs stop on every worker within about a second, it is
+   * never assembled, and its manifest says `cancelled`. Answers its status: `cancelling` while
+   * some of its jobs still run, `cancelled` once none does (at once for a run no worker took);
+   * cancelling it again answers its state then. E_RUN_NOT_FOUND for an unknown id,
+   * E_RUN_CONFLICT for a run that already completed or failed.
    */
   async cancel(runId: string): Promise<RunStatus> {
     const job = await this.requireJob(runId);
     const { state: before } = await this.stateOf(job);
-    if (before === 'cancelled') return this.describe(job);
+    if (before === 'cancelling' || before === 'cancelled') return this.describe(job);
     if (before === 'completed' || before === 'failed') throw alreadyFinished(runId, before);
     await this.cancels.mark(runId);
     // Segments no worker took yet go at once; those being scored stop when their workers see the
@@ -296,11 +309,12 @@ export class RunQueue {
   /**
    * Resumes a failed or cancelled run: enqueued again from its stored request, keeping the
    * segments it finished. E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for a waiting,
-   * active or completed run, or a cancelled one whose segments are still stopping.
+   * active, cancelling or completed run.
    */
   async resume(runId: string): Promise<{ runId: string; resumed: true }> {
     const job = await this.requireJob(runId);
     const { state } = await this.stateOf(job);
+    if (state === 'cancelling') throw stillCancelling(runId, 'resumed');
     if (state !== 'failed' && state !== 'cancelled') {
       throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`);
     }
@@ -317,7 +331,7 @@ export class RunQueue {
   }
 
   close(): Promise<void> {
-    return this.producer.close();
+    return (this.closed ??= this.segments.close().then(() => this.producer.close()));
   }
 
   /** Resolves once Redis has answered; the first wait is bounded, and a failed one is final. */
@@ -335,20 +349,40 @@ export class RunQueue {
   }
 
   /**
-   * A run's state from its job's, and whether its job has ended: a job that failed with
-   * E_CANCELLED ended a cancelled run; an unfinished one whose run has a cancel marker is
-   * cancelled already, while its segments stop.
+   * A run's state from its job's, and whether its job has ended. A run whose job failed with
+   * E_CANCELLED, or whose cancel marker is set, is `cancelling` while one of its jobs still
+   * runs, then `cancelled`: established, not assumed, since a segment failing its run
+   * (`failParentOnFailure`) ends the run job while siblings still score.
    */
   private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean; job: Job<RunJobData> }> {
     const raw = await job.getState();
+    const { runId } = job.data;
     if (raw === 'completed' || raw === 'failed') {
       // A job that ended after this copy of it was read: its reason and end time are in a fresh one.
       const ended = job.finishedOn === undefined ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job) : job;
-      const cancelled = raw === 'failed' && failedByCancel(ended.failedReason);
-      return { state: cancelled ? 'cancelled' : raw, ended: true, job: ended };
+      if (raw === 'completed' || !failedByCancel(ended.failedReason)) return { state: raw, ended: true, job: ended };
+      return { state: await this.cancelState(runId, await this.cancels.read(runId), false), ended: true, job: ended };
     }
-    if (await this.cancels.has(job.data.runId)) return { state: 'cancelled', ended: false, job };
+    const cancel = await this.cancels.read(runId);
+    if (cancel) return { state: await this.cancelState(runId, cancel, raw === 'active'), ended: false, job };
     return { state: raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting', ended: false, job };
+  }
+
+  /**
+   * A cancelled run's state: `cancelling` while one of its jobs still runs on some worker (its run
+   * job, whose planning sends a probe request, or a segment job of any generation), then
+   * `cancelled`, recorded in its marker. A job not running by then never scores (each reads the
+   * marker first, once BullMQ made it active), so from then on no predict request of the run
+   * starts, and a run job a worker takes later only to end it does not make it `cancelling` again.
+   */
+  private async cancelState(runId: string, cancel: CancelMark | undefined, runJobActive: boolean): Promise<'cancelling' | 'cancelled'> {
+    if (cancel === 'stopped') return 'cancelled';
+    if (runJobActive) return 'cancelling';
+    // At most the segments every worker scores at once, whatever their runs.
+    const active = await this.segments.getRanges(['active'], 0, -1);
+    if (active.some((id) => segmentJobRun(id) === runId)) return 'cancelling';
+    await this.cancels.stopped(runId);
+    return 'cancelled';
   }
 
   private async describe(read: Job<RunJobData>): Promise<RunStatus> {
@@ -376,6 +410,14 @@ export class RunQueue {
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
     };
   }
+}
+
+/** The refusal to resume a run whose jobs are still stopping. */
+function stillCancelling(runId: string, what: string): BatchScorerError {
+  return new BatchScorerError(
+    'E_RUN_CONFLICT',
+    `run ${runId} is cancelling: its jobs are still stopping; it can be ${what} once it is cancelled, within seconds (batch-scorer status ${runId} --watch)`,
+  );
 }
 
 /** The refusal to cancel a run that has finished. */

@@ -55,6 +55,9 @@ export interface SegmentJobData {
  */
 export const segmentJobId = (runId: string, generation: number, index: number) => `${runId}.${generation}.seg-${index}`;
 
+/** The run of a segment job id (see segmentJobId), undefined for an id of another shape. */
+export const segmentJobRun = (jobId: string): string | undefined => /^(.+)\.\d+\.seg-\d+$/.exec(jobId)?.[1];
+
 /** Bounded retention of finished jobs (BullMQ would otherwise keep them all). */
 export const RETENTION = {
   runs: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },

@@ -115,6 +115,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
+      if (lost?.aborted) throw ctx.lockLost(jobLog, lost);
       const asked = request ?? { ...data.request, options: { ...data.request.options } };
       // What a cancel causes may come before the watch's next poll (its segments removed under it).
       const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));

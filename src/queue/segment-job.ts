@@ -95,6 +95,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       );
       return { rows: counts.rowsIn };
     } catch (err) {
+      if (lost?.aborted) throw ctx.lockLost(jobLog, lost);
       // A cancelled run's segments stop without failing it: once none is left, its run job is
       // taken again and ends the run as cancelled.
       if (cancel.signal.aborted) {

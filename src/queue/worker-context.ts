@@ -2,7 +2,7 @@ import { DelayedError, Job, Queue } from 'bullmq';
 import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
 import type { RunOptions } from '../config/run-options.js';
-import { errorMessage, type BatchScorerError } from '../errors.js';
+import { AbortedError, errorMessage, type BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
@@ -105,7 +105,7 @@ export class WorkerContext {
 
   /**
    * A job's signal: the shutdown, its run's cancellation, and BullMQ's, aborted when the job's
-   * lock is lost (another worker may have it now).
+   * lock is lost (another worker may have it now, or it vanished from Redis; see startWorker).
    */
   jobSignal(cancelled: AbortSignal, lost?: AbortSignal): AbortSignal {
     return AbortSignal.any([this.shutdown.signal, cancelled, ...(lost ? [lost] : [])]);
@@ -122,6 +122,16 @@ export class WorkerContext {
     } catch (err) {
       this.log.warn({ err: errorMessage(err), runId }, 'could not report progress');
     }
+  }
+
+  /**
+   * The error a job whose lock was lost throws: the job is another worker's now, or gone with its
+   * keys, so nothing of its outcome is recorded (no manifest, no progress, no failure reason);
+   * BullMQ cannot move it either, and says so as a queue error.
+   */
+  lockLost(jobLog: Logger, lost: AbortSignal): Error {
+    jobLog.warn({ reason: String(lost.reason) }, 'lock lost: job stopped, its outcome left to whoever holds it now');
+    return new AbortedError(String(lost.reason));
   }
 
   /**

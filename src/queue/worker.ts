@@ -70,7 +70,16 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
   const also = options.alsoProcess ?? [];
   const workers = [runsWorker, segmentsWorker, ...also.map((a) => new Worker(a.queue, a.processor, { ...common, concurrency: 1 }))];
   const onError = (err: Error) => watch.error(err);
-  for (const w of workers) w.on('error', onError);
+  for (const w of workers) {
+    w.on('error', onError);
+    // BullMQ only reports a lock it could not renew: the job is another worker's now (it was
+    // taken as stalled) or gone (its keys vanished in a Redis restart without persistence). Its
+    // processor is stopped through the job's signal, so that it sends no more predict requests
+    // for work that is no longer its own, and records nothing of it (see WorkerContext.lockLost).
+    w.on('lockRenewalFailed', (jobIds) => {
+      for (const id of jobIds) w.cancelJob(id, `the lock of job ${id} was lost: another worker took it over, or it vanished from Redis`);
+    });
+  }
   ctx.runsQueue.on('error', onError);
   ctx.segmentsQueue.on('error', onError);
   let closing: Promise<void> | undefined;

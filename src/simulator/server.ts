@@ -13,6 +13,8 @@ import { mulberry32 } from './prng.js';
 export interface SimulatorStats {
   /** Predict requests routed (authorized, path and method matched), whatever their outcome. */
   predictRequests: number;
+  /** When the last of them arrived (ms since the epoch; 0 before the first): what a client sent after a moment. */
+  lastPredictAt: number;
   /** Input rows of predict requests answered 200. */
   predictRows: number;
   /** Describe requests routed, whatever their outcome. */
@@ -46,6 +48,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
   const opts = simulatorOptionsSchema.parse(options);
   const stats: SimulatorStats = {
     predictRequests: 0,
+    lastPredictAt: 0,
     predictRows: 0,
     describeRequests: 0,
     faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },
@@ -78,6 +81,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     }
 
     stats.predictRequests++;
+    stats.lastPredictAt = Date.now();
     const arrived = performance.now();
     const raw = await readRaw(req);
     const fault = drawFault();

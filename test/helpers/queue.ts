@@ -2,9 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue, type JobType } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import { RunQueue, type RunStatus } from '../../src/queue/producer.js';
+import { SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import { startCli } from './cli.js';
@@ -49,26 +51,16 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A Redis of a test's own, persisting to disk, so it can be stopped and started again on the same data. */
-export async function startRedis(port: number, dir: string): Promise<ChildProcess> {
+/**
+ * A Redis of a test's own. Persisting to disk (the default), it can be stopped and started again
+ * on the same data; with `persist: false`, a restart comes back empty, as a Redis without
+ * persistence does.
+ */
+export async function startRedis(port: number, dir: string, { persist = true }: { persist?: boolean } = {}): Promise<ChildProcess> {
+  const persistence = persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
   const server = spawn(
     'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--save',
-      '',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
+    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...persistence, '--save', '', '--maxmemory-policy', 'noeviction'],
     { stdio: 'ignore' },
   );
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
@@ -120,6 +112,16 @@ export function useQueueFixture() {
       const w = startWorkerProcess({ ...f.env(), ...extra }, ['--lock-duration', '2000', ...args]);
       f.workers.push(w);
       return w;
+    },
+    /** Segment jobs in these states (still to run or running, by default), of every run under the test's prefix. */
+    segmentJobs: async (states: JobType[] = ['active', 'waiting', 'delayed', 'prioritized']) => {
+      const segments = new Queue(SEGMENTS_QUEUE, { connection: { url: f.redisUrl }, prefix: f.prefix });
+      try {
+        const counts = await segments.getJobCounts(...states);
+        return Object.values(counts).reduce((a, b) => a + b, 0);
+      } finally {
+        await segments.close();
+      }
     },
     finished: (runId: string, ms = 90_000) =>
       waitFor<RunStatus>(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import Papa from 'papaparse';
+import { afterAll, beforeAll } from 'vitest';
 import { parseRunOptions, type RunOptionsInput } from '../../src/config/run-options.js';
 import type { ServiceTokens } from '../../src/config/service-tokens.js';
 import { silentLogger } from '../../src/log.js';
@@ -21,6 +22,23 @@ import type { S3Settings } from '../../src/storage/s3-settings.js';
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'batch-scorer-test-'));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A test file's input: a rentals CSV of `rows` rows (`input`) in a temp folder of its own (`dir`),
+ * written before the file's tests and removed after them.
+ */
+export function useRentalsInput(rows: number): { dir: string; input: string } {
+  const files = { dir: '', input: '' };
+  let tmp: Awaited<ReturnType<typeof tempDir>> | undefined;
+  beforeAll(async () => {
+    tmp = await tempDir();
+    files.dir = tmp.dir;
+    files.input = join(tmp.dir, 'rentals.csv');
+    await writeRentals(files.input, rows);
+  });
+  afterAll(() => tmp?.cleanup());
+  return files;
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {

@@ -494,12 +494,17 @@ describe('faults', () => {
 describe('stats', () => {
   it('counts requests, answered rows and describes', async () => {
     const s = await start();
+    const before = Date.now();
     await predict(s, 'home_rentals_model', [house, house, house]);
     await predict(s, 'customer_churn', [{ tenure_months: 1 }]);
     await predict(s, 'training_model', [house]);
+    const after = Date.now();
     await describeModel(s, 'home_rentals_model');
+    expect(s.stats.lastPredictAt).toBeGreaterThanOrEqual(before);
+    expect(s.stats.lastPredictAt).toBeLessThanOrEqual(after);
     expect(s.stats).toEqual({
       predictRequests: 3,
+      lastPredictAt: s.stats.lastPredictAt,
       predictRows: 4,
       describeRequests: 1,
       faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },

@@ -195,7 +195,7 @@ describe('run pages', () => {
   });
 
   it('give each state its badge, and an unknown state a neutral one', () => {
-    for (const state of ['waiting', 'active', 'completed', 'failed', 'cancelled']) {
+    for (const state of ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled']) {
       expect(stateBadge(state).text).toBe(`<span class="badge badge-${state}">${state}</span>`);
     }
     expect(stateBadge('paused').text).toBe('<span class="badge badge-unknown">paused</span>');
@@ -236,10 +236,15 @@ describe('run pages', () => {
     expect(charts(page).map((c) => c.canvas)).toEqual(['chart-throughput']);
   });
 
-  it('refresh a live run page, not a finished one', () => {
+  it('refresh a live run page, a cancelling one too, not a finished one', () => {
     const active = status({ state: 'active', finishedAt: undefined });
     expect(renderRunPage(ctx, view({ status: active, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
+    // Its jobs are still stopping: it becomes cancelled within seconds.
+    const cancelling = status({ state: 'cancelling', finishedAt: undefined });
+    expect(renderRunPage(ctx, view({ status: cancelling, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
+    expect(renderRunList(ctx, [cancelling])).toContain('<meta http-equiv="refresh" content="5"');
     expect(renderRunPage(ctx, view())).not.toContain('http-equiv="refresh"');
+    expect(renderRunPage(ctx, view({ status: status({ state: 'cancelled' }), manifest: undefined }))).not.toContain('http-equiv="refresh"');
   });
 
   it('show segment cells by state, active ones with their worker', () => {

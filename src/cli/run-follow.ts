@@ -1,0 +1,56 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BatchScorerError, errorMessage } from '../errors.js';
+import { runEnded, runNotFound, type RunQueue, type RunStatus } from '../queue/producer.js';
+import { enqueueCommand } from './resume-command.js';
+
+/** How `followRun` reads and shows a run. */
+export interface FollowOptions {
+  /** Milliseconds between two reads. */
+  everyMs: number;
+  /**
+   * The command that enqueued the run, for a run just enqueued: it is known to exist, so not
+   * finding it even at the first read means it vanished. Without it, a run not found at the first
+   * read is E_RUN_NOT_FOUND, and the command to resume a vanished run is made from its job.
+   */
+  enqueuedBy?: string;
+  /** Shows a status read; its own reads of Redis are asked again as the status's are. */
+  show: (status: RunStatus) => void | Promise<void>;
+}
+
+/**
+ * Follows a queued run until it ends (`enqueue --wait`, `status <runId> --watch`) and answers its
+ * last status. A Redis restart delays a run, so a read that fails is said on stderr and asked
+ * again; but a run no longer on the queue once Redis answers has vanished (a Redis restart
+ * without persistence, its keys removed): E_RUN_LOST at once, naming its folder and the command
+ * that resumes it, instead of waiting for a run that will never end.
+ */
+export async function followRun(queue: RunQueue, runId: string, options: FollowOptions): Promise<RunStatus> {
+  let last: RunStatus | undefined;
+  for (; ; await sleep(options.everyMs)) {
+    let status: RunStatus | undefined;
+    try {
+      status = await queue.get(runId);
+      if (status) await options.show(status);
+    } catch (err) {
+      if (!last && options.enqueuedBy === undefined) throw err;
+      process.stderr.write(`batch-scorer: ${errorMessage(err)}; asking again\n`);
+      continue;
+    }
+    if (!status) {
+      const resume = options.enqueuedBy ?? (last && enqueueCommand(last));
+      if (resume === undefined) throw runNotFound(runId);
+      throw runLost(runId, resume, last?.folder);
+    }
+    last = status;
+    if (runEnded(status)) return status;
+  }
+}
+
+/** A followed run that vanished from the queue, with how to resume it. */
+function runLost(runId: string, resume: string, folder?: string): BatchScorerError {
+  const kept = folder ? `; the segments it finished are kept in ${folder}` : '';
+  return new BatchScorerError(
+    'E_RUN_LOST',
+    `run ${runId} vanished from the queue (Redis restarted without persistence, or its keys were removed)${kept}; enqueue it again under its run id to resume it: ${resume}`,
+  );
+}
