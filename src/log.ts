@@ -61,11 +61,11 @@ function boundedErr(err: unknown): unknown {
 
 /**
  * A request path as it may be logged: without its query string (`/runs?…`), since a value there,
- * or even a bare parameter, may be a token (`?token=...`).
+ * or even a bare parameter, may be a token (`?token=...`); a path of many KiB is cut to VALUE_BYTES.
  */
 export function redactPath(url: string): string {
   const at = url.indexOf('?');
-  return at < 0 ? url : `${url.slice(0, at)}?…`;
+  return excerpt(at < 0 ? url : `${url.slice(0, at)}?…`);
 }
 
 /** A logger that drops everything: for library callers and tests that pass none. */

@@ -156,6 +156,34 @@ async function measureWideHeader(redisUrl: string): Promise<void> {
   expectLogLinesBounded('serve', s.stderr());
 }
 
+describe('requests made of input', () => {
+  it('are answered and logged in under 16 KiB: thousands of bad fields, long field names, a long path', async () => {
+    await f.setup();
+    const s = await serve({ ...f.env(), API_TOKEN: TOKEN });
+    const fields = Object.fromEntries(Array.from({ length: 3_000 }, (_, i) => [`field-${i}`, i]));
+    const many = await call(`${s.url}/runs`, { method: 'POST', body: fields });
+    expect(many.status).toBe(400);
+    expect(Buffer.byteLength(many.text)).toBeLessThan(ANSWER_BOUND);
+    const issues = many.json?.issues as { field: string; message: string }[];
+    expect(issues).toHaveLength(21);
+    expect(issues[20]).toEqual({ field: '…', message: expect.stringMatching(/^\d+ more issues: fix the ones above first$/) as string });
+
+    const long = await call(`${s.url}/runs`, { method: 'POST', body: { [`x${'y'.repeat(60 * KiB)}`]: 1 } });
+    expect(long.status).toBe(400);
+    expect(Buffer.byteLength(long.text)).toBeLessThan(4 * KiB);
+    expect(long.text).toContain('more bytes');
+
+    const path = await call(`${s.url}/${'p'.repeat(12 * KiB)}`);
+    expect(path.status).toBe(404);
+    expect(Buffer.byteLength(path.text)).toBeLessThan(4 * KiB);
+    expect(path.text).toContain('more bytes');
+    await s.stop();
+    expectLogLinesBounded('serve', s.stderr());
+    // The long path was logged, cut.
+    expect(s.stderr()).toMatch(/"url":"\/p+\.\.\. \d+ more bytes"/);
+  });
+});
+
 describe('params nested too deep', () => {
   it.each([1_500, 6_000])('are refused with 400 naming options.params at %i levels', async (levels) => {
     await f.setup();
