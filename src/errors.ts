@@ -1,3 +1,5 @@
+import { excerpt, MESSAGE_BYTES } from './text-excerpt.js';
+
 /**
  * The error catalogue: every stable code, declared once with what it means for each way it is
  * reported. `code` is what users and scripts match on. Throw sites name a code; its HTTP status,
@@ -84,6 +86,12 @@ export function errorSpec(code: ErrorCode): ErrorSpec {
   return ERROR_CATALOGUE[code];
 }
 
+/**
+ * An error with a stable code. Its message is bounded to MESSAGE_BYTES ("... N more bytes" ends
+ * what was cut): a message quoting input (a 50 MB header line) would otherwise be as large in
+ * every place errors go, from Redis to the log. Sites quoting a value bound it themselves, to
+ * VALUE_BYTES, so that what comes after the value (what to do) is kept.
+ */
 export class BatchScorerError extends Error {
   readonly code: ErrorCode;
   /** From the catalogue: whether trying the same work again later may succeed. */
@@ -92,7 +100,8 @@ export class BatchScorerError extends Error {
   readonly exitCode: 1 | 2;
 
   constructor(code: ErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Bounded before Error captures its stack, which repeats the message.
+    super(excerpt(message, MESSAGE_BYTES), options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
     this.retriable = ERROR_CATALOGUE[code].retriable;
@@ -152,7 +161,7 @@ export function errorCode(err: unknown): ErrorCode {
   return err instanceof BatchScorerError ? err.code : 'E_INTERNAL';
 }
 
-/** The message of any thrown value, for places that must not throw while reporting. */
+/** The message of any thrown value, bounded to MESSAGE_BYTES, for places that must not throw while reporting. */
 export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return excerpt(err instanceof Error ? err.message : String(err), MESSAGE_BYTES);
 }

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { excerpt, excerptStack, MESSAGE_BYTES } from './text-excerpt.js';
 
 export type { Logger };
 
@@ -40,18 +41,33 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     name: options.name ?? 'batch-scorer',
     level: options.level ?? process.env.LOG_LEVEL ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: boundedErr },
     base: { pid: process.pid },
   };
   return pino(config, pino.destination({ fd: 2, sync: false }));
 }
 
 /**
+ * pino's error serializer, with the message and stack bounded (see text-excerpt.ts): an error
+ * quoting a 50 MB line must not make a 50 MB log line. pino joins the messages and stacks of the
+ * error's causes into these two fields, so the causes are bounded too.
+ */
+function boundedErr(err: unknown): unknown {
+  const shown = pino.stdSerializers.err(err as Error) as unknown;
+  if (typeof shown !== 'object' || shown === null) return typeof shown === 'string' ? excerpt(shown, MESSAGE_BYTES) : shown;
+  const fields = shown as { message?: unknown; stack?: unknown };
+  if (typeof fields.message === 'string') fields.message = excerpt(fields.message, MESSAGE_BYTES);
+  if (typeof fields.stack === 'string') fields.stack = excerptStack(fields.stack);
+  return shown;
+}
+
+/**
  * A request path as it may be logged: without its query string (`/runs?…`), since a value there,
- * or even a bare parameter, may be a token (`?token=...`).
+ * or even a bare parameter, may be a token (`?token=...`); a path of many KiB is cut to VALUE_BYTES.
  */
 export function redactPath(url: string): string {
   const at = url.indexOf('?');
-  return at < 0 ? url : `${url.slice(0, at)}?…`;
+  return excerpt(at < 0 ? url : `${url.slice(0, at)}?…`);
 }
 
 /** A logger that drops everything: for library callers and tests that pass none. */

@@ -1,19 +1,20 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseRunOptions, PREDICTION_MEMBERS, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
 import type { Settings } from '../config/settings.js';
+import { excerpt } from '../text-excerpt.js';
 
 const int = (flag: string) => (value: string) => {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${flag} takes a whole number, got "${value}"`);
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError(`${flag} takes a whole number, got "${excerpt(value)}"`);
   return Number(value);
 };
 const fraction = (value: string) => {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`takes a number from 0 to 1, got "${value}"`);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`takes a number from 0 to 1, got "${excerpt(value)}"`);
   return n;
 };
 const param = (value: string, previous: Record<string, unknown> = {}) => {
   const eq = value.indexOf('=');
-  if (eq <= 0) throw new InvalidArgumentError(`--param takes key=value, got "${value}"`);
+  if (eq <= 0) throw new InvalidArgumentError(`--param takes key=value, got "${excerpt(value)}"`);
   const raw = value.slice(eq + 1);
   let parsed: unknown = raw;
   try {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { nestedDeeperThan } from '../formats/json-depth.js';
 import { checkEncoding } from '../formats/text-encoding.js';
 
 /** The members of a prediction `predictionColumns` chooses among. */
@@ -7,6 +8,33 @@ export const PREDICTION_MEMBERS = ['value', 'confidence', 'interval', 'anomaly',
 export type PredictionMember = (typeof PREDICTION_MEMBERS)[number];
 
 const columnName = z.string().min(1);
+
+/** Levels predict `params` may nest (the object itself is one): engines take flat options, and every recursive JSON writer on the way overflows at a few thousand. */
+export const MAX_PARAMS_DEPTH = 32;
+
+/** Bytes of JSON predict `params` may take: they ride in job data, manifests and every predict request. */
+export const MAX_PARAMS_BYTES = 16 * 1024;
+
+/**
+ * Predict `params`: an object of at most MAX_PARAMS_DEPTH levels and MAX_PARAMS_BYTES of JSON.
+ * Depth is checked first, without recursion, so that measuring the size (JSON.stringify) never
+ * meets a value deep enough to overflow the stack.
+ */
+const predictParams = z.record(z.string(), z.unknown()).superRefine((params, ctx) => {
+  if (nestedDeeperThan(params, MAX_PARAMS_DEPTH)) {
+    ctx.addIssue({ code: 'custom', message: `must nest at most ${MAX_PARAMS_DEPTH} levels deep (the params object is one)` });
+    return;
+  }
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(params);
+  } catch {
+    // A cycle (YAML aliases can make one) or a BigInt: not JSON, said below.
+  }
+  const bytes = json === undefined ? undefined : Buffer.byteLength(json);
+  if (bytes === undefined) ctx.addIssue({ code: 'custom', message: 'must be plain JSON (no cycles)' });
+  else if (bytes > MAX_PARAMS_BYTES) ctx.addIssue({ code: 'custom', message: `must take at most ${MAX_PARAMS_BYTES / 1024} KiB as JSON, not ${bytes} bytes` });
+});
 
 /** A delimiter or quote: one ASCII character other than a line break; `tab` and `\t` are a tab. */
 const oneCharacter = z
@@ -55,8 +83,8 @@ export const runOptionsSchema = z
     explain: z.boolean().default(false),
     /** Predict body: `data` wraps rows as {"data": [...]} (the reference server), `array` sends the bare array (the document). */
     envelope: z.enum(['data', 'array']).default('data'),
-    /** Passed to the engine as predict `params`. */
-    params: z.record(z.string(), z.unknown()).default({}),
+    /** Passed to the engine as predict `params`; at most MAX_PARAMS_DEPTH levels deep and MAX_PARAMS_BYTES of JSON. */
+    params: predictParams.default({}),
     /** Score only the first N data rows: a canary run. */
     limit: z.int().min(1).optional(),
     /** The run's id and folder name; derived from the time when absent. Re-using an unfinished run's id resumes it. */

@@ -1,3 +1,5 @@
+import { excerpt } from '../text-excerpt.js';
+
 /**
  * How a CSV file separates and quotes its fields. Both are single ASCII characters: the row
  * splitter works on bytes, and an ASCII byte never occurs inside a multi-byte UTF-8 character,
@@ -53,7 +55,7 @@ function checkChar(what: string, value: string): void {
   if (value === '\r' || value === '\n') throw new Error(`the ${what} cannot be ${show(value)}: line endings end rows`);
 }
 
-/** A character as a message can show it: quoted, with tabs and line endings spelled out. */
+/** A character as a message can show it: quoted, with tabs and line endings spelled out (a long text cut short). */
 function show(value: string): string {
-  return JSON.stringify(value);
+  return excerpt(JSON.stringify(value));
 }

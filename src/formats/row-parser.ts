@@ -1,6 +1,8 @@
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 import { DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
+import { nestedDeeperThan } from './json-depth.js';
 import type { RawRow, RowSyntax } from './row-splitter.js';
 
 /**
@@ -10,6 +12,13 @@ import type { RawRow, RowSyntax } from './row-splitter.js';
 function papaConfig(dialect: CsvDialect) {
   return { header: false, newline: '\n', delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote } as const;
 }
+
+/**
+ * Levels a JSON Lines row may nest (the row's object is one). A deeper row is quarantined like
+ * any other bad row: re-encoding it for the request (JSON.stringify) would overflow the stack at a
+ * few thousand levels and fail the whole run, and no tabular model reads such values anyway.
+ */
+export const MAX_ROW_DEPTH = 64;
 
 /** A data row read from the input, or the reason it could not be read. */
 export interface InputRow {
@@ -40,7 +49,7 @@ export function parseCsvHeader(row: RawRow, fileName: string, dialect: CsvDialec
   const seen = new Set<string>();
   columns.forEach((name, i) => {
     if (name.trim() === '') throw new InputError(`${fileName}: the header's column ${i + 1} has no name; name every column`);
-    if (seen.has(name)) throw new InputError(`${fileName}: the header names column "${name}" twice; column names must be unique`);
+    if (seen.has(name)) throw new InputError(`${fileName}: the header names column "${excerpt(name)}" twice; column names must be unique`);
     seen.add(name);
   });
   return columns;
@@ -125,8 +134,19 @@ function toRecord(values: readonly string[], header: readonly string[]): Record<
 
 function jsonRow(text: string, index: number, line: number): InputRow {
   const value = parseJson(text);
-  if (isRecord(value)) return { index, line, record: value, text };
-  return { index, line, text, problem: value === undefined ? 'not valid JSON' : 'not a JSON object' };
+  if (!isRecord(value)) return { index, line, text, problem: value === undefined ? 'not valid JSON' : 'not a JSON object' };
+  if (mayNest(text) && nestedDeeperThan(value, MAX_ROW_DEPTH)) {
+    return { index, line, text, problem: `nested more than ${MAX_ROW_DEPTH} levels deep; flatten the row` };
+  }
+  return { index, line, record: value, text };
+}
+
+/**
+ * Whether a row's text (an object) may hold an object or array: most rows are flat, and two native
+ * searches tell so at a fraction of walking the parsed row.
+ */
+function mayNest(text: string): boolean {
+  return text.indexOf('[') !== -1 || text.indexOf('{', text.indexOf('{') + 1) !== -1;
 }
 
 function parseJson(text: string): unknown {

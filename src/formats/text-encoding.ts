@@ -2,6 +2,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { Transform } from 'node:stream';
 import iconv from 'iconv-lite';
 import { BatchScorerError } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 
 /**
  * Input in encodings other than UTF-8, decoded to UTF-8 as a stream, so that the row splitter,
@@ -23,7 +24,7 @@ const NOT_TEXT = new Set(['base64', 'base64url', 'hex']);
 export function checkEncoding(name: string): string {
   const canonical = canonicalName(name);
   if (!iconv.encodingExists(canonical) || NOT_TEXT.has(canonical)) {
-    throw new Error(`unknown text encoding ${JSON.stringify(name)}; common ones are ${COMMON.join(', ')}`);
+    throw new Error(`unknown text encoding ${excerpt(JSON.stringify(name))}; common ones are ${COMMON.join(', ')}`);
   }
   return canonical;
 }

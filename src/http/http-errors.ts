@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { z } from 'zod';
 import { restate } from '../config/run-options.js';
 import { BatchScorerError, errorSpec, UsageError, type ErrorCode } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 import type { ServerAuth } from './auth.js';
 
 /** The largest request body taken; a run submission is a few hundred bytes. */
@@ -23,10 +24,19 @@ export const errorBodySchema = z.object({
 });
 export type ErrorBody = z.output<typeof errorBodySchema>;
 
-/** A request refused for its content, naming each bad field (400 E_USAGE). */
+/** Issues an answer lists at most: a body of thousands of unknown fields must not be answered with thousands of issues. */
+const MAX_ISSUES = 20;
+
+/** A request refused for its content, naming each bad field (400 E_USAGE), the first MAX_ISSUES of them. */
 export class RequestError extends UsageError {
-  constructor(readonly issues: FieldIssue[]) {
-    super(issues.map((i) => `${i.field}: ${i.message}`).join('; '));
+  readonly issues: FieldIssue[];
+
+  constructor(issues: FieldIssue[]) {
+    const named = issues.slice(0, MAX_ISSUES).map((i) => ({ field: excerpt(i.field), message: excerpt(i.message) }));
+    const more = issues.length - named.length;
+    const shown = more > 0 ? [...named, { field: '…', message: `${more} more issue${more === 1 ? '' : 's'}: fix the ones above first` }] : named;
+    super(shown.map((i) => `${i.field}: ${i.message}`).join('; '));
+    this.issues = shown;
   }
 
   /** zod's issues as fields of the request; `where` is the part of the request they are in, for issues about all of it. */
@@ -85,7 +95,7 @@ export function installErrorHandling(app: FastifyInstance, auth: ServerAuth): vo
       preHandler: (request: FastifyRequest, reply: FastifyReply) =>
         (request.url === '/ui' || request.url.startsWith('/ui/') ? auth.ui : auth.api)(request, reply),
     },
-    async (request, reply) => reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    async (request, reply) => reply.code(404).send({ error: 'E_NOT_FOUND', message: `no route ${request.method} ${excerpt(request.url.split('?')[0])}` }),
   );
 }
 

@@ -1,6 +1,5 @@
 import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
 import type { z } from 'zod';
-import { errorMessage } from '../errors.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -81,7 +80,7 @@ async function readManifest(storage: Storage, status: RunStatus, log: FastifyBas
   try {
     return await readRunFile(storage, runFiles.manifest(parseLocation(status.folder)), manifestSchema);
   } catch (err) {
-    log.warn({ runId: status.runId, err: errorMessage(err) }, 'manifest not readable');
+    log.warn({ runId: status.runId, err }, 'manifest not readable');
     return undefined;
   }
 }

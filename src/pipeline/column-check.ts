@@ -1,4 +1,5 @@
 import { BatchScorerError } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 
 /** Which input columns go to the model, and what to warn about. */
 export interface ColumnPlan {
@@ -20,11 +21,14 @@ export function checkColumns(columns: readonly string[], inputs: readonly string
   const sent = inputs.filter((c) => present.has(c));
   const missing = inputs.filter((c) => !present.has(c));
   if (sent.length === 0) {
-    throw new BatchScorerError('E_COLUMNS', `${fileName} has none of the model's input columns (${inputs.join(', ')}); its columns are ${columns.join(', ')}`);
+    throw new BatchScorerError(
+      'E_COLUMNS',
+      `${fileName} has none of the model's input columns (${excerpt(inputs.join(', '))}); its columns are ${excerpt(columns.join(', '))}`,
+    );
   }
   if (missing.length > 0 && strict) {
-    throw new BatchScorerError('E_COLUMNS', `${fileName} lacks the model's input column(s) ${missing.join(', ')} (--strict-columns)`);
+    throw new BatchScorerError('E_COLUMNS', `${fileName} lacks the model's input column(s) ${excerpt(missing.join(', '))} (--strict-columns)`);
   }
-  const warnings = missing.length > 0 ? [`${fileName} lacks the model's input column(s) ${missing.join(', ')}: the model sees them as null`] : [];
+  const warnings = missing.length > 0 ? [`${fileName} lacks the model's input column(s) ${excerpt(missing.join(', '))}: the model sees them as null`] : [];
   return { sent, missing, warnings };
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
+import { excerpt } from '../text-excerpt.js';
 
 /** The raw describe answers of a run's start, stored as describe.json so a run can be explained later. */
 export const describeSnapshotSchema = z.object({
@@ -68,11 +69,11 @@ export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFact
     const reason = meta?.ERROR ?? 'no reason given';
     throw new ServiceError(
       'fatal',
-      `model ${formatModelRef(ref)} failed training: ${typeof reason === 'string' ? reason : JSON.stringify(reason)} (retrain it, or pick a version that trained)`,
+      `model ${formatModelRef(ref)} failed training: ${excerpt(typeof reason === 'string' ? reason : JSON.stringify(reason))} (retrain it, or pick a version that trained)`,
     );
   }
   if (status !== undefined && status !== 'complete') {
-    throw new ServiceError('not-ready', `model ${formatModelRef(ref)} is not ready: status "${facts.status}" (wait until it is "complete")`);
+    throw new ServiceError('not-ready', `model ${formatModelRef(ref)} is not ready: status "${excerpt(String(facts.status))}" (wait until it is "complete")`);
   }
   return facts;
 }
@@ -108,7 +109,7 @@ function firstObject(response: unknown): Record<string, unknown> | undefined {
   const first: unknown = Array.isArray(response) ? response[0] : undefined;
   if (first && typeof first === 'object' && !Array.isArray(first)) {
     const row = first as Record<string, unknown>;
-    if (typeof row.error === 'string') throw new BatchScorerError('E_SERVICE_FATAL', `describe failed on the server: ${row.error}`);
+    if (typeof row.error === 'string') throw new BatchScorerError('E_SERVICE_FATAL', `describe failed on the server: ${excerpt(row.error)}`);
     return row;
   }
   return undefined;

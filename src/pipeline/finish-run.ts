@@ -1,4 +1,4 @@
-import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
+import { BatchScorerError, errorCode, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatLocation, type Location } from '../storage/location.js';
@@ -71,7 +71,7 @@ export async function finishRun(
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.
   await storage.removePrefix(runFiles.work(folder)).catch((err: unknown) => {
-    log.warn({ err: errorMessage(err), folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
+    log.warn({ err, folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
   });
   return manifest;
 }
@@ -147,7 +147,7 @@ export async function recordFailure(
     }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
-    log.error({ err: errorMessage(err) }, 'could not write the failed run manifest');
+    log.error({ err }, 'could not write the failed run manifest');
   }
   if (quarantined) await onQuarantined?.(quarantined);
   return manifest;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
-import { errorCode, type BatchScorerError } from '../errors.js';
+import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
@@ -119,7 +119,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     timings: parts.timings ?? null,
     concurrency: parts.concurrency ?? null,
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
-    ...(parts.error ? { error: { code: errorCode(parts.error), message: parts.error.message } } : {}),
+    ...(parts.error ? { error: { code: errorCode(parts.error), message: errorMessage(parts.error) } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),
   };
 }

@@ -4,6 +4,7 @@ import type { ParquetValueType } from '../formats/parquet-input.js';
 import type { ParquetOutputColumn } from '../formats/parquet-output.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { isUtf8 } from '../formats/text-encoding.js';
+import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
 import type { InputPlan } from './plan.js';
 import type { OutputFormat, OutputLayout } from './prepared-run.js';
@@ -21,7 +22,7 @@ export function keptColumns(columns: readonly string[], options: Pick<RunOptions
   ] as const) {
     const unknown = (names ?? []).filter((n) => !have.has(n));
     if (unknown.length > 0) {
-      throw new UsageError(`${flag}: ${inputName} has no column(s) ${unknown.join(', ')}; its columns are ${columns.join(', ')}`);
+      throw new UsageError(`${flag}: ${inputName} has no column(s) ${excerpt(unknown.join(', '))}; its columns are ${excerpt(columns.join(', '))}`);
     }
   }
   const keep = options.keepColumns && new Set(options.keepColumns);

@@ -11,6 +11,7 @@ import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { Utf8Check } from '../formats/utf8-check.js';
 import { listInputFiles } from '../storage/input-files.js';
+import { excerpt } from '../text-excerpt.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
 import { drainedWrite } from './drained-write.js';
@@ -151,13 +152,15 @@ function sameColumns(first: InputFilePlan, file: InputFilePlan, types?: Record<s
   const missing = first.columns.filter((c) => !has.has(c));
   const extra = file.columns.filter((c) => !had.has(c));
   if (missing.length > 0 || extra.length > 0) {
-    const what = [missing.length > 0 && `lacks ${missing.join(', ')}`, extra.length > 0 && `has ${extra.join(', ')} besides`].filter(Boolean).join(' and ');
+    const what = [missing.length > 0 && `lacks ${excerpt(missing.join(', '))}`, extra.length > 0 && `has ${excerpt(extra.join(', '))} besides`]
+      .filter(Boolean)
+      .join(' and ');
     throw new InputError(`${file.location} ${what} the columns of ${first.location}: the files of one run must have the same columns`);
   }
   const differs = first.columns.find((c) => types?.[c] !== fileTypes?.[c]);
   if (differs !== undefined) {
     throw new InputError(
-      `${file.location}: column ${differs} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`,
+      `${file.location}: column ${excerpt(differs)} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`,
     );
   }
 }

@@ -1,4 +1,5 @@
 import { ByteWriter } from '../formats/byte-writer.js';
+import { excerpt } from '../text-excerpt.js';
 
 const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
@@ -90,7 +91,7 @@ export class RequestEncoder {
     let fields = 1;
     for (let at = text.indexOf(delimiter); at !== -1 && fields < starts.length; at = text.indexOf(delimiter, at + 1)) starts[fields++] = at + 1;
     if (fields !== starts.length - 1) {
-      throw new Error(`a row given as text to encode has not ${starts.length - 1} fields: ${text}`);
+      throw new Error(`a row given as text to encode has not ${starts.length - 1} fields: ${excerpt(text)}`);
     }
     starts[fields] = text.length + 1;
     out.reset();

@@ -5,6 +5,7 @@ import type { ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
+import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
 import type { RequestBatch } from './request-batch.js';
 import { echoesRowId } from './request-row.js';
@@ -139,7 +140,7 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
   for (let i = 0; i < rows.length; i++) {
     const a = answer[i];
     if (a instanceof NotAnObject) {
-      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) is ${JSON.stringify(a.value)}, not a prediction object`);
+      throw new ServiceError('bad-answer', `answer row ${i} (${span()}) is ${excerpt(JSON.stringify(a.value))}, not a prediction object`);
     }
     if (layout.rowId === undefined) continue;
     const echoed = a[layout.rowId];
@@ -148,7 +149,7 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
       const what =
         echoed === undefined || echoed === null
           ? `lacks ${id}, which the server echoed when the run was planned`
-          : `carries ${id} ${JSON.stringify(echoed)} where ${rows[i].index} was sent`;
+          : `carries ${id} ${excerpt(JSON.stringify(echoed))} where ${rows[i].index} was sent`;
       throw new ServiceError('bad-answer', `answer row ${i} (${span()}) ${what}: the answer is out of order`);
     }
   }

@@ -2,7 +2,7 @@ import { DelayedError, Job, Queue } from 'bullmq';
 import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
 import type { RunOptions } from '../config/run-options.js';
-import { AbortedError, errorMessage, type BatchScorerError } from '../errors.js';
+import { AbortedError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
@@ -120,7 +120,7 @@ export class WorkerContext {
       const job = p && (await Job.fromId(this.runsQueue, runId));
       if (job) await job.updateProgress({ ...p });
     } catch (err) {
-      this.log.warn({ err: errorMessage(err), runId }, 'could not report progress');
+      this.log.warn({ err, runId }, 'could not report progress');
     }
   }
 
@@ -145,7 +145,7 @@ export class WorkerContext {
       return new DelayedError();
     }
     const mapped = toQueueError(err);
-    jobLog.error({ err: errorMessage(err), code: (err as BatchScorerError).code, attempt: job.attemptsMade + 1 }, 'job failed');
+    jobLog.error({ err, code: errorCode(err), attempt: job.attemptsMade + 1 }, 'job failed');
     if (isFinalFailure(mapped, job.attemptsMade, job.opts.attempts)) await onFinal(err as Error);
     return mapped;
   }

@@ -1,4 +1,5 @@
 import { UsageError } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 
 /** A model as users name it: `project/model` or `project/model.version`. */
 export interface ModelRef {
@@ -12,7 +13,7 @@ export interface ModelRef {
 export function parseModelRef(text: string): ModelRef {
   const slash = text.indexOf('/');
   if (slash <= 0 || slash === text.length - 1 || text.indexOf('/', slash + 1) !== -1) {
-    throw new UsageError(`--model "${text}": expected project/model or project/model.version, e.g. mindsdb/home_rentals_model.2`);
+    throw new UsageError(`--model "${excerpt(text)}": expected project/model or project/model.version, e.g. mindsdb/home_rentals_model.2`);
   }
   const project = text.slice(0, slash);
   const rest = text.slice(slash + 1);

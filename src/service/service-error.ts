@@ -1,4 +1,5 @@
 import { BatchScorerError, type ErrorCode } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /** What a failed service call means for the caller, by how the reference server answers failures. */
@@ -32,7 +33,11 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
 /** Kinds the client tries again within its retry budget (a bad answer is a fault before it is a verdict). */
 export const RETRIED_KINDS: readonly ServiceErrorKind[] = ['retriable', 'bad-answer'];
 
-/** A failed call to the Model Query Service, with the server's title and detail when it sent them. */
+/**
+ * A failed call to the Model Query Service, with the server's title and detail when it sent them,
+ * each bounded to VALUE_BYTES: they go into errors.jsonl for every row of a failed request, and a
+ * server may quote the whole request back.
+ */
 export class ServiceError extends BatchScorerError {
   readonly kind: ServiceErrorKind;
   readonly status?: number;
@@ -56,8 +61,8 @@ export class ServiceError extends BatchScorerError {
     super(CODES[kind], message, { cause: facts.cause });
     this.kind = kind;
     this.status = facts.status;
-    this.title = facts.title;
-    this.detail = facts.detail;
+    this.title = facts.title === undefined ? undefined : excerpt(facts.title);
+    this.detail = facts.detail === undefined ? undefined : excerpt(facts.detail);
     this.retryAfterMs = facts.retryAfterMs;
     this.overload = facts.overload ?? (facts.status === 429 || facts.status === 503 || facts.status === 504);
   }
@@ -133,7 +138,7 @@ const HINTS: Partial<Record<ServiceErrorKind, string>> = {
 
 /** The message users see: what we called, what the server said, and what to do about it. */
 export function describeHttpError(what: string, status: number, problem: ProblemBody, kind: ServiceErrorKind): string {
-  const said = [problem.title, problem.detail ?? problem.message].filter(Boolean).join(': ');
+  const said = excerpt([problem.title, problem.detail ?? problem.message].filter(Boolean).join(': '));
   const hint = HINTS[kind];
   return `${what}: HTTP ${status}${said ? ` ${said}` : ''}${hint ? ` (${hint})` : ''}`;
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../errors.js';
+import { excerpt } from '../text-excerpt.js';
 
 /**
  * Where an input or output lives. Parsed once from user text so every later step (reading,
@@ -28,7 +29,7 @@ export function parseLocation(text: string): Location {
     const slash = rest.indexOf('/');
     const bucket = slash === -1 ? rest : rest.slice(0, slash);
     if (!BUCKET.test(bucket)) {
-      throw new UsageError(`location '${text}' has no valid bucket name: use s3://bucket/key`);
+      throw new UsageError(`location '${excerpt(text)}' has no valid bucket name: use s3://bucket/key`);
     }
     return { kind: 's3', bucket, key: slash === -1 ? '' : rest.slice(slash + 1) };
   }
@@ -36,10 +37,10 @@ export function parseLocation(text: string): Location {
     try {
       return { kind: 'file', path: fileURLToPath(text) };
     } catch (err) {
-      throw new UsageError(`location '${text}' is not a valid file URL: use file:///absolute/path`, { cause: err });
+      throw new UsageError(`location '${excerpt(text)}' is not a valid file URL: use file:///absolute/path`, { cause: err });
     }
   }
-  throw new UsageError(`location '${text}' has an unsupported scheme '${scheme}://': ${SUPPORTED}`);
+  throw new UsageError(`location '${excerpt(text)}' has an unsupported scheme '${excerpt(scheme)}://': ${SUPPORTED}`);
 }
 
 export function formatLocation(loc: Location): string {

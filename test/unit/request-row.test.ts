@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { MAX_ROW_DEPTH } from '../../src/formats/row-parser.js';
 import { RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
 
 /** One row, as a segment's encoder encodes it: its JSON text and its length in bytes. */
@@ -206,6 +207,12 @@ describe('RequestEncoder against JSON.stringify', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('encodes a JSON Lines row as deep as the parser takes (MAX_ROW_DEPTH) as JSON.stringify does', () => {
+    const text = `{"a":${'[1,'.repeat(MAX_ROW_DEPTH - 1)}"€"${']'.repeat(MAX_ROW_DEPTH - 1)}}`;
+    const record = JSON.parse(text) as Record<string, unknown>;
+    expect(encodeRequestRow(record, ['a'], false, 'rid', 3).json).toBe(reference(record, ['a'], false, 'rid', 3));
   });
 
   it('grows past its first buffer for a long row, and starts each row afresh', () => {

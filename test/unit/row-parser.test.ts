@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
-import { csvRecord, jsonKeys, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
+import { csvRecord, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
 import { RawRow } from '../../src/formats/row-splitter.js';
 import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { thrown } from '../helpers/rejection.js';
@@ -203,6 +203,21 @@ describe('parseRows (jsonl)', () => {
     expect(rows[2]).toEqual({ index: 2, line: 4, text: '5', problem: 'not a JSON object' });
     expect(rows[3]).toEqual({ index: 3, line: 5, text: 'null', problem: 'not a JSON object' });
     expect(rows[4]).toEqual({ index: 4, line: 6, record: { id: 2 }, text: '{"id":2}' });
+  });
+
+  it('reports a row nested deeper than MAX_ROW_DEPTH as a problem with its line, keeping no record', () => {
+    const nest = (levels: number) => `{"id":1,"name":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+    const deepest = nest(MAX_ROW_DEPTH);
+    const tooDeep = nest(MAX_ROW_DEPTH + 1);
+    const farTooDeep = nest(200_000);
+    const rows = parseRows([raw(deepest, 2), raw(tooDeep, 3), raw(farTooDeep, 4), raw('{"id":"[{"}', 5)], 0, header, 'jsonl');
+    expect(rows[0].record).toEqual(JSON.parse(deepest));
+    expect(rows[0].problem).toBeUndefined();
+    expect(rows[1]).toEqual({ index: 1, line: 3, text: tooDeep, problem: `nested more than ${MAX_ROW_DEPTH} levels deep; flatten the row` });
+    expect(rows[2]).toMatchObject({ index: 2, line: 4, problem: `nested more than ${MAX_ROW_DEPTH} levels deep; flatten the row` });
+    expect(rows[2].record).toBeUndefined();
+    // Brackets inside a string are text, not nesting.
+    expect(rows[3]).toEqual({ index: 3, line: 5, record: { id: '[{' }, text: '{"id":"[{"}' });
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
-import { optionFlag, parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
+import { MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, optionFlag, parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
 import { thrown } from '../helpers/rejection.js';
 
 function usageError(input: unknown, source?: string): UsageError {
@@ -181,6 +181,42 @@ describe('parseRunOptions', () => {
   it('rejects input that is not an object', () => {
     usageError(null);
     usageError('batchSize=10');
+  });
+});
+
+describe('params limits', () => {
+  /** Params whose member `p` holds arrays nested so that the params object is `levels` deep. */
+  const nested = (levels: number) => JSON.parse(`{"p":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`) as Record<string, unknown>;
+
+  it(`takes params ${MAX_PARAMS_DEPTH} levels deep and refuses one more, naming --param`, () => {
+    expect(parseRunOptions({ params: nested(MAX_PARAMS_DEPTH) }).params).toEqual(nested(MAX_PARAMS_DEPTH));
+    const err = thrown(() => parseRunOptions({ params: nested(MAX_PARAMS_DEPTH + 1) }, 'score', 'flags'), UsageError);
+    expect(err.message).toBe(`score: --param: must nest at most ${MAX_PARAMS_DEPTH} levels deep (the params object is one)`);
+  });
+
+  it.each([1500, 6000, 200_000])('refuses params %i levels deep as E_USAGE, without overflowing the stack', (levels) => {
+    const err = usageError({ params: nested(levels) });
+    expect(err.code).toBe('E_USAGE');
+    expect(err.message).toContain('params: must nest at most');
+  });
+
+  it(`takes ${MAX_PARAMS_BYTES / 1024} KiB of params as JSON and refuses a byte more, saying how many`, () => {
+    const filler = (bytes: number) => ({ p: 'x'.repeat(bytes - '{"p":""}'.length) });
+    expect(parseRunOptions({ params: filler(MAX_PARAMS_BYTES) }).params).toEqual(filler(MAX_PARAMS_BYTES));
+    expect(usageError({ params: filler(MAX_PARAMS_BYTES + 1) }).message).toBe(
+      `run options: params: must take at most ${MAX_PARAMS_BYTES / 1024} KiB as JSON, not ${MAX_PARAMS_BYTES + 1} bytes`,
+    );
+  });
+
+  it('counts the bytes of UTF-8, not characters', () => {
+    const chars = Math.floor(MAX_PARAMS_BYTES / 3);
+    expect(usageError({ params: { p: '€'.repeat(chars) } }).message).toContain('params: must take at most');
+  });
+
+  it('refuses params that are not plain JSON (a cycle, as YAML aliases can make)', () => {
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(usageError({ params: cycle }).message).toBe('run options: params: must be plain JSON (no cycles)');
   });
 });
 
