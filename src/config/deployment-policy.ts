@@ -3,6 +3,7 @@ import path from 'node:path';
 import { BatchScorerError } from '../errors.js';
 import { formatLocation, parseLocation, type Location, type S3Location } from '../storage/location.js';
 import type { StorageGuard } from '../storage/guarded-storage.js';
+import { excerpt } from '../text-excerpt.js';
 
 /**
  * What the runs of a deployment may reach, as data: where they read, where they write, and which
@@ -29,8 +30,8 @@ export interface RunReach {
   service?: string;
 }
 
-/** How much of a text a refusal shows: a location or URL a caller wrote may be any length. */
-const SHOWN_CHARACTERS = 200;
+/** How much of a text a refusal shows, in bytes: a location or URL a caller wrote may be any length. */
+const SHOWN_BYTES = 256;
 
 /** The settings a policy leaves unset, by name: what `serve` warns of, and what it needs set to listen beyond loopback. */
 export function openSettings(policy: DeploymentPolicy): string[] {
@@ -147,5 +148,5 @@ function hasDotSegment(key: string): boolean {
 
 /** A caller's text as a refusal shows it: whole when short, otherwise its start and how much was left out. */
 function shown(text: string): string {
-  return text.length <= SHOWN_CHARACTERS ? text : `${text.slice(0, SHOWN_CHARACTERS)}... (${text.length - SHOWN_CHARACTERS} more characters)`;
+  return excerpt(text, SHOWN_BYTES);
 }
