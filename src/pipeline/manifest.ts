@@ -37,6 +37,12 @@ export const manifestSchema = z.object({
   folder: z.string().nullable(),
   /** `cancelled`: stopped on request (E_CANCELLED), and resumable as a failed run is. */
   state: z.enum(['succeeded', 'failed', 'cancelled']),
+  /**
+   * False for a run that failed before its plan was made (describe, its input's files, their
+   * columns): nothing was scored, and its `_work` holds only its claim. Absent in manifests of
+   * releases that kept none, whose runs without a plan have a null `folder`.
+   */
+  started: z.boolean().optional(),
   startedAt: z.string(),
   finishedAt: z.string(),
   durationMs: z.number(),
@@ -103,6 +109,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : null,
     state: !parts.error ? 'succeeded' : errorCode(parts.error) === 'E_CANCELLED' ? 'cancelled' : 'failed',
+    started: run !== undefined,
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),

@@ -16,6 +16,9 @@ import { quarantineAllowance, scoreSegment } from './score-segment.js';
 import { sumCounts } from './segment-counts.js';
 import { readSegmentsDone, unfinished } from './segment-done.js';
 
+/** How far a run got: its folder claimed (a failure is recorded there), then its plan made (a resume goes on from it). */
+export type RunStage = 'claimed' | 'planned';
+
 export interface DirectRunContext {
   storage: Storage;
   log: Logger;
@@ -24,6 +27,8 @@ export interface DirectRunContext {
   signal?: AbortSignal;
   /** Called as rows finish, at most a few times a second. */
   onProgress?: (progress: RunProgress) => void;
+  /** Called as the run reaches each stage, so that a failure's report can say what the run left. */
+  onStage?: (stage: RunStage) => void;
 }
 
 /**
@@ -47,7 +52,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const client = runServiceClient(request.options, { token: ctx.token, connections: maxConcurrency(request.options.concurrency), log });
   let run: PreparedRun | undefined;
   try {
-    run = await prepareRun(request, runId, { storage, client, log, signal });
+    run = await prepareRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    ctx.onStage?.('planned');
     const plannedAt = Date.now();
     const prepared = run;
     // A resumed run keeps its finished segments, and counts them as done.
