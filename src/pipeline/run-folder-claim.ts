@@ -80,21 +80,26 @@ export async function readClaimedRequest(storage: Storage, folder: Location, sig
   return (await readRunFile(storage, runFiles.claim(folder), claimSchema, signal))?.request;
 }
 
-/** What the folder is to the run: its own, empty (no file below it, or no folder), or another's. */
+/**
+ * What the folder is to the run: empty (no file below it, or no folder), its own, or another's.
+ * Listed before its markers are read: a run's claim is its first file, so a run seeing any file of
+ * another attempt of its id also finds that attempt's claim.
+ */
 async function standing(storage: Storage, folder: Location, runId: string, signal?: AbortSignal): Promise<'own' | 'empty' | Foreign> {
-  let otherRun: string | undefined;
-  for (const marker of MARKERS) {
-    const id = await markedRunId(storage, marker(folder), signal);
-    if (id === runId) return 'own';
-    if (id !== undefined) otherRun ??= basename(marker(folder));
-  }
   const files: string[] = [];
   const prefix = formatLocation(folder).length + 1;
   for await (const { location } of storage.list(folder, signal)) {
     files.push(formatLocation(location).slice(prefix));
     if (files.length > FILES_SHOWN) break;
   }
-  return files.length === 0 ? 'empty' : { files, ...(otherRun !== undefined && { otherRun }) };
+  if (files.length === 0) return 'empty';
+  let otherRun: string | undefined;
+  for (const marker of MARKERS) {
+    const id = await markedRunId(storage, marker(folder), signal);
+    if (id === runId) return 'own';
+    if (id !== undefined) otherRun ??= basename(marker(folder));
+  }
+  return { files, ...(otherRun !== undefined && { otherRun }) };
 }
 
 /**
@@ -102,6 +107,8 @@ async function standing(storage: Storage, folder: Location, runId: string, signa
  * that names none (not JSON, not a run file), which is no claim of any run.
  */
 async function markedRunId(storage: Storage, loc: Location, signal?: AbortSignal): Promise<string | null | undefined> {
+  // Looked at before it is read: a FIFO of that name in a folder not yet known to be the run's would block the read for ever.
+  if (!(await storage.exists(loc, signal))) return undefined;
   const text = await readTextIfExists(storage, loc, signal);
   if (text === undefined) return undefined;
   try {
@@ -119,7 +126,7 @@ async function makeClaim(storage: Storage, folder: Location, claim: string, sign
     return await storage.create(runFiles.claim(folder), claim, signal);
   } catch (err) {
     if (errorCode(err) !== 'E_STORAGE_REFUSED') throw err;
-    throw new BatchScorerError('E_OUTPUT', `cannot make the run folder ${formatLocation(folder)}: ${errorMessage(err)}; choose another --out`, { cause: err });
+    throw new BatchScorerError('E_OUTPUT', `run folder ${formatLocation(folder)}: ${errorMessage(err)}; choose another --out`, { cause: err });
   }
 }
 

@@ -213,6 +213,8 @@ async function makeFolders(folder: string): Promise<void> {
       if (code === 'EEXIST') throw folderError(folder, `${at} is a file, not a folder`, err);
       // ENOENT though the parent was just seen or made: this filesystem makes no folders there (/proc).
       if (code === 'ENOENT') throw folderError(folder, `${path.dirname(at)} takes no new folders (mkdir ${at}: ENOENT)`, err);
+      // No permission, a read-only filesystem (/sys): said of the folder; a passing failure stays retriable.
+      if (code === undefined || !TRANSIENT.has(code)) throw folderError(folder, err instanceof Error ? err.message : String(err), err);
       throw err;
     }
   }
