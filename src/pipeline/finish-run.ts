@@ -123,7 +123,7 @@ export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE
  * one reported.
  */
 export async function recordFailure(storage: Storage, folder: Location, parts: ManifestParts, log: Logger): Promise<Manifest> {
-  let manifest = buildManifest(parts);
+  let manifest = buildManifest({ ...parts, folder });
   try {
     // A run id taken by another request, or a run folder this release cannot read: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
@@ -136,7 +136,7 @@ export async function recordFailure(storage: Storage, folder: Location, parts: M
     if (await storage.exists(runFiles.success(folder))) return manifest;
     // Planned by an earlier attempt, the run is that plan's even when this attempt stopped before reading it.
     const run = parts.run ?? (await readPreparedRun(storage, folder).catch(() => undefined));
-    if (run !== parts.run) manifest = buildManifest({ ...parts, run });
+    if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run });
     if (run && code === 'E_ERROR_RATE') await keepQuarantinedRows(storage, run);
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {

@@ -120,7 +120,7 @@ describe('a run that fails before its plan is made', () => {
       folder: join(out, 'd'),
       error: expect.objectContaining({ code: 'E_MODEL_NOT_FOUND' }) as object,
     });
-    expect(await neverStarted(join(out, 'd'))).toMatchObject({ state: 'failed', started: false, error: { code: 'E_MODEL_NOT_FOUND' } });
+    expect(await neverStarted(join(out, 'd'))).toMatchObject({ folder: join(out, 'd'), state: 'failed', started: false, error: { code: 'E_MODEL_NOT_FOUND' } });
   });
 
   it('on an unreadable input: the same', async () => {
