@@ -39,7 +39,7 @@ export const manifestSchema = z.object({
   state: z.enum(['succeeded', 'failed', 'cancelled']),
   /**
    * False for a run that failed before its plan was made (describe, its input's files, their
-   * columns): nothing was scored, and its `_work` holds only its claim. Absent in manifests of
+   * columns): nothing was scored, and its `_work` holds its claim (and staged copies of inputs planned before). Absent in manifests of
    * releases that kept none, whose runs without a plan have a null `folder`.
    */
   started: z.boolean().optional(),
