@@ -18,25 +18,25 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): 
   };
 }
 
-/** The run an error stopped, once it has an id: the error line names it, and a second line says how to go on. */
+/** The run an error stopped, once it has a folder of its own: the error line names it, and a second line says where it is and how to go on. */
 export interface FailedRun {
   runId: string;
   /** The run folder, as a location users can open. */
   folder: string;
-  /** The command that resumes the run, ready to copy. */
-  resume: string;
+  /** The command that resumes the run, ready to copy; absent where resuming cannot help (see resumeCanHelp). */
+  resume?: string;
 }
 
 /**
  * Every error's one format: `batch-scorer: <what is wrong and what to do> [E_CODE]`, with
- * `run <id> failed:` before the message and a line naming the folder and the resume command when
- * a run had started.
+ * `run <id> failed:` before the message and a line naming the folder (and the resume command,
+ * where resuming can help) when a run had made its folder.
  */
 export function reportError(err: unknown, run?: FailedRun): void {
   const code = ` [${errorCode(err)}]`;
   const which = run ? `run ${run.runId} failed: ` : '';
   process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
-  if (run) process.stderr.write(`run folder: ${run.folder}; resume: ${run.resume}\n`);
+  if (run) process.stderr.write(`run folder: ${run.folder}${run.resume === undefined ? '' : `; resume: ${run.resume}`}\n`);
   if (!(err instanceof BatchScorerError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
   process.exitCode = err instanceof BatchScorerError ? err.exitCode : 1;
 }
@@ -70,22 +70,28 @@ function commandPath(command: Command): string {
 }
 
 /**
- * Aborts on SIGINT/SIGTERM so work stops cleanly; a second signal exits at once. Answers the
- * signal, a function that removes the handlers, and the exit code shells expect of a program a
- * signal stopped (128 + its number: 130 for SIGINT, 143 for SIGTERM), undefined while none has.
+ * Aborts on SIGINT/SIGTERM so work stops cleanly; a second signal exits at once, and so does the
+ * process when it is still stopping `graceMs` after the first: a step that does not heed the abort
+ * (a filesystem call that hangs) never keeps it alive. Answers the signal, a function that removes
+ * the handlers, and the exit code shells expect of a program a signal stopped (128 + its number:
+ * 130 for SIGINT, 143 for SIGTERM), undefined while none has.
  */
-export function interruptSignal(onFirst?: (signal: string) => void): {
+export function interruptSignal(graceMs: number): {
   signal: AbortSignal;
   dispose: () => void;
   exitCode: () => number | undefined;
 } {
   const controller = new AbortController();
   let stoppedBy: NodeJS.Signals | undefined;
+  let grace: NodeJS.Timeout | undefined;
   const exitCode = () => (stoppedBy === undefined ? undefined : 128 + constants.signals[stoppedBy]);
   const handler = (name: NodeJS.Signals) => {
     if (controller.signal.aborted) process.exit(exitCode());
     stoppedBy = name;
-    onFirst?.(name);
+    grace = setTimeout(() => {
+      process.stderr.write(`batch-scorer: still stopping ${graceMs} ms after ${name} (see --shutdown-timeout); exiting now\n`);
+      process.exit(exitCode());
+    }, graceMs).unref();
     controller.abort(new AbortedError(`stopped by ${name}`));
   };
   process.on('SIGINT', handler);
@@ -93,6 +99,7 @@ export function interruptSignal(onFirst?: (signal: string) => void): {
   return {
     signal: controller.signal,
     dispose: () => {
+      clearTimeout(grace);
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);
     },

@@ -1,4 +1,5 @@
-import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
+import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
+import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { describeTrigger } from '../pipeline/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
 import { enqueueCommand } from './resume-command.js';
@@ -22,10 +23,14 @@ export function formatRunStatus(s: RunStatus): string {
 }
 
 /**
- * A cancelled run, or a failed one that enqueueing again resumes: not one refused for its run id
- * (taken by another run) or for a run folder this release cannot read.
+ * A cancelled run, or a failed one that enqueueing again can take further (see resumeCanHelp: its
+ * code, and whether it was planned, which its progress shows); a failure without a code (a job
+ * that stalled past its limit) is a crash, which a resume goes on from.
  */
 export function resumable(s: RunStatus): boolean {
   if (s.state === 'cancelled') return true;
-  return s.state === 'failed' && !NOT_THIS_RUNS.some((code) => s.failedReason?.includes(`[${code}]`));
+  if (s.state !== 'failed') return false;
+  const code = /\[(E_[A-Z_]+)\]/.exec(s.failedReason ?? '')?.[1];
+  if (code === undefined || !(code in ERROR_CATALOGUE)) return true;
+  return resumeCanHelp(code as ErrorCode, s.progress !== undefined);
 }

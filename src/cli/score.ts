@@ -4,22 +4,33 @@ import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { createLogger } from '../log.js';
 import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
-import { NOT_THIS_RUNS, REFUSED_BEFORE_START } from '../pipeline/finish-run.js';
+import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
-import { scoreRun } from '../pipeline/score-run.js';
+import { resumeCanHelp } from '../pipeline/resume-advice.js';
+import { scoreRun, type RunStage } from '../pipeline/score-run.js';
 import { formatLocation } from '../storage/location.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
+import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 
+/** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
 export function registerScore(program: Command): void {
   addRunFlags(program.command('score').description('score a file in this process (no Redis needed) into <out>/<runId>/').argument('<input>', INPUT_ARGUMENT))
     .option('--json', 'print one JSON summary line on stdout')
+    .option(
+      '--shutdown-timeout <ms>',
+      'on SIGTERM or SIGINT, how long the run may take to stop and record its failure before the process exits anyway',
+      count('--shutdown-timeout'),
+      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    )
     .option(
       '--dry-run',
       'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing',
@@ -29,8 +40,9 @@ export function registerScore(program: Command): void {
         const settings = loadSettings();
         const options = runOptionsFromFlags(flags, settings, 'score');
         const json = Boolean(flags.json);
+        const shutdownTimeout = Number(flags.shutdownTimeout);
         if (flags.dryRun) {
-          await dryRunCommand({ input, out: String(flags.out), model: String(flags.model), options }, settings, json);
+          await dryRunCommand({ input, out: String(flags.out), model: String(flags.model), options }, settings, json, shutdownTimeout);
           return;
         }
         // Chosen here rather than by the run, so that a failure can name the run and how to resume it.
@@ -43,18 +55,25 @@ export function registerScore(program: Command): void {
           trigger: { kind: 'cli', command: 'score' },
         };
         const storage = deploymentStorage(settings);
-        const interrupt = interruptSignal();
-        let run: FailedRun | undefined;
+        const interrupt = interruptSignal(shutdownTimeout);
+        // How far the run got: a failure names its folder once it has one, and how to resume where that can help.
+        let stage: RunStage | undefined;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
-          run = { runId, folder: formatLocation(runFiles.folder(request.out, runId)), resume: resumeCommand(process.argv.slice(2), runId) };
           const bar = createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
           let manifest: Manifest;
           try {
-            manifest = await scoreRun(request, { storage, log, tokens: settings.serviceTokens, signal: interrupt.signal, onProgress: bar.update });
+            manifest = await scoreRun(request, {
+              storage,
+              log,
+              tokens: settings.serviceTokens,
+              signal: interrupt.signal,
+              onProgress: bar.update,
+              onStage: (reached) => (stage = reached),
+            });
           } finally {
             bar.stop();
           }
@@ -62,7 +81,16 @@ export function registerScore(program: Command): void {
         } catch (caught) {
           // Whatever a signal cancelled first fails the run; the signal is the reason to give.
           const err = interrupt.signal.aborted && isCode(caught, 'E_ABORTED') ? (interrupt.signal.reason as Error) : caught;
-          const failed = NOT_RESUMABLE.some((code) => isCode(err, code)) ? undefined : run;
+          const code = errorCode(err);
+          // A run folder found to be another run's, or unreadable, is not this run's to name.
+          const failed: FailedRun | undefined =
+            stage === undefined || NOT_THIS_RUNS.includes(code)
+              ? undefined
+              : {
+                  runId,
+                  folder: formatLocation(runFiles.folder(request.out, runId)),
+                  ...(resumeCanHelp(code, stage === 'planned') && { resume: resumeCommand(process.argv.slice(2), runId) }),
+                };
           if (json) printFailure(err, failed);
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
@@ -75,9 +103,9 @@ export function registerScore(program: Command): void {
 }
 
 /** `score --dry-run`: the plan and the canary batch, printed; nothing is written. */
-async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean): Promise<void> {
+async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean, shutdownTimeout: number): Promise<void> {
   const storage = deploymentStorage(settings);
-  const interrupt = interruptSignal();
+  const interrupt = interruptSignal(shutdownTimeout);
   try {
     await checkRun(settings.policy, { input: request.input, out: request.out, service: request.options.service });
     const report = await dryRun(request, {
@@ -114,17 +142,16 @@ function formatDryRun(r: DryRunReport): string {
   ].join('\n');
 }
 
-/** Failures with no run to resume: a request refused before it started, or a run folder not this run's. */
-const NOT_RESUMABLE: readonly ErrorCode[] = [...REFUSED_BEFORE_START, ...NOT_THIS_RUNS];
-
 function isCode(err: unknown, code: ErrorCode): boolean {
   return errorCode(err) === code;
 }
 
-/** The `--json` line of a failure; a run that had started is named with its folder and resume command. */
+/** The `--json` line of a failure; a run that had made its folder is named with it, and with its resume command where resuming can help. */
 function printFailure(err: unknown, run: FailedRun | undefined): void {
   const error = { code: errorCode(err), message: errorMessage(err) };
-  const line = run ? { runId: run.runId, state: 'failed', folder: run.folder, error, resume: run.resume } : { state: 'failed', error };
+  const line = run
+    ? { runId: run.runId, state: 'failed', folder: run.folder, error, ...(run.resume !== undefined && { resume: run.resume }) }
+    : { state: 'failed', error };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 

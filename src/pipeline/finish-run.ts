@@ -9,9 +9,11 @@ import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { ProfileMerger } from './prediction-profile.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { readPreparedRun, runFiles, type PreparedRun } from './prepared-run.js';
+import { ownsRunFolder } from './run-folder-claim.js';
 import { requireRunFile, writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
+import { removeWorkFiles } from './work-files.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
 export interface FinishContext {
@@ -70,8 +72,8 @@ export async function finishRun(
   await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   await storage.write(runFiles.success(folder), '', { signal });
   // The run is complete from here on; leftover parts are litter, not a failure.
-  await storage.removePrefix(runFiles.work(folder)).catch((err: unknown) => {
-    log.warn({ err, folder: formatLocation(folder) }, 'could not remove _work; it may be deleted by hand');
+  await removeWorkFiles(storage, run).catch((err: unknown) => {
+    log.warn({ err, folder: formatLocation(folder) }, 'could not remove the files of _work; they may be deleted by hand');
   });
   return manifest;
 }
@@ -105,7 +107,7 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
  * What `preflight` and the deployment policy refuse: nothing was asked or written yet, so there is
  * no run to record or resume.
  */
-export const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_NOT_ALLOWED'];
+const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_NOT_ALLOWED'];
 
 /**
  * Failures over a run folder that is not this run's to write or resume: its run id is another
@@ -115,12 +117,12 @@ export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE
 
 /**
  * Records a failed or cancelled (E_CANCELLED) run: a manifest that says why, and never
- * `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that finished. Never
- * over a succeeded run's manifest, nor another run's. Best effort: a failure to write it is
- * logged, and the original error stays the one reported. A run that failed on its error
- * threshold also gets errors.jsonl (see keepQuarantinedRows), and counts that agree with it;
- * `onQuarantined` hears each segment's rows in it (queue mode sets its progress from them) and
- * must not throw.
+ * `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that finished. Only in
+ * the run's own folder (see run-folder-claim.ts), never over a succeeded run's manifest, nor
+ * another run's. Best effort: a failure to write it is logged, and the original error stays the
+ * one reported. A run that failed on its error threshold also gets errors.jsonl (see
+ * keepQuarantinedRows), and counts that agree with it; `onQuarantined` hears each segment's rows
+ * in it (queue mode sets its progress from them) and must not throw.
  */
 export async function recordFailure(
   storage: Storage,
@@ -129,20 +131,24 @@ export async function recordFailure(
   log: Logger,
   onQuarantined?: (bySegment: readonly number[]) => Promise<void>,
 ): Promise<Manifest> {
-  let manifest = buildManifest(parts);
+  let manifest = buildManifest({ ...parts, folder });
   let quarantined: number[] | undefined;
   try {
-    // A run id taken by another run, a run folder this release cannot read (another release's, a
-    // damaged one), or a run that succeeded meanwhile: its manifest is not ours to replace.
+    // A run id taken by another request, or a run folder this release cannot read: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
     if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
-    // A request refused before it started (preflight's refusals), or cancelled before it was
-    // prepared, leaves no run folder behind.
-    if (!parts.run && code !== undefined && (REFUSED_BEFORE_START.includes(code) || code === 'E_CANCELLED')) return manifest;
+    // A request refused before it started (preflight's refusals) leaves no run folder behind, nor
+    // changes the manifest of the run it would have resumed.
+    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;
+    // A folder never claimed (the run stopped before), or found to be another's, is not written in.
+    if (!(await ownsRunFolder(storage, folder, parts.runId))) return manifest;
     if (await storage.exists(runFiles.success(folder))) return manifest;
-    if (parts.run && code === 'E_ERROR_RATE') {
-      const kept = await keepQuarantinedRows(storage, parts.run);
-      manifest = buildManifest({ ...parts, counts: kept.counts });
+    // Planned by an earlier attempt, the run is that plan's even when this attempt stopped before reading it.
+    const run = parts.run ?? (await readPreparedRun(storage, folder).catch(() => undefined));
+    if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run });
+    if (run && code === 'E_ERROR_RATE') {
+      const kept = await keepQuarantinedRows(storage, run);
+      manifest = buildManifest({ ...parts, folder, run, counts: kept.counts });
       quarantined = kept.bySegment;
     }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });

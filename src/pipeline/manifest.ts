@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
 import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
-import { formatLocation } from '../storage/location.js';
+import { formatLocation, type Location } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
@@ -33,10 +33,16 @@ export type QueueFacts = z.output<typeof queueFactsSchema>;
 /** manifest.json: enough to explain a run and to run it again the same way. */
 export const manifestSchema = z.object({
   runId: z.string(),
-  /** The run folder, `<out>/<runId>`; null for a run that failed before it was prepared. */
+  /** The run folder, `<out>/<runId>`; null in manifests of releases that wrote one for a run that failed before it was prepared. */
   folder: z.string().nullable(),
   /** `cancelled`: stopped on request (E_CANCELLED), and resumable as a failed run is. */
   state: z.enum(['succeeded', 'failed', 'cancelled']),
+  /**
+   * False for a run that failed before its plan was made (describe, its input's files, their
+   * columns): nothing was scored, and its `_work` holds its claim (and staged copies of inputs planned before). Absent in manifests of
+   * releases that kept none, whose runs without a plan have a null `folder`.
+   */
+  started: z.boolean().optional(),
   startedAt: z.string(),
   finishedAt: z.string(),
   durationMs: z.number(),
@@ -83,6 +89,8 @@ export interface ManifestParts {
   startedAt: string;
   /** The prepared run, when the run got that far. */
   run?: PreparedRun;
+  /** Where the run's folder is, for runs that failed before being prepared (a prepared run knows its own). */
+  folder?: Location;
   /** What was asked, for runs that failed before being prepared. */
   request?: { input: string; model: string; options: Record<string, unknown>; trigger?: RunTrigger };
   counts?: SegmentCounts & { segments: number };
@@ -101,8 +109,9 @@ export function buildManifest(parts: ManifestParts): Manifest {
   const input = run?.input;
   return {
     runId: parts.runId,
-    folder: run ? formatLocation(run.folder) : null,
+    folder: run ? formatLocation(run.folder) : parts.folder ? formatLocation(parts.folder) : null,
     state: !parts.error ? 'succeeded' : errorCode(parts.error) === 'E_CANCELLED' ? 'cancelled' : 'failed',
+    started: run !== undefined,
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),

@@ -19,12 +19,15 @@ import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
+import { claimRunFolder } from './run-folder-claim.js';
 
 export interface PrepareContext {
   storage: Storage;
   client: ServiceClient;
   log: Logger;
   signal?: AbortSignal;
+  /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */
+  onClaimed?: () => void;
 }
 
 /** A new run id: sortable by time, unique enough across machines. */
@@ -37,17 +40,23 @@ export function newRunId(now = new Date()): string {
 }
 
 /**
- * Starts a run, or finds it started: takes the describe snapshot, pins the model version, plans
- * the input, checks its columns, and fixes the output columns, all before any row is scored.
- * A run id whose `_work/run.json` exists with the same request resumes as it began.
+ * Starts a run, or finds it started: claims its folder (see claimRunFolder), takes the describe
+ * snapshot, pins the model version, plans the input, checks its columns, and fixes the output
+ * columns, all before any row is scored. A run id whose `_work/run.json` exists with the same
+ * request resumes as it began; one whose planning failed before is planned again, for the same
+ * request only.
  */
 export async function prepareRun(request: RunRequest, runId: string, ctx: PrepareContext): Promise<PreparedRun> {
   const { storage, log, signal } = ctx;
   const folder = runFiles.folder(request.out, runId);
+  const claimed = await claimRunFolder(storage, folder, runId, request, signal);
   if (await storage.exists(runFiles.success(folder))) {
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`);
   }
   const existing = await readPreparedRun(storage, folder, signal);
+  const stored = existing?.request ?? claimed;
+  if (stored) refuseOtherOutput(runId, folder, stored, request);
+  ctx.onClaimed?.();
   if (existing) return resume(existing, request, ctx);
   const run = await planRun(request, runId, ctx, {
     keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
@@ -155,7 +164,7 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
   };
   // Refused now, not at assembly: two inputs whose per-file outputs would have one name.
   outputGroups(run);
-  // Kept once the run is known to be able to start: a refused request leaves no run folder behind.
+  // Kept once the run is known to be able to start: a run whose planning fails keeps only its claim (and staged copies).
   await writes.keepSnapshot?.(snapshot);
   return run;
 }
@@ -257,19 +266,22 @@ async function probeOne(
   return answer;
 }
 
-/**
- * Resumes a prepared run: the same output must be asked for (the option that differs is named),
- * while options that do not change the output bytes take their new values (stored again, so every
- * worker sees them).
- */
-async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareContext): Promise<PreparedRun> {
-  const difference = requestDifference(existing.request, request);
+/** A run id asked again must ask for the same output as it began with (the option that differs is named). */
+function refuseOtherOutput(runId: string, folder: Location, stored: RunRequest, asked: RunRequest): void {
+  const difference = requestDifference(stored, asked);
   if (difference) {
     throw new BatchScorerError(
       'E_RUN_EXISTS',
-      `run ${existing.runId} in ${formatLocation(existing.folder)} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
+      `run ${runId} in ${formatLocation(folder)} was started for another output: this asks ${difference}; resume it as it began, or choose another --run-id`,
     );
   }
+}
+
+/**
+ * Resumes a prepared run asking for the same output: options that do not change the output bytes
+ * take their new values (stored again, so every worker sees them).
+ */
+async function resume(existing: PreparedRun, request: RunRequest, ctx: PrepareContext): Promise<PreparedRun> {
   ctx.log.info('resuming run');
   const updated = withNeutralOptions(existing.request, request.options);
   if (isDeepStrictEqual(updated, existing.request)) return existing;

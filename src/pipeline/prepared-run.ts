@@ -53,6 +53,15 @@ const outputLayoutSchema = z.object({
 });
 export type OutputLayout = z.output<typeof outputLayoutSchema>;
 
+/** What the user asked, as stored in the run folder (`_work/claim.json`, `_work/run.json`): a re-used run id must ask the same. */
+export const storedRequestSchema = z.object({
+  input: z.string(),
+  model: z.string(),
+  out: z.string(),
+  options: runOptionsSchema,
+  trigger: runTriggerSchema.optional(),
+});
+
 /**
  * Everything fixed at a run's start and shared by all of its segments, wherever they run: stored
  * as `_work/run.json` in the run folder, so a resumed run scores exactly as it began.
@@ -64,7 +73,7 @@ const preparedRunSchema = z
     folder: storedLocation,
     createdAt: z.string(),
     /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
-    request: z.object({ input: z.string(), model: z.string(), out: z.string(), options: runOptionsSchema, trigger: runTriggerSchema.optional() }),
+    request: storedRequestSchema,
     input: inputPlanSchema,
     model: runModelSchema,
     service: z.string(),
@@ -87,6 +96,8 @@ export type PreparedRun = z.output<typeof preparedRunSchema>;
 /** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 export const runFiles = {
   folder: (out: string, runId: string): Location => joinLocation(parseLocation(out), runId),
+  /** Made first, only where no file is (see run-folder-claim.ts): what makes the folder this run's. */
+  claim: (folder: Location) => joinLocation(folder, '_work', 'claim.json'),
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),
   work: (folder: Location) => joinLocation(folder, '_work'),
   segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),

@@ -76,8 +76,13 @@ export function missingRunFile(loc: Location): RunStateError {
 /** Writes a run file, stamped with this release and its schema version; `pretty` for files people read. */
 export function writeRunFile(storage: Storage, loc: Location, content: object, options: WriteOptions & { pretty?: boolean } = {}): Promise<unknown> {
   const { pretty = false, ...write } = options;
+  return storage.write(loc, runFileText(content, pretty), write);
+}
+
+/** A run file's text: its content stamped with this release and its schema version. */
+export function runFileText(content: object, pretty = false): string {
   const stamped = { schemaVersion: SCHEMA_VERSION, tool: TOOL, ...content };
-  return storage.write(loc, pretty ? `${JSON.stringify(stamped, null, 2)}\n` : JSON.stringify(stamped), write);
+  return pretty ? `${JSON.stringify(stamped, null, 2)}\n` : JSON.stringify(stamped);
 }
 
 function problems(error: z.ZodError): string {

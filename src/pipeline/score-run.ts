@@ -18,6 +18,9 @@ import { scoreSegment } from './score-segment.js';
 import { sumCounts } from './segment-counts.js';
 import { readSegmentsDone, unfinished } from './segment-done.js';
 
+/** How far a run got: its folder claimed (a failure is recorded there), then its plan made (a resume goes on from it). */
+export type RunStage = 'claimed' | 'planned';
+
 export interface DirectRunContext {
   storage: Storage;
   log: Logger;
@@ -26,6 +29,8 @@ export interface DirectRunContext {
   signal?: AbortSignal;
   /** Called as rows finish, at most a few times a second. */
   onProgress?: (progress: RunProgress) => void;
+  /** Called as the run reaches each stage, so that a failure's report can say what the run left. */
+  onStage?: (stage: RunStage) => void;
 }
 
 /**
@@ -49,7 +54,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(request.options.concurrency), log });
   let run: PreparedRun | undefined;
   try {
-    run = await prepareRun(request, runId, { storage, client, log, signal });
+    run = await prepareRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    ctx.onStage?.('planned');
     const plannedAt = Date.now();
     const prepared = run;
     // A resumed run keeps its finished segments, and counts them as done.

@@ -5,6 +5,7 @@ import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
+import { requestDifference, type RunRequest } from '../pipeline/run-request.js';
 import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
@@ -121,6 +122,23 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
 }
 
 /**
+ * A run that failed or was cancelled, enqueued again under its id, resumes what it was asked: the
+ * same input, output, model and output-shaping options (what its folder's claim holds too), else
+ * it is refused at once (E_RUN_EXISTS, naming what differs) instead of failing in a worker. Options
+ * the enqueuer left out are compared as their defaults.
+ */
+function refuseOtherOutput(stored: RunJobData, asked: RunJobData): void {
+  const asRequest = ({ request }: RunJobData): RunRequest => ({ ...request, options: parseRunOptions(request.options, 'options') });
+  const difference = requestDifference(asRequest(stored), asRequest(asked));
+  if (difference) {
+    throw new BatchScorerError(
+      'E_RUN_EXISTS',
+      `run ${asked.runId} was enqueued for another output: this asks ${difference}; resume it as it was asked (batch-scorer resume ${asked.runId}), or choose another --run-id`,
+    );
+  }
+}
+
+/**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
  * Its first call waits for Redis for CONNECT_TIMEOUT_MS (producer-queue.ts) at most, then fails with
  * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
@@ -166,7 +184,8 @@ export class RunQueue {
     if (state === 'cancelling' && options.ifEnded !== 'keep') throw stillCancelling(runId, 'enqueued again');
     const resumed = (state === 'failed' || state === 'cancelled') && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
-    if (resumed) {
+    if (existing && resumed) {
+      refuseOtherOutput(existing.data, data);
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
           'E_RUN_CONFLICT',

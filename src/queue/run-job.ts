@@ -10,6 +10,7 @@ import { preflight } from '../pipeline/preflight.js';
 import { prepareRun } from '../pipeline/prepare-run.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
+import { checkRunFolder, readClaimedRequest } from '../pipeline/run-folder-claim.js';
 import { requireRunFile } from '../pipeline/run-state.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
@@ -46,6 +47,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       const { policy = {} } = ctx.options;
       await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
       await checkOutput(policy, folder);
+      // Another's folder is refused before any of its files is read as this run's.
+      await checkRunFolder(ctx.storage, folder, data.runId, signal);
       request = await effectiveRequest(ctx, data, asked);
       const succeeded = await alreadySucceeded(ctx, request, data.runId);
       if (succeeded) {
@@ -143,10 +146,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
 async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, jobLog: Logger): Promise<Error> {
   const error = cancelledError(parts.runId);
   await job.removeUnprocessedChildren();
-  // Cancelled between two steps, the run was prepared by an earlier take of its job; a folder
-  // left unreadable by a cancel during planning has no manifest to write (recordFailure skips it).
-  const run = parts.run ?? (await readPreparedRun(ctx.storage, folder).catch(() => undefined));
-  await recordFailure(ctx.storage, folder, { ...parts, run, error }, jobLog);
+  // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
+  await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
   await job.log('cancelled');
   jobLog.info('run cancelled');
   return toQueueError(error);
@@ -158,17 +159,18 @@ function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
 }
 
 /**
- * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run is prepared,
- * its stored request stands (if the enqueuer's own options still match it), so that a retry on a
- * worker with other defaults goes on with the run as it began instead of refusing it;
- * output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
+ * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run has
+ * claimed its folder, its stored request stands (if the enqueuer's own options still match it), so
+ * that a retry on a worker with other defaults goes on with the run as it began instead of refusing
+ * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
  */
 async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
-  const stored = await readPreparedRun(ctx.storage, runFiles.folder(data.request.out, data.runId));
+  const folder = runFiles.folder(data.request.out, data.runId);
+  const stored = (await readPreparedRun(ctx.storage, folder))?.request ?? (await readClaimedRequest(ctx.storage, folder));
   if (!stored) return request;
   const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
-  const asSet = { ...stored.request.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
-  return sameRequest(stored.request, { ...request, options: asSet }) ? withNeutralOptions(stored.request, asSet) : request;
+  const asSet = { ...stored.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
+  return sameRequest(stored, { ...request, options: asSet }) ? withNeutralOptions(stored, asSet) : request;
 }
 
 /**

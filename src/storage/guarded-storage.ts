@@ -56,9 +56,13 @@ export function guardedStorage(storage: Storage, guard: StorageGuard): Storage {
       await guard.write(loc);
       return storage.remove(loc);
     },
-    removePrefix: async (prefix) => {
+    create: async (loc, body, signal) => {
+      await guard.write(loc);
+      return storage.create(loc, body, signal);
+    },
+    removeFiles: async (prefix, which) => {
       await guard.write(prefix);
-      return storage.removePrefix(prefix);
+      return storage.removeFiles(prefix, which);
     },
     whyUnwritable: async (prefix, signal) => {
       await guard.write(prefix);

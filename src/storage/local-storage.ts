@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, type Stats } from 'node:fs';
-import { access, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -89,49 +89,38 @@ export class LocalStorage {
   }
 
   async write(loc: FileLocation, body: Readable | string | Uint8Array, options: WriteOptions = {}): Promise<{ bytes: number }> {
-    const temp = `${loc.path}.tmp-${randomBytes(6).toString('hex')}`;
+    const temp = tempPath(loc);
     try {
-      await mkdir(path.dirname(loc.path), { recursive: true });
+      await makeFolders(path.dirname(loc.path));
       const out = createWriteStream(temp, { flags: 'wx', flush: true });
       await pipeline(toReadable(body), out, { signal: options.signal });
       await rename(temp, loc.path);
       return { bytes: out.bytesWritten };
     } catch (err) {
       if (body instanceof Readable) body.destroy();
-      await rm(temp, { force: true });
+      await removeTemp(temp);
       throw storageError('write', loc, err);
     }
   }
 
-  async *list(prefix: FileLocation, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: FileLocation }> {
-    const files: Array<{ relative: Buffer; path: string; size: number; mtimeMs: number }> = [];
-    const folders = [prefix.path];
-    for (let folder = folders.pop(); folder !== undefined; folder = folders.pop()) {
-      signal?.throwIfAborted();
-      let entries;
-      try {
-        entries = await readdir(folder, { withFileTypes: true });
-      } catch (err) {
-        // A missing prefix lists nothing, as on S3; a folder removed meanwhile is skipped.
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
-        throw storageError('list', prefix, err);
-      }
-      for (const entry of entries) {
-        const full = path.join(folder, entry.name);
-        if (entry.isDirectory()) {
-          folders.push(full);
-        } else if ((entry.isFile() || entry.isSymbolicLink()) && !TEMP_SUFFIX.test(entry.name)) {
-          const info = await stat(full).catch(() => undefined); // a file removed meanwhile, or a dangling link
-          if (info?.isFile()) {
-            files.push({ relative: Buffer.from(path.relative(prefix.path, full)), path: full, size: info.size, mtimeMs: info.mtimeMs });
-          }
-        }
-      }
+  async create(loc: FileLocation, body: string, signal?: AbortSignal): Promise<boolean> {
+    const temp = tempPath(loc);
+    try {
+      await makeFolders(path.dirname(loc.path));
+      await writeFile(temp, body, { flag: 'wx', flush: true, signal });
+      // Unlike rename, link fails where the name exists: the file appears whole, and only once.
+      await link(temp, loc.path);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw storageError('write', loc, err);
+    } finally {
+      await removeTemp(temp);
     }
-    // Byte order of the relative path, the order S3 lists keys in.
-    files.sort((a, b) => Buffer.compare(a.relative, b.relative));
-    for (const file of files) yield { location: { kind: 'file', path: file.path }, size: file.size, mtimeMs: file.mtimeMs };
+  }
+
+  async *list(prefix: FileLocation, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: FileLocation }> {
+    yield* listBelow(prefix, prefix.path, signal);
   }
 
   async remove(loc: FileLocation): Promise<void> {
@@ -169,14 +158,135 @@ export class LocalStorage {
     }
   }
 
-  async removePrefix(prefix: FileLocation): Promise<void> {
-    if (path.parse(prefix.path).root === prefix.path) {
-      throw new BatchScorerError('E_STORAGE_REFUSED', `remove ${prefix.path}: refusing to delete a filesystem root`);
-    }
+  async removeFiles(prefix: FileLocation, which: (name: string) => boolean): Promise<void> {
+    await removeBelow(prefix, prefix.path, '', which);
+  }
+}
+
+/** A write's half-written file, beside the file it becomes. */
+function tempPath(loc: FileLocation): string {
+  return `${loc.path}.tmp-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Removes a write's half-written file. Tidying only: its failure (the folder gone, or turned into a
+ * file) must never replace why the write failed. One left behind is skipped by `list`, and goes
+ * with its file in `removeFiles`.
+ */
+async function removeTemp(temp: string): Promise<void> {
+  await rm(temp, { force: true }).catch(() => undefined);
+}
+
+function folderError(folder: string, reason: string, cause?: unknown): BatchScorerError {
+  return new BatchScorerError('E_STORAGE_REFUSED', `cannot make the folder ${folder}: ${reason}`, { cause });
+}
+
+/**
+ * Makes a folder and its missing parents, one level at a time from the nearest one that exists.
+ * Node's recursive mkdir retries for ever where a parent exists but mkdir answers ENOENT in it (as
+ * in /proc, as root): here that fails at once, as does a file in the way. A folder another writer
+ * makes meanwhile (EEXIST) is fine.
+ */
+async function makeFolders(folder: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = folder; ; at = path.dirname(at)) {
+    let info: Stats;
     try {
-      await rm(prefix.path, { recursive: true, force: true });
+      info = await stat(at);
     } catch (err) {
-      throw storageError('remove', prefix, err);
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) {
+        missing.push(at);
+        continue;
+      }
+      throw err;
     }
+    if (!info.isDirectory()) throw folderError(folder, `${at} is a file, not a folder`);
+    break;
+  }
+  for (const at of missing.reverse()) {
+    try {
+      await mkdir(at);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' && (await stat(at)).isDirectory()) continue;
+      if (code === 'EEXIST') throw folderError(folder, `${at} is a file, not a folder`, err);
+      // ENOENT though the parent was just seen or made: this filesystem makes no folders there (/proc).
+      if (code === 'ENOENT') throw folderError(folder, `${path.dirname(at)} takes no new folders (mkdir ${at}: ENOENT)`, err);
+      // No permission, a read-only filesystem (/sys): said of the folder; a passing failure stays retriable.
+      if (code === undefined || !TRANSIENT.has(code)) throw folderError(folder, err instanceof Error ? err.message : String(err), err);
+      throw err;
+    }
+  }
+}
+
+/**
+ * The files below `folder`, lazily (asking whether there is any reads one folder per level), in
+ * byte order of their path below the prefix, the order S3 lists keys in: a folder sorts as its name
+ * followed by `/`.
+ */
+async function* listBelow(prefix: FileLocation, folder: string, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: FileLocation }> {
+  signal?.throwIfAborted();
+  let entries;
+  try {
+    entries = await readdir(folder, { withFileTypes: true });
+  } catch (err) {
+    // A missing prefix lists nothing, as on S3; a folder removed meanwhile is skipped.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return;
+    throw storageError('list', prefix, err);
+  }
+  const sorted = entries
+    .map((entry) => ({ entry, key: Buffer.from(entry.isDirectory() ? `${entry.name}/` : entry.name) }))
+    .sort((a, b) => Buffer.compare(a.key, b.key));
+  for (const { entry } of sorted) {
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) {
+      yield* listBelow(prefix, full, signal);
+    } else if ((entry.isFile() || entry.isSymbolicLink()) && !TEMP_SUFFIX.test(entry.name)) {
+      const info = await stat(full).catch(() => undefined); // a file removed meanwhile, or a dangling link
+      if (info?.isFile()) yield { location: { kind: 'file', path: full }, size: info.size, mtimeMs: info.mtimeMs };
+    }
+  }
+}
+
+/**
+ * Removes the files below `folder` that `which` names (by their path below the prefix, `below`
+ * being the folder's), then `folder` itself if that left it empty; answers whether it did. A
+ * folder holding anything else, or that held nothing to begin with, stays.
+ */
+async function removeBelow(prefix: FileLocation, folder: string, below: string, which: (name: string) => boolean): Promise<boolean> {
+  let entries;
+  try {
+    entries = await readdir(folder, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw storageError('remove', prefix, err);
+  }
+  let removed = false;
+  let kept = false;
+  for (const entry of entries) {
+    const name = below === '' ? entry.name : `${below}/${entry.name}`;
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) {
+      if (await removeBelow(prefix, full, name, which)) removed = true;
+      else kept = true;
+    } else if (which(name.replace(TEMP_SUFFIX, ''))) {
+      await rm(full, { force: true }).catch((err: unknown) => {
+        throw storageError('remove', { kind: 'file', path: full }, err);
+      });
+      removed = true;
+    } else kept = true;
+  }
+  if (kept || !removed) return false;
+  try {
+    await rmdir(folder);
+    return true;
+  } catch (err) {
+    // Something was put in it meanwhile: it stays.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return false;
+    throw storageError('remove', prefix, err);
   }
 }

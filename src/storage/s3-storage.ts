@@ -5,6 +5,7 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
   type _Object,
 } from '@aws-sdk/client-s3';
@@ -258,6 +259,18 @@ export class S3Storage {
     }
   }
 
+  /** One PUT asking `If-None-Match: *`: S3 answers 412 where the key exists, and of two such PUTs at once takes one. */
+  async create(loc: S3Location, body: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.#client.send(new PutObjectCommand({ Bucket: loc.bucket, Key: objectKey(loc), Body: body, IfNoneMatch: '*' }), { abortSignal: signal });
+      return true;
+    } catch (err) {
+      const { name, $metadata } = (err ?? {}) as SdkErrorFields;
+      if (name === 'PreconditionFailed' || $metadata?.httpStatusCode === 412) return false;
+      throw storageError('write', loc, err);
+    }
+  }
+
   async remove(loc: S3Location): Promise<void> {
     try {
       await this.#client.send(new DeleteObjectCommand({ Bucket: loc.bucket, Key: objectKey(loc) }));
@@ -282,12 +295,11 @@ export class S3Storage {
     }
   }
 
-  async removePrefix(prefix: S3Location): Promise<void> {
-    if (prefix.key.replace(/\/+$/, '') === '') {
-      throw new UsageError(`refusing to delete everything in bucket '${prefix.bucket}' (${formatLocation(prefix)})`);
-    }
+  /** S3 has no folders: only the keys named are deleted, a page of the listing at a time. */
+  async removeFiles(prefix: S3Location, which: (name: string) => boolean): Promise<void> {
+    const below = folderPrefix(prefix.key);
     for await (const page of this.#pages(prefix)) {
-      const keys = page.flatMap((object) => (object.Key === undefined ? [] : [{ Key: object.Key }]));
+      const keys = page.flatMap((object) => (object.Key !== undefined && which(object.Key.slice(below.length)) ? [{ Key: object.Key }] : []));
       if (keys.length === 0) continue;
       let out;
       try {

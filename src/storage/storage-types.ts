@@ -54,10 +54,21 @@ export interface Storage {
   write(loc: Location, body: Readable | string | Uint8Array, options?: WriteOptions): Promise<{ bytes: number }>;
   /** Every file below the folder, recursively, sorted by key or path; S3 follows every page of the listing. */
   list(prefix: Location, signal?: AbortSignal): AsyncIterable<ListedFile>;
+  /**
+   * Writes a small file only where none exists: true when this call made it, false when a file was
+   * there (whoever wrote it, even a moment before). What makes a claim: of two writers, one wins.
+   * S3 asks `If-None-Match: *` (AWS S3, MinIO); a server that ignores it overwrites.
+   */
+  create(loc: Location, body: string, signal?: AbortSignal): Promise<boolean>;
   /** Missing is fine. */
   remove(loc: Location): Promise<void>;
-  /** Deletes the folder and everything below it; refuses a bucket or filesystem root. */
-  removePrefix(prefix: Location): Promise<void>;
+  /**
+   * Deletes the files below the folder that `which` names (by their path below it, `/`-separated),
+   * and, on local disk, the folders this leaves empty. Every other file stays, and so do the
+   * folders holding one: never a recursive delete of what the caller did not name. Half-written
+   * files of a named file (a write cut short) go with it.
+   */
+  removeFiles(prefix: Location, which: (name: string) => boolean): Promise<void>;
   /**
    * Why files could not be written below the folder, or undefined when nothing is seen to stop
    * them; creates nothing. Local: the folder, or the nearest part of its path that exists, must be

@@ -23,8 +23,9 @@ export function createStorage(settings?: S3Settings): Storage {
     list: async function* (prefix, signal) {
       yield* prefix.kind === 'file' ? local.list(prefix, signal) : (await remote()).list(prefix, signal);
     },
+    create: async (loc, body, signal) => (loc.kind === 'file' ? local.create(loc, body, signal) : (await remote()).create(loc, body, signal)),
     remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
-    removePrefix: async (prefix) => (prefix.kind === 'file' ? local.removePrefix(prefix) : (await remote()).removePrefix(prefix)),
+    removeFiles: async (prefix, which) => (prefix.kind === 'file' ? local.removeFiles(prefix, which) : (await remote()).removeFiles(prefix, which)),
     whyUnwritable: async (prefix, signal) => (prefix.kind === 'file' ? local.whyUnwritable(prefix, signal) : (await remote()).whyUnwritable(prefix, signal)),
     close() {
       void s3?.then(

@@ -82,6 +82,23 @@ function ifMatch(server: S3rverInstance): Middleware {
   };
 }
 
+/**
+ * s3rver 3.7 ignores If-None-Match on PUT (it knows it on GET only): a conditional write of a key
+ * that exists is answered 412 PreconditionFailed, as S3 and MinIO do.
+ */
+function ifNoneMatchPut(server: S3rverInstance): Middleware {
+  return async (ctx, next) => {
+    const target = objectOf(ctx);
+    if (ctx.method === 'PUT' && ctx.headers['if-none-match'] === '*' && target !== undefined) {
+      const metadata = await server.store.getMetadata(target.bucket, target.key).catch(() => undefined);
+      if (metadata !== undefined) {
+        throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-None-Match' });
+      }
+    }
+    await next();
+  };
+}
+
 /** s3rver 3.7 answers AbortMultipartUpload with 405 MethodNotAllowed: drop the parts like S3 does. */
 function abortMultipartUpload(server: S3rverInstance): Middleware {
   return async (ctx, next) => {
@@ -179,7 +196,7 @@ export async function startS3Server(buckets: string[]): Promise<S3Server> {
     await next();
   };
   // Koa composes `middleware` when the server starts listening, so these run before s3rver's router.
-  server.middleware.unshift(record, ifMatch(server), abortMultipartUpload(server), rangeFixes(server));
+  server.middleware.unshift(record, ifMatch(server), ifNoneMatchPut(server), abortMultipartUpload(server), rangeFixes(server));
   // Just before the router (the last), where answers are still objects, not yet XML.
   server.middleware.splice(server.middleware.length - 1, 0, listV2Pages());
   const { port } = await server.run();

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -133,7 +133,7 @@ describe.each(kinds)('%s storage', (kind, root) => {
     await storage.remove(loc); // missing is fine
   });
 
-  it('lists a folder recursively in key order, and removes it', async () => {
+  it('lists a folder recursively in key order, and removes the files named in it', async () => {
     const names = ['b.txt', 'a/2.txt', 'c/d/e.txt', 'a/1.txt', 'a/10.txt'];
     for (const name of names) await storage.write(at('list', 'run', name), name);
     await storage.write(at('list', 'run-2', 'x.txt'), 'not in run/');
@@ -149,12 +149,29 @@ describe.each(kinds)('%s storage', (kind, root) => {
     expect(await listAll(at('list', 'run/'))).toEqual(listed);
     expect(await listAll(at('list', 'nothing-here'))).toEqual([]);
 
-    await storage.removePrefix(at('list', 'run'));
+    // Only the names given go, matched by their path below the folder; the rest stays.
+    await storage.removeFiles(at('list', 'run'), (name) => name !== 'b.txt');
+    expect((await listAll(at('list', 'run'))).map((f) => f.name)).toEqual([formatLocation(at('list', 'run', 'b.txt'))]);
+    await storage.removeFiles(at('list', 'run'), () => true);
     expect(await listAll(at('list', 'run'))).toEqual([]);
     expect((await listAll(at('list'))).map((f) => f.name)).toEqual([formatLocation(at('list', 'run-2', 'x.txt')), formatLocation(at('list', 'runx'))]);
-    await storage.removePrefix(at('list', 'run')); // already gone is fine
+    await storage.removeFiles(at('list', 'run'), () => true); // already gone is fine
     await storage.remove(at('list', 'runx'));
     expect(await storage.exists(at('list', 'runx'))).toBe(false);
+  });
+
+  it('creates a file only where none is: one of two writers wins', async () => {
+    const loc = at('create', 'claim.json');
+    expect(await storage.create(loc, 'first')).toBe(true);
+    expect(await storage.create(loc, 'second')).toBe(false);
+    expect(await storage.readText(loc)).toBe('first');
+    // At once: S3 and MinIO decide between PUTs in one step; the test server looks, then writes.
+    if (kind === 's3') return;
+    const race = at('create', 'race.json');
+    const results = await Promise.all(['a', 'b', 'c', 'd'].map((who) => storage.create(race, who)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await storage.readText(race)).toBe(['a', 'b', 'c', 'd'][results.indexOf(true)]);
+    expect((await listAll(at('create'))).map((f) => f.name)).toEqual([formatLocation(loc), formatLocation(race)]);
   });
 
   it('lists each file with what stat says of it (ETag in its quotes, modification time)', async () => {
@@ -223,8 +240,33 @@ describe('local storage', () => {
     expect(await readdir(dir)).toEqual(['out.csv']);
   });
 
-  it('refuses to remove a filesystem root', async () => {
-    expect((await failure(storage.removePrefix(parseLocation('/')))).message).toMatch(/refusing/);
+  it('removes the folders it empties, never one holding another file or one that held nothing', async () => {
+    const run = path.join(tempDir, 'tidy', 'run');
+    for (const name of ['ours.txt', 'parts/1.txt', 'parts/2.txt', 'mixed/ours.txt', 'mixed/theirs.txt'])
+      await storage.write(parseLocation(path.join(run, name)), name);
+    await mkdir(path.join(run, 'empty-before'));
+    // A half-written file of a named file (a write cut short) goes with it; one of another name stays.
+    await writeFile(path.join(run, 'parts', '3.txt.tmp-0123456789ab'), 'x');
+    await writeFile(path.join(run, 'mixed', 'theirs.txt.tmp-0123456789ab'), 'x');
+    const ours = new Set(['ours.txt', 'parts/1.txt', 'parts/2.txt', 'parts/3.txt', 'mixed/ours.txt']);
+    await storage.removeFiles(parseLocation(run), (name) => ours.has(name));
+    expect((await readdir(run)).sort()).toEqual(['empty-before', 'mixed']);
+    expect((await readdir(path.join(run, 'mixed'))).sort()).toEqual(['theirs.txt', 'theirs.txt.tmp-0123456789ab']);
+  });
+
+  it('fails at once where a folder cannot be made: a file in the way, /proc, /sys', async () => {
+    const file = path.join(tempDir, 'in-the-way');
+    await storage.write(parseLocation(file), 'x');
+    const blocked = await failure(storage.write(parseLocation(path.join(file, 'runs', 'r', 'x.json')), '{}'));
+    expect(blocked.code).toBe('E_STORAGE_REFUSED');
+    expect(blocked.message).toContain(`${file} is a file, not a folder`);
+    // Node's recursive mkdir loops for ever on /proc as root; made one level at a time, it fails at once.
+    const started = Date.now();
+    const proc = await failure(storage.create(parseLocation('/proc/batch-scorer-test/r/claim.json'), '{}'));
+    expect(proc.code).toBe('E_STORAGE_REFUSED');
+    expect(proc.message).toContain('cannot make the folder /proc/batch-scorer-test/r: /proc takes no new folders');
+    expect((await failure(storage.write(parseLocation('/sys/batch-scorer-test/x.json'), '{}'))).code).toBe('E_STORAGE_REFUSED');
+    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('says why a folder cannot be written, creating nothing', async () => {
@@ -342,10 +384,6 @@ describe('s3 storage', () => {
   it('says a folder in a missing bucket cannot be written', async () => {
     expect(await storage.whyUnwritable(parseLocation('s3://data/runs/'))).toBeUndefined();
     expect(await storage.whyUnwritable(parseLocation('s3://no-such-bucket/runs'))).toBe("bucket 'no-such-bucket' does not exist");
-  });
-
-  it('refuses to empty a whole bucket', async () => {
-    expect((await failure(storage.removePrefix(parseLocation('s3://data/')))).code).toBe('E_USAGE');
   });
 
   it('can be closed twice', async () => {

@@ -216,7 +216,8 @@ describe('the storage guard over real local storage', () => {
     await refusal(storage.write(at(join(base, 'private', 'new', 'x.txt')), 'no'));
     await refusal(storage.write(at(join(base, 'root', 'in', 'data.csv')), 'no'));
     await refusal(storage.remove(at(join(base, 'private', 'secret.csv'))));
-    await refusal(storage.removePrefix(at(join(base, 'private'))));
+    await refusal(storage.removeFiles(at(join(base, 'private')), () => true));
+    await refusal(storage.create(at(join(base, 'private', 'claim.json')), '{}'));
     await refusal(storage.whyUnwritable(at(join(base, 'private'))));
     expect((await readdir(join(base, 'private'))).sort()).toEqual(['secret.csv']);
     expect(await text(await storage.read(at(join(base, 'root', 'in', 'data.csv'))))).toBe('a,b\n1,2\n');

@@ -1,0 +1,33 @@
+import { formatLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { runFiles, type PreparedRun } from './prepared-run.js';
+
+/**
+ * The names, below `_work`, of every file a prepared run writes there: its claim and run.json, the
+ * staged copies of its inputs, and each segment's part, quarantined rows and done marker.
+ */
+export function workFileNames(run: PreparedRun): Set<string> {
+  const { folder } = run;
+  const work = formatLocation(runFiles.work(folder));
+  const below = (loc: Location) => formatLocation(loc).slice(work.length + 1);
+  const files = [
+    runFiles.claim(folder),
+    runFiles.prepared(folder),
+    ...run.input.files.map((_, i) => runFiles.stagedInput(folder, i)),
+    ...run.input.segments.flatMap((s) => [
+      runFiles.segmentPart(folder, s.index, run.outputFormat),
+      runFiles.segmentErrors(folder, s.index),
+      runFiles.segmentDone(folder, s.index),
+    ]),
+  ];
+  return new Set(files.map(below));
+}
+
+/**
+ * Removes a succeeded run's `_work` area by the names of the files the run wrote there (never a
+ * recursive delete): a file someone else put in `_work` stays, and so does the folder holding it.
+ */
+export function removeWorkFiles(storage: Storage, run: PreparedRun): Promise<void> {
+  const names = workFileNames(run);
+  return storage.removeFiles(runFiles.work(run.folder), (name) => names.has(name));
+}
