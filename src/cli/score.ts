@@ -10,6 +10,7 @@ import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
+import { refusedWhilePlanning } from '../pipeline/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../pipeline/score-run.js';
 import { formatLocation } from '../storage/location.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
@@ -82,9 +83,10 @@ export function registerScore(program: Command): void {
           // Whatever a signal cancelled first fails the run; the signal is the reason to give.
           const err = interrupt.signal.aborted && isCode(caught, 'E_ABORTED') ? (interrupt.signal.reason as Error) : caught;
           const code = errorCode(err);
-          // A run folder found to be another run's, or unreadable, is not this run's to name.
+          // A run folder found to be another run's, or unreadable, is not this run's to name; nor is
+          // one withdrawn by a refusal while planning.
           const failed: FailedRun | undefined =
-            stage === undefined || NOT_THIS_RUNS.includes(code)
+            stage === undefined || NOT_THIS_RUNS.includes(code) || (stage === 'claimed' && refusedWhilePlanning(code))
               ? undefined
               : {
                   runId,

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { BatchScorerError, InputError, UsageError } from '../errors.js';
+import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { RunOptions } from '../config/run-options.js';
@@ -19,7 +19,7 @@ import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
-import { claimRunFolder } from './run-folder-claim.js';
+import { claimRunFolder, refusedWhilePlanning, withdrawClaim } from './run-folder-claim.js';
 
 export interface PrepareContext {
   storage: Storage;
@@ -61,6 +61,14 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const run = await planRun(request, runId, ctx, {
     keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
     stage: (file) => runFiles.stagedInput(folder, file),
+  }).catch(async (err: unknown) => {
+    // Refused while planning, a run this call claimed leaves no folder (see refusedWhilePlanning).
+    if (claimed === undefined && refusedWhilePlanning(errorCode(err))) {
+      await withdrawClaim(storage, folder).catch((cleanup: unknown) =>
+        log.warn({ err: cleanup, folder: formatLocation(folder) }, 'could not withdraw the run folder claim'),
+      );
+    }
+    throw err;
   });
   await writePreparedRun(storage, run, signal);
   log.info(

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BatchScorerError, errorCode, errorMessage } from '../errors.js';
+import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { basename, formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { readTextIfExists } from '../storage/storage.js';
@@ -137,4 +137,26 @@ function foreignFolder(folder: Location, runId: string, found: Foreign): BatchSc
     'E_OUTPUT',
     `${formatLocation(folder)} already exists and is not run ${runId}'s folder: ${whose} (${shown}); a run writes only into a folder it made, so this one is left as it is: choose another --run-id or --out`,
   );
+}
+
+/**
+ * Whether an error raised while a run plans is a refusal rather than a failed run: a flag found
+ * wrong once the input's columns are known (an unknown --keep-columns column) says the command
+ * must change, so the claim is withdrawn and no folder is left, as for any refused run.
+ */
+export function refusedWhilePlanning(code: ErrorCode): boolean {
+  return code === 'E_USAGE';
+}
+
+/**
+ * Removes what a run refused while planning wrote: its claim, its describe snapshot and the staged
+ * copies of its inputs, and the folders this leaves empty (the run folder too, when nothing else
+ * is in it). Only those files, by name: anything else stays.
+ */
+export function withdrawClaim(storage: Storage, folder: Location): Promise<void> {
+  const root = formatLocation(folder);
+  const below = (loc: Location) => formatLocation(loc).slice(root.length + 1);
+  const named = new Set([below(runFiles.claim(folder)), below(runFiles.describe(folder))]);
+  const staged = below(runFiles.stagedInput(folder, 0)).replace(/[^/]*$/, '');
+  return storage.removeFiles(folder, (name) => named.has(name) || (name.startsWith(staged) && !name.slice(staged.length).includes('/')));
 }
