@@ -145,7 +145,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
  */
 async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, jobLog: Logger): Promise<Error> {
   const error = cancelledError(parts.runId);
-  await job.removeUnprocessedChildren();
+  // Tidying: segments left waiting skip a cancelled run anyway, so a failure here must not replace the cancel.
+  await job.removeUnprocessedChildren().catch((err: unknown) => jobLog.warn({ err }, 'could not remove the segments no worker took'));
   // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
   await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
   await job.log('cancelled');

@@ -58,7 +58,7 @@ describe('resuming a failed queue run', () => {
     // the worker has let go of the failed run's last segments, enqueueing it again is refused.
     const again = await waitFor('the failed run to be replaceable', async () => {
       const r = await runCli([...args, '--max-error-rate', '0.05', '--json'], f.env());
-      if (r.code !== 0) expect(r.stderr).toMatch(/a worker still holds one of its segments\); try again in a minute \[E_RUN_EXISTS\]/);
+      if (r.code !== 0) expect(r.stderr).toMatch(/a worker still holds one of its jobs\); try again in a minute \[E_RUN_EXISTS\]/);
       return r.code === 0 && r;
     });
     expect(JSON.parse(again.stdout.trim()) as unknown).toMatchObject({ runId: 'qr', created: true, resumed: true });
