@@ -97,6 +97,7 @@ describe('serve', () => {
     expect([missing.status, missing.json?.error]).toEqual([404, 'E_RUN_NOT_FOUND']);
   });
 
+  // Scores 30,000 rows twice over a slow simulator (about 40 s on two busy cores): room beyond the 60 s default.
   it('cancels a long run over HTTP within seconds (no _SUCCESS, manifest cancelled) and resumes it byte-identical to an uninterrupted run', async () => {
     const ROWS = 30_000;
     const long = join(tmp.dir, 'long.csv');
@@ -138,7 +139,7 @@ describe('serve', () => {
     const direct = join(tmp.dir, 'uninterrupted');
     await score(long, direct, { service: f.sim.url, ...options, runId: 'direct' });
     expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(direct, 'direct', 'predictions.csv')));
-  });
+  }, 120_000);
 
   it('refuses bad requests naming each bad field, and bodies over 64 KiB', async () => {
     await f.setup();
