@@ -90,7 +90,22 @@ export function checkRead(policy: DeploymentPolicy, loc: Location): Promise<void
  * input folder, a run folder named by forged job data) cannot lead a run outside.
  */
 export function storageGuard(policy: DeploymentPolicy): StorageGuard {
-  return { read: (loc) => checkRead(policy, loc), write: (loc) => checkOutput(policy, loc) };
+  return { read: (loc) => checkRead(policy, loc), listed: (folder, file) => checkListed(policy, folder, file), write: (loc) => checkOutput(policy, loc) };
+}
+
+/**
+ * Refuses a file a listing found outside the listed folder's real path (a symbolic link leading
+ * out of it), once INPUT_ROOTS bounds what runs read: otherwise a link inside an input folder
+ * would read any file, or another run's outputs, whatever the other settings say.
+ */
+async function checkListed(policy: DeploymentPolicy, folder: Location, file: Location): Promise<void> {
+  await checkRead(policy, file);
+  if (policy.inputRoots === undefined || folder.kind !== 'file' || file.kind !== 'file') return;
+  if (pathUnder(await resolvedPath(file.path), await resolvedPath(folder.path))) return;
+  throw new BatchScorerError(
+    'E_NOT_ALLOWED',
+    `${shown(file.path)}, found in ${shown(folder.path)}, leads outside that folder through a symbolic link, which INPUT_ROOTS does not allow: copy the file into the folder instead`,
+  );
 }
 
 async function checkUnder(what: string, loc: Location, roots: readonly Location[] | undefined, setting: string): Promise<void> {

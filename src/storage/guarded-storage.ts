@@ -7,8 +7,10 @@ import type { Storage } from './storage-types.js';
  * and resolves to let it through.
  */
 export interface StorageGuard {
-  /** Before a stat, a read, a listing, and for each file a listing finds. */
+  /** Before a stat, a read, or a listing. */
   read(loc: Location): Promise<void>;
+  /** For each file a listing of `folder` finds, before it is handed on. */
+  listed(folder: Location, file: Location): Promise<void>;
   /** Before a write, a removal, or a check that a folder can be written. */
   write(loc: Location): Promise<void>;
 }
@@ -48,7 +50,7 @@ export function guardedStorage(storage: Storage, guard: StorageGuard): Storage {
     list: async function* (prefix, signal) {
       await guard.read(prefix);
       for await (const file of storage.list(prefix, signal)) {
-        await guard.read(file.location);
+        await guard.listed(prefix, file.location);
         yield file;
       }
     },

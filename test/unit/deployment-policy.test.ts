@@ -197,6 +197,28 @@ describe('a run', () => {
 });
 
 describe('the storage guard over real local storage', () => {
+  it('refuses a listed link out of an input folder with INPUT_ROOTS alone, and one into the output roots', async () => {
+    const listAll = async (policy: DeploymentPolicy, folder: string) => {
+      const storage = guardedStorage(createStorage(), storageGuard(policy));
+      const listed: string[] = [];
+      const err = await refusal(
+        (async () => {
+          for await (const file of storage.list(at(folder))) listed.push(file.location.kind === 'file' ? file.location.path : '');
+        })(),
+      );
+      storage.close();
+      return { err, listed };
+    };
+    // Run folders may be anywhere without OUTPUT_ROOTS, so reads outside INPUT_ROOTS pass; a link found by listing does not.
+    const inputsOnly = await listAll({ inputRoots: [at(join(base, 'root', 'in'))] }, join(base, 'root', 'in'));
+    expect(inputsOnly.err.message).toMatch(/link\.csv, found in .*, leads outside that folder through a symbolic link/);
+    expect(inputsOnly.listed).toEqual([join(base, 'root', 'in', 'data.csv')]);
+    // Both lists admit private/ (as an output root), but a link in the input folder still may not lead there.
+    const both = await listAll({ inputRoots: [at(join(base, 'root', 'in'))], outputRoots: [at(join(base, 'private'))] }, join(base, 'root', 'in'));
+    expect(both.err.code).toBe('E_NOT_ALLOWED');
+    expect(both.listed).toEqual([join(base, 'root', 'in', 'data.csv')]);
+  });
+
   it('refuses a listed file that is a link out of the folder, reads and writes inside, and writes nothing outside', async () => {
     const policy: DeploymentPolicy = { inputRoots: [at(join(base, 'root', 'in'))], outputRoots: [at(join(base, 'root', 'out'))] };
     const storage = guardedStorage(createStorage(), storageGuard(policy));
