@@ -86,13 +86,14 @@ export async function readClaimedRequest(storage: Storage, folder: Location, sig
  * another attempt of its id also finds that attempt's claim.
  */
 async function standing(storage: Storage, folder: Location, runId: string, signal?: AbortSignal): Promise<'own' | 'empty' | Foreign> {
+  // Empty means nothing at all: an empty folder, a FIFO or a half-written file in it is someone's too.
+  if (await storage.isEmpty(folder, signal)) return 'empty';
   const files: string[] = [];
   const prefix = formatLocation(folder).length + 1;
   for await (const { location } of storage.list(folder, signal)) {
     files.push(formatLocation(location).slice(prefix));
     if (files.length > FILES_SHOWN) break;
   }
-  if (files.length === 0) return 'empty';
   let otherRun: string | undefined;
   for (const marker of MARKERS) {
     const id = await markedRunId(storage, marker(folder), signal);
@@ -131,7 +132,10 @@ async function makeClaim(storage: Storage, folder: Location, claim: string, sign
 }
 
 function foreignFolder(folder: Location, runId: string, found: Foreign): BatchScorerError {
-  const shown = found.files.slice(0, FILES_SHOWN).join(', ') + (found.files.length > FILES_SHOWN ? ', ...' : '');
+  const shown =
+    found.files.length === 0
+      ? 'it holds only folders or special files'
+      : found.files.slice(0, FILES_SHOWN).join(', ') + (found.files.length > FILES_SHOWN ? ', ...' : '');
   const whose = found.otherRun !== undefined ? `its ${found.otherRun} names another run` : `no run ${runId} wrote its files`;
   return new BatchScorerError(
     'E_OUTPUT',

@@ -54,6 +54,10 @@ export function guardedStorage(storage: Storage, guard: StorageGuard): Storage {
         yield file;
       }
     },
+    isEmpty: async (prefix, signal) => {
+      await guard.read(prefix);
+      return storage.isEmpty(prefix, signal);
+    },
     remove: async (loc) => {
       await guard.write(loc);
       return storage.remove(loc);

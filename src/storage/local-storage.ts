@@ -123,6 +123,19 @@ export class LocalStorage {
     yield* listBelow(prefix, prefix.path, signal);
   }
 
+  async isEmpty(prefix: FileLocation, signal?: AbortSignal): Promise<boolean> {
+    signal?.throwIfAborted();
+    try {
+      return (await readdir(prefix.path)).length === 0;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return true;
+      // A file where the folder would be is something there.
+      if (code === 'ENOTDIR') return false;
+      throw storageError('list', prefix, err);
+    }
+  }
+
   async remove(loc: FileLocation): Promise<void> {
     try {
       await rm(loc.path, { force: true });

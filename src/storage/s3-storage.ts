@@ -243,6 +243,11 @@ export class S3Storage {
     }
   }
 
+  async isEmpty(prefix: S3Location, signal?: AbortSignal): Promise<boolean> {
+    for await (const page of this.#pages(prefix, signal)) if (page.length > 0) return false;
+    return true;
+  }
+
   async *list(prefix: S3Location, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: S3Location }> {
     for await (const page of this.#pages(prefix, signal)) {
       for (const object of page) {

@@ -55,6 +55,12 @@ export interface Storage {
   /** Every file below the folder, recursively, sorted by key or path; S3 follows every page of the listing. */
   list(prefix: Location, signal?: AbortSignal): AsyncIterable<ListedFile>;
   /**
+   * Whether nothing at all is below the folder, which `list` alone cannot tell: on local disk no
+   * entry of any kind (a file, an empty folder, a link, a FIFO, a half-written file); on S3 no
+   * object, folder markers included. A folder that does not exist is empty.
+   */
+  isEmpty(prefix: Location, signal?: AbortSignal): Promise<boolean>;
+  /**
    * Writes a small file only where none exists: true when this call made it, false when a file was
    * there (whoever wrote it, even a moment before). What makes a claim: of two writers, one wins.
    * S3 asks `If-None-Match: *` (AWS S3, MinIO); a server that ignores it overwrites.

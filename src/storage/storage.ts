@@ -23,6 +23,7 @@ export function createStorage(settings?: S3Settings): Storage {
     list: async function* (prefix, signal) {
       yield* prefix.kind === 'file' ? local.list(prefix, signal) : (await remote()).list(prefix, signal);
     },
+    isEmpty: async (prefix, signal) => (prefix.kind === 'file' ? local.isEmpty(prefix, signal) : (await remote()).isEmpty(prefix, signal)),
     create: async (loc, body, signal) => (loc.kind === 'file' ? local.create(loc, body, signal) : (await remote()).create(loc, body, signal)),
     remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
     removeFiles: async (prefix, which) => (prefix.kind === 'file' ? local.removeFiles(prefix, which) : (await remote()).removeFiles(prefix, which)),

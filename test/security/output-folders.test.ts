@@ -49,6 +49,20 @@ describe('a foreign folder named as a run folder', () => {
     expect(r.stderr).not.toMatch(/resume:/);
     expect(await folderTree(out)).toEqual(before);
   });
+
+  it('holding only an empty folder and a half-written-looking file is not empty: refused, left as it was', async () => {
+    const out = join(tmp.dir, 'shared-2');
+    const foreign = join(out, 'nightly');
+    await mkdir(join(foreign, 'empty'), { recursive: true });
+    await mkdir(join(foreign, '_work'), { recursive: true });
+    await writeFile(join(foreign, '_work', 'claim.json.tmp-aaaaaaaaaaaa'), "not the run's\n");
+    const before = await folderTree(out);
+
+    const r = await score([input, '--model', MODEL, '--out', out, '--run-id', 'nightly']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/already exists and is not run nightly's folder: .* \[E_OUTPUT\]$/m);
+    expect(await folderTree(out)).toEqual(before);
+  });
 });
 
 describe('an output location where no folder can be made', () => {
