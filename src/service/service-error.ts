@@ -26,7 +26,7 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
   'wrong-envelope': 'E_WRONG_ENVELOPE',
   'bad-rows': 'E_BAD_ROWS',
   'not-found': 'E_MODEL_NOT_FOUND',
-  unauthorized: 'E_UNAUTHORIZED',
+  unauthorized: 'E_SERVICE_UNAUTHORIZED',
   fatal: 'E_SERVICE_FATAL',
 };
 

@@ -135,7 +135,7 @@ describe('queue mode under faults', () => {
     wrong.child.kill('SIGTERM');
     await wrong.exited;
     expect(failed.state).toBe('failed');
-    expect(failed.failedReason).toMatch(/401.*E_UNAUTHORIZED/);
+    expect(failed.failedReason).toMatch(/401.*E_SERVICE_UNAUTHORIZED/);
     const kept = await done();
     expect(kept).toBeGreaterThanOrEqual(2);
 

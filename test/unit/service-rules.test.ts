@@ -203,7 +203,7 @@ describe('ServiceError', () => {
     ['wrong-envelope', 'E_WRONG_ENVELOPE', 2, false],
     ['bad-rows', 'E_BAD_ROWS', 1, false],
     ['not-found', 'E_MODEL_NOT_FOUND', 2, false],
-    ['unauthorized', 'E_UNAUTHORIZED', 2, false],
+    ['unauthorized', 'E_SERVICE_UNAUTHORIZED', 2, false],
     ['fatal', 'E_SERVICE_FATAL', 1, false],
   ];
 
