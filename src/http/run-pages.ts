@@ -52,7 +52,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
       reply.code(code).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(body);
 
     app.setErrorHandler((err, request, reply) => {
-      deps.log.error({ err: errorMessage(err), code: errorCode(err), url: request.url }, 'run page failed');
+      deps.log.error({ err, code: errorCode(err), url: request.url }, 'run page failed');
       // A run folder the deployment policy keeps out of reach (job data any producer may write) is refused as such.
       if (errorCode(err) === 'E_NOT_ALLOWED') return htmlPage(reply, 403, renderMessage(ctx, 'Not allowed', `${errorCode(err)}: ${errorMessage(err)}`));
       return htmlPage(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));
