@@ -86,7 +86,7 @@ export async function readClaimedRequest(storage: Storage, folder: Location, sig
  * another attempt of its id also finds that attempt's claim.
  */
 async function standing(storage: Storage, folder: Location, runId: string, signal?: AbortSignal): Promise<'own' | 'empty' | Foreign> {
-  // Empty means nothing at all: an empty folder, a FIFO or a half-written file in it is someone's too.
+  // Empty means no entry but folders: a FIFO or a half-written file in it is someone's too.
   if (await storage.isEmpty(folder, signal)) return 'empty';
   const files: string[] = [];
   const prefix = formatLocation(folder).length + 1;

@@ -124,16 +124,7 @@ export class LocalStorage {
   }
 
   async isEmpty(prefix: FileLocation, signal?: AbortSignal): Promise<boolean> {
-    signal?.throwIfAborted();
-    try {
-      return (await readdir(prefix.path)).length === 0;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return true;
-      // A file where the folder would be is something there.
-      if (code === 'ENOTDIR') return false;
-      throw storageError('list', prefix, err);
-    }
+    return onlyFolders(prefix, prefix.path, signal);
   }
 
   async remove(loc: FileLocation): Promise<void> {
@@ -261,6 +252,25 @@ async function* listBelow(prefix: FileLocation, folder: string, signal?: AbortSi
       if (info?.isFile()) yield { location: { kind: 'file', path: full }, size: info.size, mtimeMs: info.mtimeMs };
     }
   }
+}
+
+/** Whether nothing but folders lies below `folder` (a missing one included); stops at the first entry of another kind. */
+async function onlyFolders(prefix: FileLocation, folder: string, signal?: AbortSignal): Promise<boolean> {
+  signal?.throwIfAborted();
+  let entries;
+  try {
+    entries = await readdir(folder, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    // A file where the folder would be is something there.
+    if (code === 'ENOTDIR') return false;
+    throw storageError('list', prefix, err);
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !(await onlyFolders(prefix, path.join(folder, entry.name), signal))) return false;
+  }
+  return true;
 }
 
 /**

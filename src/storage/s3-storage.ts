@@ -244,7 +244,8 @@ export class S3Storage {
   }
 
   async isEmpty(prefix: S3Location, signal?: AbortSignal): Promise<boolean> {
-    for await (const page of this.#pages(prefix, signal)) if (page.length > 0) return false;
+    // A console's zero-byte folder marker is a folder, as on disk.
+    for await (const page of this.#pages(prefix, signal)) if (page.some((object) => object.Key !== undefined && !object.Key.endsWith('/'))) return false;
     return true;
   }
 

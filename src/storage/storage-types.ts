@@ -55,9 +55,9 @@ export interface Storage {
   /** Every file below the folder, recursively, sorted by key or path; S3 follows every page of the listing. */
   list(prefix: Location, signal?: AbortSignal): AsyncIterable<ListedFile>;
   /**
-   * Whether nothing at all is below the folder, which `list` alone cannot tell: on local disk no
-   * entry of any kind (a file, an empty folder, a link, a FIFO, a half-written file); on S3 no
-   * object, folder markers included. A folder that does not exist is empty.
+   * Whether nothing but folders is below the folder, which `list` alone cannot tell: on local disk
+   * no entry but folders at any depth (no file, link, FIFO or half-written file; empty folders hold
+   * nothing to harm); on S3 no object. A folder that does not exist is empty.
    */
   isEmpty(prefix: Location, signal?: AbortSignal): Promise<boolean>;
   /**

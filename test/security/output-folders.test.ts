@@ -50,7 +50,7 @@ describe('a foreign folder named as a run folder', () => {
     expect(await folderTree(out)).toEqual(before);
   });
 
-  it('holding only an empty folder and a half-written-looking file is not empty: refused, left as it was', async () => {
+  it('holding only a half-written-looking file (and an empty folder) is not empty: refused, left as it was', async () => {
     const out = join(tmp.dir, 'shared-2');
     const foreign = join(out, 'nightly');
     await mkdir(join(foreign, 'empty'), { recursive: true });
