@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import { redisUrlSchema } from '../queue/redis-target.js';
 import { inputKind } from '../storage/input-files.js';
-import { parseLocation, type Location } from '../storage/location.js';
+import { hasScheme, parseLocation, type Location } from '../storage/location.js';
 import type { S3Settings } from '../storage/s3-settings.js';
 import { s3SettingsFromEnv } from '../storage/s3-settings.js';
 import { serviceBase, type DeploymentPolicy } from './deployment-policy.js';
@@ -141,7 +141,7 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
 function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
   return listSetting(env, name)?.map((text) => {
     const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';
-    if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text) && !path.isAbsolute(text)) {
+    if (!hasScheme(text) && !path.isAbsolute(text)) {
       throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is not an absolute path: ${fix}`);
     }
     let loc: Location;

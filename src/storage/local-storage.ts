@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants, createWriteStream, type Stats } from 'node:fs';
+import { constants, createWriteStream, type Dirent, type Stats } from 'node:fs';
 import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { addAbortSignal, Readable } from 'node:stream';
@@ -225,21 +225,30 @@ async function makeFolders(folder: string): Promise<void> {
 }
 
 /**
+ * The entries of a folder, or what stands there instead: nothing (`missing`) or a file
+ * (`not a folder`); any other failure is the storage error of `op` on the prefix.
+ */
+async function folderEntries(prefix: FileLocation, folder: string, op: 'list' | 'remove'): Promise<Dirent[] | 'missing' | 'not a folder'> {
+  try {
+    return await readdir(folder, { withFileTypes: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return 'missing';
+    if (code === 'ENOTDIR') return 'not a folder';
+    throw storageError(op, prefix, err);
+  }
+}
+
+/**
  * The files below `folder`, lazily (asking whether there is any reads one folder per level), in
  * byte order of their path below the prefix, the order S3 lists keys in: a folder sorts as its name
  * followed by `/`.
  */
 async function* listBelow(prefix: FileLocation, folder: string, signal?: AbortSignal): AsyncGenerator<ListedFile & { location: FileLocation }> {
   signal?.throwIfAborted();
-  let entries;
-  try {
-    entries = await readdir(folder, { withFileTypes: true });
-  } catch (err) {
-    // A missing prefix lists nothing, as on S3; a folder removed meanwhile is skipped.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return;
-    throw storageError('list', prefix, err);
-  }
+  const entries = await folderEntries(prefix, folder, 'list');
+  // A missing prefix lists nothing, as on S3; a folder removed meanwhile is skipped.
+  if (typeof entries === 'string') return;
   const sorted = entries
     .map((entry) => ({ entry, key: Buffer.from(entry.isDirectory() ? `${entry.name}/` : entry.name) }))
     .sort((a, b) => Buffer.compare(a.key, b.key));
@@ -257,16 +266,9 @@ async function* listBelow(prefix: FileLocation, folder: string, signal?: AbortSi
 /** Whether nothing but folders lies below `folder` (a missing one included); stops at the first entry of another kind. */
 async function onlyFolders(prefix: FileLocation, folder: string, signal?: AbortSignal): Promise<boolean> {
   signal?.throwIfAborted();
-  let entries;
-  try {
-    entries = await readdir(folder, { withFileTypes: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return true;
-    // A file where the folder would be is something there.
-    if (code === 'ENOTDIR') return false;
-    throw storageError('list', prefix, err);
-  }
+  const entries = await folderEntries(prefix, folder, 'list');
+  // A file where the folder would be is something there.
+  if (typeof entries === 'string') return entries === 'missing';
   for (const entry of entries) {
     if (!entry.isDirectory() || !(await onlyFolders(prefix, path.join(folder, entry.name), signal))) return false;
   }
@@ -279,14 +281,8 @@ async function onlyFolders(prefix: FileLocation, folder: string, signal?: AbortS
  * folder holding anything else, or that held nothing to begin with, stays.
  */
 async function removeBelow(prefix: FileLocation, folder: string, below: string, which: (name: string) => boolean): Promise<boolean> {
-  let entries;
-  try {
-    entries = await readdir(folder, { withFileTypes: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
-    throw storageError('remove', prefix, err);
-  }
+  const entries = await folderEntries(prefix, folder, 'remove');
+  if (typeof entries === 'string') return false;
   let removed = false;
   let kept = false;
   for (const entry of entries) {

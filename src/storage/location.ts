@@ -17,6 +17,11 @@ export type FileLocation = { kind: 'file'; path: string };
 export type S3Location = { kind: 's3'; bucket: string; key: string };
 
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
+
+/** Whether a location text starts with a scheme (`s3://`, `file://`, ...) rather than being a plain path. */
+export function hasScheme(text: string): boolean {
+  return SCHEME.test(text);
+}
 const BUCKET = /^[A-Za-z0-9._-]+$/;
 const SUPPORTED = 'use s3://bucket/key, file:///absolute/path or a local path';
 
