@@ -102,7 +102,10 @@ describe('cancelling, then cancelled', () => {
     // takes the segment back, and skips it.
     f.worker();
     await waitFor('the run to read cancelled', async () => (await f.queue.get(runId))?.state === 'cancelled', 20_000);
-    expect(await f.segmentJobs(['active'])).toBe(0);
+    // Once cancelled, a worker may still take a job of the run, only to read the marker and skip
+    // it: the run stays cancelled meanwhile, and (below) nothing more is scored.
+    await waitFor('no job of the run to be active', async () => (await f.segmentJobs(['active'])) === 0, 20_000);
+    expect((await f.queue.get(runId))?.state).toBe('cancelled');
     const ended = await settled(runId);
     expect(ended.state).toBe('cancelled');
     const manifest = JSON.parse(await readFile(join(files.dir, 'stuck', runId, 'manifest.json'), 'utf8')) as Manifest;
