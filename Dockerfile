@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 
 # Node 24: the LTS line supported until April 2028 (Node 20 ended in April 2026; 22 ends in April
-# 2027). The code keeps running on Node 20 (package.json engines), where the tests run. Debian 13
+# 2027), and the one the tests and benchmarks run on (package.json engines and the `node`
+# devDependency). Debian 13
 # (trixie) is the current stable base. Every stage uses the same image, so the one node binary
 # that compiles is the one that runs.
 
