@@ -21,7 +21,7 @@
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000),
  *   BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only): row counts, before BENCH_SCALE.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { BENCH_DIR, BenchContext } from './context.js';
 import { describeMachine } from './machine.js';
 import { SectionReport, type Section } from './report.js';
@@ -44,6 +44,12 @@ const full = process.argv.includes('--full');
 const scale = Number(process.env.BENCH_SCALE ?? 1);
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, not ${process.env.BENCH_SCALE}`);
 const only = process.env.BENCH_SECTIONS?.split(',').map((s) => s.trim());
+
+// The figures speak for the runtime the product ships on: the `node` devDependency, which `npm run`
+// puts first on PATH, runs the bench and (through process.execPath) every command it measures.
+const shipped = (JSON.parse(await readFile('package.json', 'utf8')) as { devDependencies: { node: string } }).devDependencies.node;
+if (process.versions.node !== shipped)
+  throw new Error(`the bench measures Node ${shipped}, the runtime batch-scorer ships on; this is Node ${process.versions.node}: run it as npm run bench`);
 
 const ctx = new BenchContext(full, scale);
 const machine = describeMachine();
