@@ -34,7 +34,7 @@ export class SegmentIntake {
     this.apply();
   }
 
-  /** The segments worker's processor: a job is held, and sending, from its start to its end. */
+  /** The segments worker's processor: a job is held from its start to its end, and sending until sent(). */
   around<D>(processor: Processor<D, unknown>): Processor<D, unknown> {
     return async (job, token, signal) => {
       const id = job.id!;
