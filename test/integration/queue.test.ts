@@ -125,7 +125,7 @@ describe('queue mode with real worker processes on Redis', () => {
       // The next segment is taken while the last one drains: the slots stay busy across segment ends.
       expect(most).toBe(2);
     }
-    // Neither worker is left with two segments at the end while the other idles: 8 and 7 of the 15.
+    // Both score to the end of the run: 8 and 7 of the 15.
     const pids = (await f.queue.logs(runId)).filter((l) => l.startsWith('segment ')).map((l) => /\(\S+:(\d+), attempt/.exec(l)![1]);
     expect(workers.map((w) => pids.filter((pid) => pid === String(w.child.pid)).length).sort()).toEqual([7, 8]);
   });
