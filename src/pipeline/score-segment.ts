@@ -43,6 +43,8 @@ export interface SegmentWork {
   stopSignal?: AbortSignal;
   /** Rows finished since the last call (scored or quarantined). */
   onRows?: (rows: number) => void;
+  /** Called once every batch of the segment has been sent: what is left is answers and writes. */
+  onSent?: () => void;
   /** Who scored the segment (queue mode: worker and job), recorded beside its counts. */
   facts?: SegmentFacts;
   /** Hears segments, requests and rows as they go (a worker's metrics). */
@@ -212,6 +214,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       while (pending.length > 0 && pending[0].answered) await flushOne();
     }
     await submit();
+    work.onSent?.();
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
       throw new InputError(

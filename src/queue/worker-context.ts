@@ -16,6 +16,7 @@ import { CancelWatch } from './cancel-watch.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
+import { SegmentIntake } from './segment-intake.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
 
@@ -35,6 +36,8 @@ export class WorkerContext {
   readonly segmentsQueue: Queue<SegmentJobData>;
   /** Aborted when a shutdown stops waiting for in-flight work. */
   readonly shutdown = new AbortController();
+  /** When the segments worker takes its next segment (see SegmentIntake). */
+  readonly segmentIntake: SegmentIntake;
   private readonly processLimit;
   private readonly runLimits = new Map<string, RequestLimit>();
   private readonly readAheads = new Map<string, ReadAhead>();
@@ -56,6 +59,7 @@ export class WorkerContext {
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.processLimit = pLimit(options.concurrency);
+    this.segmentIntake = new SegmentIntake(options.segments, log);
   }
 
   /** One client (keep-alive pool) per service, time limit and retry count. */
