@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
-import { csvRecord, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
+import { csvRecord, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows, quotedRowFields } from '../../src/formats/row-parser.js';
 import { RawRow } from '../../src/formats/row-splitter.js';
 import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { thrown } from '../helpers/rejection.js';
@@ -163,6 +163,28 @@ describe('parseRows (csv)', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('reads a row with quotes by hand as papaparse reads it alone, or leaves it to papaparse', () => {
+    const dialects = [
+      { delimiter: ',', quote: '"' },
+      { delimiter: ';', quote: "'" },
+    ];
+    const text = fc.array(fc.constantFrom('a', 'é', ' ', ',', ';', '"', "'", '\n', '\r'), { maxLength: 14 }).map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(text, fc.constantFrom(...dialects), (t, dialect) => {
+        // parseRows asks only about rows holding a quote.
+        fc.pre(t.includes(dialect.quote));
+        const fields = quotedRowFields(t, dialect);
+        if (fields === undefined) return;
+        const alone = Papa.parse<string[]>(t, { delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote, newline: '\n' });
+        expect(alone.data).toEqual([fields]);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(quotedRowFields('L1,3,"has a ""view""",,"x,\ny"', DEFAULT_DIALECT)).toEqual(['L1', '3', 'has a "view"', '', 'x,\ny']);
+    expect(quotedRowFields(`5'11",ok`, DEFAULT_DIALECT)).toEqual([`5'11"`, 'ok']);
+    for (const odd of ['"a"b,c', '"never closed,x', 'a\nb,"c"']) expect(quotedRowFields(odd, DEFAULT_DIALECT)).toBeUndefined();
   });
 
   it('answers nothing for no rows', () => {
