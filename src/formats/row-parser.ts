@@ -67,9 +67,10 @@ export function jsonKeys(row: RawRow): string[] | undefined {
  * `quotedRowFields`, and those it leaves (odd quoting) go to papaparse together, and where its row
  * split disagrees with ours, each is parsed alone, so rows never shift.
  *
- * With `unquotedAsText`, a CSV row without a quote that has as many fields as the header is left
- * as its text, without a record: a reader that can take its values from the text (the request
- * encoder) saves making an object and a string per field for most rows.
+ * With `unquotedAsText`, a CSV row that `quotedFieldBounds` reads (any row without a quote, and
+ * most with quotes) and that has as many fields as the header is left as its text, without a
+ * record: a reader that can take its values from the text (the request encoder) saves making an
+ * object and a string per field.
  */
 export function parseRows(
   rows: readonly RawRow[],
@@ -81,9 +82,12 @@ export function parseRows(
 ): InputRow[] {
   const texts = rows.map((r) => r.text());
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
-  const fields: (string[] | number | undefined)[] = texts.map((text) =>
-    text.includes(dialect.quote) ? quotedRowFields(text, dialect) : unquotedAsText ? fieldCount(text, dialect.delimiter) : text.split(dialect.delimiter),
-  );
+  const fields: (string[] | number | undefined)[] = texts.map((text) => {
+    if (!text.includes(dialect.quote)) return unquotedAsText ? fieldCount(text, dialect.delimiter) : text.split(dialect.delimiter);
+    if (!unquotedAsText) return quotedRowFields(text, dialect);
+    const count = quotedFieldBounds(text, dialect, scratchBounds);
+    return count < 0 ? undefined : count;
+  });
   const quoted = texts.filter((_, i) => fields[i] === undefined);
   if (quoted.length > 0) {
     const CSV = papaConfig(dialect);
@@ -107,6 +111,9 @@ export function parseRows(
   });
 }
 
+/** Bounds `quotedFieldBounds` fills where only the count is wanted; shared, since only the call filling it reads them. */
+const scratchBounds: number[] = [];
+
 /** The fields of a row without quotes: one more than its delimiters. */
 function fieldCount(text: string, delimiter: string): number {
   let count = 1;
@@ -129,38 +136,60 @@ export function csvRecord(text: string, header: readonly string[], dialect: CsvD
  * seldom anything but plain (a property test compares the two).
  */
 export function quotedRowFields(text: string, dialect: CsvDialect): string[] | undefined {
+  const bounds: number[] = [];
+  const count = quotedFieldBounds(text, dialect, bounds);
+  if (count < 0) return undefined;
+  const fields = new Array<string>(count);
+  for (let f = 0; f < count; f++) {
+    const field = text.slice(bounds[2 * f], bounds[2 * f + 1]);
+    fields[f] = isQuotedField(text, bounds[2 * f], dialect) ? field.replaceAll(dialect.quote + dialect.quote, dialect.quote) : field;
+  }
+  return fields;
+}
+
+/**
+ * Where the fields of a row with quotes lie, read as `quotedRowFields` reads them, without making
+ * them: field `f` is characters `bounds[2f]` to `bounds[2f + 1]` of the text (a quoted field's
+ * inside, its quotes still doubled). Answers the number of fields, or -1 where `quotedRowFields`
+ * answers undefined. `bounds` is filled from its start; a typed array must have room for them.
+ */
+export function quotedFieldBounds(text: string, dialect: CsvDialect, bounds: number[] | Int32Array): number {
   const { delimiter, quote } = dialect;
   const q = quote.charCodeAt(0);
-  const fields: string[] = [];
+  let count = 0;
+  const field = (start: number, end: number) => {
+    if (2 * count + 1 >= bounds.length && !Array.isArray(bounds)) return false;
+    bounds[2 * count] = start;
+    bounds[2 * count + 1] = end;
+    count++;
+    return true;
+  };
   let at = 0;
+  // The next line feed from `at` on, looked for again only once passed (inside a quoted field).
+  let lf = text.indexOf('\n');
   for (;;) {
     if (text.charCodeAt(at) !== q) {
       const next = text.indexOf(delimiter, at);
-      const field = text.slice(at, next === -1 ? text.length : next);
-      if (field.includes('\n')) return undefined;
-      fields.push(field);
-      if (next === -1) return fields;
+      const end = next === -1 ? text.length : next;
+      if (lf !== -1 && lf < at) lf = text.indexOf('\n', at);
+      if ((lf !== -1 && lf < end) || !field(at, end)) return -1;
+      if (next === -1) return count;
       at = next + 1;
       continue;
     }
-    let value = '';
-    for (let from = at + 1; ;) {
-      const close = text.indexOf(quote, from);
-      if (close === -1) return undefined;
-      if (text.charCodeAt(close + 1) === q) {
-        value += text.slice(from, close + 1);
-        from = close + 2;
-        continue;
-      }
-      value += text.slice(from, close);
-      at = close + 1;
-      break;
-    }
-    fields.push(value);
-    if (at === text.length) return fields;
-    if (text.charCodeAt(at) !== delimiter.charCodeAt(0)) return undefined;
+    let close = text.indexOf(quote, at + 1);
+    while (close !== -1 && text.charCodeAt(close + 1) === q) close = text.indexOf(quote, close + 2);
+    if (close === -1 || !field(at + 1, close)) return -1;
+    at = close + 1;
+    if (at === text.length) return count;
+    if (text.charCodeAt(at) !== delimiter.charCodeAt(0)) return -1;
     at++;
   }
+}
+
+/** Whether the field starting at `start` (as `quotedFieldBounds` places it) was quoted: a quoted field's inside follows its quote. */
+export function isQuotedField(text: string, start: number, dialect: CsvDialect): boolean {
+  return start > 0 && text.charCodeAt(start - 1) === dialect.quote.charCodeAt(0);
 }
 
 /** A row's fields as papaparse reads its text alone; none where it reads more than one row there (odd quoting). */

@@ -191,14 +191,25 @@ describe('parseRows (csv)', () => {
     expect(parseRows([], 0, header, 'csv')).toEqual([]);
   });
 
-  it('with unquotedAsText, leaves a row without quotes as its text, and still reads quoted rows and counts fields', () => {
-    const rows = parseRows([raw('1,ann,10.5', 2), raw('2,"bob, jr",', 3), raw('3,x', 4), raw('4,,,', 5)], 0, header, 'csv', DEFAULT_DIALECT, true);
+  it('with unquotedAsText, leaves a plain row, quoted or not, as its text, still reads oddly quoted rows and counts fields', () => {
+    const texts = ['1,ann,10.5', '2,"bob, jr",', '3,x', '4,,,', '5,"a" ,c', '6,"say ""hi""",'];
+    const rows = parseRows(
+      texts.map((t, i) => raw(t, i + 2)),
+      0,
+      header,
+      'csv',
+      DEFAULT_DIALECT,
+      true,
+    );
     expect(rows).toEqual([
       { index: 0, line: 2, text: '1,ann,10.5' },
-      { index: 1, line: 3, text: '2,"bob, jr",', record: { id: '2', name: 'bob, jr', price: '' } },
+      { index: 1, line: 3, text: '2,"bob, jr",' },
       { index: 2, line: 4, text: '3,x', problem: 'expected 3 fields, found 2' },
       { index: 3, line: 5, text: '4,,,', problem: 'expected 3 fields, found 4' },
+      { index: 4, line: 6, text: '5,"a" ,c', record: csvRecord('5,"a" ,c', header) },
+      { index: 5, line: 7, text: '6,"say ""hi""",' },
     ]);
+    expect(rows[4].record).toBeDefined();
   });
 
   it("csvRecord answers undefined for a text whose field count is not the header's", () => {
