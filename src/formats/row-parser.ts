@@ -156,34 +156,35 @@ export function quotedRowFields(text: string, dialect: CsvDialect): string[] | u
 export function quotedFieldBounds(text: string, dialect: CsvDialect, bounds: number[] | Int32Array): number {
   const { delimiter, quote } = dialect;
   const q = quote.charCodeAt(0);
+  const fixed = !Array.isArray(bounds);
+  // The next line feed from `at` on, looked for again only once passed (inside a quoted field).
+  let lf = text.indexOf('\n');
   let count = 0;
-  const field = (start: number, end: number) => {
-    if (2 * count + 1 >= bounds.length && !Array.isArray(bounds)) return false;
+  for (let at = 0; ;) {
+    // The field's characters, and where it ends: at its delimiter, or at the text's end.
+    let start = at;
+    let end: number;
+    let after: number;
+    if (text.charCodeAt(at) !== q) {
+      const next = text.indexOf(delimiter, at);
+      end = after = next === -1 ? text.length : next;
+      if (lf !== -1 && lf < at) lf = text.indexOf('\n', at);
+      if (lf !== -1 && lf < end) return -1;
+    } else {
+      let close = text.indexOf(quote, at + 1);
+      while (close !== -1 && text.charCodeAt(close + 1) === q) close = text.indexOf(quote, close + 2);
+      if (close === -1) return -1;
+      start = at + 1;
+      end = close;
+      after = close + 1;
+      if (after < text.length && text.charCodeAt(after) !== delimiter.charCodeAt(0)) return -1;
+    }
+    if (fixed && 2 * count + 1 >= bounds.length) return -1;
     bounds[2 * count] = start;
     bounds[2 * count + 1] = end;
     count++;
-    return true;
-  };
-  let at = 0;
-  // The next line feed from `at` on, looked for again only once passed (inside a quoted field).
-  let lf = text.indexOf('\n');
-  for (;;) {
-    if (text.charCodeAt(at) !== q) {
-      const next = text.indexOf(delimiter, at);
-      const end = next === -1 ? text.length : next;
-      if (lf !== -1 && lf < at) lf = text.indexOf('\n', at);
-      if ((lf !== -1 && lf < end) || !field(at, end)) return -1;
-      if (next === -1) return count;
-      at = next + 1;
-      continue;
-    }
-    let close = text.indexOf(quote, at + 1);
-    while (close !== -1 && text.charCodeAt(close + 1) === q) close = text.indexOf(quote, close + 2);
-    if (close === -1 || !field(at + 1, close)) return -1;
-    at = close + 1;
-    if (at === text.length) return count;
-    if (text.charCodeAt(at) !== delimiter.charCodeAt(0)) return -1;
-    at++;
+    if (after >= text.length) return count;
+    at = after + 1;
   }
 }
 
