@@ -130,11 +130,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     signal,
     observer: work.observer,
   };
-  // Where rows are written as read, a CSV row without quotes is sent from its text: no record is made.
+  // Where rows are written as read, a CSV row in plain RFC 4180 is sent from its text: no record is made.
   const fromText = passThroughText && file.syntax === 'csv';
   const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember, {
     columns: file.columns,
-    delimiter: dialect.delimiter,
+    ...dialect,
   });
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (an entry of
   // malformed rows alone holds none) and has its answer.
@@ -179,7 +179,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     let errors = '';
     for (const o of outcomes) {
       if ('predictions' in o) {
-        scored.push({ input: o.row.record, text: o.row.text, number: o.row.index + 1, predictions: o.predictions });
+        scored.push(o);
         profile.add(o.predictions);
       } else errors += quarantine(o.row, o.error);
     }
