@@ -150,6 +150,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {
+    // Planning may still be reading the input (run.json could not be stored, say): it stops too.
+    failFast.abort();
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
     const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
