@@ -119,6 +119,12 @@ export interface PlanOptions {
    * The last segment's end is found with the plan's end, and is not heard here.
    */
   onSegment?: (sofar: InputPlan) => void;
+  /**
+   * Awaited once onSegment has heard of a first segment, before planning reads on: the run starts
+   * (its probe, its run.json) without planning's work in its way, so its first request waits for
+   * no more of the input whatever its size. Planning stops with its rejection.
+   */
+  holdAfterFirst?: Promise<unknown>;
 }
 
 /**
@@ -360,6 +366,7 @@ async function planText(
       if (grown && syntax === 'csv' && columns && segments.length > mine) {
         segments[segments.length - 1].end = row.offset;
         grown(segments.length, columns);
+        heard = true;
       }
       segments.push({ index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
     }
@@ -368,6 +375,8 @@ async function planText(
   };
   const mine = segments.length;
   let offset = 0;
+  let heard = false;
+  let hold = grown && options.holdAfterFirst;
   for await (const chunk of bytes) {
     let data = chunk;
     if (!splitter) {
@@ -391,6 +400,10 @@ async function planText(
     splitter.push(data, onRow);
     offset += data.length;
     if (limitEnd !== undefined) break;
+    if (heard && hold) {
+      await hold;
+      hold = undefined;
+    }
   }
   if (limitEnd === undefined) {
     if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);

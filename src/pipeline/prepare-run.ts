@@ -90,7 +90,7 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
     planned.catch(() => undefined); // Heard through `segments` by a run that scores.
     return { run, segments, planned, resumed: true };
   }
-  const { run, whole } = await beginRun(
+  const { run, whole, readOn, stop } = await beginRun(
     request,
     runId,
     ctx,
@@ -109,7 +109,12 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
     throw err;
   });
   // Stored before any segment is scored: segments without run.json would be a run's lost state.
-  await writePreparedRun(storage, run, signal);
+  await writePreparedRun(storage, run, signal).catch(async (err: unknown) => {
+    stop();
+    await whole.catch(() => undefined);
+    throw err;
+  });
+  readOn();
   const planned = run.input.planning ? whole.then((input) => storeWholePlan(run, input, ctx, segments)) : Promise.resolve(planEnded(run, log, segments));
   planned.catch((err: unknown) => segments.fail(err));
   return { run, segments, planned, resumed: false };
@@ -197,8 +202,9 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
 
 /**
  * planRun, which with `segments` returns once the first segment can be scored: the run's `input`
- * then grows as planning goes on, `segments` hears of each segment found, and `whole` resolves to
- * the whole plan (see PlanOptions.onSegment). The input is read while describe is asked.
+ * then grows as planning goes on once `readOn` is called (`stop` ends it), `segments` hears of each
+ * segment found, and `whole` resolves to the whole plan (see PlanOptions.onSegment). The input is
+ * read while describe is asked.
  */
 async function beginRun(
   request: RunRequest,
@@ -206,7 +212,7 @@ async function beginRun(
   ctx: PrepareContext,
   writes: PlanWrites,
   segments?: SegmentFeed,
-): Promise<{ run: PreparedRun; whole: Promise<InputPlan> }> {
+): Promise<{ run: PreparedRun; whole: Promise<InputPlan>; readOn: () => void; stop: () => void }> {
   const { storage } = ctx;
   const folder = runFiles.folder(request.out, runId);
   const requested = parseModelRef(request.model);
@@ -215,6 +221,14 @@ async function beginRun(
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, refused.signal]) : refused.signal;
   let firstSegment!: (sofar: InputPlan) => void;
   const early = new Promise<InputPlan>((resolve) => (firstSegment = resolve));
+  // Planning waits, once it has found the first segment, for the run to have started (see PlanOptions.holdAfterFirst).
+  let readOn!: () => void;
+  const hold = new Promise<void>((resolve, reject) => {
+    readOn = resolve;
+    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+  hold.catch(() => undefined); // Planning stops with it.
+
   const whole = planInput(storage, parseLocation(request.input), {
     ...planOptions(request.options),
     ...(writes.stage && { stage: writes.stage }),
@@ -224,6 +238,7 @@ async function beginRun(
         firstSegment(sofar);
         segments.release(sofar.segments.length);
       },
+      holdAfterFirst: hold,
     }),
   });
   // Awaited once describe has answered (its failure told first), or by the caller once scoring began.
@@ -231,7 +246,7 @@ async function beginRun(
   for (const planning of [whole, firstPlanned]) planning.catch(() => undefined);
   try {
     const run = await fixRun(request, runId, folder, requested, { ...ctx, signal }, writes, firstPlanned);
-    return { run, whole };
+    return { run, whole, readOn, stop: () => refused.abort() };
   } catch (err) {
     refused.abort();
     await whole.catch(() => undefined);
