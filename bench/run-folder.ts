@@ -11,7 +11,11 @@ export interface RunFacts {
   requests: number;
   retries: number;
   durationMs: number;
+  /** When the run began in its process (ms since the epoch), after start-up. */
+  startedAt: number | null;
   planMs: number | null;
+  /** From the run's start to the end of a planning that went on while segments were scored. */
+  planEndMs: number | null;
   scoreMs: number | null;
   assembleMs: number | null;
   /** Connections opened to the model service. */
@@ -26,9 +30,10 @@ export interface RunFacts {
 interface LooseManifest {
   state?: string;
   durationMs?: number;
+  startedAt?: string;
   counts?: Partial<Record<string, number>> | null;
   options?: Record<string, unknown>;
-  timings?: { planMs?: number; scoreMs?: number; assembleMs?: number } | null;
+  timings?: { planMs?: number; scoreMs?: number; assembleMs?: number; planEndMs?: number } | null;
   serviceConnections?: number;
   concurrency?: { asked?: number | 'auto'; settled?: number | null } | null;
   queue?: { workers?: string[] };
@@ -45,7 +50,9 @@ export function runFacts(text: string): RunFacts {
     requests: counts.requests ?? 0,
     retries: counts.retries ?? 0,
     durationMs: m.durationMs ?? 0,
+    startedAt: m.startedAt === undefined ? null : Date.parse(m.startedAt),
     planMs: m.timings?.planMs ?? null,
+    planEndMs: m.timings?.planEndMs ?? null,
     scoreMs: m.timings?.scoreMs ?? null,
     assembleMs: m.timings?.assembleMs ?? null,
     // Today's manifests count them as counts.connectionsOpened; a top-level serviceConnections wins if it comes.

@@ -12,6 +12,8 @@ export interface ScoreResult extends Omit<Measured, 'stdout'> {
   label: string;
   rows: number;
   facts: RunFacts;
+  /** When the command was started (ms since the epoch): with the manifest's startedAt, what start-up took. */
+  commandStartedAt: number;
 }
 
 let runs = 0;
@@ -39,13 +41,14 @@ export async function scoreRun(
     '--json',
     ...(p.flags ?? []),
   );
+  const commandStartedAt = Date.now();
   const { stdout, ...measured } = await measure(command, { LOG_LEVEL: 'warn' });
   const facts = await takeRunFolder(ctx.runsDir, runId, p.inspect);
   const summary = JSON.parse(stdout) as { rowsScored?: number };
   const scored = p.scored ?? p.rows;
   if (summary.rowsScored !== scored || facts.rowsScored !== scored)
     throw new Error(`${p.label}: scored ${summary.rowsScored} of ${p.rows} rows, ${scored} expected`);
-  return { label: p.label, rows: p.rows, ...measured, facts };
+  return { label: p.label, rows: p.rows, ...measured, facts, commandStartedAt };
 }
 
 /**

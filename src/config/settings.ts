@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path, { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import { redisUrlSchema } from '../queue/redis-target.js';
@@ -235,11 +235,14 @@ function readConfigFiles(dir: string): ConfigFile {
     return {};
   }
   const merged: Record<string, Record<string, unknown>> = {};
+  // Loaded where there is a file to parse: most installations have none, and every command would
+  // otherwise load the parser's ~70 modules at start-up (reading settings is synchronous).
+  const parseYaml = names.length > 0 ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse : undefined;
   for (const name of names) {
     const path = join(dir, name);
     let doc: unknown;
     try {
-      doc = parseYaml(readFileSync(path, 'utf8')) ?? {};
+      doc = parseYaml!(readFileSync(path, 'utf8')) ?? {};
     } catch (err) {
       throw new BatchScorerError('E_CONFIG', `${path}: not valid YAML: ${(err as Error).message}`);
     }

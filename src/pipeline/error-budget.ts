@@ -46,12 +46,28 @@ export class MemoryErrorBudget implements ErrorBudget {
   private total = 0;
   private over = false;
 
-  /** `before`: the quarantined rows of each segment a resumed run finished earlier, by segment index. */
+  /**
+   * `allowed`: Infinity while the run's rows are not all planned (see allow). `before`: the
+   * quarantined rows of each segment a resumed run finished earlier, by segment index.
+   */
   constructor(
-    readonly allowed: number,
+    private allowance: number,
     before: ReadonlyMap<number, number> = new Map(),
   ) {
     for (const [index, rows] of before) this.set(index, rows);
+  }
+
+  get allowed(): number {
+    return this.allowance;
+  }
+
+  /**
+   * The allowance once planning has counted the run's rows: a run scored while it is planned
+   * cannot tell a share of rows it has not counted, so it goes past none until then.
+   */
+  allow(allowed: number): void {
+    this.allowance = allowed;
+    this.over ||= this.total > allowed;
   }
 
   /** The run's quarantined rows so far, all segments. */
@@ -67,6 +83,6 @@ export class MemoryErrorBudget implements ErrorBudget {
   private set(index: number, rows: number): void {
     this.total += rows - (this.bySegment.get(index) ?? 0);
     this.bySegment.set(index, rows);
-    this.over ||= this.total > this.allowed;
+    this.over ||= this.total > this.allowance;
   }
 }

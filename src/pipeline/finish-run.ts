@@ -32,8 +32,10 @@ export async function finishRun(
   run: PreparedRun,
   facts: {
     startedAt: string;
-    /** When planning ended and scoring began (this attempt's). */
+    /** When scoring began (this attempt's): planning may go on after it (see startRun). */
     plannedAt: number;
+    /** When planning ended, where it went on while segments were scored. */
+    planEndAt?: number;
     queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts;
   },
   ctx: FinishContext,
@@ -64,7 +66,12 @@ export async function finishRun(
     counts,
     profile,
     outputs,
-    timings: { planMs: facts.plannedAt - Date.parse(facts.startedAt), scoreMs: scoredAt - facts.plannedAt, assembleMs: Date.now() - scoredAt },
+    timings: {
+      planMs: facts.plannedAt - Date.parse(facts.startedAt),
+      scoreMs: scoredAt - facts.plannedAt,
+      assembleMs: Date.now() - scoredAt,
+      ...(facts.planEndAt !== undefined && { planEndMs: facts.planEndAt - Date.parse(facts.startedAt) }),
+    },
     concurrency: { asked: run.request.options.concurrency, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
     queue: facts.queue?.(finished.done),

@@ -62,11 +62,12 @@ export const manifestSchema = z.object({
   profile: predictionProfileSchema.nullable().default(null),
   outputs: z.array(outputFileSchema),
   /**
-   * Where the run's time went, in ms: describe and planning, scoring the segments, assembling the
-   * outputs (this attempt's, for a resumed run). Null for a failed run, and in manifests of releases
-   * that kept none.
+   * Where the run's time went, in ms: describe and planning up to the first segment's scoring,
+   * scoring the segments, assembling the outputs (this attempt's, for a resumed run); and, where
+   * planning went on while segments were scored (`score`), when it ended, from the run's start.
+   * Null for a failed run, and in manifests of releases that kept none.
    */
-  timings: z.object({ planMs: z.number(), scoreMs: z.number(), assembleMs: z.number() }).nullable().default(null),
+  timings: z.object({ planMs: z.number(), scoreMs: z.number(), assembleMs: z.number(), planEndMs: z.number().optional() }).nullable().default(null),
   /**
    * --concurrency as asked, and the requests in flight the segments ended with (their median; for
    * `auto`, where it settled). Null for a failed run, and in manifests of releases that kept none.

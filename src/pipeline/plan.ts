@@ -77,6 +77,11 @@ const currentInputPlanSchema = z.object({
   /** Data rows to score (all of them, or the first --limit). */
   rows: z.int().min(0),
   segments: z.array(segmentPlanSchema),
+  /**
+   * Set in a plan stored while planning went on (see PlanOptions.onSegment): its segments so far,
+   * the rest unknown, so a resume plans the input again and checks it finds the same segments.
+   */
+  planning: z.literal(true).optional(),
 });
 
 /**
@@ -103,6 +108,23 @@ export interface PlanOptions {
   /** Where to write UTF-8 copies of files in other encodings; without it (a dry run) nothing is written. */
   stage?: (file: number) => Location;
   signal?: AbortSignal;
+  /**
+   * Hears the plan so far each time planning finds a segment's end, before planning ends, so the
+   * segments found can be scored meanwhile: the same object each time, grown (its segments and
+   * rows; `planning` set, no sha256), to be read and never changed. Only for an input of one CSV
+   * file, in UTF-8 and uncompressed, whose ranges can be read at once: JSON Lines has every key of
+   * every row as its columns, gzip and other encodings are read from a copy stored whole only at
+   * the end, Parquet's row groups are known from its footer after its bytes are hashed, and
+   * several files must each be checked against the first; such inputs are planned whole first.
+   * The last segment's end is found with the plan's end, and is not heard here.
+   */
+  onSegment?: (sofar: InputPlan) => void;
+  /**
+   * Awaited once onSegment has heard of a first segment, before planning reads on: the run starts
+   * (its probe, its run.json) without planning's work in its way, so its first request waits for
+   * no more of the input whatever its size. Planning stops with its rejection.
+   */
+  holdAfterFirst?: Promise<unknown>;
 }
 
 /**
@@ -120,10 +142,11 @@ export async function planInput(storage: Storage, location: Location, options: P
   let columns: string[] | undefined;
   let types: Record<string, ParquetValueType> | undefined;
   const seen = new Set<string>();
+  const onSegment = listed.length === 1 ? options.onSegment : undefined;
   for (const [i, file] of listed.entries()) {
     if (options.limit !== undefined && rows >= options.limit) break;
     const limit = options.limit === undefined ? undefined : options.limit - rows;
-    const planned = await planFile(storage, file, i, { ...options, limit }, rows, segments);
+    const planned = await planFile(storage, file, i, { ...options, limit, onSegment }, rows, segments, name);
     const first = files[0];
     if (first && planned.plan.syntax !== first.syntax) {
       throw new InputError(
@@ -176,6 +199,7 @@ async function planFile(
   options: PlanOptions,
   firstRow: number,
   segments: SegmentPlan[],
+  inputName: string,
 ): Promise<{ plan: InputFilePlan; types?: Record<string, ParquetValueType> }> {
   const name = formatLocation(file.location);
   const info: ObjectInfo = {
@@ -225,9 +249,10 @@ async function planFile(
     const copy = staged ? new PassThrough() : undefined;
     const copyWritten = staged && copy ? storage.write(staged, copy, { signal: options.signal }) : undefined;
     copyWritten?.catch(() => undefined);
+    const grown = options.onSegment && !gzip && utf8 ? growingPlan(inputName, name, info, segments, options.onSegment) : undefined;
     let text;
     try {
-      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy && copyWritten && { stream: copy, written: copyWritten });
+      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy && copyWritten && { stream: copy, written: copyWritten }, grown);
       copy?.end();
       await copyWritten;
     } catch (err) {
@@ -249,6 +274,31 @@ async function planFile(
   } finally {
     raw.destroy();
   }
+}
+
+/**
+ * The plan of a one-file input as planning finds its segments (see PlanOptions.onSegment): `closed`
+ * segments of `all` have their end, and are added to it before it is heard.
+ */
+function growingPlan(
+  location: string,
+  name: string,
+  info: ObjectInfo,
+  all: readonly SegmentPlan[],
+  onSegment: (sofar: InputPlan) => void,
+): (closed: number, columns: string[]) => void {
+  let sofar: InputPlan | undefined;
+  return (closed, columns) => {
+    const file: InputFilePlan = { location: name, info, sha256: null, syntax: 'csv', gzip: false, columns, rows: 0 };
+    sofar ??= { location, files: [file], syntax: 'csv', columns, rows: 0, segments: [], planning: true };
+    while (sofar.segments.length < closed) {
+      const segment = all[sofar.segments.length];
+      sofar.segments.push(segment);
+      sofar.rows += segment.rows;
+      sofar.files[0].rows += segment.rows;
+    }
+    onSegment(sofar);
+  };
 }
 
 /** Parquet segments: whole row groups, about `segmentRows` rows each (a row group is never split). */
@@ -274,6 +324,7 @@ function planRowGroups(groups: readonly { rows: number }[], file: number, firstR
  * One pass over a text file's UTF-8 bytes: checks they are UTF-8 with balanced quotes, reads the
  * header (CSV) or collects the keys of every row (JSON Lines), and cuts the rows into segments.
  * `copy`, when given, receives the bytes read (a staged copy of a file in another encoding).
+ * `grown`, when given, hears of each CSV segment whose end is found before the file's end.
  */
 async function planText(
   name: string,
@@ -283,6 +334,7 @@ async function planText(
   options: PlanOptions,
   segments: SegmentPlan[],
   copy?: { stream: PassThrough; written: Promise<unknown> },
+  grown?: (closed: number, columns: string[]) => void,
 ): Promise<{ syntax: 'csv' | 'jsonl'; columns: string[]; rows: number; complete: boolean }> {
   const utf8 = new Utf8Check();
   let splitter: RowSplitter | undefined;
@@ -310,6 +362,12 @@ async function planText(
       return;
     }
     if (rows % options.segmentRows === 0) {
+      // The segment before ends where this one starts: its rows are whole, their bytes checked.
+      if (grown && syntax === 'csv' && columns && segments.length > mine) {
+        segments[segments.length - 1].end = row.offset;
+        grown(segments.length, columns);
+        heard = true;
+      }
       segments.push({ index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: row.offset, end: 0, firstLine: row.line });
     }
     segments[segments.length - 1].rows++;
@@ -317,6 +375,8 @@ async function planText(
   };
   const mine = segments.length;
   let offset = 0;
+  let heard = false;
+  let hold = grown && options.holdAfterFirst;
   for await (const chunk of bytes) {
     let data = chunk;
     if (!splitter) {
@@ -340,6 +400,10 @@ async function planText(
     splitter.push(data, onRow);
     offset += data.length;
     if (limitEnd !== undefined) break;
+    if (heard && hold) {
+      await hold;
+      hold = undefined;
+    }
   }
   if (limitEnd === undefined) {
     if (!utf8.end()) throw new InputError(`${name}: not UTF-8: the file ends inside a multi-byte character`);

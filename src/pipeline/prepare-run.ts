@@ -17,6 +17,7 @@ import { writeRunFile } from './run-state.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
+import { SegmentFeed } from './segment-feed.js';
 import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
 import { claimRunFolder, refusedWhilePlanning, withdrawClaim } from './run-folder-claim.js';
@@ -39,14 +40,38 @@ export function newRunId(now = new Date()): string {
   return `${stamp}-${Math.random().toString(16).slice(2, 8)}`;
 }
 
+/** A run started or found started (see startRun), to be scored while its planning goes on. */
+export interface StartedRun {
+  /** The run: its `input` grows while planning goes on, and is the whole plan once `planned` has resolved. */
+  run: PreparedRun;
+  /** The segments to score, each once it can be read; ends once the whole plan is in run.json, or throws planning's error. */
+  segments: SegmentFeed;
+  /** Resolves once the whole plan is in run.json (it rejects as `segments` throws). */
+  planned: Promise<void>;
+  /** Whether the run was started before: some of its segments may be done. */
+  resumed: boolean;
+}
+
 /**
  * Starts a run, or finds it started: claims its folder (see claimRunFolder), takes the describe
  * snapshot, pins the model version, plans the input, checks its columns, and fixes the output
  * columns, all before any row is scored. A run id whose `_work/run.json` exists with the same
  * request resumes as it began; one whose planning failed before is planned again, for the same
- * request only.
+ * request only. Waits for the whole plan (see startRun).
  */
 export async function prepareRun(request: RunRequest, runId: string, ctx: PrepareContext): Promise<PreparedRun> {
+  const started = await startRun(request, runId, ctx);
+  await started.planned;
+  return started.run;
+}
+
+/**
+ * As prepareRun, but returns once the first segment can be scored: planning an input that can be
+ * read as it is planned (see PlanOptions.onSegment) goes on meanwhile, and run.json holds the plan
+ * so far (`input.planning`) until it has the whole plan. A run stopped before its planning ended
+ * plans its input again from its stored facts (see planAgain).
+ */
+export async function startRun(request: RunRequest, runId: string, ctx: PrepareContext): Promise<StartedRun> {
   const { storage, log, signal } = ctx;
   const folder = runFiles.folder(request.out, runId);
   const claimed = await claimRunFolder(storage, folder, runId, request, signal);
@@ -57,11 +82,24 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
   const stored = existing?.request ?? claimed;
   if (stored) refuseOtherOutput(runId, folder, stored, request);
   ctx.onClaimed?.();
-  if (existing) return resume(existing, request, ctx);
-  const run = await planRun(request, runId, ctx, {
-    keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
-    stage: (file) => runFiles.stagedInput(folder, file),
-  }).catch(async (err: unknown) => {
+  const segments = new SegmentFeed();
+  if (existing) {
+    const run = await resume(existing, request, ctx);
+    if (!run.input.planning) segments.end(run.input.segments.length);
+    const planned = run.input.planning ? planAgain(run, ctx, segments) : Promise.resolve();
+    planned.catch(() => undefined); // Heard through `segments` by a run that scores.
+    return { run, segments, planned, resumed: true };
+  }
+  const { run, whole, readOn, stop } = await beginRun(
+    request,
+    runId,
+    ctx,
+    {
+      keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
+      stage: (file) => runFiles.stagedInput(folder, file),
+    },
+    segments,
+  ).catch(async (err: unknown) => {
     // Refused while planning, a run this call claimed leaves no folder (see refusedWhilePlanning).
     if (claimed === undefined && refusedWhilePlanning(errorCode(err))) {
       await withdrawClaim(storage, folder).catch((cleanup: unknown) =>
@@ -70,7 +108,20 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     }
     throw err;
   });
-  await writePreparedRun(storage, run, signal);
+  // Stored before any segment is scored: segments without run.json would be a run's lost state.
+  await writePreparedRun(storage, run, signal).catch(async (err: unknown) => {
+    stop();
+    await whole.catch(() => undefined);
+    throw err;
+  });
+  readOn();
+  const planned = run.input.planning ? whole.then((input) => storeWholePlan(run, input, ctx, segments)) : Promise.resolve(planEnded(run, log, segments));
+  planned.catch((err: unknown) => segments.fail(err));
+  return { run, segments, planned, resumed: false };
+}
+
+/** Planning ended: the run has its whole plan (in run.json already), and every segment can be scored. */
+function planEnded(run: PreparedRun, log: Logger, segments: SegmentFeed): void {
   log.info(
     {
       rows: run.input.rows,
@@ -82,7 +133,56 @@ export async function prepareRun(request: RunRequest, runId: string, ctx: Prepar
     'run planned',
   );
   for (const warning of run.warnings) log.warn(warning);
-  return run;
+  segments.end(run.input.segments.length);
+}
+
+/** The whole plan of a run whose scoring began while it was planned: kept in run.json, in place of the plan so far. */
+async function storeWholePlan(run: PreparedRun, input: InputPlan, ctx: PrepareContext, segments: SegmentFeed): Promise<void> {
+  run.input = input;
+  await writePreparedRun(ctx.storage, run, ctx.signal);
+  planEnded(run, ctx.log, segments);
+}
+
+/**
+ * Plans again the input of a run stopped before its planning ended, its segments scored as
+ * before while it does: the run's facts (model, columns, output) stay as stored, and the input
+ * must come out as it was planned so far (the same file, columns and segments), or it changed
+ * since (E_INPUT_CHANGED). The segments stored are released at once.
+ */
+async function planAgain(run: PreparedRun, ctx: PrepareContext, segments: SegmentFeed): Promise<void> {
+  const stored = run.input;
+  let checked = 0;
+  const same = (plan: InputPlan, whole: boolean) => {
+    const known = Math.min(plan.segments.length, stored.segments.length);
+    for (; checked < known && isDeepStrictEqual(plan.segments[checked], stored.segments[checked]); checked++);
+    const fits =
+      checked === known &&
+      isDeepStrictEqual(plan.files[0].info, stored.files[0].info) &&
+      isDeepStrictEqual(plan.columns, stored.columns) &&
+      (!whole || (plan.files.length === 1 && known === stored.segments.length));
+    if (!fits) {
+      throw new InputError(`${stored.location} changed since run ${run.runId} began planning it; score it again with another --run-id`, 'E_INPUT_CHANGED');
+    }
+  };
+  try {
+    segments.release(stored.segments.length);
+    const input = await planInput(ctx.storage, parseLocation(run.request.input), {
+      ...planOptions(run.request.options),
+      stage: (file) => runFiles.stagedInput(run.folder, file),
+      signal: ctx.signal,
+      onSegment: (sofar) => {
+        same(sofar, false);
+        // The segments stored stay the run's until planning has found as many again.
+        if (sofar.segments.length >= stored.segments.length) run.input = sofar;
+        segments.release(sofar.segments.length);
+      },
+    });
+    same(input, true);
+    await storeWholePlan(run, input, ctx, segments);
+  } catch (err) {
+    segments.fail(err);
+    throw err;
+  }
 }
 
 /** What planning a run may write: the describe snapshot, and UTF-8 copies of inputs in other encodings. A dry run writes neither. */
@@ -97,9 +197,74 @@ export interface PlanWrites {
  * says, so a dry run plans exactly as a run does and leaves nothing behind.
  */
 export async function planRun(request: RunRequest, runId: string, ctx: PrepareContext, writes: PlanWrites = {}): Promise<PreparedRun> {
-  const { storage, client, signal, log } = ctx;
+  return (await beginRun(request, runId, ctx, writes)).run;
+}
+
+/**
+ * planRun, which with `segments` returns once the first segment can be scored: the run's `input`
+ * then grows as planning goes on once `readOn` is called (`stop` ends it), `segments` hears of each
+ * segment found, and `whole` resolves to the whole plan (see PlanOptions.onSegment). The input is
+ * read while describe is asked.
+ */
+async function beginRun(
+  request: RunRequest,
+  runId: string,
+  ctx: PrepareContext,
+  writes: PlanWrites,
+  segments?: SegmentFeed,
+): Promise<{ run: PreparedRun; whole: Promise<InputPlan>; readOn: () => void; stop: () => void }> {
+  const { storage } = ctx;
   const folder = runFiles.folder(request.out, runId);
   const requested = parseModelRef(request.model);
+  // A run refused while its input is read stops the reading.
+  const refused = new AbortController();
+  const signal = ctx.signal ? AbortSignal.any([ctx.signal, refused.signal]) : refused.signal;
+  let firstSegment!: (sofar: InputPlan) => void;
+  const early = new Promise<InputPlan>((resolve) => (firstSegment = resolve));
+  // Planning waits, once it has found the first segment, for the run to have started (see PlanOptions.holdAfterFirst).
+  let readOn!: () => void;
+  const hold = new Promise<void>((resolve, reject) => {
+    readOn = resolve;
+    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+  hold.catch(() => undefined); // Planning stops with it.
+
+  const whole = planInput(storage, parseLocation(request.input), {
+    ...planOptions(request.options),
+    ...(writes.stage && { stage: writes.stage }),
+    signal,
+    ...(segments && {
+      onSegment: (sofar: InputPlan) => {
+        firstSegment(sofar);
+        segments.release(sofar.segments.length);
+      },
+      holdAfterFirst: hold,
+    }),
+  });
+  // Awaited once describe has answered (its failure told first), or by the caller once scoring began.
+  const firstPlanned = Promise.race([early, whole]);
+  for (const planning of [whole, firstPlanned]) planning.catch(() => undefined);
+  try {
+    const run = await fixRun(request, runId, folder, requested, { ...ctx, signal }, writes, firstPlanned);
+    return { run, whole, readOn, stop: () => refused.abort() };
+  } catch (err) {
+    refused.abort();
+    await whole.catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The rest of beginRun, once describe is asked: what the run fixes from the model and the input's first segment. */
+async function fixRun(
+  request: RunRequest,
+  runId: string,
+  folder: Location,
+  requested: ModelRef,
+  ctx: PrepareContext,
+  writes: PlanWrites,
+  planned: Promise<InputPlan>,
+): Promise<PreparedRun> {
+  const { client, signal, log } = ctx;
   const snapshot = await takeDescribeSnapshot(client, requested, { signal, log });
   const facts = modelFacts(snapshot, requested);
   if (facts.timeSeries) {
@@ -109,12 +274,7 @@ export async function planRun(request: RunRequest, runId: string, ctx: PrepareCo
     );
   }
   const model: ModelRef = { ...requested, version: requested.version ?? facts.version };
-
-  const input = await planInput(storage, parseLocation(request.input), {
-    ...planOptions(request.options),
-    ...(writes.stage && { stage: writes.stage }),
-    signal,
-  });
+  const input = await planned;
   const columns = checkInputColumns(input, facts.inputs, request.options.strictColumns);
   const kept = keptColumns(input.columns, request.options, input.location);
   const { answer: probe, rowIdMember, echoed } = await probeAnswer(ctx, input, model, columns.sent, request.options, facts.rowIdMemberHint);

@@ -9,14 +9,13 @@ import { finishRun, recordFailure } from './finish-run.js';
 import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
 import { runServiceClient } from './run-client.js';
-import { newRunId, prepareRun } from './prepare-run.js';
+import { newRunId, startRun } from './prepare-run.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
 import { scoreSegment } from './score-segment.js';
-import { sumCounts } from './segment-counts.js';
-import { readSegmentsDone, unfinished } from './segment-done.js';
+import { readSegmentDone, readSegmentsDone } from './segment-done.js';
 
 /** How far a run got: its folder claimed (a failure is recorded there), then its plan made (a resume goes on from it). */
 export type RunStage = 'claimed' | 'planned';
@@ -54,23 +53,18 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(request.options.concurrency), log });
   let run: PreparedRun | undefined;
   try {
-    run = await prepareRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
+    run = started.run;
     const prepared = run;
-    // A resumed run keeps its finished segments, and counts them as done.
-    const done = await readSegmentsDone(storage, run);
-    const todo = unfinished(run, done);
-    const finished = done.filter((d) => d !== undefined);
-    const before = sumCounts(finished);
-    const tracker = { rowsDone: before.rowsIn, segmentsDone: finished.length, rowsSince: 0, start: Date.now(), last: 0 };
-    const budget = new MemoryErrorBudget(
-      quarantineAllowance(run.input.rows, request.options.maxErrorRate),
-      new Map(done.flatMap((d, index) => (d ? [[index, d.rowsQuarantined]] : []))),
-    );
+    const tracker = { rowsDone: 0, segmentsDone: 0, rowsSince: 0, start: Date.now(), last: 0, planEndAt: 0 };
+    // Past its allowance once its rows are all planned (see MemoryErrorBudget.allow).
+    const budget = new MemoryErrorBudget(Infinity);
     const report = (force = false) => {
       const now = Date.now();
-      if (!ctx.onProgress || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;
+      // Totals are known once planning ended: no progress is told before.
+      if (!ctx.onProgress || tracker.planEndAt === 0 || (!force && now - tracker.last < PROGRESS_EVERY_MS)) return;
       tracker.last = now;
       ctx.onProgress(
         computeProgress(
@@ -86,6 +80,14 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         ),
       );
     };
+    started.planned.then(
+      () => {
+        tracker.planEndAt = Date.now();
+        budget.allow(quarantineAllowance(prepared.input.rows, request.options.maxErrorRate));
+        report(true);
+      },
+      () => undefined, // Thrown by started.segments.
+    );
     const limit = createRequestLimit(request.options.concurrency);
     // More than one segment at once keeps the pipe full across a segment's end.
     const segments = pLimit(run.request.options.segmentsAtOnce);
@@ -105,26 +107,51 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         report();
       },
     };
-    report(true);
-    const scoring = todo.map((index) =>
-      segments(async () => {
-        signal.throwIfAborted();
-        await scoreSegment(work, index);
-        tracker.segmentsDone++;
-        report();
-      }),
-    );
-    await Promise.all(scoring).catch(async (err: unknown) => {
+    // A resumed run keeps its finished segments, and counts them as done: read in windows from a
+    // whole plan, one by one as a plan made again finds them.
+    const replanning = started.resumed && run.input.planning === true;
+    const before = started.resumed && !replanning ? await readSegmentsDone(storage, run) : [];
+    const doneBefore = (index: number) => (replanning ? readSegmentDone(storage, folder, index) : before[index]);
+    const scoring: Promise<void>[] = [];
+    // The first segment to fail is the run's failure; those stopped by it fail after it.
+    let failed: { err: unknown } | undefined;
+    try {
+      for await (const index of started.segments) {
+        const done = await doneBefore(index);
+        if (done) {
+          tracker.rowsDone += done.rowsIn;
+          tracker.segmentsDone++;
+          budget.report(index, done.rowsQuarantined);
+          continue;
+        }
+        const segment = segments(async () => {
+          signal.throwIfAborted();
+          await scoreSegment(work, index);
+          tracker.segmentsDone++;
+          report();
+        });
+        segment.catch((err: unknown) => {
+          failed ??= { err };
+          failFast.abort();
+        });
+        scoring.push(segment);
+      }
+      await Promise.all(scoring);
+      await started.planned;
+    } catch (err) {
+      const cause = failed?.err ?? err;
       failFast.abort();
       await Promise.allSettled(scoring);
-      throw err;
-    });
+      throw cause;
+    }
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(run, { startedAt, plannedAt }, { storage, client, log, signal });
+    const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {
+    // Planning may still be reading the input (run.json could not be stored, say): it stops too.
+    failFast.abort();
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
     const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);

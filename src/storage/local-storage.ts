@@ -77,7 +77,11 @@ export class LocalStorage {
       return Readable.from([]);
     }
     const stream = handle.createReadStream({ start, ...(end !== undefined && { end: end - 1 }) });
-    return signal === undefined ? stream : addAbortSignal(signal, stream);
+    if (signal === undefined) return stream;
+    // Aborted before the caller, a microtask away, reads it, the stream would throw its AbortError
+    // with no listener yet, uncaught; it keeps the error, and the caller's first read throws it.
+    stream.on('error', () => undefined);
+    return addAbortSignal(signal, stream);
   }
 
   async readText(loc: FileLocation, signal?: AbortSignal): Promise<string> {

@@ -22,3 +22,13 @@ describe("a run's error budget in one process", () => {
     expect(new MemoryErrorBudget(3, new Map([[0, 4]])).report(1, 0)).toBe(true);
   });
 });
+
+describe('the error budget of a run scored while it is planned', () => {
+  it('goes past nothing until the rows are counted, then past what the allowance says', () => {
+    const budget = new MemoryErrorBudget(Infinity);
+    expect(budget.report(0, 50)).toBe(false);
+    budget.allow(quarantineAllowance(1_000, 0.01));
+    expect(budget.allowed).toBe(10);
+    expect(budget.report(1, 0)).toBe(true);
+  });
+});
