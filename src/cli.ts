@@ -1,11 +1,22 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=8 --scavenger-max-new-space-capacity-mb=4
 // The young generation is capped at 8 MiB per semi-space (V8's default is 16): a batch's rows die
 // young once their requests are sent, and a cap of 4 collected them twice as often, for about 4%
 // more CPU and about a point of the latency-bound rate; 16 cost ~15 MiB of peak RSS for no more
 // speed. glibc gives each thread that allocates (V8's collector and compiler threads, libuv's pool)
 // its own arena and keeps what they free: two arenas take ~10 MiB off the peak RSS of a 1M-row run,
-// for no CPU measured. Both can only be set as the process starts, hence here, where the installed
-// `batch-scorer` command (and the container's entry point) run it (measured with `npm run bench`).
+// for no CPU measured. glibc also raises its mmap threshold to the size of each mapped block freed
+// (up to 32 MiB): once the first answer (~0.5 MiB) was freed, every later request body and answer
+// was carved from the heap, whose holes then grew RSS with the run's length (Node 24: 137 -> 166
+// MiB over a 1M-row JSON Lines run, heap flat); a fixed threshold (its default, 128 KiB) maps
+// them and unmaps them as they are freed. V8 13 (Node 24) forces a young collection for ArrayBuffers
+// only once the young generation holds twice its *default* maximum semi-space of them, which this
+// flag sets (in units of 2 MiB here) and --max-semi-space-size does not
+// (Heap::AllocateExternalBackingStore): assembly, which allocates little else, let 33-50 MiB of
+// read chunks wait dead for a collection (a 5M-row JSON Lines run peaked there at 196 MiB; at 8,
+// 10M rows still reached 188). At 4 the trigger is 16 MiB; the young generation itself stays as
+// set above, and no CPU cost was measured on the CPU-bound run.
+// These can only be set as the process starts, hence here, where the installed `batch-scorer`
+// command (and the container's entry point) run it (measured with `npm run bench`).
 import module from 'node:module';
 import v8 from 'node:v8';
 import { Command } from 'commander';

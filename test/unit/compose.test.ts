@@ -672,7 +672,9 @@ describe('Dockerfile', () => {
     expect(entrypoint).toHaveLength(1);
     // The command itself, so that its first line's V8 settings apply (the build makes it executable).
     expect(JSON.parse(entrypoint[0])).toEqual(['/app/dist/cli.js']);
-    expect(readFileSync(path.join(root, 'src', 'cli.ts'), 'utf8')).toMatch(/^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=\d+\n/);
+    expect(readFileSync(path.join(root, 'src', 'cli.ts'), 'utf8')).toMatch(
+      /^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 (MALLOC_\w+=\d+ )*node --max-semi-space-size=\d+( --[\w-]+=\d+)*\n/,
+    );
     expect(readFileSync(path.join(root, 'package.json'), 'utf8')).toMatch(
       /"build": "tsc -p tsconfig.build.json && node -e .*chmodSync\('dist\/cli.js', 0o755\)/,
     );
