@@ -65,7 +65,7 @@ export async function finishRun(
     profile,
     outputs,
     timings: { planMs: facts.plannedAt - Date.parse(facts.startedAt), scoreMs: scoredAt - facts.plannedAt, assembleMs: Date.now() - scoredAt },
-    concurrency: { asked: run.request.options.concurrency, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
+    concurrency: { asked: run.request.options.concurrency ?? null, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
     queue: facts.queue?.(finished.done),
   });
