@@ -17,16 +17,18 @@ export const scaleOut: Section = {
   async run(ctx, report) {
     if (!(await ctx.redisAnswers())) return report.note(`skipped: no Redis answers at ${REDIS_URL}`);
     const rows = ctx.rows('BENCH_SCALEOUT_ROWS', 240_000, 480_000);
-    // Scaled with the rows, so that a smoke run still has several segments to share.
-    const options = { batchSize: 100, concurrency: 4, segmentRows: Math.max(1000, Math.round(10_000 * ctx.scale)) };
+    // Scaled with the rows, so that a smoke run still has several segments to share. The run sets
+    // no --concurrency: each worker's own bounds it, so each worker added adds slots.
+    const options = { batchSize: 100, segmentRows: Math.max(1000, Math.round(10_000 * ctx.scale)) };
+    const workerSlots = 4;
     const sim = await ctx.simulator(['--latency-ms', String(LATENCY_MS)]);
     const input = await ctx.input(rows, 'csv');
     report.note(
-      `${rows.toLocaleString('en-US')} rows, latency ${LATENCY_MS} ms, batch ${options.batchSize}, concurrency ${options.concurrency}, segments of ${options.segmentRows} rows`,
+      `${rows.toLocaleString('en-US')} rows, latency ${LATENCY_MS} ms, batch ${options.batchSize}, worker concurrency ${workerSlots}, segments of ${options.segmentRows} rows`,
     );
     const results: QueueRunResult[] = [];
     for (const workers of WORKER_COUNTS) {
-      const r = await queueRun({ workers, workerFlags: ['--concurrency', String(options.concurrency)], serviceUrl: sim.url, input, out: ctx.runsDir, options });
+      const r = await queueRun({ workers, workerFlags: ['--concurrency', String(workerSlots)], serviceUrl: sim.url, input, out: ctx.runsDir, options });
       results.push(r);
       report.raw.push({ ...r, rows });
       report.figure(`${workers} worker${workers > 1 ? 's' : ''}: rows/s`, rows / r.seconds, 'rows/s');
