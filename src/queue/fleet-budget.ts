@@ -144,8 +144,10 @@ export class FleetBudgets {
 
 /** A request waiting for a slot of the budget. */
 interface Waiter {
-  /** The holder its request is queued under in Redis. */
-  holder?: string;
+  /** The holder its request asks, or is queued in Redis, under. */
+  holder: string;
+  /** An acquire call of it is out: its answer, not `lost`, decides what it does next. */
+  asking: boolean;
   /** Set once it got a slot or stopped waiting. */
   settled: boolean;
   resolve(holder: string): void;
@@ -235,15 +237,11 @@ export class FleetLimit implements RequestLimit {
     if (signal?.aborted) return Promise.reject(new AbortedError('waiting for a request slot: cancelled', signal.reason));
     this.budgets.track(this);
     return new Promise<string>((resolve, reject) => {
-      const stop = () => {
-        if (waiter.settled) return;
-        waiter.settled = true;
-        const at = this.waiters.indexOf(waiter);
-        // Its entry stays queued in Redis: the slot it brings is given back (see granted).
-        if (at >= 0) this.waiters.splice(at, 1);
-        reject(new AbortedError('waiting for a request slot: cancelled', signal?.reason));
-      };
+      // Its entry, if queued in Redis, stays there: the slot it brings is given back (see granted).
+      const stop = () => this.settle(waiter, new AbortedError('waiting for a request slot: cancelled', signal?.reason));
       const waiter: Waiter = {
+        holder: this.holder,
+        asking: false,
         settled: false,
         resolve: (holder) => {
           signal?.removeEventListener('abort', stop);
@@ -255,60 +253,63 @@ export class FleetLimit implements RequestLimit {
         },
       };
       signal?.addEventListener('abort', stop, { once: true });
+      // Listed before it asks: the grant of its queued entry may be read before the answer that queued it.
+      this.waiters.push(waiter);
       void this.ask(waiter);
     });
   }
 
   /** Asks Redis for a slot for `waiter`: it gets one, or waits in the queue for a grant. */
   private async ask(waiter: Waiter): Promise<void> {
-    for (;;) {
+    while (!waiter.settled) {
       const holder = this.holder;
       // A holder's lease is made only while this process owes nothing under it; a lease gone
       // while it does means its slots went back to the fleet (see lost).
       const join = (this.owed.get(holder) ?? 0) === 0 ? 1 : 0;
       this.owe(holder, 1);
+      waiter.holder = holder;
+      waiter.asking = true;
       let taken: number;
       try {
         [taken, this.level] = await this.budgets.call('budgetAcquire', this.state, holder, this.initial, join);
       } catch (err) {
+        waiter.asking = false;
         this.owe(holder, -1);
-        if (!waiter.settled) {
-          waiter.settled = true;
-          waiter.reject(err as Error);
-        }
+        this.settle(waiter, err as Error);
         return;
       }
       if (taken === -1) {
         this.owe(holder, -1);
         this.lost(holder);
+        waiter.asking = false;
         continue;
       }
-      if (waiter.settled) {
-        // It stopped waiting meanwhile: a slot taken goes back; one queued, once granted.
-        if (taken === 1) this.give(holder);
-        return;
-      }
-      if (taken === 1) {
-        waiter.settled = true;
-        waiter.resolve(holder);
-      } else {
-        waiter.holder = holder;
-        this.waiters.push(waiter);
-      }
+      waiter.asking = false;
+      // A slot taken by a request that got one meanwhile (a grant), or stopped waiting, goes back.
+      if (taken === 1 && !this.settle(waiter, holder)) this.give(holder);
+      // Queued: it waits in the list for a grant (or, settled meanwhile, its grant goes back).
       return;
     }
   }
 
-  /** A slot granted to a request this process queued under `holder`: the first still waiting takes it. */
-  granted(holder: string): void {
-    const at = this.waiters.findIndex((w) => w.holder === holder);
-    if (at < 0) {
-      this.give(holder);
-      return;
-    }
-    const [waiter] = this.waiters.splice(at, 1);
+  /** Ends a request's wait with a slot of `holder`, or an error; false when it had ended already. */
+  private settle(waiter: Waiter, outcome: string | Error): boolean {
+    if (waiter.settled) return false;
     waiter.settled = true;
-    waiter.resolve(holder);
+    this.waiters.splice(this.waiters.indexOf(waiter), 1);
+    if (typeof outcome === 'string') waiter.resolve(outcome);
+    else waiter.reject(outcome);
+    return true;
+  }
+
+  /**
+   * A slot granted to a request this process queued under `holder`: the first request waiting
+   * under it takes it; with none, it goes back. Slots are alike, and the first waiting is served
+   * first: a request takes a grant meant for another only once those before it are served.
+   */
+  granted(holder: string): void {
+    const waiter = this.waiters.find((w) => w.holder === holder);
+    if (!waiter || !this.settle(waiter, holder)) this.give(holder);
   }
 
   private give(holder: string): void {
@@ -347,15 +348,12 @@ export class FleetLimit implements RequestLimit {
    * new holder, and those in flight give back nothing when they end.
    */
   private lost(holder: string): void {
-    if (holder !== this.holder) return;
-    this.log.warn({ budget: this.state }, 'a fleet budget lease was lost: its slots went back to the fleet');
-    this.holder = this.budgets.holder(++this.epoch);
-    this.owed.delete(holder);
-    const queued = this.waiters.filter((w) => w.holder === holder);
-    for (const w of queued) {
-      this.waiters.splice(this.waiters.indexOf(w), 1);
-      void this.ask(w);
+    if (holder === this.holder) {
+      this.log.warn({ budget: this.state }, 'a fleet budget lease was lost: its slots went back to the fleet');
+      this.holder = this.budgets.holder(++this.epoch);
+      this.owed.delete(holder);
     }
+    for (const w of this.waiters) if (w.holder !== this.holder && !w.asking) void this.ask(w);
   }
 
   /** Gives back every slot of this process at once. */
@@ -366,9 +364,6 @@ export class FleetLimit implements RequestLimit {
   /** Fails the requests still waiting: the worker is shutting down. */
   stop(): void {
     clearTimeout(this.sending === 'now' ? undefined : this.sending);
-    for (const w of this.waiters.splice(0)) {
-      w.settled = true;
-      w.reject(new AbortedError('worker shutting down'));
-    }
+    for (const w of [...this.waiters]) this.settle(w, new AbortedError('worker shutting down'));
   }
 }
