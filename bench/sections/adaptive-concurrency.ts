@@ -74,7 +74,7 @@ export const adaptiveConcurrency: Section = {
       report.figure(`${WORKERS} workers, run --concurrency ${setting}: rows/s`, rows / r.seconds, 'rows/s');
       report.figure(`${WORKERS} workers, run --concurrency ${setting}: retries (429s)`, r.facts.retries);
     }
-    report.figure(`${WORKERS} workers, auto: settled concurrency (per segment, median)`, queued.get('auto')!.facts.concurrencySettled);
+    report.figure(`${WORKERS} workers, auto: settled slots of a worker (at most its 4; segments' median)`, queued.get('auto')!.facts.concurrencySettled);
     judgeAuto(
       report,
       `${WORKERS} workers, `,

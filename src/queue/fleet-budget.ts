@@ -58,7 +58,9 @@ export class FleetBudgets {
 
   /** The budget of one run generation (`id`): `concurrency` slots for the fleet, or `auto`'s shared level. */
   limit(id: string, concurrency: number | 'auto'): FleetLimit {
-    return new FleetLimit(this, `${this.prefix}:budget:${id}`, concurrency);
+    const state = `${this.prefix}:budget:${id}`;
+    // One per budget while it holds or awaits slots: grants find their budget by its key.
+    return this.active.get(state) ?? new FleetLimit(this, state, concurrency);
   }
 
   /** A new holder name for this process. */
@@ -317,6 +319,8 @@ export class FleetLimit implements RequestLimit {
     this.budgets.call('budgetRelease', this.state, holder, this.initial).then(
       (level) => this.heard(level),
       (err: unknown) => {
+        // Closed: leaving gave back every slot already.
+        if (err instanceof AbortedError) return;
         // Redis still counts the slot: the holder is let go, and its lease, no longer renewed, returns it.
         this.log.warn({ err }, 'could not give back a slot of a fleet budget; its lease will return it');
         this.lost(holder);
