@@ -51,6 +51,27 @@ describe("a queued run's --concurrency across its workers", () => {
     }
   });
 
+  it('a cancelled run stops its requests waiting for the budget, and every slot it held comes back', async () => {
+    await f.setup({ latencyMs: 300 });
+    for (let i = 0; i < 2; i++) f.worker(['--concurrency', '4']);
+    const { runId } = await enqueue('cancelled', { concurrency: 2 });
+    await waitFor('requests sent', () => f.sim.stats.predictRequests >= 4, 30_000);
+    await f.queue.cancel(runId);
+    await waitFor('the run cancelled', async () => (await f.queue.get(runId))?.state === 'cancelled', 15_000);
+    const redis = new Redis(f.redisUrl);
+    try {
+      const budget = (await redis.keys(`${f.prefix}:budget:${runId}.*`)).find((k) => !/:(held|leases|queue)$/.test(k))!;
+      // Requests that stopped waiting left entries in the queue: their slots are handed on and given back.
+      await waitFor(
+        'no slot held nor request queued',
+        async () => (await redis.hget(budget, 'used')) === '0' && (await redis.llen(`${budget}:queue`)) === 0,
+        10_000,
+      );
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it("a killed worker's slots come back to the run once its lease runs out", async () => {
     await f.setup({ latencyMs: 1_500 });
     const first = f.worker(['--concurrency', '2']);
