@@ -287,8 +287,9 @@ export class FleetLimit implements RequestLimit {
         continue;
       }
       waiter.asking = false;
-      // A slot taken by a request that got one meanwhile (a grant), or stopped waiting, goes back.
-      if (taken === 1 && !this.settle(waiter, holder)) this.give(holder);
+      // A slot taken for a request that got one meanwhile (a grant meant for another's queued
+      // entry), or stopped waiting, goes to the next request waiting here, else back.
+      if (taken === 1 && !this.settle(waiter, holder)) this.granted(holder);
       // Queued: it waits in the list for a grant (or, settled meanwhile, its grant goes back).
       return;
     }
@@ -305,9 +306,11 @@ export class FleetLimit implements RequestLimit {
   }
 
   /**
-   * A slot granted to a request this process queued under `holder`: the first request waiting
-   * under it takes it; with none, it goes back. Slots are alike, and the first waiting is served
-   * first: a request takes a grant meant for another only once those before it are served.
+   * A slot granted to a request this process queued under `holder`, or one its request no longer
+   * needs: the first request waiting under it takes it; with none, it goes back. Slots are alike:
+   * each request waiting brings one (taken at once, or its queued entry's grant), so handing each
+   * to whoever waits first, and giving one back only when nobody waits, leaves none waiting for
+   * ever, whatever order the answers and grants are read in.
    */
   granted(holder: string): void {
     const waiter = this.waiters.find((w) => w.holder === holder);
