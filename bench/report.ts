@@ -19,6 +19,8 @@ export interface Figure {
   unit: string;
   target: string;
   verdict: Verdict;
+  /** The Node.js that ran the processes measured: every command of the suite runs on the bench's own (process.execPath). */
+  runtime: string;
 }
 
 /** A section of the suite: one idea measured, with its own runs. */
@@ -47,7 +49,7 @@ export class SectionReport {
     const v = value ?? null;
     const targetText = target ? describeTarget(target, unit) : '';
     const verdict: Verdict = !target || typeof v !== 'number' ? '' : meets(v, target) ? 'PASS' : 'MISS';
-    this.figures.push({ name, value: v, unit, target: targetText, verdict });
+    this.figures.push({ name, value: v, unit, target: targetText, verdict, runtime: `Node ${process.versions.node}` });
     const tail = targetText ? ` (target ${targetText}: ${verdict || 'n/a'})` : '';
     console.log(`[${this.id}] ${name}: ${formatValue(v, unit)}${tail}`);
   }

@@ -46,9 +46,9 @@ function markdown(run: BenchRun): string {
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; ${m.os}. ${m.date}, ${run.mode} sizes${run.scale === 1 ? '' : ` scaled by ${run.scale}`}.`,
   ];
   for (const s of run.sections) {
-    lines.push('', `### ${s.title}`, '', '| figure | value | target | result |', '| --- | --: | --- | --- |');
-    for (const f of s.figures) lines.push(`| ${f.name} | ${formatValue(f.value, f.unit)} | ${f.target} | ${f.verdict} |`);
-    if (s.error) lines.push(`| **error** | ${s.error.replace(/\|/g, '\\|').replace(/\n/g, ' ')} | | ERROR |`);
+    lines.push('', `### ${s.title}`, '', '| figure | value | target | result | runtime |', '| --- | --: | --- | --- | --- |');
+    for (const f of s.figures) lines.push(`| ${f.name} | ${formatValue(f.value, f.unit)} | ${f.target} | ${f.verdict} | ${f.runtime} |`);
+    if (s.error) lines.push(`| **error** | ${s.error.replace(/\|/g, '\\|').replace(/\n/g, ' ')} | | ERROR | |`);
     if (s.notes.length > 0) lines.push('', ...s.notes.map((n) => `- ${n}`));
   }
   return lines.join('\n');

@@ -8,7 +8,7 @@
  *
  * Sections (bench/sections/): cpu, latency, memory, growth (writes bench/growth.svg), scale-out
  * and the queue half of gzip (need Redis at REDIS_URL, default redis://127.0.0.1:6379; skipped
- * without), adaptive, gzip, connections; with --full also s3 and parquet.
+ * without), adaptive, gzip, connections, dirty; with --full also s3 and parquet.
  *
  * Environment:
  *   BENCH_SCALE=0.02         multiply every row count (at least 1000 rows) for a smoke run; a
@@ -18,10 +18,11 @@
  *   BENCH_CPU_ROWS (500000), BENCH_CPU_RUNS (3; 5 with --full), BENCH_LATENCY_ROWS (160000), BENCH_LATENCY_RUNS (3),
  *   BENCH_MEMORY_ROWS (1000000; --full 1000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
- *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000),
- *   BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only): row counts, before BENCH_SCALE.
+ *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000), BENCH_DIRTY_ROWS
+ *   (20000), BENCH_DIRTY_RUNS (3), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only):
+ *   row counts, before BENCH_SCALE.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { BENCH_DIR, BenchContext } from './context.js';
 import { describeMachine } from './machine.js';
 import { SectionReport, type Section } from './report.js';
@@ -29,6 +30,7 @@ import { writeMarkdownBlock, writeResultsJson, type BenchRun } from './results-f
 import { adaptiveConcurrency } from './sections/adaptive-concurrency.js';
 import { connections } from './sections/connections.js';
 import { cpuBound } from './sections/cpu-bound.js';
+import { dirtyData } from './sections/dirty-data.js';
 import { growth } from './sections/growth.js';
 import { gzip } from './sections/gzip.js';
 import { latencyBound } from './sections/latency-bound.js';
@@ -38,12 +40,18 @@ import { s3 } from './sections/s3.js';
 import { scaleOut } from './sections/scale-out.js';
 
 // Memory before growth and gzip: they reuse its runs. Connections after the runs it reads.
-const SECTIONS: Section[] = [cpuBound, latencyBound, memory, growth, scaleOut, adaptiveConcurrency, gzip, connections, s3, parquet];
+const SECTIONS: Section[] = [cpuBound, latencyBound, memory, growth, scaleOut, adaptiveConcurrency, gzip, connections, dirtyData, s3, parquet];
 
 const full = process.argv.includes('--full');
 const scale = Number(process.env.BENCH_SCALE ?? 1);
 if (!(scale > 0)) throw new Error(`BENCH_SCALE must be a positive number, not ${process.env.BENCH_SCALE}`);
 const only = process.env.BENCH_SECTIONS?.split(',').map((s) => s.trim());
+
+// The figures speak for the runtime the product ships on: the `node` devDependency, which `npm run`
+// puts first on PATH, runs the bench and (through process.execPath) every command it measures.
+const shipped = (JSON.parse(await readFile('package.json', 'utf8')) as { devDependencies: { node: string } }).devDependencies.node;
+if (process.versions.node !== shipped)
+  throw new Error(`the bench measures Node ${shipped}, the runtime batch-scorer ships on; this is Node ${process.versions.node}: run it as npm run bench`);
 
 const ctx = new BenchContext(full, scale);
 const machine = describeMachine();

@@ -16,10 +16,13 @@ export interface ScoreResult extends Omit<Measured, 'stdout'> {
 
 let runs = 0;
 
-/** Scores `input` (`rows` rows) with these extra flags; throws unless every row was scored. */
+/**
+ * Scores `input` (`rows` rows) with these extra flags; throws unless `scored` rows (default: every
+ * row) were scored.
+ */
 export async function scoreRun(
   ctx: BenchContext,
-  p: { label: string; input: string; rows: number; serviceUrl: string; flags?: string[]; inspect?: (folder: string) => Promise<void> },
+  p: { label: string; input: string; rows: number; scored?: number; serviceUrl: string; flags?: string[]; inspect?: (folder: string) => Promise<void> },
 ): Promise<ScoreResult> {
   const runId = `bench-${process.pid}-${++runs}`;
   const command = cliCommand(
@@ -39,7 +42,9 @@ export async function scoreRun(
   const { stdout, ...measured } = await measure(command, { LOG_LEVEL: 'warn' });
   const facts = await takeRunFolder(ctx.runsDir, runId, p.inspect);
   const summary = JSON.parse(stdout) as { rowsScored?: number };
-  if (summary.rowsScored !== p.rows || facts.rowsScored !== p.rows) throw new Error(`${p.label}: scored ${summary.rowsScored} of ${p.rows} rows`);
+  const scored = p.scored ?? p.rows;
+  if (summary.rowsScored !== scored || facts.rowsScored !== scored)
+    throw new Error(`${p.label}: scored ${summary.rowsScored} of ${p.rows} rows, ${scored} expected`);
   return { label: p.label, rows: p.rows, ...measured, facts };
 }
 

@@ -40,7 +40,7 @@ export function registerWorker(program: Command): void {
     .command('worker')
     .description('take runs, their segments and the jobs schedules fire from Redis until SIGTERM (REDIS_URL)')
     .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
-    .option('--segments <n>', 'segments scored at once', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
+    .option('--segments <n>', 'segments held at once at most: a next one only while those held drain', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
     .option(
       '--shutdown-timeout <ms>',
       'on SIGTERM, wait this long for in-flight segments before handing them back',

@@ -1,4 +1,3 @@
-import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, FileMetaData, ParquetParsers, SchemaElement, SchemaTree } from 'hyparquet';
 import { BatchScorerError, InputError, errorMessage } from '../errors.js';
 
@@ -112,6 +111,7 @@ export async function* readParquetRows(
  * a BigInt per int64) are then one column's, not the whole group's.
  */
 async function decodeGroup({ file, metadata, columns }: OpenParquet, rowStart: number, groupRows: number, context: string): Promise<unknown[][]> {
+  const { parquetRead } = await hyparquet();
   const values: unknown[][] = [];
   for (const column of columns) {
     const data = new Array<unknown>(groupRows);
@@ -169,6 +169,15 @@ interface OpenParquet {
   columns: ReadColumn[];
 }
 
+/**
+ * hyparquet, loaded where a Parquet file is read: a CSV or JSON Lines run does not hold it. Every
+ * module a run loads is live heap that each full collection marks again, and on Node 24 a CPU-bound
+ * run's full collections follow each other.
+ */
+function hyparquet(): Promise<typeof import('hyparquet')> {
+  return import('hyparquet');
+}
+
 /** Errors of the caller's `read` itself (network, permissions): passed on as they are, never taken for bad input. */
 const readFailures = new WeakSet<object>();
 
@@ -176,6 +185,7 @@ async function openParquet(read: RangeRead, size: number, name: string): Promise
   // 4 bytes of leading magic, 4 of footer length and 4 of trailing magic: anything shorter cannot be Parquet.
   if (size < 12) throw new InputError(`${name}: not a Parquet file (${size} bytes is too short for one)`);
   const file = asyncBuffer(read, size, name);
+  const { parquetMetadataAsync, parquetSchema } = await hyparquet();
   let metadata: FileMetaData;
   try {
     metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS });

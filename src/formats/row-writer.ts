@@ -6,14 +6,16 @@ import { ByteWriter } from './byte-writer.js';
  */
 export type RowWriterFormat = 'csv' | 'jsonl' | 'values';
 
-/** One output row: the input row's values, its number in the input, and the prediction values. */
+/** One output row: the input row (its values, or its text as read, and its place) and the prediction values. */
 export interface WriterRow {
-  /** The input row's values by column; a writer with `passThroughText` writes `text` instead, and needs none. */
-  input?: Record<string, unknown>;
-  /** The row's text as read; written as it was, with the predictions added, when `passThroughText`. */
-  text?: string;
-  /** 1-based number of the row in the input, written first with `rowNumber`. */
-  number: number;
+  row: {
+    /** The input row's values by column; a writer with `passThroughText` writes `text` instead, and needs none. */
+    record?: Record<string, unknown>;
+    /** The row's text as read; written as it was, with the predictions added, when `passThroughText`. */
+    text?: string;
+    /** 0-based place of the row in the input; its number (written first with `rowNumber`) is one more. */
+    index: number;
+  };
   predictions: readonly unknown[];
 }
 
@@ -51,8 +53,9 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
       header: () => '',
       lines: (rows) =>
         rows
-          .map(({ input, number, predictions }) => {
-            const values = valuesOf(input, number);
+          .map(({ row, predictions }) => {
+            const number = row.index + 1;
+            const values = valuesOf(row.record, number);
             return `${JSON.stringify([...(rowNumber ? [number] : []), ...inputColumns.map((c) => values[c] ?? null), ...predictions.map((p) => p ?? null)])}\n`;
           })
           .join(''),
@@ -63,13 +66,15 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
       header: () => '',
       lines: (rows) =>
         rows
-          .map(({ input, text, number, predictions }) => {
+          .map(({ row, predictions }) => {
+            const { text } = row;
+            const number = row.index + 1;
             const added: Record<string, unknown> = {};
             predictionColumns.forEach((c, i) => (added[c] = predictions[i] ?? null));
             const numbered = rowNumber ? `{"${ROW_NUMBER_COLUMN}":${number}` : '{';
             if (!passThroughText || text === undefined) {
               const kept: Record<string, unknown> = {};
-              const values = valuesOf(input, number);
+              const values = valuesOf(row.record, number);
               for (const c of inputColumns) if (c in values) kept[c] = values[c];
               const body = JSON.stringify({ ...kept, ...added }).slice(1);
               return `${numbered}${rowNumber && body !== '}' ? ',' : ''}${body}\n`;
@@ -92,13 +97,15 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
   return {
     header: () => `${head.map(field).join(',')}\n`,
     lines: (rows) => {
-      for (const { input, text, number, predictions } of rows) {
-        if (rowNumber) out.number(number);
+      for (let r = 0; r < rows.length; r++) {
+        const { row, predictions } = rows[r];
+        const { text } = row;
+        if (rowNumber) out.number(row.index + 1);
         if (passThroughText && text !== undefined) {
           if (rowNumber) out.byte(COMMA);
           out.text(text);
         } else {
-          const values = valuesOf(input, number);
+          const values = valuesOf(row.record, row.index + 1);
           for (let c = 0; c < inputColumns.length; c++) {
             if (c > 0 || rowNumber) out.byte(COMMA);
             out.text(field(values[inputColumns[c]]));

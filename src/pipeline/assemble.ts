@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { BatchScorerError, NotFoundError, RunStateError, UsageError } from '../errors.js';
-import { createParquetOutput, type ParquetOutput, type ParquetOutputColumn } from '../formats/parquet-output.js';
+import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
 import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
@@ -124,8 +124,10 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
   const files: OutputFile[] = [];
   let shard: { file: OutputFileWriter; rows: number; parquet?: ParquetOutput } | undefined;
   const start = async () => {
+    // Loaded for Parquet outputs only: hyparquet-writer (and hyparquet) would be live heap in every other run.
+    const parquetOutput = format === 'parquet' ? await import('../formats/parquet-output.js') : undefined;
     const file = open(shardName(files.length));
-    const parquet = format === 'parquet' ? createParquetOutput(file.stream, parquetColumns(run), { createdBy: `${TOOL.name} ${TOOL.version}` }) : undefined;
+    const parquet = parquetOutput?.createParquetOutput(file.stream, parquetColumns(run), { createdBy: `${TOOL.name} ${TOOL.version}` });
     shard = { file, rows: 0, parquet };
     await file.write(header);
     return shard;

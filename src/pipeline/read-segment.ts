@@ -19,8 +19,8 @@ export interface DialectOptions {
 /**
  * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
  * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
- * count from the segment's first row in the run. With `unquotedAsText`, CSV rows without quotes
- * come as their text alone (see parseRows).
+ * count from the segment's first row in the run. With `unquotedAsText`, CSV rows in plain RFC 4180
+ * (with quotes or without) come as their text alone (see parseRows).
  */
 export async function* readSegment(
   storage: Storage,

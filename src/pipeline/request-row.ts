@@ -1,4 +1,6 @@
 import { ByteWriter } from '../formats/byte-writer.js';
+import type { CsvDialect } from '../formats/csv-dialect.js';
+import { isQuotedField, quotedFieldBounds } from '../formats/row-parser.js';
 import { excerpt } from '../text-excerpt.js';
 
 const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
@@ -48,24 +50,27 @@ export class RequestEncoder {
   private readonly fieldOf: number[];
   /** For rows given as CSV text: where each field starts, and where the one after the last would. */
   private readonly starts: Int32Array;
+  /** For rows given as CSV text with quotes: where each field's characters start and end (see quotedFieldBounds). */
+  private readonly bounds: Int32Array;
 
   /**
    * @param sent the input columns the model reads, in the order they are sent
    * @param fromCsv values are CSV text, read by `requestValue`; JSON Lines values are sent as they are
    * @param rowIdMember the member carrying the row id, or undefined when the server echoes none
-   * @param csv the file's columns and delimiter, for rows given as their text (`encodeText`)
+   * @param csv the file's columns and dialect, for rows given as their text (`encodeText`)
    */
   constructor(
     sent: readonly string[],
     private readonly fromCsv: boolean,
     rowIdMember: string | undefined,
-    private readonly csv?: { columns: readonly string[]; delimiter: string },
+    private readonly csv?: { columns: readonly string[] } & CsvDialect,
   ) {
     this.columns = sent.filter((c) => c !== rowIdMember);
     this.keys = this.columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`));
     this.idKey = rowIdMember === undefined ? undefined : Buffer.from(`${this.columns.length === 0 ? '{' : ','}${JSON.stringify(rowIdMember)}:`);
     this.fieldOf = this.columns.map((c) => csv?.columns.indexOf(c) ?? -1);
     this.starts = new Int32Array((csv?.columns.length ?? 0) + 1);
+    this.bounds = new Int32Array(2 * (csv?.columns.length ?? 0));
   }
 
   /** Encodes a row; answers its length in bytes. The row is kept until the next call (`appendTo`, `text`). */
@@ -80,19 +85,20 @@ export class RequestEncoder {
   }
 
   /**
-   * Encodes a CSV row given as its text, which holds no quote (its fields are what lies between
-   * delimiters) and as many fields as the file has columns: the bytes `encode` writes for the
-   * row's record, without making the record or a string per field.
+   * Encodes a CSV row given as its text, with as many fields as the file has columns: the bytes
+   * `encode` writes for the row's record, without making the record or a string per field. A row
+   * without quotes is its fields between delimiters; one with quotes must be one that
+   * `quotedFieldBounds` reads (parseRows leaves no other as text).
    */
   encodeText(text: string, rowId: number): number {
-    const { columns, keys, out, fieldOf, starts } = this;
-    if (this.csv === undefined) throw new Error("RequestEncoder.encodeText needs the file's columns");
-    const delimiter = this.csv.delimiter;
+    const { columns, keys, out, fieldOf } = this;
+    const { csv } = this;
+    if (csv === undefined) throw new Error("RequestEncoder.encodeText needs the file's columns");
+    if (text.includes(csv.quote)) return this.encodeQuoted(text, rowId, csv);
+    const { starts } = this;
     let fields = 1;
-    for (let at = text.indexOf(delimiter); at !== -1 && fields < starts.length; at = text.indexOf(delimiter, at + 1)) starts[fields++] = at + 1;
-    if (fields !== starts.length - 1) {
-      throw new Error(`a row given as text to encode has not ${starts.length - 1} fields: ${excerpt(text)}`);
-    }
+    for (let at = text.indexOf(csv.delimiter); at !== -1 && fields < starts.length; at = text.indexOf(csv.delimiter, at + 1)) starts[fields++] = at + 1;
+    if (fields !== starts.length - 1) this.wrongFields(text);
     starts[fields] = text.length + 1;
     out.reset();
     for (let i = 0; i < columns.length; i++) {
@@ -102,6 +108,32 @@ export class RequestEncoder {
       else this.csvValue(text, starts[f], starts[f + 1] - 1);
     }
     return this.end(rowId);
+  }
+
+  /** `encodeText` for a row with quotes: a quoted field's inside is its value, a doubled quote in it one quote. */
+  private encodeQuoted(text: string, rowId: number, dialect: CsvDialect & { columns: readonly string[] }): number {
+    const { columns, keys, out, fieldOf, bounds } = this;
+    if (quotedFieldBounds(text, dialect, bounds) !== dialect.columns.length) this.wrongFields(text);
+    out.reset();
+    for (let i = 0; i < columns.length; i++) {
+      out.bytes(keys[i]);
+      const f = fieldOf[i];
+      if (f < 0) {
+        out.text('null');
+        continue;
+      }
+      const start = bounds[2 * f];
+      const end = bounds[2 * f + 1];
+      const quote = isQuotedField(text, start, dialect) ? text.indexOf(dialect.quote, start) : -1;
+      // Without a quote inside, the value is the characters as they stand; with one, it is text (no number holds a quote).
+      if (quote === -1 || quote >= end) this.csvValue(text, start, end);
+      else out.jsonString(text.slice(start, end).replaceAll(dialect.quote + dialect.quote, dialect.quote));
+    }
+    return this.end(rowId);
+  }
+
+  private wrongFields(text: string): never {
+    throw new Error(`a row given as text to encode has not ${this.starts.length - 1} fields: ${excerpt(text)}`);
   }
 
   /** The length in bytes of the last row encoded. */

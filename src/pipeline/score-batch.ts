@@ -157,23 +157,29 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
 function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): RowOutcome[] {
-  const { rowId, columns } = layout;
+  const { rowId, columns, intervals } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
   if (rowId === undefined) scorer.counts.unechoedRows += rows.length;
   else if (!scorer.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scorer.counts.unechoedRows++;
+  // Where the output columns are the first members read, in order (as for most models), an answer
+  // row's array becomes the row's predictions, cut to them: no second array per row.
+  const inPlace = columns.every((member, c) => member === c);
   return rows.map((row, i) => {
     const a = answer[i];
-    // Sized once: an array grown by push starts with room for 17 values, and one lives per row until it is written.
-    const predictions = new Array<unknown>(columns.length);
-    for (let c = 0; c < columns.length; c++) predictions[c] = a[columns[c]] ?? null;
-    for (const [v, lo, hi] of layout.intervals) {
-      const value = a[v];
-      const min = a[lo];
-      const max = a[hi];
+    // Indexed, not destructured: an iterator and an array per row and interval were about 4% of a CPU-bound run's garbage.
+    for (let t = 0; t < intervals.length; t++) {
+      const interval = intervals[t];
+      const value = a[interval[0]];
+      const min = a[interval[1]];
+      const max = a[interval[2]];
       if (typeof value === 'number' && typeof min === 'number' && typeof max === 'number' && !(min <= value && value <= max)) {
         scorer.counts.intervalViolations++;
       }
     }
+    // Otherwise sized once: an array grown by push starts with room for 17 values, and one lives per row until it is written.
+    const predictions = inPlace ? a : new Array<unknown>(columns.length);
+    for (let c = 0; c < columns.length; c++) predictions[c] = a[columns[c]] ?? null;
+    predictions.length = columns.length;
     return { row, predictions };
   });
 }

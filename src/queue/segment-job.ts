@@ -75,6 +75,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           stopSignal: stop,
           facts: { worker: WORKER_ID, jobId: job.id!, attempt: job.attemptsMade + 1 },
           observer: ctx.observer,
+          onSent: () => ctx.segmentIntake.sent(job.id!),
           onRows: (n) => {
             rows += n;
             const now = Date.now();

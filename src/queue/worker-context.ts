@@ -17,6 +17,7 @@ import { FleetBudgets } from './fleet-budget.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
+import { SegmentIntake } from './segment-intake.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
 
@@ -38,6 +39,8 @@ export class WorkerContext {
   readonly shutdown = new AbortController();
   /** The fleet-wide budgets of the runs this process scores. */
   private readonly budgets: FleetBudgets;
+  /** When the segments worker takes its next segment (see SegmentIntake). */
+  readonly segmentIntake: SegmentIntake;
   private readonly processLimit;
   private readonly runLimits = new Map<string, RequestLimit>();
   private readonly readAheads = new Map<string, ReadAhead>();
@@ -60,6 +63,7 @@ export class WorkerContext {
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.processLimit = pLimit(options.concurrency);
     this.budgets = new FleetBudgets(redis, queue.prefix, log);
+    this.segmentIntake = new SegmentIntake(options.segments, log);
   }
 
   /** One client (keep-alive pool) per service, time limit and retry count. */

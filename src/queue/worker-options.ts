@@ -15,7 +15,11 @@ export interface AlsoProcessed {
 export interface WorkerOptions {
   /** Predict requests in flight at most in this process, over all the segments it works on. */
   concurrency: number;
-  /** Segments this process scores at once. */
+  /**
+   * Segments this process holds at once at most. It takes a next one only once those it holds
+   * have sent all their batches (see SegmentIntake): while a segment sends, it has the process's
+   * request slots to itself, and the segments waiting go to idle workers first.
+   */
   segments: number;
   /** How long SIGTERM waits for in-flight segments before handing them back, in ms. */
   shutdownTimeoutMs: number;

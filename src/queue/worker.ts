@@ -66,7 +66,9 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
   };
   const watch = new RedisWatch(redis, log);
   const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2 });
-  const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, segmentJobProcessor(ctx), { ...common, concurrency: options.segments });
+  // One segment at a time, more only while those held drain: SegmentIntake raises the concurrency.
+  const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, ctx.segmentIntake.around(segmentJobProcessor(ctx)), { ...common, concurrency: 1 });
+  ctx.segmentIntake.steer(segmentsWorker);
   const also = options.alsoProcess ?? [];
   const workers = [runsWorker, segmentsWorker, ...also.map((a) => new Worker(a.queue, a.processor, { ...common, concurrency: 1 }))];
   const onError = (err: Error) => watch.error(err);

@@ -11,7 +11,7 @@ import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { dropPrefix, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { dropPrefix, useQueueFixture, waitFor, type WorkerProcess } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
@@ -31,6 +31,16 @@ afterAll(() => tmp.cleanup());
 const f = useQueueFixture();
 const worker = f.worker;
 const env = f.env;
+
+/** A worker's debug lines about its segment jobs (see SegmentIntake), in the order it logged them. */
+function segmentEvents(w: WorkerProcess): { msg: string; jobId: string }[] {
+  return w
+    .log()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { msg: string; jobId?: string })
+    .filter((e): e is { msg: string; jobId: string } => e.jobId !== undefined && ['segment taken', 'segment sent', 'segment scored'].includes(e.msg));
+}
 
 async function directRun(name: string): Promise<Buffer> {
   const out = join(tmp.dir, `direct-${name}`);
@@ -86,6 +96,40 @@ describe('queue mode with real worker processes on Redis', () => {
     }
   });
 
+  it('a worker takes a next segment only once those it holds have sent all their batches, and each scores its share to the end', async () => {
+    await f.setup({ latencyMs: 100 });
+    // Segments of 40 batches at 100 ms on 4 slots (the default): about a second each.
+    const workers = [worker([], { LOG_LEVEL: 'debug' }), worker([], { LOG_LEVEL: 'debug' })];
+    await waitFor('both workers to start', () => workers.every((w) => w.log().includes('worker started')));
+    const expected = await directRun('balance');
+    const out = join(tmp.dir, 'balance');
+    const options = { service: f.sim.url, runId: 'balance', segmentRows: SEGMENT_ROWS, batchSize: 50 };
+    const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options });
+    const status = await f.finished(runId);
+    expect(status.state).toBe('completed');
+    expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));
+    for (const w of workers) {
+      const sending = new Set<string>();
+      const held = new Set<string>();
+      let most = 0;
+      for (const e of segmentEvents(w)) {
+        if (e.msg === 'segment taken') {
+          // Never while a segment it holds still sends: the two would share its slots at half speed.
+          expect([...sending]).toEqual([]);
+          sending.add(e.jobId);
+          held.add(e.jobId);
+          most = Math.max(most, held.size);
+        } else if (e.msg === 'segment sent') sending.delete(e.jobId);
+        else held.delete(e.jobId);
+      }
+      // The next segment is taken while the last one drains: the slots stay busy across segment ends.
+      expect(most).toBe(2);
+    }
+    // Both score to the end of the run: 8 and 7 of the 15.
+    const pids = (await f.queue.logs(runId)).filter((l) => l.startsWith('segment ')).map((l) => /\(\S+:(\d+), attempt/.exec(l)![1]);
+    expect(workers.map((w) => pids.filter((pid) => pid === String(w.child.pid)).length).sort()).toEqual([7, 8]);
+  });
+
   it('survives three SIGKILLs at random points: complete, byte-identical, and re-scores at most the segments in flight', async () => {
     await f.setup({ latencyMs: 15 });
     const expected = await directRun('kill');
@@ -121,8 +165,8 @@ describe('queue mode with real worker processes on Redis', () => {
     await f.setup({ latencyMs: 100 });
     const expected = await directRun('term');
     const out = join(tmp.dir, 'term');
-    // Segments of 40 batches at 100 ms, two at a time on this worker's 4 slots: each takes about 2 s,
-    // far longer than the 200 ms it may wait, so the SIGTERM finds segments to hand back.
+    // Segments of 40 batches at 100 ms on this worker's 4 slots: each takes about a second, far
+    // longer than the 200 ms it may wait, so the SIGTERM finds a segment to hand back.
     const leaving = worker(['--shutdown-timeout', '200', '--concurrency', '4']);
     const { runId } = await f.queue.enqueue({
       input,

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_ROW_DEPTH } from '../../src/formats/row-parser.js';
+import Papa from 'papaparse';
+import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
+import { MAX_ROW_DEPTH, quotedFieldBounds } from '../../src/formats/row-parser.js';
 import { RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
 
 /** One row, as a segment's encoder encodes it: its JSON text and its length in bytes. */
@@ -181,7 +183,7 @@ describe('RequestEncoder against JSON.stringify', () => {
       fc.property(fc.array(unquoted, { minLength: 5, maxLength: 5 }), fc.nat(), (values, rowId) => {
         const record = Object.fromEntries(fileColumns.map((c, i) => [c, values[i]]));
         for (const rowIdMember of [undefined, 'rid', 'b']) {
-          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, delimiter: ',' });
+          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, delimiter: ',', quote: '"' });
           const bytes = encoder.encodeText(values.join(','), rowId);
           // encode is checked against JSON.stringify above; a column missing from the file is sent as null by both.
           expect({ json: encoder.text(), bytes }).toEqual(encodeRequestRow(record, columns, true, rowIdMember, rowId));
@@ -191,8 +193,25 @@ describe('RequestEncoder against JSON.stringify', () => {
     );
   });
 
+  it("writes a CSV row with quotes given as its text as it writes the row's record", () => {
+    const fileColumns = ['c2', 'naïve "c"', 'b', 'a', 'kept'];
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 5, maxLength: 5 }), fc.boolean(), fc.nat(), (values, quoteAll, rowId) => {
+        const row = Papa.unparse([values], { quotes: quoteAll, newline: '\n' });
+        fc.pre(row.includes('"') && quotedFieldBounds(row, DEFAULT_DIALECT, []) === 5);
+        const record = Object.fromEntries(fileColumns.map((c, i) => [c, values[i]]));
+        for (const rowIdMember of [undefined, 'rid', 'b']) {
+          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, ...DEFAULT_DIALECT });
+          const bytes = encoder.encodeText(row, rowId);
+          expect({ json: encoder.text(), bytes }).toEqual(encodeRequestRow(record, columns, true, rowIdMember, rowId));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('refuses a row given as text with another field count than the file has columns', () => {
-    const encoder = new RequestEncoder(['a'], true, undefined, { columns: ['a', 'b'], delimiter: ';' });
+    const encoder = new RequestEncoder(['a'], true, undefined, { columns: ['a', 'b'], delimiter: ';', quote: "'" });
     expect(encoder.encodeText('1;x', 0)).toBe(7);
     expect(() => encoder.encodeText('1;x;y', 0)).toThrow('has not 2 fields');
     expect(() => encoder.encodeText('1', 0)).toThrow('has not 2 fields');

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import Papa from 'papaparse';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
-import { csvRecord, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows } from '../../src/formats/row-parser.js';
+import { csvRecord, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows, quotedRowFields } from '../../src/formats/row-parser.js';
 import { RawRow } from '../../src/formats/row-splitter.js';
 import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { thrown } from '../helpers/rejection.js';
@@ -165,18 +165,51 @@ describe('parseRows (csv)', () => {
     );
   });
 
+  it('reads a row with quotes by hand as papaparse reads it alone, or leaves it to papaparse', () => {
+    const dialects = [
+      { delimiter: ',', quote: '"' },
+      { delimiter: ';', quote: "'" },
+    ];
+    const text = fc.array(fc.constantFrom('a', 'é', ' ', ',', ';', '"', "'", '\n', '\r'), { maxLength: 14 }).map((cs) => cs.join(''));
+    fc.assert(
+      fc.property(text, fc.constantFrom(...dialects), (t, dialect) => {
+        // parseRows asks only about rows holding a quote.
+        fc.pre(t.includes(dialect.quote));
+        const fields = quotedRowFields(t, dialect);
+        if (fields === undefined) return;
+        const alone = Papa.parse<string[]>(t, { delimiter: dialect.delimiter, quoteChar: dialect.quote, escapeChar: dialect.quote, newline: '\n' });
+        expect(alone.data).toEqual([fields]);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(quotedRowFields('L1,3,"has a ""view""",,"x,\ny"', DEFAULT_DIALECT)).toEqual(['L1', '3', 'has a "view"', '', 'x,\ny']);
+    expect(quotedRowFields(`5'11",ok`, DEFAULT_DIALECT)).toEqual([`5'11"`, 'ok']);
+    for (const odd of ['"a"b,c', '"never closed,x', 'a\nb,"c"']) expect(quotedRowFields(odd, DEFAULT_DIALECT)).toBeUndefined();
+  });
+
   it('answers nothing for no rows', () => {
     expect(parseRows([], 0, header, 'csv')).toEqual([]);
   });
 
-  it('with unquotedAsText, leaves a row without quotes as its text, and still reads quoted rows and counts fields', () => {
-    const rows = parseRows([raw('1,ann,10.5', 2), raw('2,"bob, jr",', 3), raw('3,x', 4), raw('4,,,', 5)], 0, header, 'csv', DEFAULT_DIALECT, true);
+  it('with unquotedAsText, leaves a plain row, quoted or not, as its text, still reads oddly quoted rows and counts fields', () => {
+    const texts = ['1,ann,10.5', '2,"bob, jr",', '3,x', '4,,,', '5,"a" ,c', '6,"say ""hi""",'];
+    const rows = parseRows(
+      texts.map((t, i) => raw(t, i + 2)),
+      0,
+      header,
+      'csv',
+      DEFAULT_DIALECT,
+      true,
+    );
     expect(rows).toEqual([
       { index: 0, line: 2, text: '1,ann,10.5' },
-      { index: 1, line: 3, text: '2,"bob, jr",', record: { id: '2', name: 'bob, jr', price: '' } },
+      { index: 1, line: 3, text: '2,"bob, jr",' },
       { index: 2, line: 4, text: '3,x', problem: 'expected 3 fields, found 2' },
       { index: 3, line: 5, text: '4,,,', problem: 'expected 3 fields, found 4' },
+      { index: 4, line: 6, text: '5,"a" ,c', record: csvRecord('5,"a" ,c', header) },
+      { index: 5, line: 7, text: '6,"say ""hi""",' },
     ]);
+    expect(rows[4].record).toBeDefined();
   });
 
   it("csvRecord answers undefined for a text whose field count is not the header's", () => {

@@ -9,8 +9,8 @@ describe('CSV row writer', () => {
     expect(writer.header()).toBe('id,note,price,label\n');
     const text = String(
       writer.lines([
-        { input: { id: '1', note: 'a, "b"\nc' }, number: 1, predictions: [4609.6, ' x'] },
-        { input: { id: '2', note: '' }, number: 2, predictions: [null, { k: 1 }] },
+        { row: { record: { id: '1', note: 'a, "b"\nc' }, index: 0 }, predictions: [4609.6, ' x'] },
+        { row: { record: { id: '2', note: '' }, index: 1 }, predictions: [null, { k: 1 }] },
       ]),
     );
     expect(text).toBe('1,"a, ""b""\nc",4609.6," x"\n2,,,"{""k"":1}"\n');
@@ -18,12 +18,12 @@ describe('CSV row writer', () => {
 
   it('writes a row as read, predictions added, when asked to pass text through', () => {
     const writer = createRowWriter('csv', { ...options, passThroughText: true, rowNumber: true });
-    const text = String(writer.lines([{ input: { id: '1', note: 'x' }, text: '1,"x"', number: 7, predictions: [1, 'b'] }]));
+    const text = String(writer.lines([{ row: { record: { id: '1', note: 'x' }, text: '1,"x"', index: 6 }, predictions: [1, 'b'] }]));
     expect(text).toBe('7,1,"x",1,b\n');
     // Its text is all such a writer needs; one that writes values refuses a row without them rather than write it empty.
-    expect(String(writer.lines([{ text: '2,y', number: 8, predictions: [2, 'c'] }]))).toBe('8,2,y,2,c\n');
+    expect(String(writer.lines([{ row: { text: '2,y', index: 7 }, predictions: [2, 'c'] }]))).toBe('8,2,y,2,c\n');
     for (const format of ['csv', 'jsonl', 'values'] as const) {
-      expect(() => createRowWriter(format, options).lines([{ text: '2,y', number: 8, predictions: [2, 'c'] }])).toThrow(
+      expect(() => createRowWriter(format, options).lines([{ row: { text: '2,y', index: 7 }, predictions: [2, 'c'] }])).toThrow(
         'row 8 came to be written without its values',
       );
     }
@@ -31,14 +31,14 @@ describe('CSV row writer', () => {
 
   it('writes non-ASCII text as UTF-8, and a second call holds only its own rows', () => {
     const writer = createRowWriter('csv', options);
-    const first = writer.lines([{ input: { id: 'Zürich €😀', note: '中央区' }, number: 1, predictions: [1.5, 'größe'] }]);
-    const second = writer.lines([{ input: { id: '2', note: 'x' }, number: 2, predictions: [2, 'b'] }]);
+    const first = writer.lines([{ row: { record: { id: 'Zürich €😀', note: '中央区' }, index: 0 }, predictions: [1.5, 'größe'] }]);
+    const second = writer.lines([{ row: { record: { id: '2', note: 'x' }, index: 1 }, predictions: [2, 'b'] }]);
     expect(String(first)).toBe('Zürich €😀,中央区,1.5,größe\n');
     expect(String(second)).toBe('2,x,2,b\n');
   });
 
   it('quotes an empty value in a file of one column, which would otherwise be no row at all', () => {
     const writer = createRowWriter('csv', { inputColumns: [], predictionColumns: ['price'], rowNumber: false, passThroughText: false });
-    expect(String(writer.lines([{ input: {}, number: 1, predictions: [null] }]))).toBe('""\n');
+    expect(String(writer.lines([{ row: { record: {}, index: 0 }, predictions: [null] }]))).toBe('""\n');
   });
 });

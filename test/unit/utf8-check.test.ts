@@ -142,4 +142,44 @@ describe('Utf8Check names the sequence that is not UTF-8', () => {
   ])('%s', (_name, bytes, at) => {
     expect(run([b(...bytes)]).invalidAt).toBe(at);
   });
+
+  it('refuses a stream in the chunk a fatal streaming TextDecoder refuses it, and ends where it does', () => {
+    // Bytes around UTF-8's edges: leads of every length, the second bytes' bounds, invalid bytes.
+    const edgy = fc.constantFrom(0x41, 0x0a, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xed, 0xef, 0xf0, 0xf4, 0xf5, 0xff);
+    const text = fc.string({ unit: 'binary', maxLength: 6 }).map((s) => [...Buffer.from(s, 'utf8')]);
+    const bytes = fc
+      .array(
+        fc.oneof(
+          edgy.map((b) => [b]),
+          text,
+        ),
+        { maxLength: 12 },
+      )
+      .map((parts) => Buffer.from(parts.flat()));
+    fc.assert(
+      fc.property(bytes, fc.array(fc.integer({ min: 0, max: 7 }), { maxLength: 8 }), (all, sizes) => {
+        const chunks = cut(all, sizes);
+        const decoder = new TextDecoder('utf-8', { fatal: true });
+        const check = new Utf8Check();
+        for (const [i, chunk] of chunks.entries()) {
+          let refused = false;
+          try {
+            decoder.decode(chunk, { stream: true });
+          } catch {
+            refused = true;
+          }
+          expect(check.push(chunk) >= 0, `chunk ${i}`).toBe(refused);
+          if (refused) return;
+        }
+        let ended = true;
+        try {
+          decoder.decode();
+        } catch {
+          ended = false;
+        }
+        expect(check.end()).toBe(ended);
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
