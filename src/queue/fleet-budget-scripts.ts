@@ -25,10 +25,17 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if redis.call('HSETNX', state, 'level', ARGV[4]) == 1 then redis.call('HSET', state, 'used', 0) end
 
-for _, h in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
-  redis.call('HINCRBY', state, 'used', -tonumber(redis.call('HGET', held, h) or '0'))
+-- A holder's slots go back to the fleet, and its lease with them. An idle holder holds 0, and
+-- HINCRBY refuses '-0', what negating it would write: only a count above 0 is taken back.
+local function forget(h)
+  local n = tonumber(redis.call('HGET', held, h) or '0')
+  if n > 0 then redis.call('HINCRBY', state, 'used', -n) end
   redis.call('HDEL', held, h)
   redis.call('ZREM', leases, h)
+end
+
+for _, h in ipairs(redis.call('ZRANGEBYSCORE', leases, '-inf', now)) do
+  forget(h)
 end
 
 local function pump()
@@ -98,11 +105,7 @@ return {alive, pump()}
 
 /** Gives back every slot of the holder at once (a worker shutting down); answers the level. */
 export const LEAVE = `${PRELUDE}
-if redis.call('ZSCORE', leases, holder) then
-  redis.call('HINCRBY', state, 'used', -tonumber(redis.call('HGET', held, holder) or '0'))
-  redis.call('HDEL', held, holder)
-  redis.call('ZREM', leases, holder)
-end
+if redis.call('ZSCORE', leases, holder) then forget(holder) end
 return pump()
 `;
 

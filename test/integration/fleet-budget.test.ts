@@ -112,6 +112,21 @@ describe('fleet budgets (real Redis)', () => {
     expect(g.peak).toBe(1);
   });
 
+  it('an idle lease that ran out is forgotten, and leaving with nothing held lets the lease go', async () => {
+    const [a, b] = processes(2, 300);
+    const redis = new Redis(REDIS_URL);
+    opened.push({ close: () => Promise.resolve(redis.disconnect()) });
+    const leases = `${prefix}:budget:run-i.1:leases`;
+    const g = gate();
+    await a.limit('run-i.1', 2).run(g.passing);
+    const [, until] = await redis.zrange(leases, 0, 0, 'WITHSCORES');
+    await waitFor('the idle lease to run out', async () => Number((await redis.time())[0]) * 1000 > Number(until) + 100, 5_000);
+    // Taking a slot first forgets the holder of 0 slots whose lease ran out.
+    await b.limit('run-i.1', 2).run(g.passing);
+    await b.close();
+    expect(await redis.zcard(leases)).toBe(0);
+  });
+
   it("a crashed process's slots come back once its lease runs out", async () => {
     prefix = uniquePrefix();
     const module = fileURLToPath(new URL('../../dist/queue/fleet-budget.js', import.meta.url));
