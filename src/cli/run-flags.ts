@@ -38,7 +38,11 @@ export function addRunFlags(command: Command): Command {
     .addOption(new Option('--format <format>', "output format (default: the input's)").choices(['csv', 'jsonl', 'parquet']))
     .option('--batch-size <rows>', 'rows per predict request (default 1000)', int('--batch-size'))
     .option('--max-batch-bytes <bytes>', 'JSON bytes per predict request (default 4 MiB)', int('--max-batch-bytes'))
-    .option('--concurrency <n|auto>', 'predict requests in flight (default 4)', (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)))
+    .option(
+      '--concurrency <n|auto>',
+      "predict requests in flight: score default 4; queued, the run's across its workers (unset: only the workers' own caps)",
+      (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)),
+    )
     .option('--timeout <ms>', 'time limit per request (default 60000)', int('--timeout'))
     .option('--retries <n>', 'retries of a request that failed for a passing reason (default 6)', int('--retries'))
     .option('--max-error-rate <fraction>', 'share of rows that may be quarantined before the run fails (default 0.01)', fraction)

@@ -68,11 +68,14 @@ export const runOptionsSchema = z
       .min(1024)
       .default(4 * 1024 * 1024),
     /**
-     * Predict requests in flight at most, across the whole process. `auto` finds what the service
-     * sustains: it starts at 2, grows while requests are answered and halves on 429/503/timeouts
-     * (between 1 and 16; the reference server's thread pool is about 10).
+     * Predict requests in flight at most: in `score`, across the process (DEFAULT_CONCURRENCY when
+     * unset); in queue mode, across every worker scoring the run together, while each worker's own
+     * --concurrency caps its process (unset: the workers' caps alone bound the run, so adding
+     * workers adds throughput). `auto` finds what the service sustains, in queue mode for the
+     * whole fleet: it starts at 2, grows while requests are answered and halves on
+     * 429/503/timeouts (between 1 and 16; the reference server's thread pool is about 10).
      */
-    concurrency: z.union([z.int().min(1).max(256), z.literal('auto')]).default(4),
+    concurrency: z.union([z.int().min(1).max(256), z.literal('auto')]).optional(),
     /** Time limit of one request in ms. */
     timeout: z.int().min(100).default(60_000),
     /** Retries of a request that failed for a passing reason (overload, network). */
@@ -148,6 +151,14 @@ export const runOptionsSchema = z
   .strict();
 
 export type RunOptions = z.output<typeof runOptionsSchema>;
+
+/** `score`'s --concurrency when none is set: its process's requests in flight. */
+export const DEFAULT_CONCURRENCY = 4;
+
+/** The requests in flight a run scored in one process (`score`) may have: its --concurrency, or DEFAULT_CONCURRENCY. */
+export function processConcurrency(options: Pick<RunOptions, 'concurrency'>): number | 'auto' {
+  return options.concurrency ?? DEFAULT_CONCURRENCY;
+}
 
 /**
  * Options that change how a run goes but never the bytes it writes: a run may be resumed with

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import { processConcurrency } from '../config/run-options.js';
 import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
@@ -103,7 +104,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
       canary.rows.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / canary.rows.length))) : options.batchSize,
     );
     const requests = run.input.segments.reduce((n, s) => n + Math.ceil(s.rows / perRequest), 0);
-    const concurrency = maxConcurrency(options.concurrency);
+    const concurrency = maxConcurrency(processConcurrency(options));
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,

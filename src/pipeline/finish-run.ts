@@ -72,7 +72,7 @@ export async function finishRun(
       assembleMs: Date.now() - scoredAt,
       ...(facts.planEndAt !== undefined && { planEndMs: facts.planEndAt - Date.parse(facts.startedAt) }),
     },
-    concurrency: { asked: run.request.options.concurrency, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
+    concurrency: { asked: run.request.options.concurrency ?? null, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
     queue: facts.queue?.(finished.done),
   });

@@ -69,11 +69,12 @@ export const manifestSchema = z.object({
    */
   timings: z.object({ planMs: z.number(), scoreMs: z.number(), assembleMs: z.number(), planEndMs: z.number().optional() }).nullable().default(null),
   /**
-   * --concurrency as asked, and the requests in flight the segments ended with (their median; for
-   * `auto`, where it settled). Null for a failed run, and in manifests of releases that kept none.
+   * --concurrency as asked (null: none, a queued run bounded by its workers alone), and the
+   * requests in flight the segments ended with (their median; for `auto`, where it settled). Null
+   * for a failed run, and in manifests of releases that kept none.
    */
   concurrency: z
-    .object({ asked: z.union([z.int(), z.literal('auto')]), settled: z.int().nullable() })
+    .object({ asked: z.union([z.int(), z.literal('auto')]).nullable(), settled: z.int().nullable() })
     .nullable()
     .default(null),
   warnings: z.array(z.string()),

@@ -72,7 +72,7 @@ export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Prom
           } finally {
             observer?.requestEnded();
           }
-        }),
+        }, scorer.signal),
       check: (answer) => checkAlignment(scorer, layout, rows, answer),
       onRetry: () => {
         scorer.counts.retries++;

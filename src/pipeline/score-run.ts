@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
+import { processConcurrency } from '../config/run-options.js';
 import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
@@ -50,7 +51,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(request.options.concurrency), log });
+  const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(processConcurrency(request.options)), log });
   let run: PreparedRun | undefined;
   try {
     const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
@@ -88,7 +89,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       },
       () => undefined, // Thrown by started.segments.
     );
-    const limit = createRequestLimit(request.options.concurrency);
+    const limit = createRequestLimit(processConcurrency(request.options));
     // More than one segment at once keeps the pipe full across a segment's end.
     const segments = pLimit(run.request.options.segmentsAtOnce);
     const work = {

@@ -9,10 +9,11 @@ import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import { ReadAhead } from '../pipeline/read-ahead.js';
 import { runServiceClient } from '../pipeline/run-client.js';
 import type { ServiceClient } from '../service/client.js';
-import { createRequestLimit, type RequestLimit } from '../service/request-limit.js';
+import type { RequestLimit } from '../service/request-limit.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { CancelWatch } from './cancel-watch.js';
+import { FleetBudgets } from './fleet-budget.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
@@ -25,7 +26,7 @@ const REMEMBERED_RUNS = 64;
 
 /**
  * What a worker process shares between the jobs it runs: storage, service clients, the
- * process-wide request limit, prepared runs, progress, cancellations, and the shutdown signal.
+ * process-wide request limit, the runs' fleet budgets, prepared runs, progress, cancellations, and the shutdown signal.
  */
 export class WorkerContext {
   readonly progress: RunProgressStore;
@@ -36,6 +37,8 @@ export class WorkerContext {
   readonly segmentsQueue: Queue<SegmentJobData>;
   /** Aborted when a shutdown stops waiting for in-flight work. */
   readonly shutdown = new AbortController();
+  /** The fleet-wide budgets of the runs this process scores. */
+  private readonly budgets: FleetBudgets;
   /** When the segments worker takes its next segment (see SegmentIntake). */
   readonly segmentIntake: SegmentIntake;
   private readonly processLimit;
@@ -59,6 +62,7 @@ export class WorkerContext {
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.processLimit = pLimit(options.concurrency);
+    this.budgets = new FleetBudgets(redis, queue.prefix, log);
     this.segmentIntake = new SegmentIntake(options.segments, log);
   }
 
@@ -74,18 +78,23 @@ export class WorkerContext {
   }
 
   /**
-   * A run's own --concurrency, inside this process's limit: a request needs a slot of both. Per
-   * run job generation, as the prepared run is: a resumed run may have another --concurrency.
+   * A run's --concurrency, shared by every worker scoring it (FleetBudgets), inside this process's
+   * limit: a request needs a slot of both. A run that sets none has this process's limit alone.
+   * The process slot is taken first: a fleet slot, scarce, is never held by a request waiting
+   * here, and a process asks Redis for at most its own --concurrency slots at once. Per run job
+   * generation, as the prepared run is: a resumed run may have another --concurrency.
    */
   limitFor(run: PreparedRun, generation: number): RequestLimit {
     return remember(this.runLimits, `${run.runId}.${generation}`, () => {
       const processSlots = this.options.concurrency;
-      const own = createRequestLimit(run.request.options.concurrency, processSlots);
+      const asked = run.request.options.concurrency;
+      if (asked === undefined) return { run: (fn) => this.processLimit(fn), observe: () => {}, concurrency: processSlots };
+      const fleet = this.budgets.limit(`${run.runId}.${generation}`, asked);
       return {
-        run: (fn) => own.run(() => this.processLimit(fn)),
-        observe: (outcome, ms) => own.observe(outcome, ms),
+        run: (fn, signal) => this.processLimit(() => fleet.run(fn, signal)),
+        observe: (outcome, ms) => fleet.observe(outcome, ms),
         get concurrency() {
-          return Math.min(own.concurrency, processSlots);
+          return Math.min(fleet.concurrency, processSlots);
         },
       };
     });
@@ -154,10 +163,10 @@ export class WorkerContext {
     return mapped;
   }
 
-  /** Closes the queues and service clients (the Redis connection is the caller's). */
+  /** Closes the queues, fleet budgets and service clients (the Redis connection is the caller's). */
   async close(): Promise<void> {
     this.cancelWatch.stop();
-    await Promise.all([this.runsQueue.close(), this.segmentsQueue.close()]);
+    await Promise.all([this.runsQueue.close(), this.segmentsQueue.close(), this.budgets.close()]);
     await Promise.all([...this.clients.values()].map((c) => c.close()));
   }
 }

@@ -5,8 +5,11 @@ export type RequestOutcome = 'answered' | 'overloaded' | 'failed';
 
 /** Bounds the predict requests in flight; the adaptive kind also learns from how they went. */
 export interface RequestLimit {
-  /** Runs a request when a slot is free. */
-  run<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs a request when a slot is free. A limit whose slots are shared with other processes stops
+   * waiting when `signal` aborts (AbortedError); a local one lets the request start and fail.
+   */
+  run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /**
    * Tells the limit how an attempt went: `answered` (in `ms`), `overloaded` (429, 503, 504, no
    * answer in time, a reset), or `failed` for any other error, which says nothing about load.

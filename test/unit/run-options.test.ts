@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
-import { MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, optionFlag, parseRunOptions, runOptionsSchema } from '../../src/config/run-options.js';
+import { MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, optionFlag, parseRunOptions, processConcurrency, runOptionsSchema } from '../../src/config/run-options.js';
 import { thrown } from '../helpers/rejection.js';
 
 function usageError(input: unknown, source?: string): UsageError {
@@ -13,7 +13,6 @@ describe('parseRunOptions', () => {
       service: 'http://127.0.0.1:47334',
       batchSize: 1000,
       maxBatchBytes: 4 * 1024 * 1024,
-      concurrency: 4,
       timeout: 60_000,
       retries: 6,
       maxErrorRate: 0.01,
@@ -221,10 +220,13 @@ describe('params limits', () => {
 });
 
 describe('concurrency', () => {
-  it('keeps "auto" as given, and a number as given, 4 by default', () => {
+  it('keeps "auto" as given, and a number as given; unset stays unset, which score takes as 4', () => {
     expect(parseRunOptions({ concurrency: 'auto' }).concurrency).toBe('auto');
     expect(parseRunOptions({ concurrency: 3 }).concurrency).toBe(3);
-    expect(parseRunOptions({}).concurrency).toBe(4);
+    // Queue mode tells "none asked" (the workers' caps alone) from 4 (a fleet-wide budget).
+    expect(parseRunOptions({}).concurrency).toBeUndefined();
+    expect(processConcurrency(parseRunOptions({}))).toBe(4);
+    expect(processConcurrency(parseRunOptions({ concurrency: 'auto' }))).toBe('auto');
   });
 });
 
