@@ -51,8 +51,7 @@ export class AdaptiveLimit implements RequestLimit {
   private roundTripMs = 0;
 
   /**
-   * @param bounds slots at the start and the range they move in; in a worker, `max` is at most
-   *   the worker's own slots, so that a cut is felt at once
+   * @param bounds slots at the start and the range they move in
    */
   constructor(
     private readonly bounds: { initial: number; min: number; max: number } = AUTO_LIMIT,
@@ -91,9 +90,9 @@ export class AdaptiveLimit implements RequestLimit {
   }
 }
 
-/** The limit for a run's `--concurrency`: N fixed slots, or `auto` (up to `ceiling` slots). */
-export function createRequestLimit(concurrency: number | 'auto', ceiling: number = AUTO_LIMIT.max): RequestLimit {
-  return concurrency === 'auto' ? new AdaptiveLimit({ ...AUTO_LIMIT, max: Math.min(AUTO_LIMIT.max, ceiling) }) : fixedLimit(concurrency);
+/** The limit for a run's `--concurrency` in one process: N fixed slots, or `auto`. */
+export function createRequestLimit(concurrency: number | 'auto'): RequestLimit {
+  return concurrency === 'auto' ? new AdaptiveLimit() : fixedLimit(concurrency);
 }
 
 /** The most requests a `--concurrency` may have in flight: what a connection pool must hold. */

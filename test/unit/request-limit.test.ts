@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AdaptiveLimit, PROBE_AFTER_MS, createRequestLimit, fixedLimit, maxConcurrency } from '../../src/service/request-limit.js';
+import { AUTO_LIMIT, AdaptiveLimit, PROBE_AFTER_MS, createRequestLimit, fixedLimit, maxConcurrency } from '../../src/service/request-limit.js';
 
 describe('fixedLimit', () => {
   it('never runs more than N at once, and ignores outcomes', async () => {
@@ -78,12 +78,12 @@ describe('AdaptiveLimit (--concurrency auto)', () => {
     expect(limit.concurrency).toBe(4);
   });
 
-  it("never starts or grows past its maximum (a worker's own slots)", () => {
-    const limit = createRequestLimit('auto', 3);
+  it('never starts or grows past its maximum', () => {
+    const limit = new AdaptiveLimit({ ...AUTO_LIMIT, max: 3 });
     expect(limit.concurrency).toBe(2);
     for (let i = 0; i < 50; i++) limit.observe('answered', 10);
     expect(limit.concurrency).toBe(3);
-    expect(createRequestLimit('auto', 1).concurrency).toBe(1);
+    expect(new AdaptiveLimit({ ...AUTO_LIMIT, max: 1 }).concurrency).toBe(1);
   });
 
   it('starts counting answers again after an overload', () => {
