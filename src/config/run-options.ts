@@ -72,8 +72,9 @@ export const runOptionsSchema = z
      * unset); in queue mode, across every worker scoring the run together, while each worker's own
      * --concurrency caps its process (unset: the workers' caps alone bound the run, so adding
      * workers adds throughput). `auto` finds what the service sustains, in queue mode for the
-     * whole fleet: it starts at 2, grows while requests are answered and halves on
-     * 429/503/timeouts (between 1 and 16; the reference server's thread pool is about 10).
+     * whole fleet: it starts at 2, grows while requests are answered, steps one below a level the
+     * service overloaded at (429/503/timeouts) and holds there, halving only on overloads close
+     * together (between 1 and 16; the reference server's thread pool is about 10).
      */
     concurrency: z.union([z.int().min(1).max(256), z.literal('auto')]).optional(),
     /** Time limit of one request in ms. */
