@@ -289,8 +289,15 @@ function growingPlan(
 ): (closed: number, columns: string[]) => void {
   let sofar: InputPlan | undefined;
   return (closed, columns) => {
-    const file: InputFilePlan = { location: name, info, sha256: null, syntax: 'csv', gzip: false, columns, rows: 0 };
-    sofar ??= { location, files: [file], syntax: 'csv', columns, rows: 0, segments: [], planning: true };
+    sofar ??= {
+      location,
+      files: [{ location: name, info, sha256: null, syntax: 'csv', gzip: false, columns, rows: 0 }],
+      syntax: 'csv',
+      columns,
+      rows: 0,
+      segments: [],
+      planning: true,
+    };
     while (sofar.segments.length < closed) {
       const segment = all[sofar.segments.length];
       sofar.segments.push(segment);
