@@ -47,7 +47,7 @@ export class MemoryErrorBudget implements ErrorBudget {
   private over = false;
 
   /**
-   * `allowed`: Infinity while the run's rows are not all planned (see allow). `before`: the
+   * `allowance`: Infinity while the run's rows are not all planned (see allow). `before`: the
    * quarantined rows of each segment a resumed run finished earlier, by segment index.
    */
   constructor(
