@@ -147,10 +147,12 @@ async function segmentCells(
       if (!mark) return { index, state: 'done' };
       const cell = { index, rows: mark.rows, quarantined: mark.quarantined };
       if (mark.done) return { ...cell, state: 'done' };
-      const job = await Job.fromId(segments, segmentJobId(runId, generation, index));
+      const id = segmentJobId(runId, generation, index);
+      // The state before the job: a copy read before its move to failed or completed lacks the reason and result.
+      const state = await segments.getJobState(id);
+      const job = state === 'unknown' ? undefined : await Job.fromId(segments, id);
       if (!job) return { ...cell, state: runSucceeded ? 'done' : runFinished ? 'skipped' : 'waiting' };
       const facts = { ...cell, ...(job.processedBy ? { worker: job.processedBy } : {}), attempts: job.attemptsMade };
-      const state = await job.getState();
       if (state === 'active') return { ...facts, state: 'active' };
       if (state === 'failed') return { ...facts, state: 'failed', reason: job.failedReason };
       if (state === 'completed') return { ...facts, state: skippedSegment.safeParse(job.returnvalue).success ? 'skipped' : 'done' };

@@ -280,10 +280,8 @@ describe('the deployment policy against a producer writing to Redis', () => {
       ] as const) {
         const failed = await waitFor(
           `${id} to fail`,
-          async () => {
-            const job = await Job.fromId(q, id);
-            return job && (await job.getState()) === 'failed' ? job : undefined;
-          },
+          // State first, then the job: a job read before its move to failed lacks failedReason.
+          async () => ((await q.getJobState(id)) === 'failed' ? Job.fromId(q, id) : undefined),
           30_000,
         );
         expect(failed.failedReason).toMatch(new RegExp(`${setting}.*\\[E_NOT_ALLOWED\\]`));
