@@ -38,7 +38,7 @@ export function registerEnqueue(program: Command): void {
           if (!created) process.stderr.write(`run ${runId} is already on the queue; not enqueued again\n`);
           if (resumed) process.stderr.write(`run ${runId} had failed or was cancelled; enqueued again, keeping the segments it finished\n`);
           if (!flags.wait) return;
-          const bar = createProgressBar(!flags.json);
+          const bar = await createProgressBar(!flags.json);
           // A failed, cancelled or vanished run is enqueued again under its id to resume, keeping the segments it finished.
           const again = resumeCommand(process.argv.slice(2), runId);
           const status = await followRun(queue, runId, {

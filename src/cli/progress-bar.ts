@@ -1,9 +1,13 @@
-import cliProgress from 'cli-progress';
 import type { RunProgress } from '../pipeline/progress.js';
 
-/** A progress bar on stderr when it is a terminal (rows, rows/s, ETA); nothing otherwise. */
-export function createProgressBar(enabled: boolean): { update: (p: RunProgress) => void; stop: () => void } {
+/**
+ * A progress bar on stderr when it is a terminal (rows, rows/s, ETA); nothing otherwise.
+ * cli-progress (and the string-width modules it pulls in) is loaded only when a bar is shown: a
+ * run with --json or without a terminal starts without it.
+ */
+export async function createProgressBar(enabled: boolean): Promise<{ update: (p: RunProgress) => void; stop: () => void }> {
   if (!enabled || !process.stderr.isTTY) return { update: () => {}, stop: () => {} };
+  const { default: cliProgress } = await import('cli-progress');
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

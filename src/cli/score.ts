@@ -62,7 +62,7 @@ export function registerScore(program: Command): void {
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
-          const bar = createProgressBar(!json);
+          const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
           let manifest: Manifest;

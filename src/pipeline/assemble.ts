@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { BatchScorerError, NotFoundError, RunStateError, UsageError } from '../errors.js';
+import { NotFoundError, RunStateError, UsageError } from '../errors.js';
 import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
@@ -9,32 +9,8 @@ import { OutputFileWriter } from './output-file.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { sumCounts, type SegmentCounts } from './segment-counts.js';
-import type { SegmentProfile } from './prediction-profile.js';
-import { readSegmentsDone, type SegmentDone } from './segment-done.js';
-
-/**
- * The done markers of a run whose segments are all done, and their summed counts; an error names
- * the first segment that is not done.
- */
-export async function readFinishedSegments(
-  storage: Storage,
-  run: PreparedRun,
-  onProfile: (profile: SegmentProfile | null, index: number) => void,
-): Promise<{ counts: SegmentCounts & { segments: number }; done: SegmentDone[] }> {
-  // Each profile is handed on as it is read, in segment order, and not kept.
-  const done = await readSegmentsDone(storage, run, (marker, index) => {
-    onProfile(marker.profile, index);
-    return { ...marker, profile: null };
-  });
-  const missing = done.findIndex((d) => d === undefined);
-  if (missing >= 0) {
-    const marker = runFiles.segmentDone(run.folder, run.input.segments[missing].index);
-    throw new BatchScorerError('E_STORAGE', `run ${run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`);
-  }
-  const finished = done as SegmentDone[];
-  return { counts: { ...sumCounts(finished), segments: finished.length }, done: finished };
-}
+import type { SegmentCounts } from './segment-counts.js';
+import type { SegmentDone } from './segment-done.js';
 
 /** An output of the run and the segments whose rows it holds: `predictions`, or one per input file. */
 export interface OutputGroup {

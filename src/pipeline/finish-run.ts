@@ -3,12 +3,12 @@ import type { Logger } from '../log.js';
 import type { ServiceClient } from '../service/client.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import { assembleOutputs, readFinishedSegments } from './assemble.js';
+import { assembleOutputs } from './assemble.js';
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
-import { ProfileMerger } from './prediction-profile.js';
+import { FinishedSegments } from './finished-segments.js';
 import { readPreparedRun, runFiles, type PreparedRun } from './prepared-run.js';
 import { ownsRunFolder } from './run-folder-claim.js';
 import { requireRunFile, writeRunFile } from './run-state.js';
@@ -36,6 +36,8 @@ export async function finishRun(
     plannedAt: number;
     /** When planning ended, where it went on while segments were scored. */
     planEndAt?: number;
+    /** The segments' done markers as handed in while they were scored (see FinishedSegments); read here when absent. */
+    finished?: FinishedSegments;
     queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts;
   },
   ctx: FinishContext,
@@ -43,14 +45,13 @@ export async function finishRun(
   const scoredAt = Date.now();
   const { storage, log, signal } = ctx;
   const { folder } = run;
-  const profiles = new ProfileMerger(run.schema);
-  const finished = await readFinishedSegments(storage, run, (profile, index) => profiles.add(profile, index));
+  const finished = await (facts.finished ?? new FinishedSegments(storage, run)).all();
   const { counts } = finished;
   // Segments stop once the run is past its allowance; a run resumed with a lower one (its
   // finished segments past it already, none left to score) is caught here.
   if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run);
   const warnings = await checkModelUnchanged(run, ctx);
-  const { profile, warning } = profiles.result();
+  const { profile, warning } = finished.profile;
   if (warning) {
     log.warn(warning);
     warnings.push(warning);

@@ -7,6 +7,7 @@ import { createRequestLimit, maxConcurrency } from '../service/request-limit.js'
 import type { Storage } from '../storage/storage-types.js';
 import { MemoryErrorBudget, quarantineAllowance } from './error-budget.js';
 import { finishRun, recordFailure } from './finish-run.js';
+import { FinishedSegments } from './finished-segments.js';
 import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
 import { runServiceClient } from './run-client.js';
@@ -113,6 +114,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     const replanning = started.resumed && run.input.planning === true;
     const before = started.resumed && !replanning ? await readSegmentsDone(storage, run) : [];
     const doneBefore = (index: number) => (replanning ? readSegmentDone(storage, folder, index) : before[index]);
+    // Each segment's done marker is folded as it finishes, not all at the run's end (see FinishedSegments).
+    const finished = new FinishedSegments(storage, run);
     const scoring: Promise<void>[] = [];
     // The first segment to fail is the run's failure; those stopped by it fail after it.
     let failed: { err: unknown } | undefined;
@@ -123,11 +126,13 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
           tracker.rowsDone += done.rowsIn;
           tracker.segmentsDone++;
           budget.report(index, done.rowsQuarantined);
+          finished.add(index, done);
           continue;
         }
         const segment = segments(async () => {
           signal.throwIfAborted();
           await scoreSegment(work, index);
+          finished.add(index);
           tracker.segmentsDone++;
           report();
         });
@@ -147,7 +152,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     }
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt }, { storage, client, log, signal });
+    const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt, finished }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     return manifest;
   } catch (caught) {

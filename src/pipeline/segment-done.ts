@@ -21,7 +21,7 @@ const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial(
 export type SegmentDone = z.output<typeof segmentDoneSchema>;
 
 /** Done markers read at once: enough to hide storage latency, few enough to be polite. */
-const READS_AT_ONCE = 16;
+export const READS_AT_ONCE = 16;
 
 export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: z.input<typeof segmentDoneSchema>): Promise<unknown> {
   return writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
