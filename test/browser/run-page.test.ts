@@ -100,7 +100,8 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
 
       // The queue dashboard (bull-board): its queues, the run's job, and its menu's way to the run pages.
       await page.goto(`${base}/ui/queues/`);
-      await page.getByRole('link', { name: 'segments' }).waitFor();
+      // In the page's main part: the sidebar lists the queues too, once it has loaded them.
+      await page.getByRole('main').getByRole('link', { name: 'segments' }).waitFor();
       await page.goto(`${base}/ui/queues/queue/runs/${runId}`);
       await page.getByText(runId).first().waitFor();
       await page.screenshot({ path: join(SCREENSHOTS, 'queue-dashboard.png'), fullPage: true });
