@@ -1,26 +1,18 @@
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
-import { tempDir, writeRentals } from '../helpers/scoring.js';
+import { useRentalsInput } from '../helpers/scoring.js';
 
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let input: string;
 const ROWS = 8_000;
 const f = useQueueFixture();
-
-beforeAll(async () => {
-  tmp = await tempDir();
-  input = join(tmp.dir, 'rentals.csv');
-  await writeRentals(input, ROWS);
-});
-afterAll(() => tmp.cleanup());
+const files = useRentalsInput(ROWS);
 
 const enqueue = (runId: string, options: Record<string, unknown>) =>
   f.queue.enqueue({
-    input,
+    input: files.input,
     model: 'mindsdb/home_rentals_model',
-    out: join(tmp.dir, runId),
+    out: join(files.dir, runId),
     options: { service: f.sim.url, runId, segmentRows: 1_000, batchSize: 100, ...options },
   });
 

@@ -13,7 +13,7 @@ import { createStorage } from '../../src/storage/storage.js';
 import type { ReadOptions, Storage } from '../../src/storage/storage-types.js';
 import { waitFor } from '../helpers/queue.js';
 import { rejection } from '../helpers/rejection.js';
-import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, startSimulator, useRentalsInput } from '../helpers/scoring.js';
 
 // Planning a CSV goes on while its first segments are scored (see startRun). To see that without
 // timing luck, planning's read of the input is held after its first bytes until the test lets it
@@ -55,29 +55,22 @@ function heldStorage(name: string, at: number, release: () => Promise<unknown>):
 }
 
 describe('score while planning', () => {
-  let tmp: Awaited<ReturnType<typeof tempDir>>;
+  const files = useRentalsInput(ROWS);
   let sim: Simulator;
-  let input: string;
   beforeAll(async () => {
-    tmp = await tempDir();
     sim = await startSimulator();
-    input = join(tmp.dir, 'rentals.csv');
-    await writeRentals(input, ROWS);
   });
-  afterAll(async () => {
-    await sim.close();
-    await tmp.cleanup();
-  });
+  afterAll(() => sim.close());
 
   const options = (runId: string, rest: Record<string, unknown> = {}) =>
     parseRunOptions({ service: sim.url, segmentRows: SEGMENT_ROWS, batchSize: 100, concurrency: 4, runId, ...rest });
   const run = (runId: string, storage: Storage, signal?: AbortSignal) =>
     scoreRun(
-      { input, out: join(tmp.dir, 'out'), model: 'mindsdb/home_rentals_model', options: options(runId) },
+      { input: files.input, out: join(files.dir, 'out'), model: 'mindsdb/home_rentals_model', options: options(runId) },
       { storage, log: silentLogger, tokens: new Map(), signal },
     );
   const runJson = async (runId: string) =>
-    JSON.parse(await readFile(join(tmp.dir, 'out', runId, '_work', 'run.json'), 'utf8')) as { input: { planning?: true; segments: unknown[] } };
+    JSON.parse(await readFile(join(files.dir, 'out', runId, '_work', 'run.json'), 'utf8')) as { input: { planning?: true; segments: unknown[] } };
 
   it('sends its first predict before planning ends, and scores as a run planned first does', async () => {
     const before = sim.stats.predictRequests;
@@ -95,14 +88,14 @@ describe('score while planning', () => {
     // run.json ends with the whole plan, as the manifest has it: sha256 and rows of the whole file.
     expect(manifest.inputs[0].sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(manifest.inputs[0].rows).toBe(ROWS);
-    const planned = await score(input, join(tmp.dir, 'out'), { service: sim.url, segmentRows: ROWS, batchSize: 100, runId: 'whole' });
-    expect(await readFile(join(tmp.dir, 'out', 'held', 'predictions.csv'))).toEqual(await readFile(join(tmp.dir, 'out', 'whole', 'predictions.csv')));
+    const planned = await score(files.input, join(files.dir, 'out'), { service: sim.url, segmentRows: ROWS, batchSize: 100, runId: 'whole' });
+    expect(await readFile(join(files.dir, 'out', 'held', 'predictions.csv'))).toEqual(await readFile(join(files.dir, 'out', 'whole', 'predictions.csv')));
     expect(planned.inputs[0].sha256).toBe(manifest.inputs[0].sha256);
   });
 
   it('resumes a run stopped before its planning ended, keeping its finished segments', async () => {
     const stop = new AbortController();
-    const segmentsFolder = join(tmp.dir, 'out', 'crashed', '_work', 'segments');
+    const segmentsFolder = join(files.dir, 'out', 'crashed', '_work', 'segments');
     const storage = heldStorage('rentals.csv', HELD_AT, async () => {
       // Stopped once a segment is done, planning still held.
       await waitFor(
@@ -123,7 +116,7 @@ describe('score while planning', () => {
     // Segment 0 was kept, not scored again.
     expect(sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - SEGMENT_ROWS + 1);
     expect((await runJson('crashed').catch(() => undefined))?.input.planning).toBeUndefined();
-    expect(await readFile(join(tmp.dir, 'out', 'crashed', 'predictions.csv'))).toEqual(await readFile(join(tmp.dir, 'out', 'held', 'predictions.csv')));
+    expect(await readFile(join(files.dir, 'out', 'crashed', 'predictions.csv'))).toEqual(await readFile(join(files.dir, 'out', 'held', 'predictions.csv')));
   });
 
   it('refuses to resume a run stopped while planning whose input changed since (E_INPUT_CHANGED)', async () => {
@@ -136,7 +129,7 @@ describe('score while planning', () => {
     });
     expect((await rejection(run('changed', storage, stop.signal), BatchScorerError)).code).toBe('E_ABORTED');
     expect((await runJson('changed')).input.planning).toBe(true);
-    await appendFile(input, (await readFile(input, 'utf8')).split('\n')[1] + '\n');
+    await appendFile(files.input, (await readFile(files.input, 'utf8')).split('\n')[1] + '\n');
     expect((await rejection(run('changed', createStorage()), BatchScorerError)).code).toBe('E_INPUT_CHANGED');
   });
 });
