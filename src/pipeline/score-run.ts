@@ -131,8 +131,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         }
         const segment = segments(async () => {
           signal.throwIfAborted();
-          await scoreSegment(work, index);
-          finished.add(index);
+          finished.add(index, await scoreSegment(work, index));
           tracker.segmentsDone++;
           report();
         });

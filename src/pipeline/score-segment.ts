@@ -20,8 +20,8 @@ import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
 import { batchIsFull, scoreBatch, type BatchScorer, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
-import { emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
-import { writeSegmentDone } from './segment-done.js';
+import { emptyCounts, type SegmentFacts } from './segment-counts.js';
+import { writeSegmentDone, type SegmentDone } from './segment-done.js';
 
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
 export interface SegmentWork {
@@ -53,10 +53,11 @@ export interface SegmentWork {
 
 /**
  * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
- * and last its counts and prediction profile, whose presence marks the segment done. A batch is sent
- * only with a read-ahead turn, so memory stays flat however large the file.
+ * and last its counts and prediction profile, whose presence marks the segment done (answered, so
+ * that the run need not read it back). A batch is sent only with a read-ahead turn, so memory stays
+ * flat however large the file.
  */
-export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentCounts> {
+export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentDone> {
   const { observer, limit } = work;
   if (!observer) return scoreSegmentParts(work, index);
   observer.segmentStarted(limit);
@@ -70,7 +71,7 @@ export async function scoreSegment(work: SegmentWork, index: number): Promise<Se
   }
 }
 
-async function scoreSegmentParts(work: SegmentWork, index: number): Promise<SegmentCounts> {
+async function scoreSegmentParts(work: SegmentWork, index: number): Promise<SegmentDone> {
   const { run, storage } = work;
   const segment = run.input.segments[index];
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
@@ -236,7 +237,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   }
   const [rowsWritten, errorsWritten] = await writes;
   counts.connectionsOpened = work.client.takeConnectionsOpened();
-  await writeSegmentDone(storage, run, index, {
+  const done = await writeSegmentDone(storage, run, index, {
     ...counts,
     ...work.facts,
     slots: work.limit.concurrency,
@@ -244,7 +245,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     profile: profile.toJSON(),
   });
   log.debug({ counts }, 'segment scored');
-  return counts;
+  return done;
 }
 
 /** A malformed row held with the batch being built: its outcome, and the batch's rows before it. */

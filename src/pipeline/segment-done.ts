@@ -23,8 +23,11 @@ export type SegmentDone = z.output<typeof segmentDoneSchema>;
 /** Done markers read at once: enough to hide storage latency, few enough to be polite. */
 export const READS_AT_ONCE = 16;
 
-export function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: z.input<typeof segmentDoneSchema>): Promise<unknown> {
-  return writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
+/** Writes a segment's done marker, and answers it as `readSegmentDone` would read it back. */
+export async function writeSegmentDone(storage: Storage, run: PreparedRun, index: number, done: z.input<typeof segmentDoneSchema>): Promise<SegmentDone> {
+  const marker = segmentDoneSchema.parse(done);
+  await writeRunFile(storage, runFiles.segmentDone(run.folder, index), done);
+  return marker;
 }
 
 /** A segment's done marker, or undefined while it is not done. */
