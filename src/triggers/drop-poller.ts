@@ -64,8 +64,13 @@ export async function pollDrops(deps: DropPollerDeps, signal?: AbortSignal): Pro
 async function startNew(deps: DropPollerDeps, pipelines: readonly FileDropPipeline[], files: readonly ListedFile[], pass: PollPass): Promise<void> {
   const foundAt = new Date();
   for (const pipeline of pipelines) {
-    const watched = files.filter((f) => watches(pipeline, f.location));
-    const objects = watched.map((f) => objectVersion(f.location, versionTag(f), { size: f.size }));
+    // An object listed mid-write has no version to name yet (s3rver lists it with an empty ETag):
+    // a run for it would find another version and fail, so it waits for a later pass.
+    const watched = files.flatMap((f) => {
+      const tag = versionTag(f);
+      return watches(pipeline, f.location) && tag !== '' ? [{ mtimeMs: f.mtimeMs, object: objectVersion(f.location, tag, { size: f.size }) }] : [];
+    });
+    const objects = watched.map((w) => w.object);
     const claims = await deps.runs.fileDropClaims(pipeline.name, objects);
     for (const [i, object] of objects.entries()) {
       if (claims[i]?.enqueued) continue;
