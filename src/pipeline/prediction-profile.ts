@@ -2,6 +2,7 @@ import { DDSketch } from '@datadog/sketches-js';
 import { z } from 'zod';
 import { errorMessage, RunStateError } from '../errors.js';
 import { ExactSum } from './exact-sum.js';
+import { GridHistogram, gridHistogramSchema, gridHistogramStateSchema } from './grid-histogram.js';
 import type { OutputSchema } from './output-schema.js';
 
 /** The quantile sketch's relative accuracy: a quantile is within 1% of the exact one. */
@@ -16,6 +17,12 @@ export const PROFILE_QUANTILES: readonly number[] = [0.01, 0.05, 0.1, 0.25, 0.5,
 export const SKETCH_BUCKETS = 2048;
 /** Equal-width bins of a numeric summary's histogram. */
 export const HISTOGRAM_BINS = 20;
+/**
+ * Distinct numbers counted exactly, beside the sketch: a target of few values (ratings, counts,
+ * rounded prices) has an exact histogram, exact quantiles and exact drift however its values
+ * straddle the sketch's buckets. Past it, only the sketch counts.
+ */
+export const EXACT_VALUES = 256;
 /** Distinct classes a segment keeps per target; rows of the others are counted as other, so memory stays flat. */
 export const CLASSES_KEPT = 1000;
 /** Distinct classes kept while merging segments; past it, all but the CLASSES_KEPT most frequent become other. */
@@ -38,10 +45,21 @@ const numericSummarySchema = z.object({
    */
   quantiles: z.array(z.object({ p: z.number(), value: z.number() })),
   /**
-   * HISTOGRAM_BINS equal-width bins over [min, max] (one when min = max), each value counted in the
-   * bin of its sketch bucket, so the counts are estimates that add up to count.
+   * At most HISTOGRAM_BINS bins from min to max (one when min = max), a value v in
+   * the bin with lo <= v < hi (the last one's hi included). Each count is exact: the bins are made
+   * of whole cells of the run's grid histogram (see `distribution`), so the edges fall on that
+   * grid: all as wide, but the first, whose lo is min, and the last, whose hi is max. Runs
+   * with segments scored before 0.4 share each sketch bucket's count among the equal bins its
+   * range overlaps instead: estimates that add up to count.
    */
   histogram: z.array(z.object({ lo: z.number(), hi: z.number(), count })),
+  /**
+   * What comparisons between runs (drift, `compare`) are computed from: the values on a fine grid
+   * (see GridHistogram; null when a segment was scored by a release before 0.4), and their exact
+   * counts, ascending, when there were at most EXACT_VALUES distinct ones (else null). Absent from
+   * the manifests of releases before 0.4.
+   */
+  distribution: z.object({ grid: gridHistogramStateSchema.nullable(), values: z.array(z.tuple([z.number(), count])).nullable() }).optional(),
 });
 /** What a run's values of one kind (a target's numbers, its confidences) came to. */
 export type NumericSummary = z.output<typeof numericSummarySchema>;
@@ -88,13 +106,17 @@ type SketchStore = Sketch['store'];
 const GAMMA = newSketch().mapping.gamma;
 
 /**
- * Numbers seen: the sketch (which counts them and keeps min and max as it takes them) and their
- * exact sum.
+ * Numbers seen: the sketch (which counts them and keeps min and max as it takes them), their
+ * exact sum, and their exact counts while there are at most EXACT_VALUES distinct ones.
  */
 class Numbers {
   constructor(
     readonly sketch: Sketch = newSketch(),
     readonly sum: ExactSum = new ExactSum(),
+    /** Count by value; null once more than EXACT_VALUES distinct values were seen. */
+    private exact: Map<number, number> | null = new Map(),
+    /** The values on a fine grid; null once a segment scored by a release before 0.4 was merged. */
+    private grid: GridHistogram | null = GridHistogram.empty(),
   ) {}
 
   get count(): number {
@@ -104,6 +126,15 @@ class Numbers {
   add(value: number): void {
     this.sketch.accept(value);
     this.sum.add(value);
+    if (this.exact !== null) this.countExactly(value, 1);
+    this.grid?.add(value);
+  }
+
+  private countExactly(value: number, n: number): void {
+    // -0 and 0 are one value (a Map keeps them apart only by SameValueZero, which joins them already).
+    const exact = this.exact!;
+    exact.set(value, (exact.get(value) ?? 0) + n);
+    if (exact.size > EXACT_VALUES) this.exact = null;
   }
 
   merge(other: Numbers): void {
@@ -115,18 +146,28 @@ class Numbers {
     into.min = Math.min(into.min, from.min);
     into.max = Math.max(into.max, from.max);
     for (const part of other.sum.parts()) this.sum.add(part);
+    if (other.exact === null) this.exact = null;
+    else for (const [value, n] of other.exact) if (this.exact !== null) this.countExactly(value, n);
+    if (other.grid === null) this.grid = null;
+    else this.grid?.merge(other.grid);
+  }
+
+  /** The exact counts by value, ascending, or null past EXACT_VALUES distinct values. */
+  private values(): [number, number][] | null {
+    return this.exact === null ? null : [...this.exact].sort((a, b) => a[0] - b[0]);
   }
 
   toJSON(): z.input<typeof numbersStateSchema> | null {
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
-    return { count, min, max, sum: this.sum.parts(), sketch: Buffer.from(bounded(this.sketch).toProto()).toString('base64') };
+    return { count, min, max, sum: this.sum.parts(), sketch: sketchText(bounded(this.sketch)), values: this.values(), grid: this.grid?.toJSON() ?? null };
   }
 
   summary(): NumericSummary | null {
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
     const sketch = bounded(this.sketch);
+    const values = this.values();
     // Sketch values are bucket midpoints, which may lie just past the exact ends.
     const clamp = (value: number) => Math.min(max, Math.max(min, value));
     return {
@@ -134,10 +175,30 @@ class Numbers {
       min,
       max,
       mean: clamp(this.sum.value() / count),
-      quantiles: PROFILE_QUANTILES.map((p) => ({ p, value: clamp(sketch.getValueAtQuantile(p)) })),
-      histogram: histogram(sketch, clamp),
+      quantiles: PROFILE_QUANTILES.map((p) => ({ p, value: values ? exactQuantile(values, count, p) : clamp(sketch.getValueAtQuantile(p)) })),
+      histogram: this.grid ? gridHistogram(this.grid, min, max) : spreadHistogram(min, max, count, sketchBuckets(sketch)),
+      distribution: { grid: this.grid?.toJSON() ?? null, values },
     };
   }
+}
+
+/** A sketch as a done marker and a manifest keep it: its protobuf form, in base64. */
+function sketchText(sketch: Sketch): string {
+  return Buffer.from(sketch.toProto()).toString('base64');
+}
+
+/**
+ * The value of rank p·(count - 1), rounded down, among values counted exactly (ascending): the
+ * sketch's own rank rule, so that exact and sketched quantiles mean the same thing.
+ */
+function exactQuantile(values: readonly [number, number][], count: number, p: number): number {
+  const rank = Math.floor(p * (count - 1));
+  let seen = 0;
+  for (const [value, n] of values) {
+    seen += n;
+    if (seen > rank) return value;
+  }
+  return values[values.length - 1][0];
 }
 
 function newSketch(): Sketch {
@@ -177,31 +238,110 @@ function bounded(sketch: Sketch): Sketch {
   return out;
 }
 
-function histogram(sketch: Sketch, clamp: (value: number) => number): NumericSummary['histogram'] {
-  const { min, max, count } = sketch;
-  if (min === max) return [{ lo: min, hi: max, count }];
-  // In halves, so that a span past Number.MAX_VALUE stays finite.
+/**
+ * HISTOGRAM_BINS equal-width bins over [min, max] (min < max), and the bin a value in [min, max]
+ * falls in. Computed in halves, so that a span past Number.MAX_VALUE stays finite.
+ */
+function equalBins(min: number, max: number) {
   const half = max / 2 - min / 2;
   const edge = (i: number) => (i === HISTOGRAM_BINS ? max : min + half * (i / HISTOGRAM_BINS) + half * (i / HISTOGRAM_BINS));
   const bins = Array.from({ length: HISTOGRAM_BINS }, (_, i) => ({ lo: edge(i), hi: edge(i + 1), count: 0 }));
-  const put = (value: number, n: number) => {
-    const at = Math.floor(((clamp(value) / 2 - min / 2) / half) * HISTOGRAM_BINS);
-    bins[Math.min(HISTOGRAM_BINS - 1, at)].count += n;
+  const binOf = (value: number) => {
+    const at = Math.floor(((value / 2 - min / 2) / half) * HISTOGRAM_BINS);
+    // NaN where the halves underflow to 0 (min and max two denormals apart): the end the value is at.
+    if (Number.isNaN(at)) return value > min ? HISTOGRAM_BINS - 1 : 0;
+    return Math.max(0, Math.min(HISTOGRAM_BINS - 1, at));
   };
-  const { mapping, store, negativeStore } = sketch;
-  store.bins.forEach((n, i) => {
-    if (n > 0) put(mapping.value(i + store.offset), n);
-  });
-  negativeStore.bins.forEach((n, i) => {
-    if (n > 0) put(-mapping.value(i + negativeStore.offset), n);
-  });
-  if (sketch.zeroCount > 0) put(0, sketch.zeroCount);
+  return { bins, binOf };
+}
+
+/**
+ * The grid's cells in HISTOGRAM_BINS bins or fewer, the ends clipped to the exact min and max
+ * (no value lies beyond them): each bin's count is exact.
+ */
+function gridHistogram(grid: GridHistogram, min: number, max: number): NumericSummary['histogram'] {
+  if (min === max) return [{ lo: min, hi: max, count: grid.total }];
+  const bins = grid.bins(HISTOGRAM_BINS);
+  bins[0].lo = min;
+  // max on a cell's lower edge: that cell's bin would be [max, max], so its values join the bin before.
+  const last = bins[bins.length - 1];
+  if (last.lo === max && bins.length > 1) {
+    bins.pop();
+    bins[bins.length - 1].count += last.count;
+  }
+  bins[bins.length - 1].hi = max;
   return bins;
+}
+
+/** A count of values somewhere in [lo, hi] (a point where lo = hi). */
+interface Spread {
+  lo: number;
+  hi: number;
+  count: number;
+}
+
+/**
+ * For runs with segments scored before 0.4, which kept no grid histogram: ranges of counted values
+ * shared among equal-width bins over [min, max] (which are exact), a range's count going to the
+ * bins its range (clipped to [min, max]) overlaps, in proportion to the overlap. The shares are
+ * rounded on their running total, so each bin is within one row of its share and the bins add up
+ * to count exactly.
+ */
+function spreadHistogram(min: number, max: number, count: number, ranges: Iterable<Spread>): NumericSummary['histogram'] {
+  if (min === max) return [{ lo: min, hi: max, count }];
+  const { bins, binOf } = equalBins(min, max);
+  const shares = new Float64Array(HISTOGRAM_BINS);
+  for (const { lo, hi, count: n } of ranges) {
+    if (n === 0) continue;
+    const [a, b] = [Math.max(min, lo), Math.min(max, hi)];
+    if (!(b > a)) {
+      shares[binOf(Math.min(max, Math.max(min, a)))] += n;
+      continue;
+    }
+    for (let i = binOf(a), last = binOf(b); i <= last; i++) {
+      const overlap = Math.min(b, bins[i].hi) - Math.max(a, bins[i].lo);
+      if (overlap > 0) shares[i] += (n * overlap) / (b - a);
+    }
+  }
+  let total = 0;
+  let given = 0;
+  for (let i = 0; i < HISTOGRAM_BINS; i++) {
+    total += shares[i];
+    const upTo = i === HISTOGRAM_BINS - 1 ? count : Math.min(count, Math.round(total));
+    bins[i].count = Math.max(0, upTo - given);
+    given += bins[i].count;
+  }
+  return bins;
+}
+
+/** A sketch's buckets as ranges: a key's bucket is (upper / gamma, upper], its value upper · 2 / (1 + gamma). */
+function* sketchBuckets(sketch: Sketch): Generator<Spread> {
+  const { mapping, store, negativeStore } = sketch;
+  const upper = (key: number) => (mapping.value(key) * (1 + mapping.gamma)) / 2;
+  for (let i = 0; i < store.bins.length; i++) yield { lo: upper(i + store.offset) / mapping.gamma, hi: upper(i + store.offset), count: store.bins[i] };
+  for (let i = 0; i < negativeStore.bins.length; i++) {
+    yield { lo: -upper(i + negativeStore.offset), hi: -upper(i + negativeStore.offset) / mapping.gamma, count: negativeStore.bins[i] };
+  }
+  yield { lo: 0, hi: 0, count: sketch.zeroCount };
 }
 
 /** A segment's numbers as its done marker keeps them: the sketch as protobuf (`toProto`), in base64. */
 const numbersStateSchema = z
-  .object({ count: z.int().min(1), min: z.number(), max: z.number(), sum: z.array(z.number()), sketch: z.string() })
+  .object({
+    count: z.int().min(1),
+    min: z.number(),
+    max: z.number(),
+    sum: z.array(z.number()),
+    sketch: z.string(),
+    /** Count by value while there were at most EXACT_VALUES distinct values; absent from done markers before 0.4. */
+    values: z
+      .array(z.tuple([z.number(), z.int().min(1)]))
+      .max(EXACT_VALUES)
+      .nullable()
+      .optional(),
+    /** The values on a fine grid; absent from done markers before 0.4. */
+    grid: gridHistogramSchema.nullable().optional(),
+  })
   .transform((state, ctx): Numbers => {
     let sketch: Sketch;
     try {
@@ -221,7 +361,16 @@ const numbersStateSchema = z
     // The protobuf form keeps the buckets only.
     sketch.min = state.min;
     sketch.max = state.max;
-    return new Numbers(sketch, ExactSum.of(state.sum));
+    const exact = state.values ? new Map(state.values) : null;
+    if (exact && [...exact.values()].reduce((a, n) => a + n, 0) !== state.count) {
+      ctx.issues.push({ code: 'custom', message: `values: their counts do not add up to ${state.count}`, input: state.values });
+      return z.NEVER;
+    }
+    if (state.grid && state.grid.total !== state.count) {
+      ctx.issues.push({ code: 'custom', message: `grid: its counts do not add up to ${state.count}`, input: state.grid });
+      return z.NEVER;
+    }
+    return new Numbers(sketch, ExactSum.of(state.sum), exact, state.grid ?? null);
   });
 
 /**

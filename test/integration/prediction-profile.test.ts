@@ -44,6 +44,11 @@ function expectSummaryOf(summary: NumericSummary | null, values: number[]): void
     expect(Math.abs(value - exact), `p${p}`).toBeLessThanOrEqual(RELATIVE_ACCURACY * Math.abs(exact) * (1 + 1e-9));
   }
   expect(summary!.histogram.reduce((n, b) => n + b.count, 0)).toBe(values.length);
+  // Each bin is exactly its recount.
+  const last = summary!.histogram.length - 1;
+  summary!.histogram.forEach((bin, i) => {
+    expect(bin.count, `bin ${i} [${bin.lo}, ${bin.hi})`).toBe(values.filter((v) => v >= bin.lo && (v < bin.hi || (i === last && v === bin.hi))).length);
+  });
 }
 
 describe('the prediction profile in manifest.json (score through the CLI)', () => {

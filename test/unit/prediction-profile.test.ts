@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExactSum } from '../../src/pipeline/exact-sum.js';
+import { mulberry32 } from '../../src/simulator/prng.js';
 import { buildOutputSchema, predictionMembers, type OutputSchema } from '../../src/pipeline/output-schema.js';
 import {
   CLASSES_KEPT,
@@ -106,7 +107,10 @@ function checkSummary(summary: NumericSummary | null, values: readonly number[],
     }
   }
   expect(s.histogram.reduce((n, b) => n + b.count, 0)).toBe(values.length);
-  expect(s.histogram).toHaveLength(s.min === s.max ? 1 : HISTOGRAM_BINS);
+  if (s.min === s.max) expect(s.histogram).toHaveLength(1);
+  else expect(s.histogram.length).toBeLessThanOrEqual(HISTOGRAM_BINS);
+  s.histogram.forEach((b, i) => expect(b.lo < b.hi || s.min === s.max, `bin ${i}`).toBe(true));
+  s.histogram.slice(1).forEach((b, i) => expect(b.lo).toBe(s.histogram[i].hi));
   expect(s.histogram[0].lo).toBe(s.min);
   expect(s.histogram[s.histogram.length - 1].hi).toBe(s.max);
 }
@@ -287,8 +291,65 @@ describe('prediction profile', () => {
     expect(profileOf(rows([3, 3, 3])).targets[0].numeric!.histogram).toEqual([{ lo: 3, hi: 3, count: 3 }]);
     const wide = profileOf(rows([-Number.MAX_VALUE, 0, Number.MAX_VALUE])).targets[0].numeric!;
     expect(wide.histogram.every((b) => Number.isFinite(b.lo) && Number.isFinite(b.hi))).toBe(true);
-    expect(wide.histogram.map((b) => b.count)).toEqual([1, ...Array<number>(9).fill(0), 1, ...Array<number>(8).fill(0), 1]);
+    // Cells of 2^1016 from -2^1024 on, 26 to a bin: 0 is in the tenth.
+    expect(wide.histogram.map((b) => b.count)).toEqual([1, ...Array<number>(8).fill(0), 1, ...Array<number>(9).fill(0), 1]);
     expect(wide.mean).toBe(0);
+  });
+
+  it('counts every histogram bin exactly (a recount of its [lo, hi)), whatever the shape', () => {
+    const random = mulberry32(23);
+    const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+    const shapes: Record<string, () => number> = {
+      uniform: () => random(),
+      normal: () => 1000 + 100 * normal(),
+      skewed: () => Math.exp(normal()),
+      'two-peaked': () => (random() < 0.5 ? 10 + normal() : 20 + 2 * normal()),
+      'either sign': () => 3 * normal(),
+      'rounded prices': () => Math.round(2000 + 800 * normal()),
+      'many equal values': () => Math.min(5, Math.max(1, Math.round(3 + 1.2 * normal()))),
+    };
+    for (const [shape, draw] of Object.entries(shapes)) {
+      const values = Array.from({ length: 30_000 }, draw);
+      const rows = values.map((value): Answer => ({
+        price: { value, confidence: random() },
+        label: { value: 'a', confidence: null },
+        score: { value: 0, confidence: null },
+      }));
+      const target = profileOf(rows, [7_000, 19_000]).targets[0];
+      for (const [what, summary, of] of [
+        ['value', target.numeric!, values],
+        ['confidence', target.confidence!, rows.map((r) => r.price.confidence as number)],
+      ] as const) {
+        const last = summary.histogram.length - 1;
+        summary.histogram.forEach((bin, i) => {
+          const exact = of.filter((v) => v >= bin.lo && (v < bin.hi || (i === last && v === bin.hi))).length;
+          expect(bin.count, `${shape} ${what} bin ${i} [${bin.lo}, ${bin.hi})`).toBe(exact);
+        });
+      }
+      expect(target.numeric!.histogram.length, shape).toBeGreaterThanOrEqual(HISTOGRAM_BINS - 2);
+      if (shape === 'many equal values') expect(target.numeric!.distribution?.values).toHaveLength(5);
+    }
+  });
+
+  it('shares sketch buckets among equal bins for segments scored before the grid histogram (0.4)', () => {
+    const random = mulberry32(5);
+    const values = Array.from({ length: 5_000 }, () => 100 + 50 * random());
+    const rows = values.map((value): Answer => ({
+      price: { value, confidence: null },
+      label: { value: 'a', confidence: null },
+      score: { value: 0, confidence: null },
+    }));
+    const acc = new ProfileAccumulator(SCHEMA);
+    for (const r of rows) acc.add(predictions(r));
+    const stored = acc.toJSON() as unknown as { targets: { numbers: { grid?: unknown } | null }[] };
+    delete stored.targets[0].numbers!.grid;
+    const { profile } = mergeProfiles(SCHEMA, [segmentProfileSchema.parse(JSON.parse(JSON.stringify(stored)))]);
+    const numeric = profile!.targets[0].numeric!;
+    expect(numeric.distribution?.grid).toBeNull();
+    expect(numeric.histogram).toHaveLength(HISTOGRAM_BINS);
+    expect(numeric.histogram.reduce((n, b) => n + b.count, 0)).toBe(values.length);
+    // Uniform: each of the 20 bins about 250 rows.
+    for (const bin of numeric.histogram) expect(Math.abs(bin.count - 250)).toBeLessThan(60);
   });
 
   it('is null, with a warning, when a segment was scored by a release that kept none', () => {
