@@ -2,7 +2,7 @@ import { BatchScorerError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { ProfileMerger } from './prediction-profile.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import { READS_AT_ONCE, readSegmentDone, type SegmentDone } from './segment-done.js';
 
@@ -33,7 +33,7 @@ export class FinishedSegments {
     private readonly storage: Storage,
     private readonly run: PreparedRun,
   ) {
-    this.profiles = new ProfileMerger(run.schema);
+    this.profiles = new ProfileMerger(run.schema, sentInputColumns(run));
   }
 
   /** Segment `index` is done: its marker (read now, unless given) is folded once every segment's before it is. */

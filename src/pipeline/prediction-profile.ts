@@ -66,6 +66,25 @@ export type NumericSummary = z.output<typeof numericSummarySchema>;
 
 const classCountSchema = z.object({ value: z.string(), count: z.int().min(1) });
 
+/** What the values of a target or an input column came to. */
+const valuesSummarySchema = z.object({
+  /** Numeric when every value was a number (or, for a target, the model answers an interval for it). */
+  kind: z.enum(['numeric', 'categorical']),
+  /** Rows with a value (scored rows for a target, rows sent for an input column). */
+  count,
+  /** Rows without one: for a target, count + nulls is the run's rowsScored. */
+  nulls: count,
+  /** A numeric one's numbers; null when no row had one. */
+  numeric: numericSummarySchema.nullable(),
+  /**
+   * A categorical one's CLASSES_LISTED most frequent values (as text), ties by value. A segment
+   * keeps CLASSES_KEPT distinct values: rows of others are counted in otherClasses.
+   */
+  classes: z.array(classCountSchema).nullable(),
+  /** Rows whose value is not among `classes`. */
+  otherClasses: count,
+});
+
 /**
  * A run's prediction profile, in the manifest: per target, how many scored rows had a value, and
  * what the values and their confidences were. Merged from the segments' profiles in segment order.
@@ -73,31 +92,28 @@ const classCountSchema = z.object({ value: z.string(), count: z.int().min(1) });
 export const predictionProfileSchema = z.object({
   relativeAccuracy: z.number(),
   targets: z.array(
-    z.object({
+    valuesSummarySchema.extend({
       target: z.string(),
       /** Its output column (`pred_` prefixed when it clashed with an input column). */
       column: z.string(),
-      /** Numeric when the model answers an interval for it or every value was a number. */
-      kind: z.enum(['numeric', 'categorical']),
-      /** Scored rows with a value. */
-      count,
-      /** Scored rows without one: count + nulls is the run's rowsScored. */
-      nulls: count,
-      /** Numeric targets' numbers; null when no row had one. */
-      numeric: numericSummarySchema.nullable(),
-      /**
-       * Categorical targets' CLASSES_LISTED most frequent values (as text), ties by value. A
-       * segment keeps CLASSES_KEPT distinct values: rows of others are counted in otherClasses.
-       */
-      classes: z.array(classCountSchema).nullable(),
-      /** Rows whose value is not among `classes`. */
-      otherClasses: count,
       /** Numeric confidences; null when the model answered none. */
       confidence: numericSummarySchema.nullable(),
     }),
   ),
+  /**
+   * The model's input columns as the rows sent them (the row id member aside; every row sent,
+   * including those quarantined for their answer), so that a change in the predictions can be
+   * traced to the inputs. Null when a segment was scored by a release before 0.4; absent from
+   * those releases' manifests.
+   */
+  inputs: z
+    .array(valuesSummarySchema.extend({ column: z.string() }))
+    .nullable()
+    .optional(),
 });
 export type PredictionProfile = z.output<typeof predictionProfileSchema>;
+/** What a run's values of one input column came to. */
+export type InputSummary = NonNullable<PredictionProfile['inputs']>[number];
 
 type Sketch = DDSketch;
 type SketchStore = Sketch['store'];
@@ -377,22 +393,25 @@ const numbersStateSchema = z
  * One segment's profile, kept in its done marker and merged at assembly. Both accumulations are
  * kept whatever the values, since a later segment may decide the kind.
  */
+const targetStateSchema = z.object({
+  /** The target's name, or the input column's. */
+  target: z.string(),
+  count,
+  nulls: count,
+  numbers: numbersStateSchema.nullable(),
+  classes: z.array(classCountSchema),
+  otherClasses: count,
+  confidence: numbersStateSchema.nullable(),
+});
+type TargetState = z.input<typeof targetStateSchema>;
+
 export const segmentProfileSchema = z.object({
   relativeAccuracy: z.literal(RELATIVE_ACCURACY),
-  targets: z.array(
-    z.object({
-      target: z.string(),
-      count,
-      nulls: count,
-      numbers: numbersStateSchema.nullable(),
-      classes: z.array(classCountSchema),
-      otherClasses: count,
-      confidence: numbersStateSchema.nullable(),
-    }),
-  ),
+  targets: z.array(targetStateSchema),
+  /** The model's input columns as sent, in their order; absent from done markers before 0.4. */
+  inputs: z.array(targetStateSchema).optional(),
 });
 export type SegmentProfile = z.output<typeof segmentProfileSchema>;
-type TargetState = z.input<typeof segmentProfileSchema>['targets'][number];
 
 /** One target's accumulation: where its values are in a row's predictions, and what they came to. */
 class TargetProfile {
@@ -497,14 +516,18 @@ function mostFrequent(classes: ReadonlyMap<unknown, number>, n: number): { value
 }
 
 /**
- * A prediction profile as rows are scored (`add`, once per scored row, allocating nothing beyond
- * what the sketches grow), stored per segment (`toJSON`), and merged in segment order (`merge`)
- * into the manifest's profile (`summary`).
+ * A prediction profile as rows are scored (`add`, once per scored row, and `addInputs` with the
+ * values it sent, allocating nothing beyond what the sketches grow), stored per segment (`toJSON`),
+ * and merged in segment order (`merge`) into the manifest's profile (`summary`).
  */
 export class ProfileAccumulator {
   private readonly targets: TargetProfile[];
+  private readonly inputs: TargetProfile[];
+  /** False once a segment without an input profile (before 0.4) was merged. */
+  private inputsKept = true;
 
-  constructor(schema: OutputSchema) {
+  /** @param inputs the input columns as sent, in order (see inputColumns) */
+  constructor(schema: OutputSchema, inputs: readonly string[]) {
     let first = 0;
     this.targets = schema.targets.map((t) => {
       const at = (member: string) => {
@@ -515,6 +538,7 @@ export class ProfileAccumulator {
       first += t.columns.length;
       return profile;
     });
+    this.inputs = inputs.map((column, i) => new TargetProfile(column, column, false, i, -1));
   }
 
   /** A scored row's prediction values, in schema order (`OutputSchema.columns`). */
@@ -522,23 +546,44 @@ export class ProfileAccumulator {
     for (let i = 0; i < this.targets.length; i++) this.targets[i].add(predictions);
   }
 
+  /** A scored row's input values as sent, in the order of the constructor's `inputs` (see RequestEncoder.values). */
+  addInputs(values: readonly unknown[]): void {
+    for (let i = 0; i < this.inputs.length; i++) this.inputs[i].add(values);
+  }
+
   toJSON(): z.input<typeof segmentProfileSchema> {
-    return { relativeAccuracy: RELATIVE_ACCURACY, targets: this.targets.map((t) => t.toJSON()) };
+    return { relativeAccuracy: RELATIVE_ACCURACY, targets: this.targets.map((t) => t.toJSON()), inputs: this.inputs.map((t) => t.toJSON()) };
   }
 
   /** Adds segment `index`'s profile; segments are merged in their order, so the result is always the same. */
   merge(segment: SegmentProfile, index: number): void {
-    const names = segment.targets.map((t) => t.target);
-    if (names.join('\0') !== this.targets.map((t) => t.target).join('\0')) {
+    const mismatch = (what: string, stored: readonly { target: string }[], ours: readonly TargetProfile[]) => {
+      const names = stored.map((t) => t.target);
+      if (names.join('\0') === ours.map((t) => t.target).join('\0')) return;
       throw new RunStateError(
-        `segment ${index}'s done marker profiles the targets ${names.join(', ') || '(none)'}, not the run's (${this.targets.map((t) => t.target).join(', ')}): was it edited? Delete it to score the segment again, then resume the run`,
+        `segment ${index}'s done marker profiles the ${what} ${names.join(', ') || '(none)'}, not the run's (${ours.map((t) => t.target).join(', ')}): was it edited? Delete it to score the segment again, then resume the run`,
       );
-    }
+    };
+    mismatch('targets', segment.targets, this.targets);
     segment.targets.forEach((t, i) => this.targets[i].merge(t));
+    if (!segment.inputs) this.inputsKept = false;
+    else if (this.inputsKept) {
+      mismatch('input columns', segment.inputs, this.inputs);
+      segment.inputs.forEach((t, i) => this.inputs[i].merge(t));
+    }
   }
 
   summary(): PredictionProfile {
-    return { relativeAccuracy: RELATIVE_ACCURACY, targets: this.targets.map((t) => t.summary()) };
+    return {
+      relativeAccuracy: RELATIVE_ACCURACY,
+      targets: this.targets.map((t) => t.summary()),
+      inputs: this.inputsKept
+        ? this.inputs.map((t) => {
+            const { column, kind, count, nulls, numeric, classes, otherClasses } = t.summary();
+            return { column, kind, count, nulls, numeric, classes, otherClasses };
+          })
+        : null,
+    };
   }
 }
 
@@ -551,8 +596,9 @@ export class ProfileMerger {
   private readonly without: number[] = [];
   private segments = 0;
 
-  constructor(schema: OutputSchema) {
-    this.merged = new ProfileAccumulator(schema);
+  /** @param inputs the input columns as sent (see ProfileAccumulator) */
+  constructor(schema: OutputSchema, inputs: readonly string[]) {
+    this.merged = new ProfileAccumulator(schema, inputs);
   }
 
   /** Adds segment `index`'s profile (null: scored by a release that kept none); call in segment order. */

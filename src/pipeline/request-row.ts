@@ -52,20 +52,28 @@ export class RequestEncoder {
   private readonly starts: Int32Array;
   /** For rows given as CSV text with quotes: where each field's characters start and end (see quotedFieldBounds). */
   private readonly bounds: Int32Array;
+  /**
+   * With `keepValues`, the last row's values as sent, one per `inputs` column (null where empty or
+   * absent): what the input profile counts, taken as each value is encoded rather than read again.
+   */
+  readonly values: unknown[] | undefined;
 
   /**
    * @param sent the input columns the model reads, in the order they are sent
    * @param fromCsv values are CSV text, read by `requestValue`; JSON Lines values are sent as they are
    * @param rowIdMember the member carrying the row id, or undefined when the server echoes none
    * @param csv the file's columns and dialect, for rows given as their text (`encodeText`)
+   * @param keepValues keep each row's values in `values`
    */
   constructor(
     sent: readonly string[],
     private readonly fromCsv: boolean,
     rowIdMember: string | undefined,
     private readonly csv?: { columns: readonly string[] } & CsvDialect,
+    keepValues = false,
   ) {
-    this.columns = sent.filter((c) => c !== rowIdMember);
+    this.columns = inputColumns(sent, rowIdMember);
+    this.values = keepValues ? Array<unknown>(this.columns.length).fill(null) : undefined;
     this.keys = this.columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c)}:`));
     this.idKey = rowIdMember === undefined ? undefined : Buffer.from(`${this.columns.length === 0 ? '{' : ','}${JSON.stringify(rowIdMember)}:`);
     this.fieldOf = this.columns.map((c) => csv?.columns.indexOf(c) ?? -1);
@@ -79,7 +87,7 @@ export class RequestEncoder {
     out.reset();
     for (let i = 0; i < columns.length; i++) {
       out.bytes(keys[i]);
-      this.value(record[columns[i]]);
+      this.value(record[columns[i]], i);
     }
     return this.end(rowId);
   }
@@ -104,8 +112,8 @@ export class RequestEncoder {
     for (let i = 0; i < columns.length; i++) {
       out.bytes(keys[i]);
       const f = fieldOf[i];
-      if (f < 0) out.text('null');
-      else this.csvValue(text, starts[f], starts[f + 1] - 1);
+      if (f >= 0) this.csvValue(text, starts[f], starts[f + 1] - 1, i);
+      else this.absent(i);
     }
     return this.end(rowId);
   }
@@ -119,15 +127,19 @@ export class RequestEncoder {
       out.bytes(keys[i]);
       const f = fieldOf[i];
       if (f < 0) {
-        out.text('null');
+        this.absent(i);
         continue;
       }
       const start = bounds[2 * f];
       const end = bounds[2 * f + 1];
       const quote = isQuotedField(text, start, dialect) ? text.indexOf(dialect.quote, start) : -1;
       // Without a quote inside, the value is the characters as they stand; with one, it is text (no number holds a quote).
-      if (quote === -1 || quote >= end) this.csvValue(text, start, end);
-      else out.jsonString(text.slice(start, end).replaceAll(dialect.quote + dialect.quote, dialect.quote));
+      if (quote === -1 || quote >= end) this.csvValue(text, start, end, i);
+      else {
+        const value = text.slice(start, end).replaceAll(dialect.quote + dialect.quote, dialect.quote);
+        out.jsonString(value);
+        if (this.values) this.values[i] = value;
+      }
     }
     return this.end(rowId);
   }
@@ -163,28 +175,59 @@ export class RequestEncoder {
     return out.length;
   }
 
-  private value(value: unknown): void {
+  /** Column `i`, not in the file: null. */
+  private absent(i: number): void {
+    this.out.text('null');
+    if (this.values) this.values[i] = null;
+  }
+
+  /** Column `i`'s value of a record. */
+  private value(value: unknown, i: number): void {
     const { out } = this;
-    if (typeof value === 'string' && this.fromCsv) return this.csvValue(value, 0, value.length);
+    if (typeof value === 'string' && this.fromCsv) return this.csvValue(value, 0, value.length, i);
+    if (this.values) this.values[i] = value === undefined || (typeof value === 'number' && !Number.isFinite(value)) ? null : value;
     if (value === null || value === undefined) return out.text('null');
     if (typeof value === 'string') return out.jsonString(value);
     if (typeof value === 'number') return Number.isFinite(value) ? out.number(value) : out.text('null');
     out.text(JSON.stringify(value));
   }
 
-  /** Characters `start` to `end` of `s`, a CSV value, as `requestValue` reads it. */
-  private csvValue(s: string, start: number, end: number): void {
-    const { out } = this;
-    if (start === end) return out.text('null');
+  /** Characters `start` to `end` of `s`, column `i`'s value in CSV, as `requestValue` reads it. */
+  private csvValue(s: string, start: number, end: number, i: number): void {
+    const { out, values } = this;
+    if (start === end) {
+      if (values) values[i] = null;
+      return out.text('null');
+    }
     // An integer of at most 15 digits is sent as written, which is how String(Number(text)) writes it.
-    if (isShortInteger(s, start, end)) return out.text(s, start, end);
+    if (isShortInteger(s, start, end)) {
+      if (values) values[i] = shortInteger(s, start, end);
+      return out.text(s, start, end);
+    }
     // Text that cannot be a number is written from its place, without a string of its own.
     if (mayBeNumber(s.charCodeAt(start))) {
       const v = requestValue(s.slice(start, end), true);
-      if (typeof v === 'number') return out.number(v);
+      if (typeof v === 'number') {
+        if (values) values[i] = v;
+        return out.number(v);
+      }
     }
+    if (values) values[i] = s.slice(start, end);
     out.jsonString(s, start, end);
   }
+}
+
+/** The input columns sent as members: all of `sent` but the row id member, which is written last. */
+export function inputColumns(sent: readonly string[], rowIdMember: string | undefined): string[] {
+  return sent.filter((c) => c !== rowIdMember);
+}
+
+/** The value of a short integer (see isShortInteger), exact below 2^53. */
+function shortInteger(s: string, start: number, end: number): number {
+  const negative = s.charCodeAt(start) === 0x2d;
+  let n = 0;
+  for (let i = negative ? start + 1 : start; i < end; i++) n = n * 10 + (s.charCodeAt(i) - 0x30);
+  return negative ? -n : n;
 }
 
 /** Characters `start` to `end` of `s` are `-?(0|[1-9]\d*)` of at most 15 digits, "-0" aside: a number JSON and String(Number(text)) write the same. */

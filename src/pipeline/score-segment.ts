@@ -12,7 +12,7 @@ import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
 import { ProfileAccumulator } from './prediction-profile.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { RequestBatchBuilder } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
@@ -77,7 +77,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
   const { folder } = run;
   const counts = emptyCounts();
-  const profile = new ProfileAccumulator(run.schema);
+  const profile = new ProfileAccumulator(run.schema, sentInputColumns(run));
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
   // Every request in flight and every retry waiting listens to it: up to the concurrency, past Node's warning at 10.
@@ -133,10 +133,17 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   };
   // Where rows are written as read, a CSV row in plain RFC 4180 is sent from its text: no record is made.
   const fromText = passThroughText && file.syntax === 'csv';
-  const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', scorer.rowIdMember, {
-    columns: file.columns,
-    ...dialect,
-  });
+  // It keeps each row's values as it encodes them, for the input profile.
+  const encoder = new RequestEncoder(
+    run.sent,
+    run.input.syntax === 'csv',
+    scorer.rowIdMember,
+    {
+      columns: file.columns,
+      ...dialect,
+    },
+    true,
+  );
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (an entry of
   // malformed rows alone holds none) and has its answer.
   const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
@@ -208,6 +215,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
           continue;
         }
         const bytes = row.record ? encoder.encode(row.record, row.index) : encoder.encodeText(row.text!, row.index);
+        profile.addInputs(encoder.values!);
         if (batchIsFull(batch.length, batch.bytes, bytes, run.request.options)) await submit();
         batch.add(kept(row), encoder);
       }

@@ -69,6 +69,17 @@ describe('the prediction profile in manifest.json (score through the CLI)', () =
     expect(price.count).toBe(values('rental_price').length);
     expectSummaryOf(price.numeric, values('rental_price'));
     expectSummaryOf(price.confidence, values('rental_price_confidence'));
+
+    // The input columns the model reads, recounted from the input file.
+    const input = parseCsv(await readFile(rentals, 'utf8'));
+    const inputs = new Map(profile.inputs!.map((i) => [i.column, i]));
+    const sqft = input.map((r) => Number(r.sqft));
+    expect(inputs.get('sqft')).toMatchObject({ kind: 'numeric', count: ROWS, nulls: 0, classes: null });
+    expectSummaryOf(inputs.get('sqft')!.numeric, sqft);
+    const locations = input.filter((r) => r.location !== '').map((r) => r.location);
+    expect(inputs.get('location')).toMatchObject({ kind: 'categorical', count: locations.length, nulls: ROWS - locations.length, numeric: null });
+    for (const { value, count } of inputs.get('location')!.classes!) expect(count, value).toBe(locations.filter((l) => l === value).length);
+    expect(inputs.has('listing_id')).toBe(false);
   });
 
   it('counts the classes of a categorical target', async () => {

@@ -19,19 +19,24 @@ let run: PreparedRun;
 
 /** Segment `index`'s done marker: its own rows, counts and predictions, so that a mix-up shows. */
 function marker(index: number) {
-  const profile = new ProfileAccumulator(SCHEMA);
+  const profile = new ProfileAccumulator(SCHEMA, ['rooms']);
   const rows = 10 + index;
-  for (let r = 0; r < rows; r++) profile.add([index * 100 + r * 1.5, 0.9, index * 100, index * 100 + 20]);
+  for (let r = 0; r < rows; r++) {
+    profile.add([index * 100 + r * 1.5, 0.9, index * 100, index * 100 + 20]);
+    profile.addInputs([r % 4]);
+  }
   return { ...emptyCounts(), rowsIn: rows, rowsScored: rows, requests: index + 1, bytes: { rows: rows * 7, errors: 0 }, profile: profile.toJSON(), slots: 16 };
 }
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), 'finished-segments-'));
-  // Only what FinishedSegments reads of a run: its id, folder, output schema and segments.
+  // Only what FinishedSegments reads of a run: its id, folder, output schema, columns sent and segments.
   run = {
     runId: 'r1',
     folder: parseLocation(folder),
     schema: SCHEMA,
+    sent: ['rooms'],
+    model: { rowIdMember: null },
     input: { segments: Array.from({ length: SEGMENTS }, (_, index) => ({ index })) },
   } as unknown as PreparedRun;
   for (let i = 0; i < SEGMENTS; i++) await writeSegmentDone(storage, run, i, marker(i));
@@ -52,6 +57,7 @@ describe('FinishedSegments', () => {
     expect(result.counts).toMatchObject({ segments: 4, rowsIn: 10 + 11 + 12 + 13, requests: 1 + 2 + 3 + 4 });
     expect(result.done.every((d) => d.profile === null)).toBe(true);
     expect(result.profile.profile?.targets).toBeDefined();
+    expect(result.profile.profile?.inputs?.[0]).toMatchObject({ column: 'rooms', kind: 'numeric', count: 10 + 11 + 12 + 13, nulls: 0 });
   });
 
   it('names the first segment whose marker is missing, whether handed in or not', async () => {

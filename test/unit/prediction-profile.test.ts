@@ -34,7 +34,7 @@ type Answer = Record<'price' | 'label' | 'score', { value: unknown; confidence: 
 /** The predictions array `scoreBatch` makes of an answer: schema order, null where absent. */
 /** The run's profile from segments' profiles in segment order, as assembly folds them. */
 function mergeProfiles(schema: OutputSchema, segments: readonly (SegmentProfile | null)[]) {
-  const merger = new ProfileMerger(schema);
+  const merger = new ProfileMerger(schema, []);
   segments.forEach((s, i) => merger.add(s, i));
   return merger.result();
 }
@@ -48,7 +48,7 @@ function predictions(answer: Answer): unknown[] {
 
 /** A segment's profile as its done marker keeps it, read back as assembly reads it. */
 function segment(rows: readonly Answer[]) {
-  const acc = new ProfileAccumulator(SCHEMA);
+  const acc = new ProfileAccumulator(SCHEMA, []);
   for (const r of rows) acc.add(predictions(r));
   return segmentProfileSchema.parse(JSON.parse(JSON.stringify(acc.toJSON())));
 }
@@ -212,7 +212,7 @@ describe('prediction profile', () => {
           );
           expect(split).toEqual(profileOf(rows));
           for (const t of [split.targets[0].numeric, split.targets[0].confidence, split.targets[2].numeric]) checkSummary(t, values, false);
-          const acc = new ProfileAccumulator(SCHEMA);
+          const acc = new ProfileAccumulator(SCHEMA, []);
           for (const r of rows) acc.add(predictions(r));
           // Three sketches of two stores of at most 2048 buckets (8 bytes each), in base64.
           expect(JSON.stringify(acc.toJSON()).length).toBeLessThan(3 * 2 * 2048 * 8 * (4 / 3) + 10_000);
@@ -273,7 +273,7 @@ describe('prediction profile', () => {
       label: { value: 'a', confidence: null },
       score: { value: i / 7, confidence: null },
     }));
-    const stored = new ProfileAccumulator(SCHEMA);
+    const stored = new ProfileAccumulator(SCHEMA, []);
     for (const r of many) stored.add(predictions(r));
     const json = stored.toJSON();
     expect(json.targets[2]).toMatchObject({ classes: [], otherClasses: CLASSES_KEPT + 1 });
@@ -339,7 +339,7 @@ describe('prediction profile', () => {
       label: { value: 'a', confidence: null },
       score: { value: 0, confidence: null },
     }));
-    const acc = new ProfileAccumulator(SCHEMA);
+    const acc = new ProfileAccumulator(SCHEMA, []);
     for (const r of rows) acc.add(predictions(r));
     const stored = acc.toJSON() as unknown as { targets: { numbers: { grid?: unknown } | null }[] };
     delete stored.targets[0].numbers!.grid;
@@ -352,6 +352,48 @@ describe('prediction profile', () => {
     for (const bin of numeric.histogram) expect(Math.abs(bin.count - 250)).toBeLessThan(60);
   });
 
+  it('profiles the input columns as sent: numbers, classes and nulls, the same whatever the split', () => {
+    const random = mulberry32(11);
+    const sent = Array.from({ length: 2_000 }, (_, i) => [
+      i % 7 === 0 ? null : Math.round(500 + 300 * random()),
+      ['north', 'south', 'east'][i % 3],
+      i % 5 === 0 ? null : 'x',
+    ]);
+    const profileOfInputs = (cuts: number[]) => {
+      const merger = new ProfileMerger(SCHEMA, ['sqft', 'side', 'flag']);
+      const ends = [0, ...cuts, sent.length];
+      ends.slice(1).forEach((end, i) => {
+        const acc = new ProfileAccumulator(SCHEMA, ['sqft', 'side', 'flag']);
+        for (const values of sent.slice(ends[i], end)) acc.addInputs(values);
+        merger.add(segmentProfileSchema.parse(JSON.parse(JSON.stringify(acc.toJSON()))), i);
+      });
+      return merger.result().profile!.inputs!;
+    };
+    const inputs = profileOfInputs([300, 1_200]);
+    expect(profileOfInputs([])).toEqual(inputs);
+    const sqft = sent.map((v) => v[0]).filter((v): v is number => v !== null);
+    expect(inputs[0]).toMatchObject({ column: 'sqft', kind: 'numeric', count: sqft.length, nulls: 2_000 - sqft.length, classes: null });
+    expect(inputs[0].numeric).toMatchObject({ min: Math.min(...sqft), max: Math.max(...sqft) });
+    expect(inputs[1]).toMatchObject({ column: 'side', kind: 'categorical', count: 2_000, nulls: 0, numeric: null, otherClasses: 0 });
+    // i % 3: 667 rows each of north and south, 666 of east; ties by value.
+    expect(inputs[1].classes).toEqual([
+      { value: 'north', count: 667 },
+      { value: 'south', count: 667 },
+      { value: 'east', count: 666 },
+    ]);
+    expect(inputs[2]).toMatchObject({ column: 'flag', kind: 'categorical', count: 1_600, nulls: 400, classes: [{ value: 'x', count: 1_600 }] });
+  });
+
+  it('has no input profile when a segment was scored by a release that kept none (before 0.4)', () => {
+    const acc = new ProfileAccumulator(SCHEMA, ['sqft']);
+    acc.addInputs([1]);
+    const stored = acc.toJSON();
+    delete stored.inputs;
+    const merger = new ProfileMerger(SCHEMA, ['sqft']);
+    merger.add(segmentProfileSchema.parse(JSON.parse(JSON.stringify(stored))), 0);
+    expect(merger.result().profile!.inputs).toBeNull();
+  });
+
   it('is null, with a warning, when a segment was scored by a release that kept none', () => {
     const { profile, warning } = mergeProfiles(SCHEMA, [segment([]), null, null]);
     expect(profile).toBeNull();
@@ -359,7 +401,7 @@ describe('prediction profile', () => {
   });
 
   it('refuses a stored sketch that is damaged or of another accuracy', () => {
-    const stored = new ProfileAccumulator(SCHEMA);
+    const stored = new ProfileAccumulator(SCHEMA, []);
     stored.add(predictions({ price: { value: 1, confidence: 0.5 }, label: { value: 'a', confidence: null }, score: { value: 2, confidence: 3 } }));
     const json = stored.toJSON();
     const damaged = structuredClone(json);

@@ -3,13 +3,20 @@ import { describe, expect, it } from 'vitest';
 import Papa from 'papaparse';
 import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { MAX_ROW_DEPTH, quotedFieldBounds } from '../../src/formats/row-parser.js';
-import { RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
+import { inputColumns, RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
 
 /** One row, as a segment's encoder encodes it: its JSON text and its length in bytes. */
 function encodeRequestRow(record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number) {
-  const encoder = new RequestEncoder(sent, fromCsv, rowIdMember);
+  const encoder = new RequestEncoder(sent, fromCsv, rowIdMember, undefined, true);
   const bytes = encoder.encode(record, rowId);
+  expectValuesSent(encoder, sent, rowIdMember);
   return { json: encoder.text(), bytes };
+}
+
+/** The values an encoder kept for the input profile are those its JSON sent, column by column (as JSON: -0 is 0). */
+function expectValuesSent(encoder: RequestEncoder, sent: string[], rowIdMember: string | undefined): void {
+  const members = JSON.parse(encoder.text()) as Record<string, unknown>;
+  expect(JSON.stringify(encoder.values)).toBe(JSON.stringify(inputColumns(sent, rowIdMember).map((c) => members[c])));
 }
 
 /** What the encoder must write: JSON.stringify of the row's object of request values. */
@@ -183,8 +190,9 @@ describe('RequestEncoder against JSON.stringify', () => {
       fc.property(fc.array(unquoted, { minLength: 5, maxLength: 5 }), fc.nat(), (values, rowId) => {
         const record = Object.fromEntries(fileColumns.map((c, i) => [c, values[i]]));
         for (const rowIdMember of [undefined, 'rid', 'b']) {
-          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, delimiter: ',', quote: '"' });
+          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, delimiter: ',', quote: '"' }, true);
           const bytes = encoder.encodeText(values.join(','), rowId);
+          expectValuesSent(encoder, columns, rowIdMember);
           // encode is checked against JSON.stringify above; a column missing from the file is sent as null by both.
           expect({ json: encoder.text(), bytes }).toEqual(encodeRequestRow(record, columns, true, rowIdMember, rowId));
         }
@@ -201,8 +209,9 @@ describe('RequestEncoder against JSON.stringify', () => {
         fc.pre(row.includes('"') && quotedFieldBounds(row, DEFAULT_DIALECT, []) === 5);
         const record = Object.fromEntries(fileColumns.map((c, i) => [c, values[i]]));
         for (const rowIdMember of [undefined, 'rid', 'b']) {
-          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, ...DEFAULT_DIALECT });
+          const encoder = new RequestEncoder(columns, true, rowIdMember, { columns: fileColumns, ...DEFAULT_DIALECT }, true);
           const bytes = encoder.encodeText(row, rowId);
+          expectValuesSent(encoder, columns, rowIdMember);
           expect({ json: encoder.text(), bytes }).toEqual(encodeRequestRow(record, columns, true, rowIdMember, rowId));
         }
       }),
