@@ -45,7 +45,7 @@ const shortDateTime = (iso: string | undefined) => (iso ? html`<time datetime="$
 const integer = (n: number) => Math.round(n).toLocaleString('en-US');
 
 /** Characters of a location or model the run list shows at most; longer ones lose their middle. */
-const LIST_TEXT_CHARS = 48;
+const LIST_TEXT_CHARS = 28;
 /** Bytes of a failed run's reason the run list quotes; its page shows up to MESSAGE_BYTES. */
 const LIST_REASON_BYTES = 160;
 
@@ -170,8 +170,10 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
         ${p ? html`${progressBar(p.rowsDone, p.rowsTotal)}<span class="muted">${integer(p.rowsDone)} / ${integer(p.rowsTotal)}</span>` : html`<span class="muted">not planned</span>`}
       </td>
       <td class="num">${p ? integer(p.rowsPerSecond) : '–'}</td>
-      <td class="nowrap">${shortDateTime(r.enqueuedAt)}</td>
-      <td class="nowrap">${shortDateTime(r.finishedAt)}</td>
+      <td>
+        <div class="nowrap">${shortDateTime(r.enqueuedAt)}</div>
+        ${r.finishedAt ? html`<div class="nowrap muted">${shortDateTime(r.finishedAt)}</div>` : ''}
+      </td>
     </tr>`;
   };
   const title = pipeline ? html`Runs of pipeline <span class="run-id">${pipeline}</span>` : 'Runs';
@@ -195,8 +197,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
                 <th>Input</th>
                 <th>Rows</th>
                 <th class="num">Rows/s</th>
-                <th>Enqueued</th>
-                <th>Finished</th>
+                <th>Enqueued<br />finished</th>
               </tr>
             </thead>
             <tbody>
