@@ -2,6 +2,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { describeTrigger } from '../pipeline/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
+import { failureCode } from '../queue/to-queue-error.js';
 import { enqueueCommand } from './resume-command.js';
 
 /**
@@ -30,7 +31,7 @@ export function formatRunStatus(s: RunStatus): string {
 export function resumable(s: RunStatus): boolean {
   if (s.state === 'cancelled') return true;
   if (s.state !== 'failed') return false;
-  const code = /\[(E_[A-Z_]+)\]/.exec(s.failedReason ?? '')?.[1];
+  const code = failureCode(s.failedReason);
   if (code === undefined || !(code in ERROR_CATALOGUE)) return true;
   return resumeCanHelp(code as ErrorCode, s.progress !== undefined);
 }

@@ -5,17 +5,19 @@ import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
-import { runFiles } from '../pipeline/prepared-run.js';
+import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
 import { runEnded, type RunQueue, type RunState, type RunStatus } from '../queue/producer.js';
-import { segmentJobId } from '../queue/queues.js';
+import { RETENTION, segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
 import { joinLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 
-/** Runs the list shows at most, newest first. */
-export const LIST_LIMIT = 100;
+/** Runs a page of the list shows, newest first. */
+export const LIST_PAGE_SIZE = 50;
+/** The list's last page: as far as the queue keeps runs of one state (see RETENTION), so deep pages stay bounded reads. */
+export const LIST_MAX_PAGE = Math.ceil(RETENTION.runs.removeOnFail.count / LIST_PAGE_SIZE);
 /** Quarantined rows a run page shows; errors.jsonl is read only that far. */
 export const QUARANTINE_SAMPLE = 20;
 /** Bytes of errors.jsonl read at most for the sample, whatever its rows hold. */
@@ -74,20 +76,31 @@ export interface RunPageView {
   segments: SegmentCell[];
   throughput: ThroughputPoint[];
   manifest?: PageManifest;
+  /** The model as the run resolved it at its start, and the service it scores on (`_work/run.json`): read while it has no manifest yet. */
+  prepared?: Pick<PreparedRun, 'model' | 'service'>;
   describe?: DescribeSnapshot;
   quarantined: { rows: (QuarantinedRow | { unreadable: string })[]; from: string } | undefined;
   problems: string[];
 }
 
-/** What the run list is narrowed to: runs in one state, runs one pipeline of `jobs/*.yaml` started, or both. */
+/** What the run list is narrowed to: runs in one state, runs one pipeline of `jobs/*.yaml` started, or both; and which page of those (1: the newest). */
 export interface RunListFilter {
   state?: RunState;
   pipeline?: string;
+  page?: number;
 }
 
-/** The most recent runs, newest first, that pass `filter`. */
-export async function gatherRunList(sources: RunPageSources, filter: RunListFilter = {}): Promise<RunStatus[]> {
-  return sources.runs.list({ limit: LIST_LIMIT, ...filter });
+/** One page of the run list: its runs, newest first, and whether older runs follow. */
+export interface RunListPage {
+  runs: RunStatus[];
+  older: boolean;
+}
+
+/** The `filter.page`th page of the most recent runs that pass `filter`: one run more is read, to know whether an older page exists. */
+export async function gatherRunList(sources: RunPageSources, filter: RunListFilter = {}): Promise<RunListPage> {
+  const { page = 1, ...narrow } = filter;
+  const runs = await sources.runs.list({ ...narrow, offset: (page - 1) * LIST_PAGE_SIZE, limit: LIST_PAGE_SIZE + 1 });
+  return { runs: runs.slice(0, LIST_PAGE_SIZE), older: runs.length > LIST_PAGE_SIZE };
 }
 
 /** A run page's content, or undefined for a run the queue does not know. */
@@ -111,6 +124,8 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     attempt('manifest.json', () => readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema)),
     attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
   ]);
+  // Before the manifest, the version the run is pinned to is in its prepared run (none before it is planned).
+  const prepared = manifest ? undefined : await attempt('_work/run.json', () => readPreparedRun(sources.storage, folder));
   const generation = Date.parse(status.enqueuedAt);
   const succeeded = manifest?.state === 'succeeded';
   // Past the progress hash's expiry, a run that succeeded still had all its segments done.
@@ -123,6 +138,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     segments: segments ?? [],
     throughput: throughputSeries(details.samples),
     ...(manifest ? { manifest } : {}),
+    ...(prepared ? { prepared: { model: prepared.model, service: prepared.service } } : {}),
     ...(describe ? { describe } : {}),
     quarantined,
     problems,

@@ -1,7 +1,9 @@
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { RUN_STATES, runEnded, type RunState, type RunStatus } from '../queue/producer.js';
+import { failureCode } from '../queue/to-queue-error.js';
+import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
-import type { NumericSummary, PageManifest, PredictionProfile, RunListFilter, RunPageView, SegmentCell } from './run-page-data.js';
+import type { NumericSummary, PageManifest, PredictionProfile, RunListFilter, RunListPage, RunPageView, SegmentCell } from './run-page-data.js';
 
 /** Seconds between reloads of the page of a run that is still waiting or running. */
 export const REFRESH_SECONDS = 5;
@@ -37,9 +39,37 @@ export interface ChartSpec {
 export const CHARTS_ELEMENT_ID = 'run-charts';
 
 const dateTime = (iso: string | undefined) => (iso ? html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>` : '–');
+/** A date and time on one line for the run list, to the minute (`2026-11-25 14:03`); the full time in its title. */
+const shortDateTime = (iso: string | undefined) => (iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>` : '–');
+/** A count, exact, with thousands separators: counts are never rounded (see shortNumber). */
 const integer = (n: number) => Math.round(n).toLocaleString('en-US');
 
-/** A number with at most 4 significant digits, for statistics and histogram bounds. */
+/** Characters of a location or model the run list shows at most; longer ones lose their middle. */
+const LIST_TEXT_CHARS = 28;
+/** Bytes of a failed run's reason the run list quotes; its page shows up to MESSAGE_BYTES. */
+const LIST_REASON_BYTES = 160;
+
+/**
+ * Text for a narrow cell of the run list: `text` itself when short, else its beginning and end
+ * around an ellipsis (both ends of a location tell most: its bucket and its file); the whole, as
+ * far as VALUE_BYTES, in its title.
+ */
+function cutText(text: string): Html {
+  const whole = excerpt(text, VALUE_BYTES);
+  const chars = Array.from(whole);
+  const head = Math.floor((LIST_TEXT_CHARS - 1) / 2);
+  const shown = chars.length <= LIST_TEXT_CHARS ? whole : `${chars.slice(0, head).join('')}…${chars.slice(head + 1 - LIST_TEXT_CHARS).join('')}`;
+  return html`<span class="cut" title="${whole}">${shown}</span>`;
+}
+
+/** A failed run's reason for the run list: its code and a short excerpt of its message, never the whole. */
+function reasonExcerpt(reason: string): Html {
+  const code = failureCode(reason);
+  const message = code ? reason.slice(0, -(code.length + 2)).trimEnd() : reason;
+  return html`<div class="reason"><code>${code ?? 'no code'}</code> ${excerpt(message, LIST_REASON_BYTES)}</div>`;
+}
+
+/** A measure (a quantile, mean, min, max, histogram bound) with at most 4 significant digits; never a count, which `integer` shows exact. */
 export function shortNumber(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   if (n !== 0 && Math.abs(n) < 1e-3) return n.toExponential(2);
@@ -103,11 +133,12 @@ function progressBar(done: number, total: number): Html {
   return html`<progress value="${done}" max="${Math.max(total, 1)}">${total > 0 ? Math.floor((done * 100) / total) : 0}%</progress>`;
 }
 
-/** The run list's address with these filters (`/ui/runs?state=failed&pipeline=nightly`). */
+/** The run list's address with these filters and page (`/ui/runs?state=failed&pipeline=nightly&page=2`). */
 function listHref(ctx: PageContext, filter: RunListFilter): string {
   const query = new URLSearchParams();
   if (filter.state) query.set('state', filter.state);
   if (filter.pipeline) query.set('pipeline', filter.pipeline);
+  if (filter.page !== undefined && filter.page > 1) query.set('page', String(filter.page));
   const text = query.toString();
   return `${ctx.prefix}/runs${text ? `?${text}` : ''}`;
 }
@@ -120,9 +151,10 @@ function startedBy(ctx: PageContext, trigger: RunTrigger | undefined): Html {
   return html`<span title="${describeTrigger(trigger)}">${kind}${pipeline}</span>`;
 }
 
-/** `/ui/runs`: the recent runs, newest first, narrowed to a state and a pipeline when `filter` says so. */
-export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunListFilter = {}): string {
-  const { state, pipeline } = filter;
+/** `/ui/runs`: a page of the recent runs, newest first, narrowed to a state and a pipeline when `filter` says so. */
+export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunListFilter = {}): string {
+  const { runs, older } = list;
+  const { state, pipeline, page: pageNumber = 1 } = filter;
   // A state filter keeps the pipeline filter, and the other way round.
   const stateFilter = (label: string, value?: RunState) =>
     html`<a class="pill${value === state ? ' current' : ''}" href="${listHref(ctx, { state: value, pipeline })}">${label}</a>`;
@@ -130,16 +162,18 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunLi
     const p = r.progress;
     return html`<tr>
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
-      <td>${stateBadge(r.state)}</td>
+      <td class="state-cell">${stateBadge(r.state)}${r.failedReason ? reasonExcerpt(r.failedReason) : ''}</td>
       <td>${startedBy(ctx, r.trigger)}</td>
-      <td class="nowrap">${r.model}</td>
-      <td class="wrap">${r.input}</td>
+      <td class="nowrap">${cutText(r.model)}</td>
+      <td class="nowrap">${cutText(r.input)}</td>
       <td class="progress-cell">
         ${p ? html`${progressBar(p.rowsDone, p.rowsTotal)}<span class="muted">${integer(p.rowsDone)} / ${integer(p.rowsTotal)}</span>` : html`<span class="muted">not planned</span>`}
       </td>
       <td class="num">${p ? integer(p.rowsPerSecond) : '–'}</td>
-      <td>${dateTime(r.enqueuedAt)}</td>
-      <td>${dateTime(r.finishedAt)}</td>
+      <td>
+        <div class="nowrap">${shortDateTime(r.enqueuedAt)}</div>
+        ${r.finishedAt ? html`<div class="nowrap muted">${shortDateTime(r.finishedAt)}</div>` : ''}
+      </td>
     </tr>`;
   };
   const title = pipeline ? html`Runs of pipeline <span class="run-id">${pipeline}</span>` : 'Runs';
@@ -150,7 +184,9 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunLi
     </nav>
     ${
       runs.length === 0
-        ? html`<p class="empty">No ${state ?? ''} runs${pipeline ? html` of pipeline ${pipeline}` : ''} on the queue.</p>`
+        ? html`<p class="empty">
+            No ${state ?? ''} runs${pipeline ? html` of pipeline ${pipeline}` : ''} ${pageNumber > 1 ? `on page ${pageNumber}` : 'on the queue'}.
+          </p>`
         : html`<table class="runs">
             <thead>
               <tr>
@@ -161,14 +197,22 @@ export function renderRunList(ctx: PageContext, runs: RunStatus[], filter: RunLi
                 <th>Input</th>
                 <th>Rows</th>
                 <th class="num">Rows/s</th>
-                <th>Enqueued</th>
-                <th>Finished</th>
+                <th>Enqueued<br />finished</th>
               </tr>
             </thead>
             <tbody>
               ${runs.map(row)}
             </tbody>
           </table>`
+    }
+    ${
+      pageNumber > 1 || older
+        ? html`<nav class="pages" id="pages">
+            ${pageNumber > 1 ? html`<a class="pill" rel="prev" href="${listHref(ctx, { state, pipeline, page: pageNumber - 1 })}">← newer</a>` : ''}
+            <span class="muted">page ${pageNumber}</span>
+            ${older ? html`<a class="pill" rel="next" href="${listHref(ctx, { state, pipeline, page: pageNumber + 1 })}">older →</a>` : ''}
+          </nav>`
+        : ''
     }`;
   return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => !runEnded(r)) }).text;
 }
@@ -194,7 +238,7 @@ export function renderRunPage(ctx: PageContext, view: RunPageView): string {
       ${stateBadge(status.state)} ${live ? html`<span class="muted">refreshing every ${REFRESH_SECONDS} s</span>` : ''}
     </div>
     <p class="subtitle"><span>${status.model}</span> · <span class="wrap">${status.input}</span> → <span class="wrap">${status.folder}</span></p>
-    ${status.failedReason ? html`<p class="notice error">${status.failedReason}</p>` : ''}
+    ${status.failedReason && view.progress ? html`<p class="notice error" id="failure">${excerpt(status.failedReason, MESSAGE_BYTES)}</p>` : ''}
     ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${triggerSection(ctx, status.trigger)}
     ${segmentsSection(view)} ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${quarantineSection(view)} ${modelSection(view)}
     ${outputsSection(ctx, view)}`;
@@ -217,7 +261,7 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
         ? html`<div class="bar">
             ${progressBar(p.rowsDone, p.rowsTotal)}<span>${p.rowsTotal > 0 ? Math.floor((p.rowsDone * 100) / p.rowsTotal) : 0}%</span>
           </div>`
-        : html`<p class="muted">Not planned yet: the input is being read.</p>`
+        : notPlanned(status)
     }
     <div class="stats">
       ${stat('Rows', p ? html`${integer(p.rowsDone)} <small>/ ${integer(p.rowsTotal)}</small>` : '–', 'rows')}
@@ -246,6 +290,25 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
       }
     </dl>
   </section>`;
+}
+
+/** What the progress section says of a run that has no plan: why, from the run's state. */
+function notPlanned(status: RunStatus): Html {
+  switch (status.state) {
+    case 'waiting':
+      return html`<p class="muted">Not planned yet: the run waits for a worker.</p>`;
+    case 'active':
+      return html`<p class="muted">Not planned yet: the input is being read.</p>`;
+    case 'failed':
+      return html`<p class="notice error" id="failure">
+        The run failed before its input was planned${status.failedReason ? html`: ${excerpt(status.failedReason, MESSAGE_BYTES)}` : '.'}
+      </p>`;
+    case 'cancelling':
+    case 'cancelled':
+      return html`<p class="muted">The run was cancelled before its input was planned.</p>`;
+    case 'completed':
+      return html`<p class="muted">No progress is known: it has expired.</p>`;
+  }
 }
 
 /** What started the run, in full: the schedule's fire time, the file version an event or a poll found, the command. */
@@ -439,12 +502,12 @@ function targetCard(t: PredictionProfile['targets'][number], i: number, charts: 
   }
   const columns = [...(t.numeric ? [{ name: 'prediction', s: t.numeric }] : []), ...(t.confidence ? [{ name: 'confidence', s: t.confidence }] : [])];
   const quantiles = [...new Set(columns.flatMap((c) => c.s.quantiles.map((q) => q.p)))].sort((a, b) => a - b);
-  const statRow = (label: string, value: (s: NumericSummary) => number | undefined) =>
+  const statRow = (label: string, value: (s: NumericSummary) => number | undefined, format: (n: number) => string = shortNumber) =>
     html`<tr>
       <th>${label}</th>
       ${columns.map((c) => {
         const v = value(c.s);
-        return html`<td class="num">${v === undefined ? '–' : shortNumber(v)}</td>`;
+        return html`<td class="num">${v === undefined ? '–' : format(v)}</td>`;
       })}
     </tr>`;
   return html`<article class="target" data-target="${t.target}">
@@ -464,7 +527,7 @@ function targetCard(t: PredictionProfile['targets'][number], i: number, charts: 
               </tr>
             </thead>
             <tbody>
-              ${statRow('count', (s) => s.count)} ${statRow('min', (s) => s.min)} ${statRow('mean', (s) => s.mean)} ${statRow('max', (s) => s.max)}
+              ${statRow('count', (s) => s.count, integer)} ${statRow('min', (s) => s.min)} ${statRow('mean', (s) => s.mean)} ${statRow('max', (s) => s.max)}
               ${quantiles.map((p) => statRow(quantileLabel(p), (s) => s.quantiles.find((q) => q.p === p)?.value))}
             </tbody>
           </table>`
@@ -518,14 +581,15 @@ function quarantineSection({ quarantined, progress }: RunPageView): Html {
   </section>`;
 }
 
-function modelSection({ status, manifest, describe }: RunPageView): Html {
-  const model = manifest?.model;
-  const resolved = model && 'project' in model ? model : undefined;
+function modelSection({ status, manifest, prepared, describe }: RunPageView): Html {
+  // Resolved at the run's start: in run.json while the run goes on, in the manifest once it ended (not for a run that failed before).
+  const resolved = manifest ? ('project' in manifest.model ? manifest.model : undefined) : prepared?.model;
+  const service = manifest?.service ?? prepared?.service;
   return html`<section class="card">
     <h2>Model</h2>
     <dl class="facts">
       <dt>Requested</dt>
-      <dd>${model?.requested ?? status.model}</dd>
+      <dd>${manifest?.model.requested ?? prepared?.model.requested ?? status.model}</dd>
       ${
         resolved
           ? html`<dt>Model</dt>
@@ -539,9 +603,9 @@ function modelSection({ status, manifest, describe }: RunPageView): Html {
           : ''
       }
       ${
-        manifest?.service
+        service
           ? html`<dt>Service</dt>
-              <dd>${manifest.service}</dd>`
+              <dd>${service}</dd>`
           : ''
       }
     </dl>

@@ -10,7 +10,7 @@ import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { RUN_STATES } from '../queue/producer.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
-import { gatherRunList, gatherRunPage, outputFile, type RunPageSources } from './run-page-data.js';
+import { gatherRunList, gatherRunPage, LIST_MAX_PAGE, outputFile, type RunPageSources } from './run-page-data.js';
 import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
 
 /**
@@ -26,11 +26,25 @@ export interface RunPagesDeps extends RunPageSources {
 /** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pipelineNameSchema.optional() });
+/** `?page=`: a whole number from 1 to LIST_MAX_PAGE, written plainly (no sign, exponent or leading zero). */
+const pageSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,5}$/)
+  .transform(Number)
+  .pipe(z.number().max(LIST_MAX_PAGE));
+
+const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pipelineNameSchema.optional(), page: pageSchema.optional() });
+
+/** What a bad filter or page is told, per query parameter. */
+function listQueryProblem(issue: z.core.$ZodIssue): string {
+  if (issue.path[0] === 'state') return `state must be one of ${RUN_STATES.join(', ')}.`;
+  if (issue.path[0] === 'page') return `page must be a whole number from 1 to ${LIST_MAX_PAGE}.`;
+  return `pipeline: ${issue.message}.`;
+}
 
 /**
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
- * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter),
+ * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter, `?page=` from 1),
  * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
  * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. The pages have no inline
  * script or style: the server's security headers (security-headers.ts) allow none.
@@ -65,11 +79,10 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
     app.get('/runs', async (request, reply) => {
       const query = listQuery.safeParse(request.query);
       if (!query.success) {
-        const why = query.error.issues.map((i) => (i.path[0] === 'state' ? `state must be one of ${RUN_STATES.join(', ')}.` : `pipeline: ${i.message}.`));
-        return htmlPage(reply, 400, renderMessage(ctx, 'Bad filter', why.join(' ')));
+        return htmlPage(reply, 400, renderMessage(ctx, 'Bad filter', query.error.issues.map(listQueryProblem).join(' ')));
       }
-      const runs = await gatherRunList(deps, query.data);
-      return htmlPage(reply, 200, renderRunList(ctx, runs, query.data));
+      const list = await gatherRunList(deps, query.data);
+      return htmlPage(reply, 200, renderRunList(ctx, list, query.data));
     });
 
     app.get<{ Params: { id: string } }>('/runs/:id', async (request, reply) => {

@@ -1,4 +1,4 @@
-import type { FileDropSubmission, RunState, RunStatus, RunSubmission } from '../queue/producer.js';
+import type { FileDropSubmission, RunListOptions, RunStatus, RunSubmission } from '../queue/producer.js';
 import type { QueueConfig } from '../queue/queues.js';
 import { RunQueueHolder } from '../queue/run-queue-holder.js';
 
@@ -14,7 +14,7 @@ export interface RunsApi {
   /** The run, or undefined when no run of this id is on the queue. */
   get(runId: string): Promise<RunStatus | undefined>;
   /** The most recent runs, newest first; with `state`, only those in that state; with `pipeline`, only those that pipeline started. */
-  list(options?: { limit?: number; state?: RunState; pipeline?: string }): Promise<RunStatus[]>;
+  list(options?: RunListOptions): Promise<RunStatus[]>;
   /** Cancels a waiting or active run; answers its status (`cancelling` while its jobs stop, then `cancelled`). */
   cancel(runId: string): Promise<RunStatus>;
   /** Enqueues a failed or cancelled run again, keeping the segments it finished. */

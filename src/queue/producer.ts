@@ -43,6 +43,16 @@ const JOB_STATES: Record<RunState, JobType[]> = {
 
 const ALL_JOB_STATES = [...new Set(Object.values(JOB_STATES).flat())];
 
+/** Which runs `list` answers: see RunQueue.list. */
+export interface RunListOptions {
+  /** Runs answered at most (20 by default). */
+  limit?: number;
+  /** Matching runs skipped first, newest first (0 by default): the page's start. */
+  offset?: number;
+  state?: RunState;
+  pipeline?: string;
+}
+
 /** A run as `status` and the run API show it. */
 export interface RunStatus {
   runId: string;
@@ -240,23 +250,26 @@ export class RunQueue {
 
   /**
    * The most recent runs, newest first; with `state`, only the runs in that state; with
-   * `pipeline`, only the runs that pipeline of `jobs/*.yaml` started.
+   * `pipeline`, only the runs that pipeline of `jobs/*.yaml` started; from the `offset`th of
+   * those on (0-based), at most `limit`. The runs before `offset` are read too (their states
+   * decide which pass), but never more of them than that.
    */
-  async list(options: { limit?: number; state?: RunState; pipeline?: string } = {}): Promise<RunStatus[]> {
-    const { limit = 20, state, pipeline } = options;
+  async list(options: RunListOptions = {}): Promise<RunStatus[]> {
+    const { limit = 20, offset = 0, state, pipeline } = options;
     await this.ready();
-    const found = pipeline === undefined ? await this.latestJobs(limit, state) : await this.latestOfPipeline(pipeline, limit, state);
-    return Promise.all(found.map((j) => this.describe(j)));
+    const want = offset + limit;
+    const found = pipeline === undefined ? await this.latestJobs(want, state) : await this.latestOfPipeline(pipeline, want, state);
+    return Promise.all(found.slice(offset, want).map((j) => this.describe(j)));
   }
 
-  /** The newest run jobs, from BullMQ's lists by state. */
-  private async latestJobs(limit: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
+  /** The newest `want` run jobs, from BullMQ's lists by state. */
+  private async latestJobs(want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
     const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
     const found: Job<RunJobData>[] = [];
     // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
     // by page, as BullMQ answers up to a page of each of its states.
-    for (let start = 0; found.length < limit; start += limit) {
-      const jobs = await this.queue.getJobs(types, start, start + limit - 1);
+    for (let start = 0; found.length < want; start += want) {
+      const jobs = await this.queue.getJobs(types, start, start + want - 1);
       if (jobs.length === 0) break;
       if (!state) {
         found.push(...jobs);
@@ -265,14 +278,14 @@ export class RunQueue {
       found.push(...(await this.inState(jobs, state)));
     }
     found.sort((a, b) => b.timestamp - a.timestamp);
-    return found.slice(0, limit);
+    return found.slice(0, want);
   }
 
-  /** A pipeline's newest run jobs, from its index (see PipelineRuns), newest first. */
-  private async latestOfPipeline(pipeline: string, limit: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
+  /** A pipeline's newest `want` run jobs, from its index (see PipelineRuns), newest first. */
+  private async latestOfPipeline(pipeline: string, want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
     const found: Job<RunJobData>[] = [];
-    for (let start = 0; found.length < limit; start += limit) {
-      const ids = await this.pipelineRuns.page(pipeline, start, limit);
+    for (let start = 0; found.length < want; start += want) {
+      const ids = await this.pipelineRuns.page(pipeline, start, want);
       if (ids.length === 0) break;
       const read = await Promise.all(ids.map((id) => Job.fromId<RunJobData>(this.queue, id)));
       const jobs = read.filter((j) => j !== undefined);
@@ -284,7 +297,7 @@ export class RunQueue {
       start -= ids.length - jobs.length;
       found.push(...(state ? await this.inState(jobs, state) : jobs));
     }
-    return found.slice(0, limit);
+    return found.slice(0, want);
   }
 
   private async inState(jobs: Job<RunJobData>[], state: RunState): Promise<Job<RunJobData>[]> {

@@ -14,6 +14,11 @@ export function toQueueError(err: unknown): Error {
   return err instanceof Error ? boundedError(err) : new Error(errorMessage(err));
 }
 
+/** The code a failed run's reason ends with, as toQueueError writes it (`... [E_MODEL_NOT_FOUND]`); none for a failure without one (a job that stalled). */
+export function failureCode(reason: string | undefined): string | undefined {
+  return /\[(E_[A-Z_]+)\]$/.exec(reason ?? '')?.[1];
+}
+
 /**
  * `err` itself when its message and stack are within bounds (see text-excerpt.ts), else an Error
  * of the same name (an UnrecoverableError stays one) carrying them bounded, with `err` as its

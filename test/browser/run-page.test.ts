@@ -56,6 +56,22 @@ const chartDrawn = (id: string) => `(() => {
   return { points: chart ? chart.data.datasets[0].data.length : 0, coloured };
 })()`;
 
+/**
+ * Browser-side, on the run list: the texts of its one-line parts (model, input, times) with how
+ * many lines each takes, the width of each failure reason, and how far the table reaches past
+ * the page's content box (0 when it fits).
+ */
+const RUN_LIST_LAYOUT = `(() => {
+  const table = document.querySelector('table.runs');
+  const main = document.querySelector('main');
+  const contentRight = main.getBoundingClientRect().right - parseFloat(getComputedStyle(main).paddingRight);
+  return {
+    oneLine: [...table.querySelectorAll('.cut, time')].map((e) => ({ text: e.textContent, lines: e.getClientRects().length })),
+    reasons: [...table.querySelectorAll('.reason')].map((e) => e.getBoundingClientRect().width),
+    overflow: Math.max(0, table.getBoundingClientRect().right - contentRight),
+  };
+})()`;
+
 if (!CHROMIUM) noteMissing('the browser test of the run pages', 'chromium');
 
 describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
@@ -73,6 +89,10 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       options: { runId: 'browser', segmentRows: PAGE_RUN.segmentRows, batchSize: PAGE_RUN.batchSize },
     });
     expect((await f.finished(runId)).state).toBe('completed');
+    // A run that fails before planning, on an input of a long path: its row too must read well at 1280 px.
+    const missing = join(tmp.dir, 'incoming', 'a-rather-long-folder-name-for-the-nightly-export', 'rentals-2026-11-25-full-extract.csv');
+    await f.queue.enqueue({ input: missing, model: 'mindsdb/home_rentals_model', out, options: { runId: 'browser-missing' } });
+    expect((await f.finished('browser-missing')).state).toBe('failed');
 
     const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD });
     const base = s.url;
@@ -109,8 +129,17 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       await page.getByRole('menuitem', { name: 'Run pages' }).click();
       await page.waitForURL(`${base}/ui/runs`);
 
-      await expect(page.locator('table.runs a', { hasText: runId }).count()).resolves.toBe(1);
+      await expect(page.locator('table.runs a', { hasText: runId }).count()).resolves.toBe(2);
       await page.screenshot({ path: join(SCREENSHOTS, 'run-list.png'), fullPage: true });
+      // Each row readable at 1280 px: locations and times on one line, the failure wrapped between words, nothing past the page.
+      const layout = await page.evaluate<{ oneLine: { text: string; lines: number }[]; reasons: number[]; overflow: number }>(RUN_LIST_LAYOUT);
+      expect(layout.oneLine.length).toBe(2 * 4);
+      expect(layout.oneLine.filter((c) => c.lines !== 1)).toEqual([]);
+      expect(layout.oneLine.map((c) => c.text)).toContainEqual(expect.stringMatching(/^\/tmp\/.*….*-extract\.csv$/));
+      expect(layout.oneLine.map((c) => c.text)).toContainEqual(expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d$/));
+      expect(layout.reasons).toHaveLength(1);
+      expect(layout.reasons[0]).toBeGreaterThanOrEqual(140);
+      expect(layout.overflow).toBe(0);
 
       const response = await page.goto(`${base}/ui/runs/${runId}`);
       expect(response?.headers()['content-security-policy']).toMatch(/^default-src 'self';/);

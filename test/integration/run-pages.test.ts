@@ -1,10 +1,12 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { Redis } from 'ioredis';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { ChartSpec } from '../../src/http/run-page-html.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
+import { escapeHtml } from '../../src/http/html.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
@@ -64,6 +66,9 @@ describe('run pages on a real queue run', () => {
     expect(live).toContain('<meta http-equiv="refresh" content="5"');
     expect(live).toContain('<span class="badge badge-active">active</span>');
     expect(cells(live)).toHaveLength(6);
+    // Prepared, not yet assembled: the model section shows the version the run is pinned to, from its run.json.
+    expect(live).not.toContain('manifest.json');
+    expect(live).toMatch(/<dt>Pinned version<\/dt><dd>\d+<\/dd>/);
 
     const status = await f.finished(runId);
     expect(status.state).toBe('completed');
@@ -123,6 +128,19 @@ describe('run pages on a real queue run', () => {
       await redis.quit();
     }
     expect(cells((await get(`/ui/runs/${runId}`)).body).map((c) => c.state)).toEqual(Array(6).fill('done'));
+
+    // Counts are shown exact, whatever their size; only measures are rounded (a manifest of a 199,998-row run).
+    const manifestPath = join(out, 'pages', 'manifest.json');
+    const stored = JSON.parse(await readFile(manifestPath, 'utf8')) as Manifest;
+    const target = stored.profile!.targets[0];
+    Object.assign(target, { count: 199_998, nulls: 12_345 });
+    target.numeric!.count = 199_998;
+    target.numeric!.mean = 1234.5678;
+    await writeFile(manifestPath, JSON.stringify(stored));
+    const big = (await get(`/ui/runs/${runId}`)).body;
+    expect(big).toContain('<th>count</th><td class="num">199,998</td>');
+    expect(big).toContain('<th>mean</th><td class="num">1,235</td>');
+    expect(big).toMatch(/199,998 rows · 12,345\s+null/);
 
     // Assets: Chart.js and the page script, long cached.
     const chart = await get(/src="(\/ui\/assets\/chart\.js\?v=\w+)"/.exec(page)![1]);
@@ -185,5 +203,76 @@ describe('run pages on a real queue run', () => {
     expect(page.body).not.toContain(HOSTILE);
     const scheduled = await get('/ui/runs/by-schedule');
     expect(scheduled.body).toContain('<dd id="trigger-fire-time"><time datetime="2026-11-23T01:00:00.000Z">2026-11-23 01:00:00 UTC</time></dd>');
+  });
+
+  it('show a run that failed before planning as such: its code and a bounded excerpt in the list, its reason on its page', async () => {
+    await f.setup();
+    f.worker();
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => (await app!.inject({ method: 'GET', url })).body.replace(/>\s+</g, '><');
+    // Unknown to the service: the run fails at describe, before its input is planned, with a reason longer than the list quotes.
+    const model = `mindsdb/no_such_model_${'x'.repeat(300)}`;
+    await f.queue.enqueue({ input, model, out: join(tmp.dir, 'failed'), options: { runId: 'unplanned' } });
+    const status = await f.finished('unplanned');
+    expect(status.state).toBe('failed');
+    expect(status.failedReason).toMatch(/\[E_MODEL_NOT_FOUND\]$/);
+
+    const page = await get('/ui/runs/unplanned');
+    expect(page).not.toContain('Not planned yet');
+    const failure = /<p class="notice error" id="failure">(.*?)<\/p>/s.exec(page)?.[1].trim();
+    expect(failure).toBe(`The run failed before its input was planned: ${escapeHtml(status.failedReason!)}`);
+
+    const list = await get('/ui/runs');
+    const reason = /<div class="reason"><code>(E_\w+)<\/code> (.*?)<\/div>/.exec(list);
+    expect(reason?.[1]).toBe('E_MODEL_NOT_FOUND');
+    expect(Buffer.byteLength(reason![2].replace(/&#39;/g, "'"))).toBeLessThanOrEqual(160);
+    expect(reason![2]).toMatch(/^describe http:.*\.\.\. \d+ more bytes$/);
+    expect(list).not.toContain(escapeHtml(status.failedReason!));
+    // The model's name, cut in the middle for its cell, whole in its title.
+    expect(list).toContain(`<span class="cut" title="${model}">mindsdb/no_su…xxxxxxxxxxxxxx`);
+  });
+
+  it('page the list, fifty runs at a time, newest first, keeping the filters; bad pages are refused', async () => {
+    await f.setup();
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => {
+      const res = await app!.inject({ method: 'GET', url });
+      return { status: res.statusCode, body: res.body.replace(/>\s+</g, '><') };
+    };
+    const ids = Array.from({ length: 53 }, (_, i) => `paged-${String(i).padStart(2, '0')}`);
+    for (const runId of ids) {
+      const trigger: RunTrigger = { kind: 'schedule', pipeline: 'paged', fireTime: '2026-11-23T01:00:00.000Z', cron: '0 2 * * *', tz: 'UTC' };
+      await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'paged'), options: { runId }, trigger });
+    }
+    await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'paged'), options: { runId: 'unpiped' } });
+    const runLinks = (page: string) => [...page.matchAll(/<td><a href="\/ui\/runs\/([\w-]+)">/g)].map((m) => m[1]);
+
+    const first = await get('/ui/runs');
+    expect(runLinks(first.body)).toHaveLength(50);
+    expect(first.body).toContain('<a class="pill" rel="next" href="/ui/runs?page=2">older →</a>');
+    expect(first.body).not.toContain('rel="prev"');
+    const second = await get('/ui/runs?page=2');
+    expect(runLinks(second.body)).toHaveLength(4);
+    expect(second.body).toContain('<a class="pill" rel="prev" href="/ui/runs">← newer</a>');
+    expect(second.body).not.toContain('rel="next"');
+    expect([...runLinks(first.body), ...runLinks(second.body)].sort()).toEqual([...ids, 'unpiped'].sort());
+    expect((await get('/ui/runs?page=3')).body).toContain('No  runs on page 3.');
+
+    // The filters are kept from page to page; a pipeline's runs are paged from its index.
+    const waiting = await get('/ui/runs?state=waiting&pipeline=paged');
+    expect(runLinks(waiting.body)).toHaveLength(50);
+    expect(waiting.body).toContain('rel="next" href="/ui/runs?state=waiting&amp;pipeline=paged&amp;page=2"');
+    const older = await get('/ui/runs?state=waiting&pipeline=paged&page=2');
+    expect(older.body).toContain('rel="prev" href="/ui/runs?state=waiting&amp;pipeline=paged"');
+    expect([...runLinks(waiting.body), ...runLinks(older.body)].sort()).toEqual(ids);
+    expect(runLinks((await get('/ui/runs?pipeline=paged&page=2')).body)).toHaveLength(3);
+
+    for (const bad of ['0', '-1', 'abc', '1.5', '2e1', '01', '101', '99999999999999999999']) {
+      const res = await get(`/ui/runs?page=${bad}`);
+      expect([bad, res.status]).toEqual([bad, 400]);
+      expect(res.body).toContain('page must be a whole number from 1 to 100.');
+    }
+    expect((await get('/ui/runs?page=1&page=2')).status).toBe(400);
+    expect((await get('/ui/runs?page=100')).status).toBe(200);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, html, jsonScript } from '../../src/http/html.js';
-import { throughputSeries, type PageManifest, type PredictionProfile, type RunPageView } from '../../src/http/run-page-data.js';
+import { throughputSeries, type PageManifest, type PredictionProfile, type RunListPage, type RunPageView } from '../../src/http/run-page-data.js';
 import { CHARTS_ELEMENT_ID, renderMessage, renderRunList, renderRunPage, stateBadge, type ChartSpec, type PageContext } from '../../src/http/run-page-html.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 
@@ -142,6 +142,8 @@ function view(over: Partial<RunPageView> = {}): RunPageView {
 
 /** A page without the whitespace between tags (the templates are formatted for reading). */
 const squash = (page: string) => page.replace(/>\s+</g, '><');
+/** The runs as the list's only page. */
+const listOf = (runs: RunStatus[]): RunListPage => ({ runs, older: false });
 
 /** The chart specs a page embeds for its script. */
 function charts(page: string): ChartSpec[] {
@@ -187,7 +189,7 @@ describe('run pages', () => {
     expect(charts(page).map((c) => c.label)).toContain(HOSTILE);
     expect(page).toContain(`href="/ui/runs/${encodeURIComponent(HOSTILE)}/files/predictions.csv"`);
 
-    const list = renderRunList(ctx, [hostile]);
+    const list = renderRunList(ctx, listOf([hostile]));
     expect(list).not.toContain('<script>alert');
     expect(list).not.toContain('<img');
     expect(list).toContain(`href="/ui/runs/${encodeURIComponent(HOSTILE)}"`);
@@ -199,7 +201,7 @@ describe('run pages', () => {
       expect(stateBadge(state).text).toBe(`<span class="badge badge-${state}">${state}</span>`);
     }
     expect(stateBadge('paused').text).toBe('<span class="badge badge-unknown">paused</span>');
-    const list = renderRunList(ctx, [status({ runId: 'a', state: 'active' }), status({ runId: 'b', state: 'failed' })]);
+    const list = renderRunList(ctx, listOf([status({ runId: 'a', state: 'active' }), status({ runId: 'b', state: 'failed' })]));
     expect(list).toContain('<span class="badge badge-active">active</span>');
     expect(list).toContain('<span class="badge badge-failed">failed</span>');
   });
@@ -242,7 +244,7 @@ describe('run pages', () => {
     // Its jobs are still stopping: it becomes cancelled within seconds.
     const cancelling = status({ state: 'cancelling', finishedAt: undefined });
     expect(renderRunPage(ctx, view({ status: cancelling, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
-    expect(renderRunList(ctx, [cancelling])).toContain('<meta http-equiv="refresh" content="5"');
+    expect(renderRunList(ctx, listOf([cancelling]))).toContain('<meta http-equiv="refresh" content="5"');
     expect(renderRunPage(ctx, view())).not.toContain('http-equiv="refresh"');
     expect(renderRunPage(ctx, view({ status: status({ state: 'cancelled' }), manifest: undefined }))).not.toContain('http-equiv="refresh"');
   });
@@ -283,13 +285,16 @@ describe('provenance on the run pages', () => {
 
   it("list what started each run, its pipeline linking to that pipeline's runs", () => {
     const list = squash(
-      renderRunList(ctx, [
-        status({ runId: 's', trigger: schedule, pipeline: schedule.pipeline }),
-        status({ runId: 'e', trigger: event, pipeline: event.pipeline }),
-        status({ runId: 'c', trigger: { kind: 'cli', command: 'enqueue' } }),
-        status({ runId: 'a', trigger: { kind: 'api' } }),
-        status({ runId: 'old' }),
-      ]),
+      renderRunList(
+        ctx,
+        listOf([
+          status({ runId: 's', trigger: schedule, pipeline: schedule.pipeline }),
+          status({ runId: 'e', trigger: event, pipeline: event.pipeline }),
+          status({ runId: 'c', trigger: { kind: 'cli', command: 'enqueue' } }),
+          status({ runId: 'a', trigger: { kind: 'api' } }),
+          status({ runId: 'old' }),
+        ]),
+      ),
     );
     expect(list).toContain('<th>Started by</th>');
     const cells = [...list.matchAll(/<td><span (?:class="muted" )?title="([^"]*)">(.*?)<\/span><\/td>/g)].map((m) => [m[1], m[2]]);
@@ -303,14 +308,14 @@ describe('provenance on the run pages', () => {
   });
 
   it('filter by pipeline beside the state: each state link keeps the pipeline, and the pipeline pill drops it', () => {
-    const list = squash(renderRunList(ctx, [status({ trigger: event, pipeline: event.pipeline })], { state: 'failed', pipeline: 'rentals-inbox' }));
+    const list = squash(renderRunList(ctx, listOf([status({ trigger: event, pipeline: event.pipeline })]), { state: 'failed', pipeline: 'rentals-inbox' }));
     expect(list).toContain('<h1>Runs of pipeline <span class="run-id">rentals-inbox</span></h1>');
     expect(list).toContain('<title>Runs of rentals-inbox · batch-scorer</title>');
     expect(list).toContain('<a class="pill" href="/ui/runs?pipeline=rentals-inbox">all</a>');
     expect(list).toContain('<a class="pill current" href="/ui/runs?state=failed&amp;pipeline=rentals-inbox">failed</a>');
     expect(list).toMatch(/<a class="pill current" id="pipeline-filter" href="\/ui\/runs\?state=failed" [^>]*>pipeline rentals-inbox ×<\/a>/);
-    expect(renderRunList(ctx, [], { pipeline: 'rentals-inbox' })).toContain('No  runs of pipeline rentals-inbox on the queue.');
-    expect(renderRunList(ctx, [], { state: 'failed' })).not.toContain('id="pipeline-filter"');
+    expect(renderRunList(ctx, listOf([]), { pipeline: 'rentals-inbox' })).toContain('No  runs of pipeline rentals-inbox on the queue.');
+    expect(renderRunList(ctx, listOf([]), { state: 'failed' })).not.toContain('id="pipeline-filter"');
   });
 
   it("show a schedule's fire time, cron and time zone", () => {
@@ -358,7 +363,7 @@ describe('provenance on the run pages', () => {
       eventName: ATTRIBUTE_BREAK,
     } as const;
     const s = status({ trigger: hostileEvent, pipeline: HOSTILE });
-    for (const page of [renderRunPage(ctx, view({ status: s })), renderRunList(ctx, [s], { pipeline: HOSTILE })]) {
+    for (const page of [renderRunPage(ctx, view({ status: s })), renderRunList(ctx, listOf([s]), { pipeline: HOSTILE })]) {
       expect(page).not.toContain('<script>alert');
       expect(page).not.toContain('<img');
       expect(page).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
