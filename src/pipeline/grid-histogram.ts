@@ -115,6 +115,23 @@ export class GridHistogram {
     return bins;
   }
 
+  /**
+   * Two histograms' counts on one grid, the coarser of theirs, over the cells either holds:
+   * ascending, each cell's range and its count in each. What comparisons of two runs' values
+   * share, with no value split between cells.
+   */
+  static common(a: GridHistogram, b: GridHistogram): { lo: number; hi: number; a: number; b: number }[] {
+    const [x, y] = [a.copy(), b.copy()];
+    while (x.scale < y.scale) x.coarsen();
+    while (y.scale < x.scale) y.coarsen();
+    const counts = new Map<number, { a: number; b: number }>();
+    const at = (i: number) => counts.get(i) ?? counts.set(i, { a: 0, b: 0 }).get(i)!;
+    x.cells.forEach((n, i) => n > 0 && (at(x.first + i).a += n));
+    y.cells.forEach((n, i) => n > 0 && (at(y.first + i).b += n));
+    const width = 2 ** x.scale;
+    return [...counts].sort(([i], [j]) => i - j).map(([i, c]) => ({ lo: i * width, hi: (i + 1) * width, ...c }));
+  }
+
   toJSON(): GridHistogramState {
     return { scale: this.scale, first: this.first, counts: [...this.cells] };
   }
