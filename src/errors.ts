@@ -70,6 +70,12 @@ export const ERROR_CATALOGUE = {
   E_MODEL_NOT_FOUND: { status: 422, exit: 2, retriable: false, hint: 'unknown project, model or version: check --model' },
   E_MODEL_NOT_READY: { status: 409, exit: 1, retriable: true, hint: 'the model is training or in error: try again once it is trained' },
   E_MODEL_CHANGED: { status: 409, exit: 1, retriable: false, hint: 'the model was retrained while the run scored' },
+  E_DRIFT: {
+    status: 409,
+    exit: 1,
+    retriable: false,
+    hint: "the run's values moved past its --drift-fail from its baseline run: its outputs are written; accept it if the change is expected",
+  },
   E_WRONG_ENVELOPE: { status: 422, exit: 2, retriable: false, hint: 'the server expects the other body envelope: pass --envelope' },
   E_UNAUTHORIZED: { status: 401, exit: 2, retriable: false, hint: "the caller's credentials (API_TOKEN, the dashboard's login) are missing or refused" },
   E_SERVICE_UNAUTHORIZED: {

@@ -12,6 +12,11 @@ const fraction = (value: string) => {
   if (value.trim() === '' || !Number.isFinite(n)) throw new InvalidArgumentError(`takes a number from 0 to 1, got "${excerpt(value)}"`);
   return n;
 };
+const psi = (flag: string) => (value: string) => {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${flag} takes a number of 0 or more, got "${excerpt(value)}"`);
+  return n;
+};
 const param = (value: string, previous: Record<string, unknown> = {}) => {
   const eq = value.indexOf('=');
   if (eq <= 0) throw new InvalidArgumentError(`--param takes key=value, got "${excerpt(value)}"`);
@@ -63,6 +68,9 @@ export function addRunFlags(command: Command): Command {
         'warn',
       ]),
     )
+    .option('--drift-warn <psi>', "flag the run when a column's PSI from its baseline run is above this (default 0.1)", psi('--drift-warn'))
+    .option('--drift-fail <psi>', 'fail the run (E_DRIFT, outputs kept, no _SUCCESS) when a PSI is above this (default: never)', psi('--drift-fail'))
+    .option('--baseline-run <id>', "measure drift against this run in the same --out (default: a pipeline's previous successful run)")
     .option('--keep-columns <names>', 'input columns to carry to the output, comma-separated (repeatable; default all)', names)
     .option('--drop-columns <names>', 'input columns to leave out of the output, comma-separated (repeatable)', names)
     .option(
@@ -104,6 +112,9 @@ const RUN_FLAG_KEYS = [
   'rowIdMember',
   'segmentsAtOnce',
   'onModelChange',
+  'driftWarn',
+  'driftFail',
+  'baselineRun',
   'keepColumns',
   'dropColumns',
   'predictionColumns',

@@ -114,6 +114,22 @@ export const runOptionsSchema = z
      * a run cannot be pinned): `fail` the run, or `warn` in the manifest and keep the output.
      */
     onModelChange: z.enum(['fail', 'warn']).default('fail'),
+    /**
+     * Population stability index above which a column's drift from the baseline run flags the run
+     * (`drift.level: warn` in the manifest). Drift is measured for runs started by a pipeline
+     * (against its previous successful run) and runs naming `baselineRun`.
+     */
+    driftWarn: z.number().min(0).default(0.1),
+    /**
+     * Population stability index above which the run fails (E_DRIFT) once its outputs are written,
+     * without `_SUCCESS`, until `batch-scorer accept` accepts it; none by default.
+     */
+    driftFail: z.number().min(0).optional(),
+    /** The run, in the same --out, whose profile this run's drift is measured against, instead of the pipeline's previous one. */
+    baselineRun: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: 'use a run id: letters, digits, ".", "_" and "-" (at most 128)' })
+      .optional(),
     /** Segments scored at once by `score` (queue workers use their own `--segments`). */
     segmentsAtOnce: z.int().min(1).max(64).default(2),
     /** Input columns carried to the output, in input order; by default all of them. Unknown names are an error naming the columns that exist. */
@@ -176,6 +192,10 @@ export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = [
   'rowIdMember',
   // Whether a changed model fails the run or warns: the output is the same bytes either way.
   'onModelChange',
+  // What the run's values are compared with and held to: the outputs are the same bytes.
+  'driftWarn',
+  'driftFail',
+  'baselineRun',
 ];
 
 /** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`; `params` is set by the repeatable `--param`. */

@@ -14,6 +14,9 @@ import { ownsRunFolder } from './run-folder-claim.js';
 import { requireRunFile, writeRunFile } from './run-state.js';
 import type { SegmentFacts } from './segment-counts.js';
 import { removeWorkFiles } from './work-files.js';
+import { namedBaseline, type FindBaseline } from './drift-baseline.js';
+import { computeDrift, type Drift } from './drift.js';
+import type { PredictionProfile } from './prediction-profile.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
 export interface FinishContext {
@@ -21,12 +24,16 @@ export interface FinishContext {
   client: ServiceClient;
   log: Logger;
   signal?: AbortSignal;
+  /** Where the run's drift is measured from; by default only the run its options name (`baselineRun`). */
+  findBaseline?: FindBaseline;
 }
 
 /**
  * Ends a run whose segments are all done: checks the quarantined share and, on a server without
  * versions, that the model did not change meanwhile; joins the outputs and the segments' prediction
- * profiles, writes manifest.json and then `_SUCCESS`, last, and removes the `_work` area.
+ * profiles, measures the drift from a baseline run (see FindBaseline), writes manifest.json and
+ * then `_SUCCESS`, last, and removes the `_work` area. A drift past `driftFail` fails the run
+ * (E_DRIFT) with its outputs and manifest written but no `_SUCCESS`: `accept` can still accept it.
  */
 export async function finishRun(
   run: PreparedRun,
@@ -57,6 +64,8 @@ export async function finishRun(
     warnings.push(warning);
   }
   const outputs = await assembleOutputs(storage, run, finished, signal);
+  const drift = profile ? await measureDrift(run, profile, ctx, warnings) : null;
+  const moved = drift?.level === 'fail' ? driftError(drift) : undefined;
   if (counts.unechoedRows > 0) {
     warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
   }
@@ -75,15 +84,48 @@ export async function finishRun(
     },
     concurrency: { asked: run.request.options.concurrency ?? null, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
+    drift,
+    error: moved,
     queue: facts.queue?.(finished.done),
   });
   await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
-  await storage.write(runFiles.success(folder), '', { signal });
-  // The run is complete from here on; leftover parts are litter, not a failure.
+  if (!moved) await storage.write(runFiles.success(folder), '', { signal });
+  // The outputs are complete from here on (a drifted run's wait only for acceptance); leftover parts are litter, not a failure.
   await removeWorkFiles(storage, run).catch((err: unknown) => {
     log.warn({ err, folder: formatLocation(folder) }, 'could not remove the files of _work; they may be deleted by hand');
   });
+  if (moved) throw moved;
   return manifest;
+}
+
+/**
+ * The run's drift from its baseline, or null without one. A baseline the run named that cannot be
+ * compared with is a warning, never a failure: the outputs are good either way.
+ */
+async function measureDrift(run: PreparedRun, profile: PredictionProfile, ctx: FinishContext, warnings: string[]): Promise<Drift | null> {
+  const find = ctx.findBaseline ?? namedBaseline(ctx.storage);
+  const baseline = await find(run, ctx.signal);
+  if (baseline === null) return null;
+  if (typeof baseline === 'string') {
+    ctx.log.warn(baseline);
+    warnings.push(`drift not measured: ${baseline}`);
+    return null;
+  }
+  const { driftWarn, driftFail } = run.request.options;
+  const drift = computeDrift(profile, baseline, { warn: driftWarn, fail: driftFail ?? null });
+  if (drift.level !== 'ok') ctx.log.warn({ baseline: baseline.runId, moved: drift.moved, level: drift.level }, 'the run drifted from its baseline');
+  return drift;
+}
+
+/** E_DRIFT naming the columns past `fail`, with their PSI. */
+function driftError(drift: Drift): BatchScorerError {
+  const failed = drift.columns.filter((c) => c.level === 'fail').sort((a, b) => b.psi - a.psi);
+  const named = failed.slice(0, 5).map((c) => `${c.column} (PSI ${c.psi.toFixed(3)})`);
+  const more = failed.length > 5 ? ` and ${failed.length - 5} more` : '';
+  return new BatchScorerError(
+    'E_DRIFT',
+    `the run drifted from baseline run ${drift.baseline.runId} past --drift-fail ${drift.thresholds.fail}: ${named.join(', ')}${more}; its outputs are written without _SUCCESS: accept it with batch-scorer accept if the change is expected`,
+  );
 }
 
 /** The middle value (the lower of the two middle ones), or null for none. */
@@ -117,6 +159,9 @@ async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promis
  */
 const REFUSED_BEFORE_START: readonly ErrorCode[] = ['E_USAGE', 'E_INPUT_NOT_FOUND', 'E_OUTPUT', 'E_NOT_ALLOWED'];
 
+/** Failures whose manifest finishRun wrote itself, with the outputs and the drift: not replaced by a shorter one. */
+const RECORDED_AT_FINISH: readonly ErrorCode[] = ['E_DRIFT'];
+
 /**
  * Failures over a run folder that is not this run's to write or resume: its run id is another
  * run's or one that succeeded, or its files are another release's or damaged.
@@ -144,7 +189,7 @@ export async function recordFailure(
   try {
     // A run id taken by another request, or a run folder this release cannot read: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
-    if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
+    if (code !== undefined && (NOT_THIS_RUNS.includes(code) || RECORDED_AT_FINISH.includes(code))) return manifest;
     // A request refused before it started (preflight's refusals) leaves no run folder behind, nor
     // changes the manifest of the run it would have resumed.
     if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;

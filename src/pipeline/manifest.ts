@@ -3,6 +3,7 @@ import { runOptionsSchema } from '../config/run-options.js';
 import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import { TOOL } from '../version.js';
+import { driftSchema, type Drift } from './drift.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
@@ -77,6 +78,14 @@ export const manifestSchema = z.object({
     .object({ asked: z.union([z.int(), z.literal('auto')]).nullable(), settled: z.int().nullable() })
     .nullable()
     .default(null),
+  /**
+   * The run's profile against a baseline run's (see Drift): for runs started by a pipeline with a
+   * previous successful run, or naming `baselineRun`; null otherwise, and in manifests of releases
+   * before 0.4.
+   */
+  drift: driftSchema.nullable().default(null),
+  /** Who accepted a run that failed on its drift (E_DRIFT), and when: its `_SUCCESS` was written then. */
+  accepted: z.object({ by: z.string(), at: z.string(), error: z.object({ code: z.string(), message: z.string() }) }).optional(),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   queue: queueFactsSchema.optional(),
@@ -100,6 +109,7 @@ export interface ManifestParts {
   outputs?: OutputFile[];
   timings?: Manifest['timings'];
   concurrency?: Manifest['concurrency'];
+  drift?: Drift | null;
   warnings?: string[];
   error?: BatchScorerError | Error;
   queue?: QueueFacts;
@@ -129,6 +139,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     outputs: parts.outputs ?? [],
     timings: parts.timings ?? null,
     concurrency: parts.concurrency ?? null,
+    drift: parts.drift ?? null,
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: errorMessage(parts.error) } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),

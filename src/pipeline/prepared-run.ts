@@ -94,12 +94,12 @@ const preparedRunSchema = z
   }));
 export type PreparedRun = z.output<typeof preparedRunSchema>;
 
-/** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 /** The input columns the run sends as members of each row (all it sends but the row id member), in order: what its input profile covers. */
 export function sentInputColumns(run: PreparedRun): string[] {
   return inputColumns(run.sent, run.model.rowIdMember ?? undefined);
 }
 
+/** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 export const runFiles = {
   folder: (out: string, runId: string): Location => joinLocation(parseLocation(out), runId),
   /** Made first, only where no file is (see run-folder-claim.ts): what makes the folder this run's. */

@@ -115,6 +115,7 @@ function manifest(p: PredictionProfile | undefined): PageManifest {
     outputs: [{ file: 'predictions.csv', location: '/tmp/out/r1/predictions.csv', rows: 998, bytes: 12345, sha256: 'ab'.repeat(32) }],
     timings: { planMs: 120, scoreMs: 3000, assembleMs: 80 },
     concurrency: { asked: 4, settled: 4 },
+    drift: null,
     warnings: [],
     profile: p ?? null,
   };
