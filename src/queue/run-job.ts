@@ -111,7 +111,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         run,
         // A run resumed at its assembly (a release that kept no plannedAt) counts no scoring time.
         { startedAt, plannedAt: plannedAt ?? Date.now(), queue },
-        { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling },
+        { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling, findBaseline: ctx.findBaseline },
       );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
       jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');

@@ -20,6 +20,9 @@ import { RunProgressStore } from './run-progress.js';
 import { SegmentIntake } from './segment-intake.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
+import type { FindBaseline } from '../pipeline/drift-baseline.js';
+import { pipelineBaseline } from './pipeline-baseline.js';
+import { PipelineRuns } from './pipeline-runs.js';
 
 /** Runs a worker has seen recently; older ones are forgotten so a long-lived worker does not grow. */
 const REMEMBERED_RUNS = 64;
@@ -39,6 +42,8 @@ export class WorkerContext {
   readonly shutdown = new AbortController();
   /** The fleet-wide budgets of the runs this process scores. */
   private readonly budgets: FleetBudgets;
+  /** Where a finishing run's drift is measured from (see pipelineBaseline). */
+  readonly findBaseline: FindBaseline;
   /** When the segments worker takes its next segment (see SegmentIntake). */
   readonly segmentIntake: SegmentIntake;
   private readonly processLimit;
@@ -64,6 +69,7 @@ export class WorkerContext {
     this.processLimit = pLimit(options.concurrency);
     this.budgets = new FleetBudgets(redis, queue.prefix, log);
     this.segmentIntake = new SegmentIntake(options.segments, log);
+    this.findBaseline = pipelineBaseline(storage, new PipelineRuns(redis, queue.prefix));
   }
 
   /** One client (keep-alive pool) per service, time limit and retry count. */
