@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import { rentalsCsv } from '../../src/simulator/sample-data.js';
+import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
@@ -38,12 +38,12 @@ const watchers: CliProcess[] = [];
  * A jobs folder of one file-drop pipeline watching `s3://inbox/<name>/` for `.csv` files, writing
  * to `s3://results/<name>/`: each test drops files under a prefix of its own.
  */
-async function jobsFor(name: string): Promise<string> {
+async function jobsFor(name: string, more = ''): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'drops-jobs-'));
   folders.push(dir);
   await writeFile(
     join(dir, 'drops.yaml'),
-    `name: ${PIPELINE}\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: s3://inbox/${name}/, suffix: .csv }\noutput: s3://results/${name}/\n`,
+    `name: ${PIPELINE}\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: s3://inbox/${name}/, suffix: .csv }\noutput: s3://results/${name}/\n${more}`,
   );
   return dir;
 }
@@ -291,6 +291,44 @@ describe('file drops', () => {
     // Sighted again, the failed run stays failed: it is not restarted.
     expect((await postEvent(s.url, { Records: [awsRecord(key, older)] })).json.runs).toEqual([expect.objectContaining({ runId: lateRun, created: false })]);
     expect(await f.queue.get(lateRun)).toMatchObject({ state: 'failed', attempts: 1 });
+  });
+
+  it('each run of a pipeline is compared with its previous one: the same rows again are not flagged; shifted ones fail naming the column', async () => {
+    await f.setup();
+    const jobs = await jobsFor('drift', 'options: { driftFail: 0.25 }\n');
+    f.worker([], env(jobs));
+    const s = await serve(env(jobs));
+    const sqft = RENTAL_COLUMNS.indexOf('sqft');
+    const runOf = async (key: string, shift: number) => {
+      const lines = [csvLine(RENTAL_COLUMNS)];
+      for (let i = 0; i < 1_000; i++) {
+        const row = rentalRow(i);
+        row[sqft] = String(Math.round(Number(row[sqft]) * shift));
+        lines.push(csvLine(row));
+      }
+      const loc = parseLocation(`s3://inbox/drift/${key}`);
+      await storage.write(loc, lines.join(''));
+      const etag = (await storage.stat(loc)).etag!.replace(/"/g, '');
+      const answer = await postEvent(s.url, { Records: [awsRecord(`drift/${key}`, etag)] });
+      expect(answer.status).toBe(200);
+      return answer.json.runs![0].runId;
+    };
+    const manifestOf = async (runId: string) => JSON.parse(await storage.readText(parseLocation(`s3://results/drift/${runId}/manifest.json`))) as Manifest;
+
+    const first = await runOf('monday.csv', 1);
+    expect((await completedRun('drift', first)).drift).toBeNull();
+    const second = await runOf('tuesday.csv', 1);
+    const same = await completedRun('drift', second);
+    expect(same.drift).toMatchObject({ baseline: { runId: first, chosen: 'previous' }, level: 'ok', moved: [] });
+
+    const third = await runOf('wednesday.csv', 1.5);
+    const status = await f.finished(third);
+    expect(status.state).toBe('failed');
+    expect(status.failedReason).toMatch(/E_DRIFT/);
+    const shifted = await manifestOf(third);
+    expect(shifted).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { baseline: { runId: second }, level: 'fail' } });
+    expect(shifted.drift!.moved[0]).toBe('sqft');
+    expect(await storage.exists(parseLocation(`s3://results/drift/${third}/_SUCCESS`))).toBe(false);
   });
 
   it('a claim left without its run (a crash between claim and enqueue) is completed by the next sighting, under the claimed id', async () => {
