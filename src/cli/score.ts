@@ -19,6 +19,7 @@ import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
+import { serviceClientFactory } from '../pipeline/run-client.js';
 
 /** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -70,7 +71,7 @@ export function registerScore(program: Command): void {
             manifest = await scoreRun(request, {
               storage,
               log,
-              tokens: settings.serviceTokens,
+              predictorFor: serviceClientFactory(settings.serviceTokens),
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
@@ -113,7 +114,7 @@ async function dryRunCommand(request: RunRequest, settings: Settings, json: bool
     const report = await dryRun(request, {
       storage,
       log: createLogger({ level: settings.logLevel }),
-      tokens: settings.serviceTokens,
+      predictorFor: serviceClientFactory(settings.serviceTokens),
       signal: interrupt.signal,
     });
     process.stdout.write(json ? `${JSON.stringify({ dryRun: true, ...report })}\n` : formatDryRun(report));

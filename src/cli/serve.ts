@@ -13,6 +13,7 @@ import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
 import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
+import { serviceClientFactory } from '../pipeline/run-client.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -75,7 +76,7 @@ export function registerServe(program: Command): void {
                 out: submission.out,
                 options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
               },
-              { storage, log, tokens: settings.serviceTokens },
+              { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens) },
             ),
         }).catch((err: unknown) => {
           const code = (err as { code?: string }).code;

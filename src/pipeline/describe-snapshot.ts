@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ServiceClient } from '../service/client.js';
+import type { Predictor } from './predictor.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
 import { excerpt } from '../text-excerpt.js';
@@ -34,7 +34,7 @@ export interface ModelFacts {
  * row), `{"attribute": "info"}`. Nothing answering at the service's address fails at once: this is
  * the first call of a run, so the address is more likely wrong than the service restarting.
  */
-export async function takeDescribeSnapshot(client: ServiceClient, ref: ModelRef, options: DescribeOptions = {}): Promise<DescribeSnapshot> {
+export async function takeDescribeSnapshot(client: Predictor, ref: ModelRef, options: DescribeOptions = {}): Promise<DescribeSnapshot> {
   const snapshot: DescribeSnapshot = { takenAt: new Date().toISOString(), service: client.displayUrl, model: formatModelRef(ref), answers: [] };
   const meta = await askDescribe(client, ref, {}, snapshot, { ...options, firstContact: true });
   if (!hasColumns(meta)) await askDescribe(client, ref, { attribute: 'info' }, snapshot, options);
@@ -82,7 +82,7 @@ export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFact
  * Asks describe again, as the snapshot did, and names the members whose answer differs (for a
  * server without versions, the only way to see a model retrained during the run).
  */
-export async function describeChanges(client: ServiceClient, ref: ModelRef, snapshot: DescribeSnapshot, options: DescribeOptions = {}): Promise<string[]> {
+export async function describeChanges(client: Predictor, ref: ModelRef, snapshot: DescribeSnapshot, options: DescribeOptions = {}): Promise<string[]> {
   const changed = new Set<string>();
   for (const { request, response } of snapshot.answers) {
     const [before, after] = [firstObject(response) ?? {}, firstObject(await client.describe(ref, request, options)) ?? {}];
@@ -94,7 +94,7 @@ export async function describeChanges(client: ServiceClient, ref: ModelRef, snap
 }
 
 async function askDescribe(
-  client: ServiceClient,
+  client: Predictor,
   ref: ModelRef,
   request: Record<string, unknown>,
   snapshot: DescribeSnapshot,

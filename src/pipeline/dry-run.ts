@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { processConcurrency } from '../config/run-options.js';
-import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -9,7 +8,7 @@ import { outputGroups } from './assemble.js';
 import { preflight } from './preflight.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
-import { runServiceClient } from './run-client.js';
+import type { PredictorFactory } from './predictor.js';
 import { RequestBatchBuilder } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
 import type { RunRequest } from './run-request.js';
@@ -43,8 +42,8 @@ export type DryRunReport = z.output<typeof dryRunReportSchema>;
 export interface DryRunContext {
   storage: Storage;
   log: Logger;
-  /** The bearer tokens of service origins (see tokenFor); never logged or written. */
-  tokens: ServiceTokens;
+  /** Builds the run's predictor (see serviceClientFactory). */
+  predictorFor: PredictorFactory;
   signal?: AbortSignal;
 }
 
@@ -58,7 +57,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   await preflight(request, storage, signal);
   const log = ctx.log.child({ dryRun: true });
   const { options } = request;
-  const client = runServiceClient(options, { tokens: ctx.tokens, connections: 1, log });
+  const client = ctx.predictorFor(options, 1, log);
   try {
     const run = await planRun(request, 'dry-run', { storage, client, log, signal });
     const batch = new RequestBatchBuilder();

@@ -1,6 +1,6 @@
 import { BatchScorerError, errorCode, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { ServiceClient } from '../service/client.js';
+import type { Predictor } from './predictor.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { assembleOutputs } from './assemble.js';
@@ -21,7 +21,7 @@ import type { PredictionProfile } from './prediction-profile.js';
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
 export interface FinishContext {
   storage: Storage;
-  client: ServiceClient;
+  client: Predictor;
   log: Logger;
   signal?: AbortSignal;
   /** Where the run's drift is measured from; by default only the run its options name (`baselineRun`). */

@@ -3,7 +3,7 @@ import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.j
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { RunOptions } from '../config/run-options.js';
-import type { ServiceClient } from '../service/client.js';
+import type { Predictor } from './predictor.js';
 import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
 import { ServiceError } from '../service/service-error.js';
 import { formatLocation, parseLocation, type Location } from '../storage/location.js';
@@ -24,7 +24,7 @@ import { claimRunFolder, refusedWhilePlanning, withdrawClaim } from './run-folde
 
 export interface PrepareContext {
   storage: Storage;
-  client: ServiceClient;
+  client: Predictor;
   log: Logger;
   signal?: AbortSignal;
   /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */

@@ -3,6 +3,7 @@ import { tokenFor, type ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
+import type { PredictorFactory } from './predictor.js';
 
 /**
  * The Model Query Service client a run's options ask for: its service, time limit and retries,
@@ -21,4 +22,9 @@ export function runServiceClient(
     connections: ctx.connections,
     logger: ctx.log,
   });
+}
+
+/** The PredictorFactory of a process: each run gets a ServiceClient of its options, with the token of its service's origin. */
+export function serviceClientFactory(tokens: ServiceTokens): PredictorFactory {
+  return (options, connections, log) => runServiceClient(options, { tokens, connections, log });
 }

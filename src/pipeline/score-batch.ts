@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
-import type { Envelope, ServiceClient } from '../service/client.js';
+import type { Envelope } from '../service/client.js';
+import type { Predictor } from './predictor.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
@@ -14,7 +15,7 @@ import type { SegmentCounts } from './segment-counts.js';
 
 /** What scoring a batch needs; shared by every batch of a segment. */
 export interface BatchScorer {
-  client: ServiceClient;
+  client: Predictor;
   /** The model, pinned to the run's version. */
   model: ModelRef;
   envelope: Envelope;

@@ -1,7 +1,6 @@
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
-import type { ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -10,7 +9,7 @@ import { finishRun, recordFailure } from './finish-run.js';
 import { FinishedSegments } from './finished-segments.js';
 import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
-import { runServiceClient } from './run-client.js';
+import type { PredictorFactory } from './predictor.js';
 import { newRunId, startRun } from './prepare-run.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
@@ -25,8 +24,8 @@ export type RunStage = 'claimed' | 'planned';
 export interface DirectRunContext {
   storage: Storage;
   log: Logger;
-  /** The bearer tokens of service origins (see tokenFor); never logged or written. */
-  tokens: ServiceTokens;
+  /** Builds the run's predictor (see serviceClientFactory). */
+  predictorFor: PredictorFactory;
   signal?: AbortSignal;
   /** Called as rows finish, at most a few times a second. */
   onProgress?: (progress: RunProgress) => void;
@@ -52,7 +51,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = runServiceClient(request.options, { tokens: ctx.tokens, connections: maxConcurrency(processConcurrency(request.options)), log });
+  const client = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
   let run: PreparedRun | undefined;
   try {
     const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });

@@ -5,7 +5,7 @@ import { BatchScorerError, InputError } from '../errors.js';
 import { csvRecord, type InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
-import type { ServiceClient } from '../service/client.js';
+import type { Predictor } from './predictor.js';
 import type { RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
@@ -27,7 +27,7 @@ import { writeSegmentDone, type SegmentDone } from './segment-done.js';
 export interface SegmentWork {
   run: PreparedRun;
   storage: Storage;
-  client: ServiceClient;
+  client: Predictor;
   /** The process-wide limit on predict requests in flight. */
   limit: RequestLimit;
   /** The batches kept ahead of the writers, shared by the segments this process scores at once. */

@@ -17,6 +17,7 @@ import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simula
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
+import { serviceClientFactory } from '../../src/pipeline/run-client.js';
 
 /** A temp folder removed by `cleanup`. */
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
@@ -70,7 +71,10 @@ export async function score(
   const { model = 'mindsdb/home_rentals_model', tokens = new Map(), s3, signal, ...rest } = options;
   const storage: Storage = createStorage(s3);
   try {
-    return await scoreRun({ input, out, model, options: parseRunOptions(rest) }, { storage, log: silentLogger, tokens, signal });
+    return await scoreRun(
+      { input, out, model, options: parseRunOptions(rest) },
+      { storage, log: silentLogger, predictorFor: serviceClientFactory(tokens), signal },
+    );
   } finally {
     storage.close();
   }
