@@ -130,6 +130,15 @@ export const runOptionsSchema = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, { message: 'use a run id: letters, digits, ".", "_" and "-" (at most 128)' })
       .optional(),
+    /**
+     * Shadow scoring: a second model (`project/model[.version]`, on the same service) that every
+     * batch is also sent to, under the same concurrency; its answers are compared with the run's
+     * model's in `comparison.json`, and never written as outputs.
+     */
+    compareModel: z
+      .string()
+      .regex(/^[^/\s]+\/[^/\s]+$/, { message: 'use project/model or project/model.version, e.g. mindsdb/home_rentals_model.2' })
+      .optional(),
     /** Segments scored at once by `score` (queue workers use their own `--segments`). */
     segmentsAtOnce: z.int().min(1).max(64).default(2),
     /** Input columns carried to the output, in input order; by default all of them. Unknown names are an error naming the columns that exist. */

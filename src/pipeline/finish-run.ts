@@ -16,6 +16,8 @@ import type { SegmentFacts } from './segment-counts.js';
 import { removeWorkFiles } from './work-files.js';
 import { namedBaseline, type FindBaseline } from './drift-baseline.js';
 import { computeDrift, type Drift } from './drift.js';
+import { comparisonSummary } from './model-comparison.js';
+import { formatModelRef } from '../service/model-ref.js';
 import type { PredictionProfile } from './prediction-profile.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */
@@ -65,6 +67,8 @@ export async function finishRun(
   }
   const outputs = await assembleOutputs(storage, run, finished, signal);
   const drift = profile ? await measureDrift(run, profile, ctx, warnings) : null;
+  const comparison = run.compare && finished.comparison?.summary(modelName(run.model), modelName(run.compare));
+  if (comparison) await writeRunFile(storage, runFiles.comparison(folder), comparison, { pretty: true, signal });
   const moved = drift?.level === 'fail' ? driftError(drift) : undefined;
   if (counts.unechoedRows > 0) {
     warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
@@ -85,6 +89,7 @@ export async function finishRun(
     concurrency: { asked: run.request.options.concurrency ?? null, settled: median(finished.done.flatMap((d) => (d.slots === undefined ? [] : [d.slots]))) },
     warnings,
     drift,
+    ...(comparison && { comparison: comparisonSummary(comparison) }),
     error: moved,
     queue: facts.queue?.(finished.done),
   });
@@ -126,6 +131,11 @@ function driftError(drift: Drift): BatchScorerError {
     'E_DRIFT',
     `the run drifted from baseline run ${drift.baseline.runId} past --drift-fail ${drift.thresholds.fail}: ${named.join(', ')}${more}; its outputs are written without _SUCCESS: accept it with batch-scorer accept if the change is expected`,
   );
+}
+
+/** A model as resolved for the run: `project/name.version`. */
+function modelName(model: { project: string; name: string; resolvedVersion: number | null }): string {
+  return formatModelRef({ project: model.project, model: model.name, version: model.resolvedVersion ?? undefined });
 }
 
 /** The middle value (the lower of the two middle ones), or null for none. */

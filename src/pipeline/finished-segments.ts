@@ -1,16 +1,19 @@
-import { BatchScorerError } from '../errors.js';
+import { BatchScorerError, RunStateError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { ComparisonAccumulator } from './model-comparison.js';
 import { ProfileMerger } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import { READS_AT_ONCE, readSegmentDone, type SegmentDone } from './segment-done.js';
 
-/** Every segment's done marker (without its profile), their summed counts, and the run's merged prediction profile. */
+/** Every segment's done marker (without its profile and comparison), their summed counts, and the run's merged prediction profile and comparison. */
 export interface Finished {
   counts: SegmentCounts & { segments: number };
   done: SegmentDone[];
   profile: ReturnType<ProfileMerger['result']>;
+  /** Shadow scoring's comparison, merged in segment order; undefined without --compare-model. */
+  comparison?: ComparisonAccumulator;
 }
 
 /**
@@ -22,6 +25,7 @@ export interface Finished {
  */
 export class FinishedSegments {
   private readonly profiles: ProfileMerger;
+  private readonly comparison: ComparisonAccumulator | undefined;
   private readonly done: (SegmentDone | undefined)[] = [];
   /** Markers in (undefined: not there) whose segment waits for an earlier one's to be folded first. */
   private readonly ahead = new Map<number, SegmentDone | undefined>();
@@ -34,6 +38,7 @@ export class FinishedSegments {
     private readonly run: PreparedRun,
   ) {
     this.profiles = new ProfileMerger(run.schema, sentInputColumns(run));
+    this.comparison = run.compare ? new ComparisonAccumulator(run.schema) : undefined;
   }
 
   /** Segment `index` is done: its marker (read now, unless given) is folded once every segment's before it is. */
@@ -63,7 +68,7 @@ export class FinishedSegments {
       throw new BatchScorerError('E_STORAGE', `run ${this.run.runId}: segment ${missing} is not done (${formatLocation(marker)} is missing)`);
     }
     const done = this.done.slice(0, segments) as SegmentDone[];
-    return { counts: { ...sumCounts(done), segments }, done, profile: this.profiles.result() };
+    return { counts: { ...sumCounts(done), segments }, done, profile: this.profiles.result(), ...(this.comparison && { comparison: this.comparison }) };
   }
 
   /** Waits for the markers asked so far (a failed read is thrown). */
@@ -80,7 +85,15 @@ export class FinishedSegments {
       this.ahead.delete(this.folded);
       if (!next) continue;
       this.profiles.add(next.profile, this.folded);
-      this.done[this.folded] = { ...next, profile: null };
+      if (this.comparison) {
+        if (!next.comparison) {
+          throw new RunStateError(
+            `segment ${this.folded}'s done marker has no comparison with ${this.run.compare!.requested}: delete it to score the segment again, then resume the run`,
+          );
+        }
+        this.comparison.merge(next.comparison, this.folded);
+      }
+      this.done[this.folded] = { ...next, profile: null, comparison: undefined };
     }
   }
 }

@@ -4,6 +4,7 @@ import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { driftSchema, type Drift } from './drift.js';
+import { comparisonSummarySchema, type ComparisonSummary } from './model-comparison.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
 import { runModelSchema, type PreparedRun } from './prepared-run.js';
@@ -84,6 +85,8 @@ export const manifestSchema = z.object({
    * before 0.4.
    */
   drift: driftSchema.nullable().default(null),
+  /** Shadow scoring (--compare-model): comparison.json without its rows; absent without it. */
+  comparison: comparisonSummarySchema.optional(),
   /** Who accepted a run that failed on its drift (E_DRIFT), and when: its `_SUCCESS` was written then. */
   accepted: z.object({ by: z.string(), at: z.string(), error: z.object({ code: z.string(), message: z.string() }) }).optional(),
   warnings: z.array(z.string()),
@@ -110,6 +113,7 @@ export interface ManifestParts {
   timings?: Manifest['timings'];
   concurrency?: Manifest['concurrency'];
   drift?: Drift | null;
+  comparison?: ComparisonSummary;
   warnings?: string[];
   error?: BatchScorerError | Error;
   queue?: QueueFacts;
@@ -140,6 +144,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     timings: parts.timings ?? null,
     concurrency: parts.concurrency ?? null,
     drift: parts.drift ?? null,
+    ...(parts.comparison && { comparison: parts.comparison }),
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: errorMessage(parts.error) } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),

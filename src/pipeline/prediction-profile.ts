@@ -32,7 +32,7 @@ export const CLASSES_LISTED = 50;
 
 const count = z.int().min(0);
 
-const numericSummarySchema = z.object({
+export const numericSummarySchema = z.object({
   count: z.int().min(1),
   /** Exact, as are count and mean. */
   min: z.number(),
@@ -125,7 +125,7 @@ const GAMMA = newSketch().mapping.gamma;
  * Numbers seen: the sketch (which counts them and keeps min and max as it takes them), their
  * exact sum, and their exact counts while there are at most EXACT_VALUES distinct ones.
  */
-class Numbers {
+export class Numbers {
   constructor(
     readonly sketch: Sketch = newSketch(),
     readonly sum: ExactSum = new ExactSum(),
@@ -342,7 +342,7 @@ function* sketchBuckets(sketch: Sketch): Generator<Spread> {
 }
 
 /** A segment's numbers as its done marker keeps them: the sketch as protobuf (`toProto`), in base64. */
-const numbersStateSchema = z
+export const numbersStateSchema = z
   .object({
     count: z.int().min(1),
     min: z.number(),

@@ -14,7 +14,7 @@ import { modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './descr
 import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-state.js';
-import { buildOutputSchema, predictionMembers, targetsFromAnswer } from './output-schema.js';
+import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { SegmentFeed } from './segment-feed.js';
@@ -293,6 +293,7 @@ async function fixRun(
   if (unwritten.length > 0)
     schema.warnings.push(`--prediction-columns ${members.join(',')} writes nothing of ${unwritten.join(', ')}, which answer no interval`);
   const format = outputFormat(input, request.options);
+  const compare = request.options.compareModel === undefined ? undefined : await compareModel(request.options.compareModel, schema, ctx);
   const run: PreparedRun = {
     runId,
     folder,
@@ -309,6 +310,7 @@ async function fixRun(
       rowIdMember,
       rowIdEchoed: echoed,
     },
+    ...(compare && { compare }),
     service: client.displayUrl,
     sent: columns.sent,
     schema,
@@ -335,6 +337,22 @@ async function fixRun(
   // Kept once the run is known to be able to start: a run whose planning fails keeps only its claim (and staged copies).
   await writes.keepSnapshot?.(snapshot);
   return run;
+}
+
+/**
+ * The model shadow scoring compares with, pinned to the version describe reports: it must answer
+ * every target of the run's model (by name), or there is nothing to compare.
+ */
+async function compareModel(requested: string, schema: OutputSchema, ctx: PrepareContext): Promise<NonNullable<PreparedRun['compare']>> {
+  const ref = parseModelRef(requested);
+  const facts = modelFacts(await takeDescribeSnapshot(ctx.client, ref, { signal: ctx.signal, log: ctx.log }), ref);
+  const missing = facts.outputs ? schema.targets.map((t) => t.target).filter((t) => !facts.outputs!.includes(t)) : [];
+  if (missing.length > 0) {
+    throw new UsageError(
+      `--compare-model ${requested}: it answers ${facts.outputs!.join(', ') || 'no target'}, not ${missing.join(', ')} as the run's model does; compare models of the same targets`,
+    );
+  }
+  return { requested, project: ref.project, name: ref.model, requestedVersion: ref.version ?? null, resolvedVersion: ref.version ?? facts.version ?? null };
 }
 
 /** How the input is planned, from the run's options. */

@@ -77,6 +77,8 @@ const preparedRunSchema = z
     request: storedRequestSchema,
     input: inputPlanSchema,
     model: runModelSchema,
+    /** The model shadow scoring compares with (`compareModel`), as resolved when the run was planned; absent without one. */
+    compare: runModelSchema.pick({ requested: true, project: true, name: true, requestedVersion: true, resolvedVersion: true }).optional(),
     service: z.string(),
     /** Input columns sent to the model, in model order. */
     sent: z.array(z.string()),
@@ -119,6 +121,8 @@ export const runFiles = {
   output: (folder: Location, name: string) => joinLocation(folder, name),
   errors: (folder: Location) => joinLocation(folder, 'errors.jsonl'),
   describe: (folder: Location) => joinLocation(folder, 'describe.json'),
+  /** Shadow scoring's comparison of the run's model with the other (--compare-model). */
+  comparison: (folder: Location) => joinLocation(folder, 'comparison.json'),
   manifest: (folder: Location) => joinLocation(folder, 'manifest.json'),
   success: (folder: Location) => joinLocation(folder, '_SUCCESS'),
 };

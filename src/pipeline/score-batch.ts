@@ -2,7 +2,7 @@ import type { Logger } from '../log.js';
 import type { Envelope } from '../service/client.js';
 import type { Predictor } from './predictor.js';
 import type { RequestLimit } from '../service/request-limit.js';
-import type { ModelRef } from '../service/model-ref.js';
+import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
@@ -33,10 +33,17 @@ export interface BatchScorer {
   signal?: AbortSignal;
   /** Hears requests, attempts and retries (metrics). */
   observer?: ScoringObserver;
+  /** Shadow scoring: the other model every batch is also sent to, and the members read of its answers (see comparedMembers). */
+  compare?: { model: ModelRef; members: string[] };
 }
 
-/** A row's outcome: prediction values in schema order, or the server's reason for refusing it. */
-export type RowOutcome = { row: InputRow; predictions: unknown[] } | { row: InputRow; error: { status?: number; title?: string; detail: string } };
+/**
+ * A row's outcome: prediction values in schema order (and, in shadow scoring, the other model's
+ * members, or null where its request failed), or the server's reason for refusing it.
+ */
+export type RowOutcome = ScoredRow | { row: InputRow; error: { status?: number; title?: string; detail: string } };
+/** A row the model answered: prediction values in schema order, and in shadow scoring the other model's members (null where it failed). */
+type ScoredRow = { row: InputRow; predictions: unknown[]; other?: unknown[] | null };
 
 /**
  * Whether a batch of `rows` rows and `bytes` bytes is full before a row of `next` bytes: it has
@@ -55,37 +62,13 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
 export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Promise<RowOutcome[]> {
   const { rows } = batch;
   const layout = answerLayout(scorer.schema, scorer.rowIdMember);
+  // The other model is asked at the same time, under the same limit: the input is read once.
+  const other = scorer.compare && askOther(scorer, scorer.compare, batch);
   let answer: PickedRow[];
   try {
-    scorer.counts.requests++;
-    const { observer } = scorer;
-    answer = await scorer.client.predictMembers(scorer.model, batch.body(), layout.members, {
-      envelope: scorer.envelope,
-      params: scorer.params,
-      signal: scorer.signal,
-      log: scorer.log,
-      // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
-      slot: (exchange) =>
-        scorer.limit.run(async () => {
-          observer?.requestStarted();
-          try {
-            return await exchange();
-          } finally {
-            observer?.requestEnded();
-          }
-        }, scorer.signal),
-      check: (answer) => checkAlignment(scorer, layout, rows, answer),
-      onRetry: () => {
-        scorer.counts.retries++;
-        observer?.retry();
-      },
-      onAttempt: ({ ms, error }) => {
-        const outcome = predictOutcome(error);
-        scorer.limit.observe(loadOutcome(outcome), ms);
-        observer?.requestDone(outcome, ms / 1000);
-      },
-    });
+    answer = await predictBatch(scorer, scorer.model, batch, layout);
   } catch (err) {
+    await other;
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {
       return [{ row: rows[0], error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
@@ -95,7 +78,60 @@ export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Prom
     const [a, b] = await Promise.all([scoreBatch(scorer, batch.slice(0, half)), scoreBatch(scorer, batch.slice(half, rows.length))]);
     return [...a, ...b];
   }
-  return merge(scorer, layout, rows, answer as unknown[][]);
+  const outcomes = merge(scorer, layout, rows, answer as unknown[][]);
+  if (other) {
+    const theirs = await other;
+    for (let i = 0; i < outcomes.length; i++) outcomes[i].other = theirs ? (theirs[i] as unknown[]) : null;
+  }
+  return outcomes;
+}
+
+/** One predict request of a batch to `model`, its answer checked against the rows sent. */
+function predictBatch(scorer: BatchScorer, model: ModelRef, batch: RequestBatch, layout: AnswerLayout): Promise<PickedRow[]> {
+  scorer.counts.requests++;
+  const { observer } = scorer;
+  return scorer.client.predictMembers(model, batch.body(), layout.members, {
+    envelope: scorer.envelope,
+    params: scorer.params,
+    signal: scorer.signal,
+    log: scorer.log,
+    // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
+    slot: (exchange) =>
+      scorer.limit.run(async () => {
+        observer?.requestStarted();
+        try {
+          return await exchange();
+        } finally {
+          observer?.requestEnded();
+        }
+      }, scorer.signal),
+    check: (answer) => checkAlignment(scorer, layout, batch.rows, answer),
+    onRetry: () => {
+      scorer.counts.retries++;
+      observer?.retry();
+    },
+    onAttempt: ({ ms, error }) => {
+      const outcome = predictOutcome(error);
+      scorer.limit.observe(loadOutcome(outcome), ms);
+      observer?.requestDone(outcome, ms / 1000);
+    },
+  });
+}
+
+/**
+ * The other model's answer to the batch, or null where it failed (its rows are then not compared):
+ * shadow scoring never fails the run it watches. A stop (an aborted signal) still stops it.
+ */
+async function askOther(scorer: BatchScorer, compare: NonNullable<BatchScorer['compare']>, batch: RequestBatch): Promise<PickedRow[] | null> {
+  const { members } = compare;
+  const layout: AnswerLayout = { members, columns: [], intervals: [], rowId: scorer.rowIdMember === undefined ? undefined : members.length - 1 };
+  try {
+    return await predictBatch(scorer, compare.model, batch, layout);
+  } catch (err) {
+    if (scorer.signal?.aborted) throw err;
+    scorer.log.warn({ err, model: formatModelRef(compare.model) }, 'the compared model did not answer a batch: its rows are not compared');
+    return null;
+  }
 }
 
 /**
@@ -157,7 +193,7 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
 }
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
-function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): RowOutcome[] {
+function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): ScoredRow[] {
   const { rowId, columns, intervals } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
   if (rowId === undefined) scorer.counts.unechoedRows += rows.length;

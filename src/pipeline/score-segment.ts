@@ -11,6 +11,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
+import { ComparisonAccumulator, comparedMembers } from './model-comparison.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { RequestBatchBuilder } from './request-batch.js';
@@ -78,6 +79,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const { folder } = run;
   const counts = emptyCounts();
   const profile = new ProfileAccumulator(run.schema, sentInputColumns(run));
+  const comparison = run.compare ? new ComparisonAccumulator(run.schema) : undefined;
   const abort = new AbortController();
   const signal = work.signal ? AbortSignal.any([work.signal, abort.signal]) : abort.signal;
   // Every request in flight and every retry waiting listens to it: up to the concurrency, past Node's warning at 10.
@@ -130,6 +132,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     log,
     signal,
     observer: work.observer,
+    ...(run.compare && {
+      compare: {
+        model: { project: run.compare.project, model: run.compare.name, version: run.compare.resolvedVersion ?? undefined },
+        members: comparedMembers(run.schema, run.model.rowIdMember ?? undefined),
+      },
+    }),
   };
   // Where rows are written as read, a CSV row in plain RFC 4180 is sent from its text: no record is made.
   const fromText = passThroughText && file.syntax === 'csv';
@@ -189,6 +197,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if ('predictions' in o) {
         scored.push(o);
         profile.add(o.predictions);
+        comparison?.add(o.row, o.predictions, o.other ?? null);
       } else errors += quarantine(o.row, o.error);
     }
     counts.rowsScored += scored.length;
@@ -251,6 +260,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     slots: work.limit.concurrency,
     bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
     profile: profile.toJSON(),
+    ...(comparison && { comparison: comparison.toJSON() }),
   });
   log.debug({ counts }, 'segment scored');
   return done;

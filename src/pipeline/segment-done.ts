@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { segmentComparisonSchema } from './model-comparison.js';
 import { segmentProfileSchema } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-state.js';
@@ -15,6 +16,8 @@ import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
   bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
   profile: segmentProfileSchema.nullable().default(null),
+  /** Shadow scoring's comparison of the segment's rows (see ComparisonAccumulator); absent without --compare-model. */
+  comparison: segmentComparisonSchema.optional(),
   /** Requests the segment's process allowed in flight when it ended: where `--concurrency auto` got to (absent before 0.4.0). */
   slots: z.int().min(1).optional(),
 });

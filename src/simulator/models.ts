@@ -166,6 +166,30 @@ function homeRentals(version: 1 | 2): (row: Record<string, unknown>) => Record<s
   };
 }
 
+/**
+ * Whether a challenger model (`*_challenger`) answers this row differently from its champion:
+ * every 20th row by the row id the request carries (`__mindsdb_row_id` or `__service_row_id`),
+ * else by a hash of the row, so that a run of a multiple of 20 rows differs on exactly 5%.
+ */
+export function challengerDisagrees(row: Record<string, unknown>): boolean {
+  const id = row.__mindsdb_row_id ?? row.__service_row_id;
+  return typeof id === 'number' ? id % 20 === 19 : fnv1a(JSON.stringify(row)) % 20 === 19;
+}
+
+/** A champion's answers, but 10% higher (interval too) on the rows challengerDisagrees picks. */
+function rentalsChallenger(row: Record<string, unknown>): Record<string, unknown> {
+  const out = homeRentals(2)(row);
+  if (!challengerDisagrees(row)) return out;
+  const [value, min, max] = [num(out.rental_price), num(out.rental_price_min), num(out.rental_price_max)];
+  return rentalPrice(round(value * 1.1, 2), num(out.rental_price_confidence), round(min * 1.1, 2), round(max * 1.1, 2));
+}
+
+/** customer_churn's answers, the class flipped on the rows challengerDisagrees picks. */
+function churnChallenger(row: Record<string, unknown>): Record<string, unknown> {
+  const out = customerChurn(row);
+  return challengerDisagrees(row) ? { ...out, churn: out.churn === 'yes' ? 'no' : 'yes' } : out;
+}
+
 function customerChurn(row: Record<string, unknown>): Record<string, unknown> {
   const s = -0.05 * num(row.tenure_months) + 0.02 * num(row.monthly_charges) + (row.plan === 'basic' ? 0.3 : 0);
   const p = 1 / (1 + Math.exp(-s));
@@ -203,6 +227,18 @@ const homeRentalsColumns = {
   trainingOptions: '{}',
 } as const;
 
+const customerChurnColumns = {
+  target: 'churn',
+  inputs: ['tenure_months', 'plan', 'monthly_charges'],
+  columnTypes: { tenure_months: 'integer', plan: 'categorical', monthly_charges: 'float', churn: 'binary' },
+  importances: { tenure_months: 0.74, plan: 0.31, monthly_charges: 0.52 },
+  activeVersion: 1,
+  obsolete: false,
+  horizon: 1,
+  selectDataQuery: 'SELECT * FROM files.customer_churn',
+  trainingOptions: '{}',
+} as const;
+
 /** Every model of project `mindsdb`. */
 export const modelCatalog: readonly ModelDefinition[] = [
   {
@@ -217,16 +253,20 @@ export const modelCatalog: readonly ModelDefinition[] = [
   },
   {
     name: 'customer_churn',
-    target: 'churn',
-    inputs: ['tenure_months', 'plan', 'monthly_charges'],
-    columnTypes: { tenure_months: 'integer', plan: 'categorical', monthly_charges: 'float', churn: 'binary' },
-    importances: { tenure_months: 0.74, plan: 0.31, monthly_charges: 0.52 },
+    ...customerChurnColumns,
+    versions: [{ version: 1, status: 'complete', accuracy: 0.84, predict: customerChurn }],
+  },
+  {
+    name: 'home_rentals_challenger',
+    ...homeRentalsColumns,
     activeVersion: 1,
     obsolete: false,
-    horizon: 1,
-    selectDataQuery: 'SELECT * FROM files.customer_churn',
-    trainingOptions: '{}',
-    versions: [{ version: 1, status: 'complete', accuracy: 0.84, predict: customerChurn }],
+    versions: [{ version: 1, status: 'complete', accuracy: 0.92, predict: rentalsChallenger }],
+  },
+  {
+    name: 'customer_churn_challenger',
+    ...customerChurnColumns,
+    versions: [{ version: 1, status: 'complete', accuracy: 0.83, predict: churnChallenger }],
   },
   {
     name: 'training_model',

@@ -26,6 +26,26 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
 }
 
 /**
+ * A test file's simulator (a real HTTP server) and temp folder, with `out` in it for run folders:
+ * started before the file's tests, stopped and removed after them.
+ */
+export function useScoringFixture(): { sim: Simulator; dir: string; out: string } {
+  const fixture = { dir: '', out: '' } as { sim: Simulator; dir: string; out: string };
+  let tmp: Awaited<ReturnType<typeof tempDir>> | undefined;
+  beforeAll(async () => {
+    fixture.sim = await startSimulator();
+    tmp = await tempDir();
+    fixture.dir = tmp.dir;
+    fixture.out = join(tmp.dir, 'out');
+  });
+  afterAll(async () => {
+    await fixture.sim?.close();
+    await tmp?.cleanup();
+  });
+  return fixture;
+}
+
+/**
  * A test file's input: a rentals CSV of `rows` rows (`input`) in a temp folder of its own (`dir`),
  * written before the file's tests and removed after them.
  */

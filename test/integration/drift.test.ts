@@ -1,17 +1,14 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
-import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
-import { startSimulator, tempDir } from '../helpers/scoring.js';
+import { useScoringFixture } from '../helpers/scoring.js';
 
 const ROWS = 3_000;
-let sim: Simulator;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let out: string;
+const f = useScoringFixture();
 
 /** The rentals file, with each row's sqft passed through `sqft`. */
 async function rentals(name: string, sqft: (value: number) => number = (v) => v): Promise<string> {
@@ -22,27 +19,19 @@ async function rentals(name: string, sqft: (value: number) => number = (v) => v)
     row[at] = String(sqft(Number(row[at])));
     lines.push(csvLine(row));
   }
-  const path = join(tmp.dir, name);
+  const path = join(f.dir, name);
   await writeFile(path, lines.join(''));
   return path;
 }
 
 async function score(input: string, runId: string, flags: string[] = []) {
-  const r = await runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--run-id', runId, ...flags], { MODEL_SERVICE_URL: sim.url });
-  const folder = join(out, runId);
+  const r = await runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', f.out, '--run-id', runId, ...flags], {
+    MODEL_SERVICE_URL: f.sim.url,
+  });
+  const folder = join(f.out, runId);
   const manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as Manifest;
   return { ...r, manifest, success: existsSync(join(folder, '_SUCCESS')), predictions: existsSync(join(folder, 'predictions.csv')) };
 }
-
-beforeAll(async () => {
-  sim = await startSimulator();
-  tmp = await tempDir();
-  out = join(tmp.dir, 'out');
-});
-afterAll(async () => {
-  await sim.close();
-  await tmp.cleanup();
-});
 
 describe('drift from a baseline run (score --baseline-run)', () => {
   it('the same input again: measured, nothing moved, the run succeeds; a shifted input fails naming the column that moved', async () => {
