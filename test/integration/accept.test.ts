@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RENTAL_COLUMNS, csvLine, rentalRow } from '../../src/simulator/sample-data.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
-import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { startSimulator, tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 
 const TOKEN = 'tok-accept-1a2b3c';
 const ROWS = 300;
@@ -33,14 +32,7 @@ beforeAll(async () => {
   out = join(tmp.dir, 'out');
   const input = join(tmp.dir, 'in.csv');
   await writeRentals(input, ROWS);
-  // The same rows with every sqft three times as large: the input column and the predictions move.
-  const sqft = RENTAL_COLUMNS.indexOf('sqft');
-  const shifted = Array.from({ length: ROWS }, (_, i) => {
-    const row = rentalRow(i);
-    row[sqft] = String(Number(row[sqft]) * 3);
-    return csvLine(row);
-  });
-  await writeFile(join(tmp.dir, 'shifted.csv'), csvLine(RENTAL_COLUMNS) + shifted.join(''));
+  await writeShiftedRentals(join(tmp.dir, 'shifted.csv'), ROWS, 3);
   expect((await runCli(scoreArgs(input, 'a'), env())).code).toBe(0);
   const drifted = await runCli(scoreArgs(join(tmp.dir, 'shifted.csv'), 'b', '--baseline-run', 'a', '--drift-fail', '0.25'), env());
   expect([drifted.code, drifted.stderr]).toEqual([1, expect.stringContaining('[E_DRIFT]')]);
