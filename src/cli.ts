@@ -45,6 +45,7 @@ const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
   enqueue: async () => (await import('./cli/enqueue.js')).registerEnqueue,
   status: async () => (await import('./cli/status.js')).registerStatus,
   cancel: async () => (await import('./cli/cancel.js')).registerCancel,
+  accept: async () => (await import('./cli/accept.js')).registerAccept,
   serve: async () => (await import('./cli/serve.js')).registerServe,
   pipelines: async () => (await import('./cli/pipelines.js')).registerPipelines,
   schedule: async () => (await import('./cli/schedule.js')).registerSchedule,

@@ -4,7 +4,16 @@ import { s3EventSchema } from '../triggers/s3-event.js';
 import { TOOL } from '../version.js';
 import { eventRunsSchema } from './event-routes.js';
 import { errorBodySchema } from './http-errors.js';
-import { runCreatedSchema, runDetailSchema, runListQuerySchema, runListSchema, runResumedSchema, runStatusSchema, runSubmissionSchema } from './run-schemas.js';
+import {
+  runAcceptedSchema,
+  runCreatedSchema,
+  runDetailSchema,
+  runListQuerySchema,
+  runListSchema,
+  runResumedSchema,
+  runStatusSchema,
+  runSubmissionSchema,
+} from './run-schemas.js';
 
 /** A JSON Schema for OpenAPI 3.1 (JSON Schema 2020-12): requests as clients write them, answers as the server writes them. */
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -40,6 +49,7 @@ export function openApiDocument(): Record<string, unknown> {
         RunDetail: jsonSchema(runDetailSchema, 'output'),
         RunList: jsonSchema(runListSchema, 'output'),
         RunResumed: jsonSchema(runResumedSchema, 'output'),
+        RunAccepted: jsonSchema(runAcceptedSchema, 'output'),
         S3Event: jsonSchema(s3EventSchema, 'input'),
         EventRuns: jsonSchema(eventRunsSchema, 'output'),
         Error: jsonSchema(errorBodySchema, 'output'),
@@ -97,6 +107,20 @@ export function openApiDocument(): Record<string, unknown> {
             '403': failure("the run's input, output or service is outside the deployment policy"),
             '404': failure('no such run'),
             '409': failure('the run is not failed or cancelled'),
+            ...common,
+          },
+        },
+      },
+      '/runs/{id}/accept': {
+        parameters: [runId],
+        post: {
+          summary:
+            'Accept a run that failed on its drift (E_DRIFT): its manifest says succeeded, keeping the error under accepted (by: api), and its _SUCCESS is written',
+          responses: {
+            '200': answer('accepted now, or already (nothing changed)', 'RunAccepted'),
+            '403': failure("the run's folder is outside the deployment policy"),
+            '404': failure('no such run'),
+            '409': failure('the run did not fail on its drift (or has not finished)'),
             ...common,
           },
         },

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
 import type { z } from 'zod';
+import { acceptRun } from '../pipeline/accept-run.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -8,9 +9,12 @@ import { runEnded, runNotFound, type RunStatus, type RunSubmission } from '../qu
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
-import type { runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
+import type { runAcceptedSchema, runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
 import { runIdParamsSchema, runListQuerySchema, runSubmissionSchema } from './run-schemas.js';
 import type { RunsApi } from './runs-api.js';
+
+/** `accepted.by` of a run accepted over the API, whose bearer token names no one. */
+const ACCEPTED_BY_API = 'api';
 
 export interface RunRoutesDeps {
   runs: RunsApi;
@@ -20,7 +24,7 @@ export interface RunRoutesDeps {
   storage: Storage;
 }
 
-/** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`. */
+/** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`. */
 export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun }, done) => {
   app.post('/runs', async (request, reply) => {
     parseRequest(runSubmissionSchema, request.body, 'body');
@@ -62,6 +66,17 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
     const body: z.input<typeof runResumedSchema> = await runs.resume(id);
     request.log.info({ runId: id }, 'run resumed');
+    return body;
+  });
+
+  app.post('/runs/:id/accept', async (request) => {
+    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+    const status = await runs.get(id);
+    if (!status) throw runNotFound(id);
+    // The bearer token names nobody: the manifest says the API accepted it.
+    const { manifest, already } = await acceptRun(storage, parseLocation(status.folder), ACCEPTED_BY_API);
+    if (!already) request.log.info({ runId: id, error: manifest.accepted.error.code }, 'run accepted');
+    const body: z.input<typeof runAcceptedSchema> = { runId: id, already, accepted: manifest.accepted };
     return body;
   });
   done();

@@ -6,6 +6,7 @@ import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
+import { collectRunDrift } from '../metrics/run-drift.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';
 import { redisUnavailable } from '../queue/queue-connection.js';
 import { RUNS_QUEUE, SCHEDULES_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
@@ -191,8 +192,9 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   };
   const runs = lazyRunQueue(options.queue, pingRedis);
   const api = policedRuns(runs.api, options.policy);
-  // serve scores nothing: its metrics are the queues' depths and the runs that finished.
+  // serve scores nothing: its metrics are the queues' depths, the runs that finished, and the drift of each pipeline's latest.
   collectQueueDepths(options.metrics, queues);
+  collectRunDrift(options.metrics, { pipelines: (options.pipelines ?? []).map((p) => p.name), runs: api, storage: options.storage }, log);
   const outcomes = trackRunOutcomes(options.metrics, options.queue, log);
   let draining = false;
   const app = buildServer({

@@ -70,6 +70,18 @@ export async function writeRentals(path: string, rows: number): Promise<void> {
   await writeFile(path, await text(rentalsCsv(rows)));
 }
 
+/** A rentals CSV with every sqft `factor` times as large: a run of it drifts from one of writeRentals' (the input column and the predictions). */
+export async function writeShiftedRentals(path: string, rows: number, factor: number): Promise<void> {
+  const sqft = RENTAL_COLUMNS.indexOf('sqft');
+  const lines = [csvLine(RENTAL_COLUMNS)];
+  for (let i = 0; i < rows; i++) {
+    const row = rentalRow(i);
+    row[sqft] = String(Number(row[sqft]) * factor);
+    lines.push(csvLine(row));
+  }
+  await writeFile(path, lines.join(''));
+}
+
 /** A rentals CSV whose rows `bad(i)` holds for carry `__engine_error__`, which the simulator's engine fails on. */
 export async function writeRentalsWithEngineErrors(path: string, rows: number, bad: (i: number) => boolean): Promise<void> {
   const location = RENTAL_COLUMNS.indexOf('location');

@@ -7,10 +7,12 @@ import type { ChartSpec } from '../../src/http/run-page-html.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
 import { escapeHtml } from '../../src/http/html.js';
+import { acceptRun } from '../../src/pipeline/accept-run.js';
+import { runFiles } from '../../src/pipeline/prepared-run.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
-import { tempDir } from '../helpers/scoring.js';
+import { tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let input: string;
@@ -203,6 +205,35 @@ describe('run pages on a real queue run', () => {
     expect(page.body).not.toContain(HOSTILE);
     const scheduled = await get('/ui/runs/by-schedule');
     expect(scheduled.body).toContain('<dd id="trigger-fire-time"><time datetime="2026-11-23T01:00:00.000Z">2026-11-23 01:00:00 UTC</time></dd>');
+  });
+
+  it("show a drifted run's drift from its baseline, and who accepted it", async () => {
+    await f.setup();
+    f.worker();
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => (await app!.inject({ method: 'GET', url })).body.replace(/>\s+</g, '><');
+    const out = join(tmp.dir, 'drift');
+    const [base, shifted] = [join(tmp.dir, 'base.csv'), join(tmp.dir, 'shifted.csv')];
+    await writeRentals(base, 500);
+    await writeShiftedRentals(shifted, 500, 3);
+    const submit = (runId: string, from: string, options: Record<string, unknown> = {}) =>
+      f.queue.enqueue({ input: from, model: 'mindsdb/home_rentals_model', out, options: { runId, ...options } });
+    await submit('base', base);
+    expect((await f.finished('base')).state).toBe('completed');
+    await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
+    expect((await f.finished('moved')).failedReason).toMatch(/\[E_DRIFT\]$/);
+
+    const section = (page: string) => /<section class="card" id="drift">(.*?)<\/section>/s.exec(page)?.[1] ?? '';
+    const drifted = section(await get('/ui/runs/moved'));
+    expect(drifted).toContain('<h2>Drift <span class="badge badge-drift-fail">fail</span></h2>');
+    expect(drifted).toContain('<a href="/ui/runs/base">base</a>');
+    expect(drifted).toMatch(/<tr class="moved"><td><code>sqft<\/code><\/td><td>input<\/td><td class="num">\d+\.\d{3}<\/td>/);
+    expect(drifted).toContain('<td class="num">500 / 500</td>');
+    expect(drifted).not.toContain('id="drift-accepted"');
+    expect(section(await get('/ui/runs/base'))).toBe('');
+
+    await acceptRun(storage, runFiles.folder(out, 'moved'), 'reviewer');
+    expect(section(await get('/ui/runs/moved'))).toMatch(/<dd id="drift-accepted">by reviewer, <time datetime="[^"]+">.*?\(it had failed: E_DRIFT\)/);
   });
 
   it('show a run that failed before planning as such: its code and a bounded excerpt in the list, its reason on its page', async () => {

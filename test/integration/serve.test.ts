@@ -6,7 +6,7 @@ import { runCli } from '../helpers/cli.js';
 import { fetchFrom } from '../helpers/fetch-from.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { byOutcome, parseSamples, sample } from '../helpers/metrics.js';
-import { score, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
 const TOKEN = 'tok-3f9a1c7e5b2d4086';
@@ -141,6 +141,48 @@ describe('serve', () => {
     expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(direct, 'direct', 'predictions.csv')));
   }, 120_000);
 
+  it('accepts a run that failed on its drift over HTTP: 200 (again: already), 409 for any other run, 404 for none', async () => {
+    await f.setup();
+    f.worker();
+    const s = await serve({ ...f.env(), ...CREDENTIALS });
+    const out = join(tmp.dir, 'drifted');
+    const shifted = join(tmp.dir, 'shifted.csv');
+    await writeShiftedRentals(shifted, 3_000, 3);
+    const finished = (runId: string) =>
+      waitFor(
+        `run ${runId} to finish`,
+        async () => {
+          const r = (await call(`${s.url}/runs/${runId}`, { headers: bearer })).json;
+          return r?.finishedAt ? r : undefined;
+        },
+        30_000,
+      );
+    const submit = async (runId: string, from: string, options: Record<string, unknown> = {}) =>
+      expect(
+        (await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: { input: from, model: MODEL, out, options: { runId, ...options } } })).status,
+      ).toBe(201);
+    await submit('base', input);
+    expect(await finished('base')).toMatchObject({ state: 'completed' });
+    await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
+    expect(await finished('moved')).toMatchObject({ state: 'failed', manifest: { state: 'failed', error: { code: 'E_DRIFT' } } });
+    expect(existsSync(join(out, 'moved', '_SUCCESS'))).toBe(false);
+
+    const accept = (runId: string) => call(`${s.url}/runs/${runId}/accept`, { method: 'POST', headers: bearer });
+    const accepted = await accept('moved');
+    expect(accepted.status).toBe(200);
+    expect(accepted.json).toMatchObject({ runId: 'moved', already: false, accepted: { by: 'api', error: { code: 'E_DRIFT' } } });
+    expect(existsSync(join(out, 'moved', '_SUCCESS'))).toBe(true);
+    const manifest = JSON.parse(await readFile(join(out, 'moved', 'manifest.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest).toMatchObject({ state: 'succeeded', accepted: accepted.json?.accepted });
+    expect(manifest).not.toHaveProperty('error');
+    const again = await accept('moved');
+    expect([again.status, again.json]).toEqual([200, { ...accepted.json, already: true }]);
+    const conflict = await accept('base');
+    expect([conflict.status, conflict.json?.error]).toEqual([409, 'E_RUN_CONFLICT']);
+    const missing = await accept('no-such-run');
+    expect([missing.status, missing.json?.error]).toEqual([404, 'E_RUN_NOT_FOUND']);
+  });
+
   it('refuses bad requests naming each bad field, and bodies over 64 KiB', async () => {
     await f.setup();
     const s = await serve({ ...f.env(), ...CREDENTIALS });
@@ -177,6 +219,7 @@ describe('serve', () => {
       ['GET', '/runs/some-run'],
       ['DELETE', '/runs/some-run'],
       ['POST', '/runs/some-run/resume'],
+      ['POST', '/runs/some-run/accept'],
       ['POST', '/events/s3'],
       ['GET', '/openapi.json'],
       ['GET', '/metrics'],
@@ -223,7 +266,10 @@ describe('serve', () => {
     expect((await call(`${s.url}/ui/queues/api/queues/runs/pause`, { method: 'PUT', headers: bearer })).status).toBeGreaterThanOrEqual(400);
 
     const openApi = await call(`${s.url}/openapi.json`, { headers: bearer });
-    expect(openApi.json).toMatchObject({ openapi: '3.1.0', paths: { '/runs': { post: {} }, '/runs/{id}': { delete: {} }, '/events/s3': { post: {} } } });
+    expect(openApi.json).toMatchObject({
+      openapi: '3.1.0',
+      paths: { '/runs': { post: {} }, '/runs/{id}': { delete: {} }, '/runs/{id}/accept': { post: {} }, '/events/s3': { post: {} } },
+    });
 
     expect(await s.stop()).toBe(0);
     const log = s.stderr();

@@ -197,6 +197,56 @@ describe('run pages', () => {
     expect(renderMessage(ctx, 'No such run', HOSTILE)).not.toContain('<script>alert');
   });
 
+  it('show the drift from the baseline run: columns by PSI, moved ones marked, skipped ones with why, who accepted it', () => {
+    const column = (c: string, of: 'prediction' | 'input', psi: number, level: 'ok' | 'warn' | 'fail', rows: [number, number]) => ({
+      of,
+      column: c,
+      psi,
+      jsDistance: psi / 4,
+      level,
+      bins: [
+        { hi: 10, baseline: rows[0] - 1, current: rows[1] - 2 },
+        { lo: 10, baseline: 1, current: 2 },
+      ],
+    });
+    const drift: NonNullable<PageManifest['drift']> = {
+      baseline: { runId: 'base/1', finishedAt: '2024-04-30T10:00:00.000Z', chosen: 'named' },
+      thresholds: { warn: 0.1, fail: 0.25 },
+      level: 'fail',
+      moved: ['sqft', HOSTILE],
+      columns: [
+        column('rental_price', 'prediction', 0.01234, 'ok', [12_345, 1_000_001]),
+        column('sqft', 'input', 1.23456, 'fail', [5, 6]),
+        column(HOSTILE, 'input', 0.2, 'warn', [7, 8]),
+      ],
+      skipped: [{ column: 'notes', why: 'categorical in the baseline, numeric now' }],
+    };
+    const accepted = { by: HOSTILE, at: '2024-05-01T11:00:00.000Z', error: { code: 'E_DRIFT', message: 'drifted' } };
+    const page = squash(renderRunPage(ctx, view({ manifest: { ...manifest(profile()), drift, accepted } })));
+    const section = /<section class="card" id="drift">(.*?)<\/section>/s.exec(page)![1];
+    expect(section).toContain('<h2>Drift <span class="badge badge-drift-fail">fail</span></h2>');
+    expect(section).toContain('<a href="/ui/runs/base%2F1">base/1</a>');
+    expect(section).toContain('<dd>0.100 / 0.250</dd>');
+    const rows = [
+      ...section.matchAll(
+        /<tr class="(moved)?"><td><code>(.*?)<\/code><\/td><td>(\w+)<\/td><td class="num">(.*?)<\/td><td class="num">(.*?)<\/td><td>(.*?)<\/td><td class="num">(.*?)<\/td>/g,
+      ),
+    ];
+    expect(rows.map((r) => r.slice(1))).toEqual([
+      ['moved', 'sqft', 'input', '1.235', '0.309', '<span class="badge badge-drift-fail">fail</span>', '5 / 6'],
+      ['moved', '&lt;script&gt;alert(1)&lt;/script&gt;', 'input', '0.200', '0.050', '<span class="badge badge-drift-warn">warn</span>', '7 / 8'],
+      [undefined, 'rental_price', 'prediction', '0.012', '0.003', '<span class="badge badge-drift-ok">ok</span>', '12,345 / 1,000,001'],
+    ]);
+    expect(section).toContain('<li><code>notes</code>: categorical in the baseline, numeric now</li>');
+    expect(section).toMatch(
+      /<dd id="drift-accepted">by &lt;script&gt;alert\(1\)&lt;\/script&gt;, <time datetime="2024-05-01T11:00:00.000Z">.*?\(it had failed: E_DRIFT\)/,
+    );
+    // No inline script or style (the pages' CSP forbids both).
+    expect(section).not.toMatch(/<script|style=/);
+    // A run without a baseline has no drift section.
+    expect(renderRunPage(ctx, view())).not.toContain('id="drift"');
+  });
+
   it('give each state its badge, and an unknown state a neutral one', () => {
     for (const state of ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled']) {
       expect(stateBadge(state).text).toBe(`<span class="badge badge-${state}">${state}</span>`);
