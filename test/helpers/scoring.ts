@@ -61,6 +61,18 @@ export async function writeRentalsWithEngineErrors(path: string, rows: number, b
   await writeFile(path, lines.join(''));
 }
 
+/** A rentals CSV of `rows` rows with each row's sqft passed through `sqft` (drift tests shift it). */
+export function rentalsWithSqft(rows: number, sqft: (value: number) => number = (v) => v): string {
+  const at = RENTAL_COLUMNS.indexOf('sqft');
+  const lines = [csvLine(RENTAL_COLUMNS)];
+  for (let i = 0; i < rows; i++) {
+    const row = rentalRow(i);
+    row[at] = String(sqft(Number(row[at])));
+    lines.push(csvLine(row));
+  }
+  return lines.join('');
+}
+
 /** Runs `score` in this process, as the CLI does, with a real storage and the given service. */
 export async function score(
   input: string,

@@ -3,10 +3,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
-import { startSimulator, tempDir } from '../helpers/scoring.js';
+import { rentalsWithSqft, startSimulator, tempDir } from '../helpers/scoring.js';
 
 const ROWS = 3_000;
 let sim: Simulator;
@@ -15,15 +14,8 @@ let out: string;
 
 /** The rentals file, with each row's sqft passed through `sqft`. */
 async function rentals(name: string, sqft: (value: number) => number = (v) => v): Promise<string> {
-  const at = RENTAL_COLUMNS.indexOf('sqft');
-  const lines = [csvLine(RENTAL_COLUMNS)];
-  for (let i = 0; i < ROWS; i++) {
-    const row = rentalRow(i);
-    row[at] = String(sqft(Number(row[at])));
-    lines.push(csvLine(row));
-  }
   const path = join(tmp.dir, name);
-  await writeFile(path, lines.join(''));
+  await writeFile(path, rentalsWithSqft(ROWS, sqft));
   return path;
 }
 
