@@ -63,7 +63,7 @@ function countsCell(ctx: PageContext, { pipeline, recent }: PipelineSummary): Ht
 export function renderPipelineList(ctx: PageContext, summaries: PipelineSummary[]): string {
   const row = (s: PipelineSummary) =>
     html`<tr data-pipeline="${s.pipeline.name}">
-      <td><a href="${pipelineHref(ctx, s.pipeline.name)}">${s.pipeline.name}</a></td>
+      <td class="nowrap"><a href="${pipelineHref(ctx, s.pipeline.name)}">${s.pipeline.name}</a></td>
       <td>${kindCell(s.pipeline)}</td>
       <td class="nowrap">${s.pipeline.model}</td>
       <td><code class="wrap">${s.pipeline.output}</code></td>
@@ -164,7 +164,8 @@ export function rowsPerSecond(m: PageManifest): number | null {
 function trendCharts(runs: PipelineRun[]): ChartSpec[] {
   const points = chartedRuns(runs);
   if (points.length === 0) return [];
-  const labels = points.map((r) => r.at.slice(5, 16).replace('T', ' '));
+  // To the second: a pipeline's runs may start minutes apart or less.
+  const labels = points.map((r) => r.at.slice(5, 19).replace('T', ' '));
   const notes = points.map((r) => `run ${r.runId}`);
   const trend = (canvas: string, label: string, yTitle: string, series: NonNullable<ChartSpec['series']>, extra: string[] = notes): ChartSpec => ({
     canvas,
