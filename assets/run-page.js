@@ -19,6 +19,39 @@
   Chart.defaults.color = text;
   Chart.defaults.animation = false;
 
+  // Measures over a pipeline's runs: a line per series, a point per run (a gap where a run has
+  // none), and the run's note (its id, the columns that moved) in the tooltip.
+  var trend = function (canvas, spec, axis) {
+    new Chart(canvas, {
+      type: 'line',
+      data: {
+        labels: spec.labels,
+        datasets: spec.series.map(function (s) {
+          var color = palette(s.color);
+          return { label: s.label, data: s.values, borderColor: color, backgroundColor: color, pointRadius: 3, spanGaps: true };
+        }),
+      },
+      options: {
+        maintainAspectRatio: false,
+        interaction: { mode: 'index', intersect: false },
+        plugins: {
+          legend: { display: spec.series.length > 1, labels: { boxWidth: 12 } },
+          tooltip: {
+            callbacks: {
+              footer: function (items) {
+                return items.length > 0 && spec.notes ? spec.notes[items[0].dataIndex] : '';
+              },
+            },
+          },
+        },
+        scales: {
+          x: axis(spec.xTitle, { grid: { display: false }, ticks: { maxRotation: 45, autoSkip: true } }),
+          y: axis(spec.yTitle, { beginAtZero: true }),
+        },
+      },
+    });
+  };
+
   specs.forEach(function (spec) {
     var canvas = document.getElementById(spec.canvas);
     if (!canvas) return;
@@ -28,6 +61,7 @@
       for (var k in extra) scale[k] = extra[k];
       return scale;
     };
+    if (spec.kind === 'trend') return trend(canvas, spec, axis);
     var line = spec.kind === 'line';
     new Chart(canvas, {
       type: line ? 'line' : 'bar',

@@ -17,11 +17,12 @@ export interface PageContext {
 
 /**
  * One chart as the page script draws it: `bars` (labels, values) for histograms and class counts,
- * `line` (points) for throughput. The id of its canvas is `canvas`.
+ * `line` (points) for throughput, `trend` (labels, series) for measures over a pipeline's runs.
+ * The id of its canvas is `canvas`.
  */
 export interface ChartSpec {
   canvas: string;
-  kind: 'bars' | 'line';
+  kind: 'bars' | 'line' | 'trend';
   label: string;
   labels?: string[];
   values?: number[];
@@ -32,17 +33,23 @@ export interface ChartSpec {
   stepped?: boolean;
   /** Histogram bars touch; class bars do not. */
   contiguous?: boolean;
-  color: 'blue' | 'violet' | 'teal' | 'green';
+  color: ChartColor;
+  /** Trends: lines of one value per label each (null: that run has none), and a note per label for the tooltip. */
+  series?: { label: string; values: (number | null)[]; color: ChartColor }[];
+  notes?: string[];
 }
+
+export type ChartColor = 'blue' | 'violet' | 'teal' | 'green';
 
 /** The id of the `<script type="application/json">` holding a page's ChartSpec[]. */
 export const CHARTS_ELEMENT_ID = 'run-charts';
 
 const dateTime = (iso: string | undefined) => (iso ? html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>` : '–');
 /** A date and time on one line for the run list, to the minute (`2026-11-25 14:03`); the full time in its title. */
-const shortDateTime = (iso: string | undefined) => (iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>` : '–');
+export const shortDateTime = (iso: string | undefined) =>
+  iso ? html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')}</time>` : '–';
 /** A count, exact, with thousands separators: counts are never rounded (see shortNumber). */
-const integer = (n: number) => Math.round(n).toLocaleString('en-US');
+export const integer = (n: number) => Math.round(n).toLocaleString('en-US');
 
 /** Characters of a location or model the run list shows at most; longer ones lose their middle. */
 const LIST_TEXT_CHARS = 28;
@@ -63,7 +70,7 @@ function cutText(text: string): Html {
 }
 
 /** A failed run's reason for the run list: its code and a short excerpt of its message, never the whole. */
-function reasonExcerpt(reason: string): Html {
+export function reasonExcerpt(reason: string): Html {
   const code = failureCode(reason);
   const message = code ? reason.slice(0, -(code.length + 2)).trimEnd() : reason;
   return html`<div class="reason"><code>${code ?? 'no code'}</code> ${excerpt(message, LIST_REASON_BYTES)}</div>`;
@@ -100,7 +107,7 @@ export function stateBadge(state: string): Html {
   return html`<span class="badge badge-${known}">${state}</span>`;
 }
 
-function page(ctx: PageContext, title: string, body: HtmlValue, options: { refresh?: boolean; charts?: ChartSpec[] } = {}): Html {
+export function page(ctx: PageContext, title: string, body: HtmlValue, options: { refresh?: boolean; charts?: ChartSpec[] } = {}): Html {
   const charts = options.charts ?? [];
   return html`<!doctype html>
     <html lang="en">
@@ -115,7 +122,7 @@ function page(ctx: PageContext, title: string, body: HtmlValue, options: { refre
       <body>
         <header class="top">
           <a class="brand" href="${ctx.prefix}/runs">batch-scorer</a>
-          <nav><a href="${ctx.prefix}/runs">Runs</a><a href="${ctx.queues}">Queues</a></nav>
+          <nav><a href="${ctx.prefix}/runs">Runs</a><a href="${ctx.prefix}/pipelines">Pipelines</a><a href="${ctx.queues}">Queues</a></nav>
         </header>
         <main>${body}</main>
         ${
@@ -134,7 +141,7 @@ function progressBar(done: number, total: number): Html {
 }
 
 /** The run list's address with these filters and page (`/ui/runs?state=failed&pipeline=nightly&page=2`). */
-function listHref(ctx: PageContext, filter: RunListFilter): string {
+export function listHref(ctx: PageContext, filter: RunListFilter): string {
   const query = new URLSearchParams();
   if (filter.state) query.set('state', filter.state);
   if (filter.pipeline) query.set('pipeline', filter.pipeline);
@@ -143,11 +150,21 @@ function listHref(ctx: PageContext, filter: RunListFilter): string {
   return `${ctx.prefix}/runs${text ? `?${text}` : ''}`;
 }
 
-/** What started a run, short, for the list: its kind, and its pipeline linking to that pipeline's runs. */
+/** Links to the newer and older pages of a list, when there are any; `href(n)` is page n's address. */
+export function pager(pageNumber: number, older: boolean, href: (n: number) => string): HtmlValue {
+  if (pageNumber === 1 && !older) return '';
+  return html`<nav class="pages" id="pages">
+    ${pageNumber > 1 ? html`<a class="pill" rel="prev" href="${href(pageNumber - 1)}">← newer</a>` : ''}
+    <span class="muted">page ${pageNumber}</span>
+    ${older ? html`<a class="pill" rel="next" href="${href(pageNumber + 1)}">older →</a>` : ''}
+  </nav>`;
+}
+
+/** What started a run, short, for the list: its kind, and its pipeline linking to that pipeline's page. */
 function startedBy(ctx: PageContext, trigger: RunTrigger | undefined): Html {
   if (!trigger) return html`<span class="muted" title="not recorded">–</span>`;
   const kind = trigger.kind === 'cli' ? `cli ${trigger.command}` : trigger.kind;
-  const pipeline = 'pipeline' in trigger ? html` <a href="${listHref(ctx, { pipeline: trigger.pipeline })}">${trigger.pipeline}</a>` : '';
+  const pipeline = 'pipeline' in trigger ? html` <a href="${ctx.prefix}/pipelines/${encodeURIComponent(trigger.pipeline)}">${trigger.pipeline}</a>` : '';
   return html`<span title="${describeTrigger(trigger)}">${kind}${pipeline}</span>`;
 }
 
@@ -205,15 +222,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
             </tbody>
           </table>`
     }
-    ${
-      pageNumber > 1 || older
-        ? html`<nav class="pages" id="pages">
-            ${pageNumber > 1 ? html`<a class="pill" rel="prev" href="${listHref(ctx, { state, pipeline, page: pageNumber - 1 })}">← newer</a>` : ''}
-            <span class="muted">page ${pageNumber}</span>
-            ${older ? html`<a class="pill" rel="next" href="${listHref(ctx, { state, pipeline, page: pageNumber + 1 })}">older →</a>` : ''}
-          </nav>`
-        : ''
-    }`;
+    ${pager(pageNumber, older, (n) => listHref(ctx, { state, pipeline, page: n }))}`;
   return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => !runEnded(r)) }).text;
 }
 
@@ -512,7 +521,7 @@ function quantileLabel(p: number): string {
   return `p${shortNumber(p * 100)}`;
 }
 
-function histogramChart(canvas: string, summary: NumericSummary, label: string, color: ChartSpec['color']): ChartSpec {
+function histogramChart(canvas: string, summary: NumericSummary, label: string, color: ChartColor): ChartSpec {
   return {
     canvas,
     kind: 'bars',

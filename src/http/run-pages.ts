@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -9,7 +9,10 @@ import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { RUN_STATES } from '../queue/producer.js';
-import { pipelineNameSchema } from '../triggers/pipelines.js';
+import { pipelineNameSchema, type Pipeline } from '../triggers/pipelines.js';
+import { sendHtml } from './html-reply.js';
+import { pageNumberSchema } from './page-query.js';
+import { pipelinePages } from './pipeline-pages.js';
 import { gatherRunList, gatherRunPage, LIST_MAX_PAGE, outputFile, type RunPageSources } from './run-page-data.js';
 import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
 
@@ -21,19 +24,14 @@ export interface RunPagesDeps extends RunPageSources {
   log: Logger;
   /** Where the header's "Queues" link goes: by default the root of the plugin's prefix (bull-board at `/ui/`). */
   queuesPath?: string;
+  /** The pipelines of `jobs/*.yaml` the pipeline pages show (none by default). */
+  pipelines?: readonly Pipeline[];
 }
 
 /** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-/** `?page=`: a whole number from 1 to LIST_MAX_PAGE, written plainly (no sign, exponent or leading zero). */
-const pageSchema = z
-  .string()
-  .regex(/^[1-9][0-9]{0,5}$/)
-  .transform(Number)
-  .pipe(z.number().max(LIST_MAX_PAGE));
-
-const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pipelineNameSchema.optional(), page: pageSchema.optional() });
+const listQuery = z.object({ state: z.enum(RUN_STATES).optional(), pipeline: pipelineNameSchema.optional(), page: pageNumberSchema(LIST_MAX_PAGE).optional() });
 
 /** What a bad filter or page is told, per query parameter. */
 function listQueryProblem(issue: z.core.$ZodIssue): string {
@@ -46,7 +44,7 @@ function listQueryProblem(issue: z.core.$ZodIssue): string {
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
  * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter, `?page=` from 1),
  * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
- * and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. The pages have no inline
+ * the pipeline pages (`GET /pipelines`, `GET /pipelines/:name`: see pipelinePages), and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. The pages have no inline
  * script or style: the server's security headers (security-headers.ts) allow none.
  */
 export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
@@ -62,44 +60,44 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
         script: `${app.prefix}/assets/run-page.js?v=${assets.script.version}`,
       },
     };
-    const htmlPage = (reply: FastifyReply, code: number, body: string) =>
-      reply.code(code).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(body);
 
     app.setErrorHandler((err, request, reply) => {
       deps.log.error({ err, code: errorCode(err), url: request.url }, 'run page failed');
       // A run folder the deployment policy keeps out of reach (job data any producer may write) is refused as such.
-      if (errorCode(err) === 'E_NOT_ALLOWED') return htmlPage(reply, 403, renderMessage(ctx, 'Not allowed', `${errorCode(err)}: ${errorMessage(err)}`));
-      return htmlPage(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));
+      if (errorCode(err) === 'E_NOT_ALLOWED') return sendHtml(reply, 403, renderMessage(ctx, 'Not allowed', `${errorCode(err)}: ${errorMessage(err)}`));
+      return sendHtml(reply, 503, renderMessage(ctx, 'Run pages unavailable', `${errorCode(err)}: ${errorMessage(err)}`));
     });
 
     for (const asset of Object.values(assets)) {
       app.get(`/assets/${asset.name}`, (_request, reply) => reply.header('cache-control', IMMUTABLE).type(asset.type).send(asset.body));
     }
 
+    await app.register(pipelinePages({ runs: deps.runs, storage: deps.storage, pipelines: deps.pipelines ?? [] }, ctx));
+
     app.get('/runs', async (request, reply) => {
       const query = listQuery.safeParse(request.query);
       if (!query.success) {
-        return htmlPage(reply, 400, renderMessage(ctx, 'Bad filter', query.error.issues.map(listQueryProblem).join(' ')));
+        return sendHtml(reply, 400, renderMessage(ctx, 'Bad filter', query.error.issues.map(listQueryProblem).join(' ')));
       }
       const list = await gatherRunList(deps, query.data);
-      return htmlPage(reply, 200, renderRunList(ctx, list, query.data));
+      return sendHtml(reply, 200, renderRunList(ctx, list, query.data));
     });
 
     app.get<{ Params: { id: string } }>('/runs/:id', async (request, reply) => {
       const view = await gatherRunPage(deps, request.params.id);
       if (!view)
-        return htmlPage(
+        return sendHtml(
           reply,
           404,
           renderMessage(ctx, 'No such run', `No run ${request.params.id} is on the queue (never enqueued, or removed after its retention).`),
         );
-      return htmlPage(reply, 200, renderRunPage(ctx, view));
+      return sendHtml(reply, 200, renderRunPage(ctx, view));
     });
 
     app.get<{ Params: { id: string; name: string } }>('/runs/:id/files/:name', async (request, reply) => {
       const { id, name } = request.params;
       const file = await outputFile(deps, id, name);
-      if (!file) return htmlPage(reply, 404, renderMessage(ctx, 'No such file', `Run ${id} lists no output file ${name}.`));
+      if (!file) return sendHtml(reply, 404, renderMessage(ctx, 'No such file', `Run ${id} lists no output file ${name}.`));
       const body = await deps.storage.read(file.location);
       return reply
         .type(contentType(file.file))

@@ -59,7 +59,7 @@ export interface ServerDeps {
   queueActions?: boolean;
   /**
    * The run pages (see runPages), served under `/ui` behind its authentication (basic auth or
-   * the token): `/ui/runs`, where `/ui` leads, `/ui/runs/:id` and `/ui/assets/*`.
+   * the token): `/ui/runs`, where `/ui` leads, `/ui/runs/:id`, `/ui/pipelines` and `/ui/assets/*`.
    */
   runPages: FastifyPluginAsync;
   /** The pipelines of `jobs/*.yaml` whose file drops `POST /events/s3` starts runs of. */
@@ -222,6 +222,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       progress: new RunProgressStore(redis, options.queue.prefix),
       log,
       queuesPath: `${QUEUES_PATH}/`,
+      pipelines: options.pipelines ?? [],
     }),
   });
   // Cleanups run in reverse order of opening, each even when one before it failed.

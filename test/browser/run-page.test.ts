@@ -1,13 +1,16 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useQueueFixture } from '../helpers/queue.js';
 import { PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
 import { useServeProcesses } from '../helpers/serve.js';
 import { CHROMIUM, noteMissing } from '../helpers/tools.js';
-import { tempDir } from '../helpers/scoring.js';
+import { rentalsWithSqft, tempDir } from '../helpers/scoring.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
+import { parseLocation } from '../../src/storage/location.js';
+import { createStorage } from '../../src/storage/storage.js';
+import { versionTag } from '../../src/storage/version-tag.js';
 
 const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'screenshots');
 const CHROMIUM_ARGS = [
@@ -42,6 +45,17 @@ const PASSWORD = 'browser-test-password';
 /** Reports each Content-Security-Policy violation as a console error (Chromium logs most, but not all, by itself). */
 const REPORT_VIOLATIONS = `document.addEventListener('securitypolicyviolation', (e) =>
   console.error('CSP violation: ' + e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber));`;
+
+/** A new page of `context` whose script errors, policy violations and failed requests are collected in `problems`. */
+async function watchedPage(context: BrowserContext): Promise<{ page: Page; problems: string[] }> {
+  await context.addInitScript(REPORT_VIOLATIONS);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
+  page.on('pageerror', (err) => problems.push(err.message));
+  page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)));
+  return { page, problems };
+}
 
 /**
  * Browser-side: how many data points Chart.js holds for the chart on canvas `id`, and how many of
@@ -111,12 +125,7 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       // Every request of every page (scripts, styles, fonts, images, workers, API calls), to check that none leaves the server.
       const requested: string[] = [];
       context.on('request', (r) => void requested.push(r.url()));
-      await context.addInitScript(REPORT_VIOLATIONS);
-      const page = await context.newPage();
-      const problems: string[] = [];
-      page.on('console', (m) => void (m.type() === 'error' && problems.push(m.text())));
-      page.on('pageerror', (err) => problems.push(err.message));
-      page.on('response', (r) => void (r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`)));
+      const { page, problems } = await watchedPage(context);
 
       // The queue dashboard (bull-board): its queues, the run's job, and its menu's way to the run pages.
       await page.goto(`${base}/ui/queues/`);
@@ -161,6 +170,77 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       await page.screenshot({ path: join(SCREENSHOTS, 'run-page.png'), fullPage: true });
       expect(requested.filter((url) => url.startsWith(`${base}/ui/queues/static/`)).length).toBeGreaterThan(5);
       expect(requested.filter((url) => new URL(url).origin !== base)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("shows a pipeline's page: its runs and the charts of their quantiles, drift and rate drawn, with no script or policy error", async () => {
+    await f.setup();
+    f.worker();
+    const pipeline = 'browser-drops';
+    const inbox = join(tmp.dir, 'inbox');
+    const out = join(tmp.dir, 'pipeline-out');
+    await mkdir(inbox, { recursive: true });
+    const jobs = join(tmp.dir, 'jobs');
+    await mkdir(jobs, { recursive: true });
+    await writeFile(
+      join(jobs, 'browser.yaml'),
+      `name: ${pipeline}\nmodel: mindsdb/home_rentals_model\ntrigger: { prefix: ${inbox}/, suffix: .csv }\noutput: ${out}/\n`,
+    );
+    // Three files as watch would find them, one after the other: the second with sqft half again as large (drift), the third as the first.
+    const storage = createStorage();
+    const shifts = [1, 1.5, 1];
+    for (const [i, shift] of shifts.entries()) {
+      const input = join(inbox, `day-${i + 1}.csv`);
+      await writeFile(
+        input,
+        rentalsWithSqft(800, (v) => Math.round(v * shift)),
+      );
+      const trigger = {
+        kind: 'poll',
+        pipeline,
+        foundAt: new Date().toISOString(),
+        object: { location: input, etag: versionTag(await storage.stat(parseLocation(input))) },
+      } as const;
+      await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { runId: `${pipeline}-${i + 1}` }, trigger });
+      const done = await f.finished(`${pipeline}-${i + 1}`);
+      expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+    }
+    storage.close();
+
+    const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD, JOBS_DIR: jobs });
+    const base = s.url;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, httpCredentials: { username: USER, password: PASSWORD } });
+    try {
+      const { page, problems } = await watchedPage(context);
+
+      await page.goto(`${base}/ui/runs`);
+      await page.getByRole('navigation').getByRole('link', { name: 'Pipelines' }).click();
+      await page.waitForURL(`${base}/ui/pipelines`);
+      await expect(page.locator(`tr[data-pipeline="${pipeline}"] td.latest`).innerText()).resolves.toContain(`${pipeline}-3`);
+      await page.screenshot({ path: join(SCREENSHOTS, 'pipeline-list.png'), fullPage: true });
+      await page.getByRole('link', { name: pipeline, exact: true }).click();
+      await page.waitForURL(`${base}/ui/pipelines/${pipeline}`);
+      await expect(page.locator('table.pipeline-runs tbody tr').count()).resolves.toBe(shifts.length);
+
+      // Each trend is drawn by Chart.js with a point per run, and its canvas has coloured pixels.
+      for (const id of ['chart-quantiles-0', 'chart-psi', 'chart-rate']) {
+        const drawn = await page.evaluate<{ points: number; coloured: number }>(chartDrawn(id));
+        expect(drawn.points, id).toBe(shifts.length);
+        expect(drawn.coloured, id).toBeGreaterThan(300);
+      }
+      const series = await page.evaluate<string[]>(
+        `window.Chart.getChart(document.getElementById('chart-quantiles-0')).data.datasets.map((d) => d.label + ':' + d.data.length)`,
+      );
+      expect(series).toEqual(['p5:3', 'p50:3', 'p95:3']);
+      // The PSI drawn is the second run's, from its manifest: the first has no baseline.
+      const manifest = JSON.parse(await readFile(join(out, `${pipeline}-2`, 'manifest.json'), 'utf8')) as Manifest;
+      const psi = await page.evaluate<(number | null)[]>(`window.Chart.getChart(document.getElementById('chart-psi')).data.datasets[0].data`);
+      expect(psi[0]).toBeNull();
+      expect(psi[1]).toBe(Math.max(...manifest.drift!.columns.map((c) => c.psi)));
+      expect(problems).toEqual([]);
+      await page.screenshot({ path: join(SCREENSHOTS, 'pipeline-page.png'), fullPage: true });
     } finally {
       await context.close();
     }

@@ -72,14 +72,10 @@ export async function writeRentals(path: string, rows: number): Promise<void> {
 
 /** A rentals CSV with every sqft `factor` times as large: a run of it drifts from one of writeRentals' (the input column and the predictions). */
 export async function writeShiftedRentals(path: string, rows: number, factor: number): Promise<void> {
-  const sqft = RENTAL_COLUMNS.indexOf('sqft');
-  const lines = [csvLine(RENTAL_COLUMNS)];
-  for (let i = 0; i < rows; i++) {
-    const row = rentalRow(i);
-    row[sqft] = String(Number(row[sqft]) * factor);
-    lines.push(csvLine(row));
-  }
-  await writeFile(path, lines.join(''));
+  await writeFile(
+    path,
+    rentalsWithSqft(rows, (v) => v * factor),
+  );
 }
 
 /** A rentals CSV whose rows `bad(i)` holds for carry `__engine_error__`, which the simulator's engine fails on. */
@@ -92,6 +88,18 @@ export async function writeRentalsWithEngineErrors(path: string, rows: number, b
     lines.push(csvLine(row));
   }
   await writeFile(path, lines.join(''));
+}
+
+/** A rentals CSV of `rows` rows with each row's sqft passed through `sqft` (drift tests shift it). */
+export function rentalsWithSqft(rows: number, sqft: (value: number) => number = (v) => v): string {
+  const at = RENTAL_COLUMNS.indexOf('sqft');
+  const lines = [csvLine(RENTAL_COLUMNS)];
+  for (let i = 0; i < rows; i++) {
+    const row = rentalRow(i);
+    row[at] = String(sqft(Number(row[at])));
+    lines.push(csvLine(row));
+  }
+  return lines.join('');
 }
 
 /** Runs `score` in this process, as the CLI does, with a real storage and the given service. */

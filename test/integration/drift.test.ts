@@ -3,24 +3,16 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { runCli } from '../helpers/cli.js';
-import { useScoringFixture } from '../helpers/scoring.js';
+import { rentalsWithSqft, useScoringFixture } from '../helpers/scoring.js';
 
 const ROWS = 3_000;
 const f = useScoringFixture();
 
 /** The rentals file, with each row's sqft passed through `sqft`. */
 async function rentals(name: string, sqft: (value: number) => number = (v) => v): Promise<string> {
-  const at = RENTAL_COLUMNS.indexOf('sqft');
-  const lines = [csvLine(RENTAL_COLUMNS)];
-  for (let i = 0; i < ROWS; i++) {
-    const row = rentalRow(i);
-    row[at] = String(sqft(Number(row[at])));
-    lines.push(csvLine(row));
-  }
   const path = join(f.dir, name);
-  await writeFile(path, lines.join(''));
+  await writeFile(path, rentalsWithSqft(ROWS, sqft));
   return path;
 }
 

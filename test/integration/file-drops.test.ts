@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simulator/sample-data.js';
+import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import { runCli, startCli, type CliProcess } from '../helpers/cli.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { rentalsWithSqft } from '../helpers/scoring.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
@@ -298,16 +299,12 @@ describe('file drops', () => {
     const jobs = await jobsFor('drift', 'options: { driftFail: 0.25 }\n');
     f.worker([], env(jobs));
     const s = await serve(env(jobs));
-    const sqft = RENTAL_COLUMNS.indexOf('sqft');
     const runOf = async (key: string, shift: number) => {
-      const lines = [csvLine(RENTAL_COLUMNS)];
-      for (let i = 0; i < 1_000; i++) {
-        const row = rentalRow(i);
-        row[sqft] = String(Math.round(Number(row[sqft]) * shift));
-        lines.push(csvLine(row));
-      }
       const loc = parseLocation(`s3://inbox/drift/${key}`);
-      await storage.write(loc, lines.join(''));
+      await storage.write(
+        loc,
+        rentalsWithSqft(1_000, (v) => Math.round(v * shift)),
+      );
       const etag = (await storage.stat(loc)).etag!.replace(/"/g, '');
       const answer = await postEvent(s.url, { Records: [awsRecord(`drift/${key}`, etag)] });
       expect(answer.status).toBe(200);

@@ -177,8 +177,8 @@ describe('run pages on a real queue run', () => {
     const list = await get('/ui/runs');
     expect(list.status).toBe(200);
     expect(list.body).toContain('<th>Started by</th>');
-    expect(list.body).toContain('>schedule <a href="/ui/runs?pipeline=nightly-rentals">nightly-rentals</a></span>');
-    expect(list.body).toContain('>event <a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a></span>');
+    expect(list.body).toContain('>schedule <a href="/ui/pipelines/nightly-rentals">nightly-rentals</a></span>');
+    expect(list.body).toContain('>event <a href="/ui/pipelines/rentals-inbox">rentals-inbox</a></span>');
     expect(list.body).toContain('title="api (POST /runs)">api</span>');
     expect(runLinks(list.body)).toEqual(['by-api', 'by-event', 'by-schedule']);
 

@@ -334,7 +334,7 @@ describe('provenance on the run pages', () => {
   /** The facts of a run page's "Started by" card, by id. */
   const facts = (page: string) => Object.fromEntries([...squash(page).matchAll(/<dd id="trigger-([\w-]+)">(.*?)<\/dd>/g)].map((m) => [m[1], m[2]]));
 
-  it("list what started each run, its pipeline linking to that pipeline's runs", () => {
+  it("list what started each run, its pipeline linking to that pipeline's page", () => {
     const list = squash(
       renderRunList(
         ctx,
@@ -350,8 +350,8 @@ describe('provenance on the run pages', () => {
     expect(list).toContain('<th>Started by</th>');
     const cells = [...list.matchAll(/<td><span (?:class="muted" )?title="([^"]*)">(.*?)<\/span><\/td>/g)].map((m) => [m[1], m[2]]);
     expect(cells).toEqual([
-      ['schedule nightly-rentals (2026-11-23T01:00:00.000Z)', 'schedule <a href="/ui/runs?pipeline=nightly-rentals">nightly-rentals</a>'],
-      ['event rentals-inbox (s3:ObjectCreated:Put s3://inbox/rentals/a b.csv)', 'event <a href="/ui/runs?pipeline=rentals-inbox">rentals-inbox</a>'],
+      ['schedule nightly-rentals (2026-11-23T01:00:00.000Z)', 'schedule <a href="/ui/pipelines/nightly-rentals">nightly-rentals</a>'],
+      ['event rentals-inbox (s3:ObjectCreated:Put s3://inbox/rentals/a b.csv)', 'event <a href="/ui/pipelines/rentals-inbox">rentals-inbox</a>'],
       ['cli (enqueue)', 'cli enqueue'],
       ['api (POST /runs)', 'api'],
       ['not recorded', '–'],
