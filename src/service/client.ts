@@ -7,7 +7,7 @@ import { parseJsonBody } from './json-body.js';
 import { pickMembers, type PickedRow } from './json-members.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
-import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
+import { httpServiceError, RETRIED_KINDS, ServiceError } from './service-error.js';
 
 // undici's parts, not its index: the index loads all of undici (fetch, WebSocket, caches, mocks),
 // 5.7 MiB of live heap that every full collection marks again, a quarter of a `score`'s live heap
@@ -224,14 +224,7 @@ export class ServiceClient {
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
-    const problem = parseProblem(answer.toString('utf8'));
-    const kind = classifyHttpError(status, problem, this.policy);
-    throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
-      status,
-      title: problem.title,
-      detail: problem.detail ?? problem.message,
-      retryAfterMs: parseRetryAfter(retryAfter),
-    });
+    throw httpServiceError(what, status, answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
   }
 
   /** One request and its answer's bytes; the time limit runs from sending (not from waiting for a slot). */

@@ -18,7 +18,7 @@ interface MemoryFile {
 /** The size of the chunks a read streams, as a file read stream's. */
 const CHUNK = 64 * 1024;
 
-// Each call awaits a turn of the event loop (\`io\`), as a disk or network call would: callers meet
+// Each call awaits a turn of the event loop (`io`), as a disk or network call would: callers meet
 // the interleavings real storage gives them, and an abort can land between two calls.
 
 /**
@@ -34,6 +34,8 @@ export class MemoryStorage implements Storage {
   /** Modification times only move forward, so that a rewrite of the same size is seen as a change, as on disk. */
   private lastMtimeMs = 0;
   private failing: ((loc: Location) => boolean) | undefined;
+  /** The name (formatLocation) of each file written or created, in the order the writes ended: what a test proves an order of writes by. */
+  readonly written: string[] = [];
 
   /**
    * Makes every write and create of a location `when` holds fail with a retriable E_STORAGE (as a
@@ -189,6 +191,7 @@ export class MemoryStorage implements Storage {
 
   private put(loc: Location, bytes: Buffer): void {
     this.lastMtimeMs = Math.max(Date.now(), this.lastMtimeMs + 1);
+    this.written.push(formatLocation(loc));
     // S3 keeps LastModified to the second, and tells versions apart by ETag.
     const s3 = loc.kind === 's3';
     this.files.set(formatLocation(loc), {
