@@ -103,6 +103,7 @@ class FakePredictor implements OwnPredictor {
     const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
     const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
     const body = `${head}${rowsJson.toString()}${tail}`;
+    let engineFailures = 0;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
@@ -116,8 +117,10 @@ class FakePredictor implements OwnPredictor {
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         options.onAttempt?.({ ms: performance.now() - started, error: err });
-        if (!RETRIED_KINDS.includes(err.kind)) throw err;
-        if (attempt > this.policy.retries) throw err.exhausted(attempt);
+        // As ServiceClient: an engine failure is tried once more (it may be passing) before the caller isolates the rows.
+        const again = RETRIED_KINDS.includes(err.kind) || (err.kind === 'bad-rows' && engineFailures++ < 1);
+        if (!again) throw err;
+        if (attempt > this.policy.retries) throw RETRIED_KINDS.includes(err.kind) ? err.exhausted(attempt) : err;
         options.onRetry?.({ attempt, delayMs: 0, error: err });
       }
     }

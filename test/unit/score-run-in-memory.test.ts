@@ -8,12 +8,12 @@ import type { Manifest } from '../../src/pipeline/manifest.js';
 import { requestValue } from '../../src/pipeline/request-row.js';
 import { scoreRun } from '../../src/pipeline/score-run.js';
 import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
-import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simulator/sample-data.js';
+import { RENTAL_COLUMNS, rentalsCsv } from '../../src/simulator/sample-data.js';
 import { formatLocation, joinLocation, parseLocation } from '../../src/storage/location.js';
 import { fakeService } from '../helpers/fake-predictor.js';
 import { MemoryStorage } from '../helpers/memory-storage.js';
 import { rejection } from '../helpers/rejection.js';
-import { expectedRental, parseCsv, parseJsonLines } from '../helpers/scoring.js';
+import { expectedRental, parseCsv, parseJsonLines, rentalsText } from '../helpers/scoring.js';
 
 const ROWS = 1_000;
 const OUT = '/memory/out';
@@ -22,17 +22,6 @@ const INPUT = '/memory/in/rentals.csv';
 const SMALL: RunOptionsInput = { segmentRows: 300, batchSize: 50 };
 
 const sha256 = (bytes: string | Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-/** A rentals CSV of `rows` rows, each passed through `edit` (its fields by column name). */
-function rentals(rows: number, edit: (row: Record<string, string>, i: number) => void = () => undefined): string {
-  const lines = [csvLine(RENTAL_COLUMNS)];
-  for (let i = 0; i < rows; i++) {
-    const row = Object.fromEntries(RENTAL_COLUMNS.map((c, j) => [c, rentalRow(i)[j]]));
-    edit(row, i);
-    lines.push(csvLine(RENTAL_COLUMNS.map((c) => row[c])));
-  }
-  return lines.join('');
-}
 
 /** A storage holding the rentals input (as sample-data generates it, unless `csv` is given). */
 async function storageWith(csv?: string, input = INPUT): Promise<MemoryStorage> {
@@ -130,7 +119,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
   });
 
   it('scores JSON Lines input into JSON Lines, with the predictions of the same rows read from CSV', async () => {
-    const csv = rentals(ROWS);
+    const csv = rentalsText(ROWS);
     const rows = parseCsv(csv);
     // Typed as CSV values are sent (numbers as numbers, empty as null), so that both send the same rows.
     const jsonl = rows.map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, requestValue(v, true)])))).join('\n');
@@ -150,7 +139,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     // One row in 100 fails the engine: 10 rows, 1% of the file.
     const bad = (i: number) => i % 100 === 7;
     const storage = await storageWith(
-      rentals(ROWS, (row, i) => {
+      rentalsText(ROWS, (row, i) => {
         if (bad(i)) row.location = ENGINE_ERROR_VALUE;
       }),
     );
@@ -172,7 +161,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
 
   it('fails past --max-error-rate: a failed manifest naming E_ERROR_RATE, no _SUCCESS', async () => {
     const storage = await storageWith(
-      rentals(ROWS, (row, i) => {
+      rentalsText(ROWS, (row, i) => {
         if (i % 20 === 3) row.location = ENGINE_ERROR_VALUE;
       }),
     );
@@ -258,7 +247,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     const shifted = '/memory/in/shifted.csv';
     await storage.write(
       parseLocation(shifted),
-      rentals(ROWS, (row) => {
+      rentalsText(ROWS, (row) => {
         row.sqft = String(Math.round(Number(row.sqft) * 1.5));
       }),
     );
