@@ -220,14 +220,17 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     const whole = await runFolder(storage, 'whole');
 
     const stop = new AbortController();
-    const aborting = fakeService({ onPredict: ({ number }) => number === 9 && stop.abort() });
+    const aborting = fakeService({ onPredict: ({ number }) => number === 16 && stop.abort() });
     const err = await failure(score(storage, 'aborted', {}, { service: aborting, signal: stop.signal }));
     expect(err.code).toBe('E_ABORTED');
     expect(aborting.stats.closed).toBe(1);
     expect(storage.keys()).not.toContain(`${OUT}/aborted/_SUCCESS`);
     expect(JSON.parse((await runFolder(storage, 'aborted'))['manifest.json'])).toMatchObject({ state: 'failed', error: { code: 'E_ABORTED' } });
 
-    const manifest = await score(storage, 'aborted');
+    const service = fakeService();
+    const manifest = await score(storage, 'aborted', {}, { service });
+    // Stopped after 15 batches (two segments scored at once, six batches each): the segments finished by then are kept.
+    expect(service.stats.predictRows).toBeLessThan(ROWS);
     expect(manifest).toMatchObject({ state: 'succeeded', counts: { rowsIn: ROWS, rowsScored: ROWS } });
     expect((await runFolder(storage, 'aborted'))['predictions.csv']).toBe(whole['predictions.csv']);
   });
