@@ -145,9 +145,7 @@ export class ServiceClient {
   }
 
   private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
-    const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
-    const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
-    const body = Buffer.concat([Buffer.from(head), typeof rowsJson === 'string' ? Buffer.from(rowsJson) : rowsJson, Buffer.from(tail)]);
+    const body = predictBody(rowsJson, options);
     const rows = await this.call({ op: 'predict', ref, body }, options, read, (answer) => {
       if (!Array.isArray(answer)) {
         throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
@@ -288,6 +286,13 @@ export class ServiceClient {
       signal?.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** A predict request's body: the rows inside the envelope, with the params in the data envelope. */
+export function predictBody(rowsJson: RowsJson, options: Pick<PredictOptions, 'envelope' | 'params'>): Buffer {
+  const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
+  const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
+  return Buffer.concat([Buffer.from(head), typeof rowsJson === 'string' ? Buffer.from(rowsJson) : rowsJson, Buffer.from(tail)]);
 }
 
 /** Whether a body's first character past white space opens an array. */

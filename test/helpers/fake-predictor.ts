@@ -1,6 +1,6 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { OwnPredictor, PredictorFactory } from '../../src/pipeline/predictor.js';
-import type { CallOptions, Envelope, PredictOptions, RowsJson } from '../../src/service/client.js';
+import { predictBody, type CallOptions, type Envelope, type PredictOptions, type RowsJson } from '../../src/service/client.js';
 import { parseJsonBody } from '../../src/service/json-body.js';
 import { pickMembers, type PickedRow } from '../../src/service/json-members.js';
 import { modelPathName, type ModelRef } from '../../src/service/model-ref.js';
@@ -99,10 +99,8 @@ class FakePredictor implements OwnPredictor {
   /** One predict call: attempts until the engine answers, a failure that is not passing, or the retries run out. */
   private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => Row[]): Promise<Row[]> {
     const what = `predict ${modelPathName(ref)}`;
-    // The body as ServiceClient sends it: the rows inside the envelope, with params in the data envelope.
-    const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
-    const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
-    const body = `${head}${rowsJson.toString()}${tail}`;
+    // The bytes ServiceClient sends, read as the server reads them.
+    const body = JSON.parse(predictBody(rowsJson, options).toString('utf8')) as unknown;
     let engineFailures = 0;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
@@ -127,11 +125,11 @@ class FakePredictor implements OwnPredictor {
   }
 
   /** The service's answer to one predict body, after a turn of the event loop as a request would take. */
-  private async engine(ref: ModelRef, body: string, signal: AbortSignal | undefined): Promise<Answer> {
+  private async engine(ref: ModelRef, body: unknown, signal: AbortSignal | undefined): Promise<Answer> {
     await turn();
     signal?.throwIfAborted();
     const number = ++this.stats.predictRequests;
-    const rows = readPredictRows(JSON.parse(body), this.options.envelope ?? 'data');
+    const rows = readPredictRows(body, this.options.envelope ?? 'data');
     this.options.onPredict?.({ rows: Array.isArray(rows) ? rows.length : 0, number });
     signal?.throwIfAborted();
     if (number > (this.options.overloadsAfter ?? 0) && this.state.overloadsLeft > 0) {
