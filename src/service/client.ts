@@ -7,7 +7,7 @@ import { parseJsonBody } from './json-body.js';
 import { pickMembers, type PickedRow } from './json-members.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
-import { classifyHttpError, describeHttpError, parseProblem, RETRIED_KINDS, ServiceError } from './service-error.js';
+import { httpServiceError, RETRIED_KINDS, ServiceError } from './service-error.js';
 
 // undici's parts, not its index: the index loads all of undici (fetch, WebSocket, caches, mocks),
 // 5.7 MiB of live heap that every full collection marks again, a quarter of a `score`'s live heap
@@ -145,9 +145,7 @@ export class ServiceClient {
   }
 
   private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
-    const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
-    const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
-    const body = Buffer.concat([Buffer.from(head), typeof rowsJson === 'string' ? Buffer.from(rowsJson) : rowsJson, Buffer.from(tail)]);
+    const body = predictBody(rowsJson, options);
     const rows = await this.call({ op: 'predict', ref, body }, options, read, (answer) => {
       if (!Array.isArray(answer)) {
         throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
@@ -224,14 +222,7 @@ export class ServiceClient {
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
-    const problem = parseProblem(answer.toString('utf8'));
-    const kind = classifyHttpError(status, problem, this.policy);
-    throw new ServiceError(kind, describeHttpError(what, status, problem, kind), {
-      status,
-      title: problem.title,
-      detail: problem.detail ?? problem.message,
-      retryAfterMs: parseRetryAfter(retryAfter),
-    });
+    throw httpServiceError(what, status, answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
   }
 
   /** One request and its answer's bytes; the time limit runs from sending (not from waiting for a slot). */
@@ -295,6 +286,13 @@ export class ServiceClient {
       signal?.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** A predict request's body: the rows inside the envelope, with the params in the data envelope. */
+export function predictBody(rowsJson: RowsJson, options: Pick<PredictOptions, 'envelope' | 'params'>): Buffer {
+  const params = options.params && Object.keys(options.params).length > 0 ? `,"params":${JSON.stringify(options.params)}` : '';
+  const [head, tail] = options.envelope === 'data' ? ['{"data":[', `]${params}}`] : ['[', ']'];
+  return Buffer.concat([Buffer.from(head), typeof rowsJson === 'string' ? Buffer.from(rowsJson) : rowsJson, Buffer.from(tail)]);
 }
 
 /** Whether a body's first character past white space opens an array. */

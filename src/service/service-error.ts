@@ -142,3 +142,18 @@ export function describeHttpError(what: string, status: number, problem: Problem
   const hint = HINTS[kind];
   return `${what}: HTTP ${status}${said ? ` ${said}` : ''}${hint ? ` (${hint})` : ''}`;
 }
+
+/**
+ * The ServiceError of an HTTP error answer (`what`: the call, as messages name it), classified as
+ * the reference server and proxies in front of it answer failures.
+ */
+export function httpServiceError(what: string, status: number, body: string, policy: RetryPolicy, retryAfterMs?: number): ServiceError {
+  const problem = parseProblem(body);
+  const kind = classifyHttpError(status, problem, policy);
+  return new ServiceError(kind, describeHttpError(what, status, problem, kind), {
+    status,
+    title: problem.title,
+    detail: problem.detail ?? problem.message,
+    retryAfterMs,
+  });
+}

@@ -75,7 +75,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
       stats.describeRequests++;
       const body = parseJson(req, await readRaw(req));
       if (isAnswer(body)) return send(res, body);
-      const found = lookup(project, modelSegment, retrained());
+      const found = lookupModel(project, modelSegment, retrained());
       if (isAnswer(found)) return send(res, found);
       return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe));
     }
@@ -140,7 +140,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     if (isAnswer(body)) return { answer: body, rows: 0 };
     const rows = readPredictRows(body.value, opts.envelope);
     if (isAnswer(rows)) return { answer: rows, rows: 0 };
-    const found = lookup(project, modelSegment, retrained());
+    const found = lookupModel(project, modelSegment, retrained());
     if (isAnswer(found)) return { answer: found, rows: 0 };
     return { answer: predictAnswer(found.model, found.version, rows, opts.rowIdMember, short), rows: rows.length };
   }
@@ -194,14 +194,19 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
   }
 }
 
-function lookup(project: string, modelSegment: string, retrained: boolean): Answer | NonNullable<ReturnType<typeof resolveModel>> {
+/**
+ * The model and version a request's path names, or the reference server's 404 for an unknown
+ * project or model; exported for the tests' in-process fake of the service.
+ */
+export function lookupModel(project: string, modelSegment: string, retrained: boolean): Answer | NonNullable<ReturnType<typeof resolveModel>> {
   if (project !== PROJECT_NAME) {
     return problem(404, 'Project not found', `Project name '${project}' does not exist`);
   }
   return resolveModel(modelSegment, retrained) ?? problem(404, 'Model not found', `Model '${modelSegment}' does not exist`);
 }
 
-function isAnswer(x: unknown): x is Answer {
+/** Whether a handler's result is an answer to send rather than the value asked for. */
+export function isAnswer(x: unknown): x is Answer {
   return typeof x === 'object' && x !== null && 'status' in x && 'contentType' in x && 'body' in x;
 }
 

@@ -13,6 +13,7 @@ import { requestValue } from '../../src/pipeline/request-row.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../../src/simulator/models.js';
+import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simulator/sample-data.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
@@ -78,28 +79,33 @@ export async function writeShiftedRentals(path: string, rows: number, factor: nu
   );
 }
 
-/** A rentals CSV whose rows `bad(i)` holds for carry `__engine_error__`, which the simulator's engine fails on. */
-export async function writeRentalsWithEngineErrors(path: string, rows: number, bad: (i: number) => boolean): Promise<void> {
-  const location = RENTAL_COLUMNS.indexOf('location');
+/** A rentals CSV's text of `rows` rows, each row's fields (by column name) passed through `edit` first. */
+export function rentalsText(rows: number, edit: (row: Record<string, string>, i: number) => void = () => undefined): string {
   const lines = [csvLine(RENTAL_COLUMNS)];
   for (let i = 0; i < rows; i++) {
-    const row = rentalRow(i);
-    if (bad(i)) row[location] = '__engine_error__';
-    lines.push(csvLine(row));
+    const fields = rentalRow(i);
+    const row = Object.fromEntries(RENTAL_COLUMNS.map((c, j) => [c, fields[j]]));
+    edit(row, i);
+    lines.push(csvLine(RENTAL_COLUMNS.map((c) => row[c])));
   }
-  await writeFile(path, lines.join(''));
+  return lines.join('');
+}
+
+/** A rentals CSV whose rows `bad(i)` holds for carry `__engine_error__`, which the simulator's engine fails on. */
+export async function writeRentalsWithEngineErrors(path: string, rows: number, bad: (i: number) => boolean): Promise<void> {
+  await writeFile(
+    path,
+    rentalsText(rows, (row, i) => {
+      if (bad(i)) row.location = ENGINE_ERROR_VALUE;
+    }),
+  );
 }
 
 /** A rentals CSV of `rows` rows with each row's sqft passed through `sqft` (drift tests shift it). */
 export function rentalsWithSqft(rows: number, sqft: (value: number) => number = (v) => v): string {
-  const at = RENTAL_COLUMNS.indexOf('sqft');
-  const lines = [csvLine(RENTAL_COLUMNS)];
-  for (let i = 0; i < rows; i++) {
-    const row = rentalRow(i);
-    row[at] = String(sqft(Number(row[at])));
-    lines.push(csvLine(row));
-  }
-  return lines.join('');
+  return rentalsText(rows, (row) => {
+    row.sqft = String(sqft(Number(row.sqft)));
+  });
 }
 
 /** Runs `score` in this process, as the CLI does, with a real storage and the given service. */

@@ -8,6 +8,7 @@ import { BatchScorerError } from '../../src/errors.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
+import { MemoryStorage } from '../helpers/memory-storage.js';
 import { rejection } from '../helpers/rejection.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 
@@ -35,7 +36,7 @@ async function collect(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function listAll(prefix: Location): Promise<Array<{ name: string; size: number }>> {
+async function listAllOf(storage: Storage, prefix: Location): Promise<Array<{ name: string; size: number }>> {
   const found: Array<{ name: string; size: number }> = [];
   for await (const { location, size } of storage.list(prefix)) found.push({ name: formatLocation(location), size });
   return found;
@@ -56,13 +57,22 @@ function generated(size: number): { stream: Readable; sha256: () => string } {
   return { stream: Readable.from(chunks()), sha256: () => hash.digest('hex') };
 }
 
-const kinds: Array<[string, () => Location]> = [
-  ['local', () => parseLocation(tempDir)],
-  ['s3', () => parseLocation('s3://data/tests/')],
+// The tests' memory storage (test/helpers) keeps the same contract, with file and S3 locations.
+const memory = new MemoryStorage();
+const kinds: Array<[string, () => Location, () => Storage]> = [
+  ['local', () => parseLocation(tempDir), () => storage],
+  ['s3', () => parseLocation('s3://data/tests/'), () => storage],
+  ['memory file', () => parseLocation('/batch-scorer-memory/tests'), () => memory],
+  ['memory s3', () => parseLocation('s3://memory/tests/'), () => memory],
 ];
 
-describe.each(kinds)('%s storage', (kind, root) => {
+describe.each(kinds)('%s storage', (kind, root, store) => {
   const at = (...parts: string[]): Location => joinLocation(root(), ...parts);
+  let storage: Storage;
+  beforeAll(() => {
+    storage = store();
+  });
+  const listAll = (prefix: Location) => listAllOf(storage, prefix);
 
   it('writes, stats, reads and reads text', async () => {
     const loc = at('basic', 'hello.json');
