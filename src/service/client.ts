@@ -7,7 +7,7 @@ import { parseJsonBody } from './json-body.js';
 import { pickMembers, type PickedRow } from './json-members.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
-import { httpServiceError, RETRIED_KINDS, ServiceError } from './service-error.js';
+import { afterFailedAttempt, httpServiceError, ServiceError } from './service-error.js';
 
 // undici's parts, not its index: the index loads all of undici (fetch, WebSocket, caches, mocks),
 // 5.7 MiB of live heap that every full collection marks again, a quarter of a `score`'s live heap
@@ -189,10 +189,8 @@ export class ServiceClient {
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         options.onAttempt?.({ ms: performance.now() - started, error: err });
-        // An engine failure may be a passing fault of the engine: one more try, then the caller isolates the rows.
-        const again = RETRIED_KINDS.includes(err.kind) || (err.kind === 'bad-rows' && engineFailures++ < 1);
-        if (!again) throw err;
-        if (attempt > this.policy.retries) throw RETRIED_KINDS.includes(err.kind) ? err.exhausted(attempt) : err;
+        const next = afterFailedAttempt(err, attempt, this.policy.retries, err.kind === 'bad-rows' ? engineFailures++ : engineFailures);
+        if (next !== 'again') throw next;
         const delayMs = retryDelayMs(this.policy, attempt, err.retryAfterMs);
         options.onRetry?.({ attempt, delayMs, error: err });
         log.debug({ op, attempt, delayMs, code: err.code, status: err.status, reason: err.message }, 'retrying service call');

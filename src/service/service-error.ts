@@ -34,6 +34,19 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
 export const RETRIED_KINDS: readonly ServiceErrorKind[] = ['retriable', 'bad-answer'];
 
 /**
+ * What a call's failed attempt number `attempt` leads to: `again` for the kinds retried (and an
+ * engine failure on the rows the first time, which may be a passing fault of the engine), within
+ * `retries`; otherwise the error the call ends with (`unavailable` once the retries of a retried
+ * kind ran out). `engineFailures` counts the call's engine failures before this one.
+ */
+export function afterFailedAttempt(err: ServiceError, attempt: number, retries: number, engineFailures: number): 'again' | ServiceError {
+  const retried = RETRIED_KINDS.includes(err.kind);
+  if (!retried && !(err.kind === 'bad-rows' && engineFailures < 1)) return err;
+  if (attempt > retries) return retried ? err.exhausted(attempt) : err;
+  return 'again';
+}
+
+/**
  * A failed call to the Model Query Service, with the server's title and detail when it sent them,
  * each bounded to VALUE_BYTES: they go into errors.jsonl for every row of a failed request, and a
  * server may quote the whole request back.

@@ -5,7 +5,7 @@ import { parseJsonBody } from '../../src/service/json-body.js';
 import { pickMembers, type PickedRow } from '../../src/service/json-members.js';
 import { modelPathName, type ModelRef } from '../../src/service/model-ref.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../../src/service/retry-policy.js';
-import { httpServiceError, RETRIED_KINDS, ServiceError } from '../../src/service/service-error.js';
+import { afterFailedAttempt, httpServiceError, ServiceError } from '../../src/service/service-error.js';
 import { problem, type Answer } from '../../src/simulator/answer.js';
 import { describeModel } from '../../src/simulator/describe.js';
 import { predictAnswer, readPredictRows } from '../../src/simulator/predict.js';
@@ -115,10 +115,9 @@ class FakePredictor implements OwnPredictor {
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         options.onAttempt?.({ ms: performance.now() - started, error: err });
-        // As ServiceClient: an engine failure is tried once more (it may be passing) before the caller isolates the rows.
-        const again = RETRIED_KINDS.includes(err.kind) || (err.kind === 'bad-rows' && engineFailures++ < 1);
-        if (!again) throw err;
-        if (attempt > this.policy.retries) throw RETRIED_KINDS.includes(err.kind) ? err.exhausted(attempt) : err;
+        // As ServiceClient decides: an engine failure is tried once more (it may be passing) before the caller isolates the rows.
+        const next = afterFailedAttempt(err, attempt, this.policy.retries, err.kind === 'bad-rows' ? engineFailures++ : engineFailures);
+        if (next !== 'again') throw next;
         options.onRetry?.({ attempt, delayMs: 0, error: err });
       }
     }
