@@ -3,16 +3,20 @@
  * what is left to compare. `score` against the hand-written streaming scorer (the yardstick a user
  * would write instead) on the same file, with the same batch size and concurrency, alternating so
  * that a slower moment of the shared machine does not fall on one side only; and the parse floor,
- * papaparse alone, for what reading the CSV costs at least.
+ * papaparse alone, for what reading the CSV costs at least. Last, what the prediction and input
+ * profile of the same rows costs, timed alone (see profile-cost.ts), as a share of score's CPU.
  */
 import { rm } from 'node:fs/promises';
 import { countLines, csvLineCount } from '../inputs.js';
 import { measure, median, type Measured } from '../measure.js';
 import type { Section } from '../report.js';
+import { profileCpuSeconds } from '../profile-cost.js';
 import { rawScore, scoreRun, type ScoreResult } from '../score-run.js';
 
 const BATCH = 1000;
 const CONCURRENCY = 4;
+/** score's default --segment-rows: where each segment's profile is stored. */
+const SEGMENT_ROWS = 20_000;
 
 export const cpuBound: Section = {
   id: 'cpu',
@@ -59,6 +63,10 @@ export const cpuBound: Section = {
     report.figure('hand-written: wall time', median(hand.map((r) => r.wallSeconds)), 's');
     report.figure('score: peak RSS', median(scores.map((r) => r.peakRssMiB)), 'MiB');
     report.figure('hand-written: peak RSS', median(hand.map((r) => r.peakRssMiB)), 'MiB');
+    // The profile of the same rows (predictions and input columns), timed alone in this process.
+    const profile = median(Array.from({ length: repeats }, () => profileCpuSeconds(rows, SEGMENT_ROWS)));
+    report.figure('prediction and input profile: CPU', profile, 's');
+    report.figure("profile: share of score's CPU", (profile / median(scores.map((r) => r.cpuSeconds))) * 100, '%', { atMost: 10 });
   },
 };
 

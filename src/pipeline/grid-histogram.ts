@@ -32,12 +32,22 @@ export type GridHistogramState = z.input<typeof gridHistogramSchema>;
  * cells stay narrow wherever the values are, so bins drawn from it are within a few rows.
  */
 export class GridHistogram {
+  /** 2^scale, kept beside it: a power computed per value was a third of a profile's cost. */
+  private width: number;
+
   private constructor(
     private scale: number,
     /** Index of cells[0]; meaningless while nothing is counted. */
     private first: number,
     private cells: number[],
-  ) {}
+  ) {
+    this.width = 2 ** scale;
+  }
+
+  private setScale(scale: number): void {
+    this.scale = scale;
+    this.width = 2 ** scale;
+  }
 
   static empty(): GridHistogram {
     return new GridHistogram(FINEST, 0, []);
@@ -55,11 +65,18 @@ export class GridHistogram {
   }
 
   add(value: number, n = 1): void {
-    if (this.cells.length === 0) {
+    const { cells } = this;
+    // Most values fall in a cell already kept.
+    const i = this.indexOf(value) - this.first;
+    if (i >= 0 && i < cells.length) {
+      cells[i] += n;
+      return;
+    }
+    if (cells.length === 0) {
       // Alone, a value fits at any scale at which its index is exact: start a little finer than
       // that (log2 may round up) and coarsen to the finest such, so the scale depends on the values
       // only, never on their order. Zero fits at every scale.
-      this.scale = value === 0 ? FINEST : Math.max(FINEST, Math.min(COARSEST, Math.floor(Math.log2(Math.abs(value))) - 54));
+      this.setScale(value === 0 ? FINEST : Math.max(FINEST, Math.min(COARSEST, Math.floor(Math.log2(Math.abs(value))) - 54)));
       while (!this.fits(this.indexOf(value))) this.coarsen();
     }
     let at = this.indexOf(value);
@@ -75,7 +92,8 @@ export class GridHistogram {
     if (other.cells.length === 0) return;
     const from = other.copy();
     if (this.cells.length === 0) {
-      [this.scale, this.first, this.cells] = [from.scale, from.first, from.cells];
+      this.setScale(from.scale);
+      [this.first, this.cells] = [from.first, from.cells];
       return;
     }
     while (from.scale < this.scale) from.coarsen();
@@ -96,7 +114,7 @@ export class GridHistogram {
 
   /** The counts per cell with each cell's range; cells are [lo, hi). */
   cellRanges(): { lo: number; hi: number; count: number }[] {
-    const width = 2 ** this.scale;
+    const { width } = this;
     return this.cells.map((count, i) => ({ lo: (this.first + i) * width, hi: (this.first + i + 1) * width, count }));
   }
 
@@ -128,7 +146,7 @@ export class GridHistogram {
     const at = (i: number) => counts.get(i) ?? counts.set(i, { a: 0, b: 0 }).get(i)!;
     x.cells.forEach((n, i) => n > 0 && (at(x.first + i).a += n));
     y.cells.forEach((n, i) => n > 0 && (at(y.first + i).b += n));
-    const width = 2 ** x.scale;
+    const { width } = x;
     return [...counts].sort(([i], [j]) => i - j).map(([i, c]) => ({ lo: i * width, hi: (i + 1) * width, ...c }));
   }
 
@@ -168,7 +186,7 @@ export class GridHistogram {
   /** Doubles the cell width: cell i goes to floor(i / 2), which is floor(v / 2^(scale + 1)) for its values. */
   private coarsen(): void {
     if (this.scale >= COARSEST) throw new Error(`grid histogram: no scale up to 2^${COARSEST} holds the values`);
-    this.scale++;
+    this.setScale(this.scale + 1);
     if (this.cells.length === 0) return;
     const first = Math.floor(this.first / 2);
     const cells = Array<number>(Math.floor(this.last / 2) - first + 1).fill(0);
@@ -182,7 +200,7 @@ export class GridHistogram {
    * and a quotient that underflows to zero from a negative value is in (-1, 0): its floor is -1.
    */
   private indexOf(value: number): number {
-    const q = value / 2 ** this.scale;
+    const q = value / this.width;
     // + 0: -0 and 0 are one cell, 0.
     return q === 0 && value < 0 ? -1 : Math.floor(q) + 0;
   }

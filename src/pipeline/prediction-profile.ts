@@ -169,7 +169,7 @@ export class Numbers {
   }
 
   /** The exact counts by value, ascending, or null past EXACT_VALUES distinct values. */
-  private values(): [number, number][] | null {
+  values(): [number, number][] | null {
     return this.exact === null ? null : [...this.exact].sort((a, b) => a[0] - b[0]);
   }
 
@@ -419,7 +419,11 @@ class TargetProfile {
   nulls = 0;
   readonly numbers = new Numbers();
   readonly confidence = new Numbers();
-  /** Rows by value as answered (a number, a string, a boolean; objects as JSON text), up to CLASSES_KEPT values. */
+  /**
+   * Rows by value as answered, numbers aside (a string, a boolean; objects as JSON text), up to
+   * CLASSES_KEPT values. A number's class is its count in `numbers`' exact counts: kept twice,
+   * every number of a profile was looked up in two maps, most of what the profile cost a run.
+   */
   readonly classes = new Map<unknown, number>();
   otherClasses = 0;
 
@@ -439,7 +443,7 @@ class TargetProfile {
     else {
       this.count++;
       if (typeof value === 'number' && Number.isFinite(value)) this.numbers.add(value);
-      if (!this.interval) this.countClass(typeof value === 'object' ? JSON.stringify(value) : value);
+      else if (!this.interval) this.countClass(typeof value === 'object' ? JSON.stringify(value) : value);
     }
     const confidence = predictions[this.confidenceAt];
     if (typeof confidence === 'number' && Number.isFinite(confidence)) this.confidence.add(confidence);
@@ -453,24 +457,30 @@ class TargetProfile {
   }
 
   toJSON(): TargetState {
-    // Only numbers, more distinct than kept: a numeric target. Its classes would count only if
-    // another segment made it categorical, and then be mostly other anyway: all are, and done
-    // markers stay small.
-    const dropped = this.numbers.count === this.count && this.otherClasses > 0;
     const classes = new Map<string, number>();
-    if (!dropped) {
-      // 1 and "1" are one class in text.
-      for (const [value, n] of this.classes) classes.set(String(value), (classes.get(String(value)) ?? 0) + n);
-    }
+    for (const [value, n] of this.classes) classes.set(String(value), (classes.get(String(value)) ?? 0) + n);
     return {
       target: this.target,
       count: this.count,
       nulls: this.nulls,
       numbers: this.numbers.toJSON(),
       classes: [...classes].map(([value, n]) => ({ value, count: n })),
-      otherClasses: dropped ? this.count : this.otherClasses,
+      otherClasses: this.otherClasses,
       confidence: this.confidence.toJSON(),
     };
+  }
+
+  /**
+   * Rows by class, as text (1 and "1" are one class): the classes counted, and the numbers by
+   * their exact counts. Past EXACT_VALUES distinct numbers, the numbers have no class of their own
+   * (in a categorical column, they count as other).
+   */
+  private classCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    const put = (value: unknown, n: number) => counts.set(String(value), (counts.get(String(value)) ?? 0) + n);
+    for (const [value, n] of this.classes) put(value, n);
+    for (const [value, n] of this.numbers.values() ?? []) put(value, n);
+    return counts;
   }
 
   merge(state: SegmentProfile['targets'][number]): void {
@@ -492,7 +502,7 @@ class TargetProfile {
 
   summary(): PredictionProfile['targets'][number] {
     const kind = this.interval || this.numbers.count === this.count ? 'numeric' : 'categorical';
-    const classes = kind === 'categorical' ? mostFrequent(this.classes, CLASSES_LISTED) : null;
+    const classes = kind === 'categorical' ? mostFrequent(this.classCounts(), CLASSES_LISTED) : null;
     return {
       target: this.target,
       column: this.column,

@@ -267,7 +267,7 @@ describe('prediction profile', () => {
     expect(profileOf(rows).targets[2]).toMatchObject({ kind: 'numeric', count: 0, nulls: 3_010, numeric: null, confidence: null });
   });
 
-  it('a segment of many distinct numbers keeps none as classes, so its done marker stays small', () => {
+  it('a segment of many distinct numbers keeps no classes of them, so its done marker stays small', () => {
     const many: Answer[] = Array.from({ length: CLASSES_KEPT + 1 }, (_, i) => ({
       price: { value: i, confidence: null },
       label: { value: 'a', confidence: null },
@@ -276,7 +276,8 @@ describe('prediction profile', () => {
     const stored = new ProfileAccumulator(SCHEMA, []);
     for (const r of many) stored.add(predictions(r));
     const json = stored.toJSON();
-    expect(json.targets[2]).toMatchObject({ classes: [], otherClasses: CLASSES_KEPT + 1 });
+    // Numbers are classes only by their exact counts, which stop past EXACT_VALUES distinct values.
+    expect(json.targets[2]).toMatchObject({ classes: [], otherClasses: 0, numbers: { values: null } });
     expect(JSON.stringify(json).length).toBeLessThan(20_000);
     // Still numeric, and a categorical segment after it makes its numbers other.
     expect(profileOf(many).targets[2]).toMatchObject({ kind: 'numeric', numeric: { count: CLASSES_KEPT + 1 } });
