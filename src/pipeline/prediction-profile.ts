@@ -445,6 +445,8 @@ class TargetProfile {
       if (typeof value === 'number' && Number.isFinite(value)) this.numbers.add(value);
       else if (!this.interval) this.countClass(typeof value === 'object' ? JSON.stringify(value) : value);
     }
+    // Never read at -1: an index out of bounds takes V8's slow path, and made it the profile's costliest line.
+    if (this.confidenceAt < 0) return;
     const confidence = predictions[this.confidenceAt];
     if (typeof confidence === 'number' && Number.isFinite(confidence)) this.confidence.add(confidence);
   }
