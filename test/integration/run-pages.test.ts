@@ -12,7 +12,7 @@ import { runFiles } from '../../src/pipeline/prepared-run.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
-import { tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
+import { parseCsv, tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let input: string;
@@ -109,6 +109,24 @@ describe('run pages on a real queue run', () => {
     expect(file.headers['content-type']).toBe('text/csv; charset=utf-8');
     expect(file.body).toBe(await readFile(join(out, 'pages', 'predictions.csv'), 'utf8'));
     expect((await get('/ui/runs/pages/files/manifest.json')).statusCode).toBe(404);
+
+    // Every histogram bar of the page is the recount of predictions.csv in its bin (the manifest's edges: the labels are rounded).
+    const manifest = JSON.parse(await readFile(join(out, 'pages', 'manifest.json'), 'utf8')) as Manifest;
+    const [price] = manifest.profile!.targets;
+    const scored = parseCsv(file.body);
+    const column = (name: string) =>
+      scored
+        .map((r) => r[name])
+        .filter((v) => v !== '')
+        .map(Number);
+    for (const [canvas, summary, values] of [
+      ['chart-prediction-0', price.numeric!, column('rental_price')],
+      ['chart-confidence-0', price.confidence!, column('rental_price_confidence')],
+    ] as const) {
+      const last = summary.histogram.length - 1;
+      const recount = summary.histogram.map((bin, i) => values.filter((v) => v >= bin.lo && (v < bin.hi || (i === last && v === bin.hi))).length);
+      expect(charts(page).find((c) => c.canvas === canvas)!.values, canvas).toEqual(recount);
+    }
     expect((await get('/ui/runs/pages/files/..%2Fpages%2Fmanifest.json')).statusCode).toBe(404);
 
     // The list, filtered by state; an unknown run and an unknown state.
