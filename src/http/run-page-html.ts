@@ -33,6 +33,8 @@ export interface ChartSpec {
   stepped?: boolean;
   /** Histogram bars touch; class bars do not. */
   contiguous?: boolean;
+  /** Counts on a logarithmic axis: where one bar holds nearly every row (equal answers) and the others would not show. */
+  logarithmic?: boolean;
   color: ChartColor;
   /** Trends: lines of one value per label each (null: that run has none), and a note per label for the tooltip. */
   series?: { label: string; values: (number | null)[]; color: ChartColor }[];
@@ -659,7 +661,7 @@ function comparisonSection(ctx: PageContext, { status, manifest, comparison: fil
       t.agreement === null
         ? html`<span class="muted">none compared</span>`
         : `${(t.agreement * 100).toFixed(2)}% (${integer(t.agreed)} of ${integer(t.compared)})`;
-    if (t.difference) charts.push(histogramChart(`chart-difference-${i}`, t.difference, `${t.target}: other − this run`, 'blue'));
+    if (t.difference) charts.push({ ...histogramChart(`chart-difference-${i}`, t.difference, `${t.target}: other − this run`, 'blue'), logarithmic: true });
     return html`<article class="target" data-target="${t.target}">
       <h3>${t.target} <span class="muted">${t.difference ? 'numeric' : 'classes'}</span></h3>
       <dl class="facts">
@@ -673,7 +675,7 @@ function comparisonSection(ctx: PageContext, { status, manifest, comparison: fil
           ? html`<div class="figures">
               <figure>
                 <div class="chart"><canvas id="chart-difference-${i}" role="img" aria-label="${t.target}: distribution of the differences"></canvas></div>
-                <figcaption>${t.target}: ${comparison.other} − ${comparison.model}, row by row</figcaption>
+                <figcaption>${t.target}: the other model's answer − this run's, row by row (rows on a log scale)</figcaption>
               </figure>
               ${statsTable(shifts)}
             </div>`
@@ -690,8 +692,8 @@ function comparisonSection(ctx: PageContext, { status, manifest, comparison: fil
                   <tr>
                     <th class="num">Row</th>
                     <th>Input</th>
-                    <th class="${align}">${comparison.model}</th>
-                    <th class="${align}">${comparison.other}</th>
+                    <th class="${align}">This run <span class="model-name" title="${comparison.model}">${comparison.model}</span></th>
+                    <th class="${align}">Other <span class="model-name" title="${comparison.other}">${comparison.other}</span></th>
                     ${t.difference ? html`<th class="num">Difference</th>` : ''}
                   </tr>
                 </thead>

@@ -376,7 +376,7 @@ describe('the comparison with another model on the run page', () => {
     expect(part).toContain('<a href="/ui/runs/r1/files/comparison.json" download>comparison.json</a>');
     // The differences' histogram, as the profile's are drawn; none for classes.
     const difference = charts(page).find((c) => c.canvas === 'chart-difference-0');
-    expect(difference).toMatchObject({ kind: 'bars', values: [4, 6], labels: ['0 – 150', '150 – 300'], contiguous: true });
+    expect(difference).toMatchObject({ kind: 'bars', values: [4, 6], labels: ['0 – 150', '150 – 300'], contiguous: true, logarithmic: true });
     expect(charts(page).some((c) => c.canvas === 'chart-difference-1')).toBe(false);
     expect(part).toContain('<canvas id="chart-difference-0"');
     // Quantiles of the differences and of both ends' shifts.
