@@ -27,7 +27,7 @@ const QUARANTINE_BYTES = 1 << 20;
  * Bytes of comparison.json a page reads at most. The run writes at most ROWS_SHOWN bounded rows
  * per target there, far less than this: a larger file was not written so, and is not read.
  */
-export const COMPARISON_BYTES = 1 << 20;
+const COMPARISON_BYTES = 1 << 20;
 /** Points of the throughput chart at most: longer histories are shown over longer intervals. */
 const THROUGHPUT_POINTS = 300;
 
@@ -228,7 +228,9 @@ async function comparisonFile(storage: Storage, folder: Location): Promise<NonNu
     throw err;
   }
   if (size > COMPARISON_BYTES) {
-    return { unread: `comparison.json takes ${size} bytes, more than the ${COMPARISON_BYTES} a page reads: it was not written by this run as it is.` };
+    return {
+      unread: `comparison.json takes ${size.toLocaleString('en-US')} bytes, more than the ${COMPARISON_BYTES / (1 << 20)} MiB a page reads (a run writes far less): download it to look at it.`,
+    };
   }
   return (await readRunFile(storage, loc, comparisonSchema)) ?? { unread: 'comparison.json is missing from the run folder.' };
 }

@@ -663,7 +663,7 @@ function comparisonSection(ctx: PageContext, { status, manifest, comparison: fil
         : `${(t.agreement * 100).toFixed(2)}% (${integer(t.agreed)} of ${integer(t.compared)})`;
     if (t.difference) charts.push({ ...histogramChart(`chart-difference-${i}`, t.difference, `${t.target}: other − this run`, 'blue'), logarithmic: true });
     return html`<article class="target" data-target="${t.target}">
-      <h3>${t.target} <span class="muted">${t.difference ? 'numeric' : 'classes'}</span></h3>
+      <h3>${t.target} <span class="muted">${t.difference ? 'numeric' : t.compared > 0 ? 'classes' : ''}</span></h3>
       <dl class="facts">
         <dt>Agreement</dt>
         <dd id="agreement-${i}">${agreement}</dd>
