@@ -19,6 +19,12 @@
   Chart.defaults.color = text;
   Chart.defaults.animation = false;
 
+  // A logarithmic axis's labels: its powers of ten only (1, 10, 100, ...), as counts.
+  var powerOfTen = function (value) {
+    var exponent = Math.log10(value);
+    return value >= 1 && Math.abs(exponent - Math.round(exponent)) < 1e-9 ? value.toLocaleString('en-US') : '';
+  };
+
   // Measures over a pipeline's runs: a line per series, a point per run (a gap where a run has
   // none), and the run's note (its id, the columns that moved) in the tooltip.
   var trend = function (canvas, spec, axis) {
@@ -101,7 +107,10 @@
           x: line
             ? axis(spec.xTitle, { type: 'linear', min: 0, max: spec.points[spec.points.length - 1].x })
             : axis(spec.xTitle, { grid: { display: false }, ticks: { maxRotation: 45, autoSkip: true } }),
-          y: axis(spec.yTitle, { beginAtZero: true, ticks: { precision: 0 } }),
+          // A log axis starts below 1, so that a bar of one row still shows.
+          y: spec.logarithmic
+            ? axis(spec.yTitle, { type: 'logarithmic', min: 0.5, ticks: { callback: powerOfTen } })
+            : axis(spec.yTitle, { beginAtZero: true, ticks: { precision: 0 } }),
         },
       },
     });

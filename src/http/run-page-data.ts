@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
+import { comparisonSchema, type Comparison } from '../pipeline/model-comparison.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
@@ -22,6 +23,11 @@ export const LIST_MAX_PAGE = Math.ceil(RETENTION.runs.removeOnFail.count / LIST_
 export const QUARANTINE_SAMPLE = 20;
 /** Bytes of errors.jsonl read at most for the sample, whatever its rows hold. */
 const QUARANTINE_BYTES = 1 << 20;
+/**
+ * Bytes of comparison.json a page reads at most. The run writes at most ROWS_SHOWN bounded rows
+ * per target there, far less than this: a larger file was not written so, and is not read.
+ */
+const COMPARISON_BYTES = 1 << 20;
 /** Points of the throughput chart at most: longer histories are shown over longer intervals. */
 const THROUGHPUT_POINTS = 300;
 
@@ -79,6 +85,8 @@ export interface RunPageView {
   /** The model as the run resolved it at its start, and the service it scores on (`_work/run.json`): read while it has no manifest yet. */
   prepared?: Pick<PreparedRun, 'model' | 'service'>;
   describe?: DescribeSnapshot;
+  /** Shadow scoring's comparison.json, read for its differing rows when the manifest has a `comparison`; or why it was not read. */
+  comparison?: Comparison | { unread: string };
   quarantined: { rows: (QuarantinedRow | { unreadable: string })[]; from: string } | undefined;
   problems: string[];
 }
@@ -132,6 +140,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const marks = details.segments.length === 0 && succeeded && manifest.counts ? Array<undefined>(manifest.counts.segments).fill(undefined) : details.segments;
   const segments = await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded));
   const quarantined = await attempt('quarantined rows', () => quarantineSample(sources.storage, folder, details.segments));
+  const comparison = manifest?.comparison ? await attempt('comparison.json', () => comparisonFile(sources.storage, folder)) : undefined;
   return {
     status,
     ...(details.progress ? { progress: details.progress } : status.progress ? { progress: status.progress } : {}),
@@ -140,6 +149,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     ...(manifest ? { manifest } : {}),
     ...(prepared ? { prepared: { model: prepared.model, service: prepared.service } } : {}),
     ...(describe ? { describe } : {}),
+    ...(comparison ? { comparison } : {}),
     quarantined,
     problems,
   };
@@ -207,6 +217,24 @@ function quarantinedRow(line: string): QuarantinedRow | { unreadable: string } {
   return { unreadable: line.slice(0, 200) };
 }
 
+/** The run's comparison.json, or why it is not read: missing, or larger than COMPARISON_BYTES (never read whole then). */
+async function comparisonFile(storage: Storage, folder: Location): Promise<NonNullable<RunPageView['comparison']>> {
+  const loc = runFiles.comparison(folder);
+  let size: number;
+  try {
+    size = (await storage.stat(loc)).size;
+  } catch (err) {
+    if (err instanceof NotFoundError) return { unread: 'comparison.json is missing from the run folder.' };
+    throw err;
+  }
+  if (size > COMPARISON_BYTES) {
+    return {
+      unread: `comparison.json takes ${size.toLocaleString('en-US')} bytes, more than the ${COMPARISON_BYTES / (1 << 20)} MiB a page reads (a run writes far less): download it to look at it.`,
+    };
+  }
+  return (await readRunFile(storage, loc, comparisonSchema)) ?? { unread: 'comparison.json is missing from the run folder.' };
+}
+
 /**
  * The first `count` lines of a file, read as a stream that is dropped as soon as they are in
  * (never the whole file, and never more than QUARANTINE_BYTES); undefined when it does not exist.
@@ -265,13 +293,14 @@ export function throughputSeries(samples: ThroughputSample[]): ThroughputPoint[]
 
 /**
  * A finished run's output file, by its name in the manifest, or undefined when the manifest lists
- * no such file. Only files of the run folder itself are served, whatever the manifest says.
+ * no such file: one of its outputs, or the comparison file of its `comparison`. Only files of the
+ * run folder itself are served, whatever the manifest says.
  */
 export async function outputFile(sources: RunPageSources, runId: string, name: string): Promise<{ location: Location; file: string } | undefined> {
   const status = await sources.runs.get(runId);
   if (!status || name.includes('/') || name.includes('\\') || name.startsWith('.')) return undefined;
   const folder = parseLocation(status.folder);
   const manifest = await readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema);
-  const listed = manifest?.outputs.find((o) => o.file === name);
+  const listed = manifest?.outputs.find((o) => o.file === name) ?? (manifest?.comparison?.file === name ? manifest.comparison : undefined);
   return listed ? { location: joinLocation(folder, listed.file), file: listed.file } : undefined;
 }

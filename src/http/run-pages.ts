@@ -43,7 +43,7 @@ function listQueryProblem(issue: z.core.$ZodIssue): string {
 /**
  * Our own run pages, as a fastify plugin meant for `app.register(runPages(deps), { prefix: '/ui' })`
  * inside the server's authentication: `GET /runs` (recent runs, `?state=` and `?pipeline=` filter, `?page=` from 1),
- * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists),
+ * `GET /runs/:id` (one run), `GET /runs/:id/files/:name` (an output file the run's manifest lists, or its comparison.json),
  * the pipeline pages (`GET /pipelines`, `GET /pipelines/:name`: see pipelinePages), and `GET /assets/{chart.js,run-page.js,run-pages.css,favicon.svg}`. The pages have no inline
  * script or style: the server's security headers (security-headers.ts) allow none.
  */
@@ -111,6 +111,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
 function contentType(file: string): string {
   if (file.endsWith('.csv')) return 'text/csv; charset=utf-8';
   if (file.endsWith('.jsonl')) return 'application/x-ndjson; charset=utf-8';
+  if (file.endsWith('.json')) return 'application/json; charset=utf-8';
   return 'application/octet-stream';
 }
 

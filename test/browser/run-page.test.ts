@@ -6,8 +6,9 @@ import { useQueueFixture } from '../helpers/queue.js';
 import { PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
 import { useServeProcesses } from '../helpers/serve.js';
 import { CHROMIUM, noteMissing } from '../helpers/tools.js';
-import { rentalsWithSqft, tempDir } from '../helpers/scoring.js';
+import { rentalsText, rentalsWithSqft, tempDir } from '../helpers/scoring.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Comparison } from '../../src/pipeline/model-comparison.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { versionTag } from '../../src/storage/version-tag.js';
@@ -82,6 +83,20 @@ const RUN_LIST_LAYOUT = `(() => {
   return {
     oneLine: [...table.querySelectorAll('.cut, time')].map((e) => ({ text: e.textContent, lines: e.getClientRects().length })),
     reasons: [...table.querySelectorAll('.reason')].map((e) => e.getBoundingClientRect().width),
+    overflow: Math.max(0, table.getBoundingClientRect().right - contentRight),
+  };
+})()`;
+
+/**
+ * Browser-side, on a run page with a comparison: how many lines each input of the side-by-side
+ * table shows, and how far that table reaches past the page's content box (0 when it fits).
+ */
+const COMPARISON_LAYOUT = `(() => {
+  const table = document.getElementById('comparison-rows-0');
+  const main = document.querySelector('main');
+  const contentRight = main.getBoundingClientRect().right - parseFloat(getComputedStyle(main).paddingRight);
+  return {
+    inputLines: [...table.querySelectorAll('td.input code')].map((e) => Math.round(e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight))),
     overflow: Math.max(0, table.getBoundingClientRect().right - contentRight),
   };
 })()`;
@@ -241,6 +256,50 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       expect(psi[1]).toBe(Math.max(...manifest.drift!.columns.map((c) => c.psi)));
       expect(problems).toEqual([]);
       await page.screenshot({ path: join(SCREENSHOTS, 'pipeline-page.png'), fullPage: true });
+    } finally {
+      await context.close();
+    }
+  });
+  it("shows a shadow-scored run's comparison: the differences' chart drawn, the 20 differing rows side by side and readable, with no script or policy error", async () => {
+    await f.setup();
+    f.worker();
+    const out = join(tmp.dir, 'compared-out');
+    const input = join(tmp.dir, 'compared.csv');
+    // Notes far longer than a line of the table: each input must be cut to three lines, not stretch its row.
+    const notes = 'a long note about the flat, its view and its neighbours, '.repeat(12);
+    await writeFile(
+      input,
+      rentalsText(2_000, (row) => {
+        row.notes = notes;
+      }),
+    );
+    await f.queue.enqueue({
+      input,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { runId: 'browser-compared', compareModel: 'mindsdb/home_rentals_challenger', batchSize: 100 },
+    });
+    const done = await f.finished('browser-compared');
+    expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+
+    const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, httpCredentials: { username: USER, password: PASSWORD } });
+    try {
+      const { page, problems } = await watchedPage(context);
+      await page.goto(`${s.url}/ui/runs/browser-compared`);
+      await expect(page.locator('#agreement-0').innerText()).resolves.toBe('95.00% (1,900 of 2,000)');
+      const drawn = await page.evaluate<{ points: number; coloured: number }>(chartDrawn('chart-difference-0'));
+      const { targets } = JSON.parse(await readFile(join(out, 'browser-compared', 'comparison.json'), 'utf8')) as Comparison;
+      expect(drawn.points).toBe(targets[0].difference!.histogram.length);
+      expect(drawn.coloured).toBeGreaterThan(500);
+      await expect(page.locator('#comparison-rows-0 tbody tr').count()).resolves.toBe(20);
+      // Side by side and readable at 1280 px: each input cut to three lines (whole in its title), the table within the page.
+      const layout = await page.evaluate<{ inputLines: number[]; overflow: number }>(COMPARISON_LAYOUT);
+      expect(layout.inputLines).toEqual(Array(20).fill(3));
+      await expect(page.locator('#comparison-rows-0 td.input code').first().getAttribute('title')).resolves.toContain(notes.trim());
+      expect(layout.overflow).toBe(0);
+      expect(problems).toEqual([]);
+      await page.locator('#comparison').screenshot({ path: join(SCREENSHOTS, 'run-page-comparison.png') });
     } finally {
       await context.close();
     }

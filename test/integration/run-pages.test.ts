@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { ChartSpec } from '../../src/http/run-page-html.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Comparison } from '../../src/pipeline/model-comparison.js';
 import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
 import { escapeHtml } from '../../src/http/html.js';
 import { acceptRun } from '../../src/pipeline/accept-run.js';
@@ -252,6 +253,72 @@ describe('run pages on a real queue run', () => {
 
     await acceptRun(storage, runFiles.folder(out, 'moved'), 'reviewer');
     expect(section(await get('/ui/runs/moved'))).toMatch(/<dd id="drift-accepted">by reviewer, <time datetime="[^"]+">.*?\(it had failed: E_DRIFT\)/);
+  });
+
+  it("show a shadow-scored run's comparison: 95% agreement, the differences charted, the 20 rows that differ most side by side", async () => {
+    await f.setup();
+    f.worker();
+    app = await mountRunPages(f, storage);
+    const get = async (url: string) => {
+      const res = await app!.inject({ method: 'GET', url });
+      return { status: res.statusCode, type: res.headers['content-type'], body: res.body.replace(/>\s+</g, '><') };
+    };
+    const ROWS = 2_000;
+    const rentals = join(tmp.dir, 'compared.csv');
+    await writeRentals(rentals, ROWS);
+    const out = join(tmp.dir, 'compared-out');
+    await f.queue.enqueue({
+      input: rentals,
+      model: 'mindsdb/home_rentals_model',
+      out,
+      options: { runId: 'compared', compareModel: 'mindsdb/home_rentals_challenger', segmentRows: 500, batchSize: 100 },
+    });
+    const done = await f.finished('compared');
+    expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+    const folder = join(out, 'compared');
+    const file = await readFile(join(folder, 'comparison.json'), 'utf8');
+    const comparison = JSON.parse(file) as Comparison;
+
+    const res = await get('/ui/runs/compared');
+    expect(res.status).toBe(200);
+    const section = /<section class="card" id="comparison">(.*?)<\/section>/s.exec(res.body)?.[1] ?? '';
+    expect(section).toContain('<h2>Comparison with mindsdb/home_rentals_challenger.1</h2>');
+    // The challenger answers 10% higher on every 20th row.
+    expect(section).toContain('<dd id="agreement-0">95.00% (1,900 of 2,000)</dd>');
+    expect(section).toMatch(/<dd id="comparison-unanswered">0 </);
+    const rows = [
+      ...(/<table class="comparison-rows" id="comparison-rows-0">.*?<tbody>(.*?)<\/tbody>/s.exec(section)?.[1] ?? '').matchAll(
+        /<tr><td class="num">([\d,]+)<\/td>/g,
+      ),
+    ].map((m) => Number(m[1].replace(/,/g, '')));
+    expect(rows).toEqual(comparison.targets[0].rows.map((r) => r.row));
+    expect(rows).toHaveLength(20);
+    expect(rows.every((row) => row % 20 === 0)).toBe(true);
+    // The differences' histogram: every compared row in it, from the run's own summary.
+    const chart = charts(res.body).find((c) => c.canvas === 'chart-difference-0')!;
+    expect(chart.kind).toBe('bars');
+    expect(chart.values!.reduce((a, b) => a + b, 0)).toBe(ROWS);
+    expect(chart.values).toEqual(comparison.targets[0].difference!.histogram.map((b) => b.count));
+
+    // The file, downloadable as the manifest names it, byte for byte.
+    expect(section).toContain('<a href="/ui/runs/compared/files/comparison.json" download>comparison.json</a>');
+    const download = await get('/ui/runs/compared/files/comparison.json');
+    expect([download.status, download.type]).toEqual([200, 'application/json; charset=utf-8']);
+    expect(download.body).toBe(file);
+
+    // A comparison.json larger than any run writes is not read: the summary stays, the rows are not shown.
+    await writeFile(join(folder, 'comparison.json'), file.replace(/\n}\s*$/, `${' '.repeat(1 << 20)}\n}\n`));
+    const large = await get('/ui/runs/compared');
+    expect(large.body).toContain('<dd id="agreement-0">95.00% (1,900 of 2,000)</dd>');
+    expect(large.body).toMatch(/<p class="notice">Not shown: comparison.json takes [\d,]+ bytes, more than the 1 MiB a page reads \(a run writes far less\)/);
+    expect(large.body).not.toContain('comparison-rows-0');
+
+    // Without a comparison in the manifest, the file is not served, whatever the folder holds.
+    const manifestPath = join(folder, 'manifest.json');
+    const { comparison: _summary, ...manifest } = JSON.parse(await readFile(manifestPath, 'utf8')) as Manifest;
+    await writeFile(manifestPath, JSON.stringify(manifest));
+    expect((await get('/ui/runs/compared/files/comparison.json')).status).toBe(404);
+    expect((await get('/ui/runs/compared')).body).not.toContain('id="comparison"');
   });
 
   it('show a run that failed before planning as such: its code and a bounded excerpt in the list, its reason on its page', async () => {

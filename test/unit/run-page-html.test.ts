@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { escapeHtml, html, jsonScript } from '../../src/http/html.js';
 import { throughputSeries, type PageManifest, type PredictionProfile, type RunListPage, type RunPageView } from '../../src/http/run-page-data.js';
 import { CHARTS_ELEMENT_ID, renderMessage, renderRunList, renderRunPage, stateBadge, type ChartSpec, type PageContext } from '../../src/http/run-page-html.js';
+import { comparisonSummary, type Comparison } from '../../src/pipeline/model-comparison.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 
 const ctx: PageContext = {
@@ -318,6 +319,108 @@ describe('run pages', () => {
     expect(page).toMatch(
       /<li class="cell cell-active" data-state="active" title="[^"]*worker host-a:42[^"]*"><span class="index">1<\/span><span class="detail">host-a:42<\/span>/,
     );
+  });
+});
+
+describe('the comparison with another model on the run page', () => {
+  /** 2,000 rows compared, 100 differing: a numeric target with an interval, 20 rows kept; a class target with 2 rows kept. */
+  function comparison(): Comparison {
+    const price = Array.from({ length: 20 }, (_, k) => ({ row: 20 * (k + 1), input: `${k},2,${HOSTILE}`, main: 1000 + k, other: 1100 + k, difference: 100 }));
+    return {
+      model: 'mindsdb/home_rentals_model.2',
+      other: `mindsdb/${HOSTILE}.1`,
+      unanswered: 3,
+      targets: [
+        {
+          target: 'rental_price',
+          compared: 2000,
+          agreed: 1900,
+          agreement: 0.95,
+          difference: summary(0, 300),
+          minShift: summary(0, 30),
+          maxShift: summary(0, 40),
+          rows: [{ row: 7, input: 'x'.repeat(900), main: 2000.125, other: 1800, difference: -200.125 }, ...price],
+        },
+        {
+          target: 'location',
+          compared: 1997,
+          agreed: 1995,
+          agreement: 1995 / 1997,
+          difference: null,
+          minShift: null,
+          maxShift: null,
+          rows: [
+            { row: 4, input: ATTRIBUTE_BREAK, main: 'great', other: HOSTILE },
+            { row: 9, input: 'b', main: 'good', other: 'poor' },
+          ],
+        },
+      ],
+    };
+  }
+  const withComparison = (c: Comparison, file: RunPageView['comparison']) =>
+    view({ manifest: { ...manifest(profile()), comparison: comparisonSummary(c) }, comparison: file });
+  const section = (page: string) => /<section class="card" id="comparison">(.*?)<\/section>/s.exec(squash(page))?.[1];
+  /** A side-by-side table's rows, their cells' inner HTML. */
+  const sideBySide = (part: string, i: number) =>
+    [...(new RegExp(`<table class="comparison-rows" id="comparison-rows-${i}">(.*?)</table>`, 's').exec(part)?.[1] ?? '').matchAll(/<tr>(.*?)<\/tr>/g)]
+      .slice(1)
+      .map((m) => [...m[1].matchAll(/<td[^>]*>(.*?)<\/td>/g)].map((c) => c[1]));
+
+  it('show per target the agreement with its counts, the differences charted with their quantiles, and the differing rows side by side', () => {
+    const page = renderRunPage(ctx, withComparison(comparison(), comparison()));
+    const part = section(page)!;
+    expect(part).toContain('<h2>Comparison with mindsdb/&lt;script&gt;alert(1)&lt;/script&gt;.1</h2>');
+    expect(part).toContain('<dd id="agreement-0">95.00% (1,900 of 2,000)</dd>');
+    expect(part).toContain('<dd id="agreement-1">99.90% (1,995 of 1,997)</dd>');
+    expect(part).toMatch(/<dd id="comparison-unanswered">3 <span class="muted">/);
+    expect(part).toContain('<a href="/ui/runs/r1/files/comparison.json" download>comparison.json</a>');
+    // The differences' histogram, as the profile's are drawn; none for classes.
+    const difference = charts(page).find((c) => c.canvas === 'chart-difference-0');
+    expect(difference).toMatchObject({ kind: 'bars', values: [4, 6], labels: ['0 – 150', '150 – 300'], contiguous: true, logarithmic: true });
+    expect(charts(page).some((c) => c.canvas === 'chart-difference-1')).toBe(false);
+    expect(part).toContain('<canvas id="chart-difference-0"');
+    // Quantiles of the differences and of both ends' shifts.
+    expect(part).toContain('<th class="num">difference</th><th class="num">min shift</th><th class="num">max shift</th>');
+    expect(part).toContain('<th>p50</th><td class="num">150</td><td class="num">15</td><td class="num">20</td>');
+
+    const numeric = sideBySide(part, 0);
+    expect(numeric).toHaveLength(21);
+    expect(numeric[0]).toEqual([
+      '7',
+      `<code title="${'x'.repeat(900)}">${'x'.repeat(900)}</code>`,
+      '2,000.125',
+      '1,800',
+      '-200.125 <span class="muted">(-10.01%)</span>',
+    ]);
+    expect(numeric[1]).toEqual([
+      '20',
+      '<code title="0,2,&lt;script&gt;alert(1)&lt;/script&gt;">0,2,&lt;script&gt;alert(1)&lt;/script&gt;</code>',
+      '1,000',
+      '1,100',
+      '+100 <span class="muted">(+10%)</span>',
+    ]);
+    // Classes: no difference column.
+    expect(sideBySide(part, 1)).toEqual([
+      [
+        '4',
+        '<code title="&quot;&gt;&lt;img src=x onerror=alert(1)&gt;">&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</code>',
+        'great',
+        '&lt;script&gt;alert(1)&lt;/script&gt;',
+      ],
+      ['9', '<code title="b">b</code>', 'good', 'poor'],
+    ]);
+    expect(page).not.toContain('<script>alert');
+    expect(page).not.toContain('<img');
+    expect(part).not.toMatch(/<script|style=/);
+  });
+
+  it('say why the rows are not shown when comparison.json was not read, and show no section without a comparison', () => {
+    const part = section(renderRunPage(ctx, withComparison(comparison(), { unread: 'comparison.json takes 2000000 bytes' })))!;
+    expect(part).toContain('<dd id="agreement-0">95.00% (1,900 of 2,000)</dd>');
+    expect(part.match(/<p class="notice">Not shown: comparison.json takes 2000000 bytes<\/p>/g)).toHaveLength(2);
+    expect(part).not.toContain('comparison-rows');
+    expect(section(renderRunPage(ctx, withComparison(comparison(), undefined)))).toContain('Not shown: comparison.json could not be read (see above).');
+    expect(section(renderRunPage(ctx, view()))).toBeUndefined();
   });
 });
 
