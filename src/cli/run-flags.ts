@@ -71,7 +71,10 @@ export function addRunFlags(command: Command): Command {
     .option('--drift-warn <psi>', "flag the run when a column's PSI from its baseline run is above this (default 0.1)", psi('--drift-warn'))
     .option('--drift-fail <psi>', 'fail the run (E_DRIFT, outputs kept, no _SUCCESS) when a PSI is above this (default: never)', psi('--drift-fail'))
     .option('--baseline-run <id>', "measure drift against this run in the same --out (default: a pipeline's previous successful run)")
-    .option('--compare-model <project/model[.version]>', "shadow scoring: send every batch to this model too and write comparison.json (under the run's --concurrency)")
+    .option(
+      '--compare-model <project/model[.version]>',
+      "shadow scoring: send every batch to this model too and write comparison.json (under the run's --concurrency)",
+    )
     .option('--keep-columns <names>', 'input columns to carry to the output, comma-separated (repeatable; default all)', names)
     .option('--drop-columns <names>', 'input columns to leave out of the output, comma-separated (repeatable)', names)
     .option(
