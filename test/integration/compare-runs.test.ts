@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunComparison } from '../../src/pipeline/compare-runs.js';
 import type { Comparison } from '../../src/pipeline/model-comparison.js';
 import { runCli } from '../helpers/cli.js';
-import { useScoringFixture, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
+import { useScoringFixture, writeRentals, writeRentalsWithEngineErrors, writeShiftedRentals } from '../helpers/scoring.js';
 
 const f = useScoringFixture();
 const ROWS = 2_000;
@@ -125,6 +125,22 @@ describe('batch-scorer compare (child process)', () => {
     const human = await runCli(['compare', 'champion', 'shifted', '--out', f.out, '--out-b', elsewhere], env());
     expect(human.code).toBe(0);
     expect(human.stdout.split('\n')[2]).toMatch(/^sqft\s+input\s+\d+\.\d{4}\s+\d\.\d{4}\s+warn$/);
+  });
+
+  it('matches rows around quarantined ones only by row_number: without it in both runs, their profiles are compared', async () => {
+    const someBad = join(f.dir, 'some-bad.csv');
+    await writeRentalsWithEngineErrors(someBad, 1_000, (i) => i % 200 === 7);
+    await scored(someBad, 'bad-a', 'mindsdb/home_rentals_model', ['--row-number']);
+    await scored(someBad, 'bad-b', 'mindsdb/home_rentals_challenger', ['--row-number']);
+    await scored(someBad, 'bad-plain', 'mindsdb/home_rentals_challenger');
+    const c = await compared('bad-a', 'bad-b');
+    expect(c.mode).toBe('rows');
+    const [price] = c.mode === 'rows' ? c.targets : [];
+    // 995 rows scored, of which rows 20, 40, ... differ (none of them quarantined: those are rows 8, 208, ...).
+    expect(price).toMatchObject({ compared: 995, agreed: 995 - 50 });
+    expect(price.rows.every((d) => d.row % 20 === 0)).toBe(true);
+    const plain = await compared('bad-a', 'bad-plain');
+    expect(plain).toMatchObject({ mode: 'profile', why: 'rows were quarantined and the outputs have no row_number to match the rest by' });
   });
 
   it('refuses a run that does not exist, one that failed, and bad arguments, naming which run', async () => {
