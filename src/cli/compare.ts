@@ -72,7 +72,7 @@ function formatComparison(result: RunComparison): string {
         t.target,
         String(t.compared),
         t.agreement === null ? '-' : `${(t.agreement * 100).toFixed(2)}%`,
-        t.meanAbsDifference === null ? '-' : String(round(t.meanAbsDifference)),
+        typeof t.meanAbsDifference === 'number' ? String(round(t.meanAbsDifference)) : '-',
       ]),
     ),
   );

@@ -71,8 +71,11 @@ export const comparisonSchema = z.object({
       agreement: z.number().nullable(),
       /** Numbers: other − main, row by row. */
       difference: numericSummarySchema.nullable(),
-      /** Numbers: the mean of |other − main|; null with no numbers, or when a segment scored by an earlier release kept no sum of it. */
-      meanAbsDifference: z.number().nullable(),
+      /**
+       * Numbers: the mean of |other − main|; null with no numbers, or when a segment scored by an
+       * earlier release kept no sum of it. Absent from comparison.json and manifests of those releases.
+       */
+      meanAbsDifference: z.number().nullable().optional(),
       /** Targets with an interval: how far each end moved (other − main). */
       minShift: numericSummarySchema.nullable(),
       maxShift: numericSummarySchema.nullable(),

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { InputRow } from '../../src/formats/row-parser.js';
-import { ComparisonAccumulator, comparedMembers, ROWS_SHOWN, segmentComparisonSchema } from '../../src/pipeline/model-comparison.js';
+import {
+  ComparisonAccumulator,
+  comparedMembers,
+  comparisonSummary,
+  comparisonSummarySchema,
+  ROWS_SHOWN,
+  segmentComparisonSchema,
+} from '../../src/pipeline/model-comparison.js';
 import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
 
 /** `price` with an interval (value, confidence, min, max, anomaly), `label` without (value, confidence, anomaly). */
@@ -98,5 +105,14 @@ describe('ComparisonAccumulator', () => {
     for (const t of earlier.targets) delete t.absoluteSum;
     acc.merge(earlier, 1);
     expect(acc.summary('m', 'o').targets[0]).toMatchObject({ compared: 2, meanAbsDifference: null });
+  });
+
+  it("reads the manifest's comparison of an earlier release, which had no mean |difference|", () => {
+    const acc = new ComparisonAccumulator(SCHEMA);
+    acc.merge(segment([{ price: [1, 4], label: ['a', 'b'], missing: false }], 0), 0);
+    const written = comparisonSummary(acc.summary('m', 'o'));
+    const earlier = { ...written, targets: written.targets.map(({ meanAbsDifference: _mean, ...t }) => t) };
+    expect(comparisonSummarySchema.parse(JSON.parse(JSON.stringify(earlier)))).toEqual(earlier);
+    expect(comparisonSummarySchema.parse(JSON.parse(JSON.stringify(written))).targets.map((t) => t.meanAbsDifference)).toEqual([3, null]);
   });
 });
