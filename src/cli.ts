@@ -46,6 +46,7 @@ const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
   status: async () => (await import('./cli/status.js')).registerStatus,
   cancel: async () => (await import('./cli/cancel.js')).registerCancel,
   accept: async () => (await import('./cli/accept.js')).registerAccept,
+  compare: async () => (await import('./cli/compare.js')).registerCompare,
   serve: async () => (await import('./cli/serve.js')).registerServe,
   pipelines: async () => (await import('./cli/pipelines.js')).registerPipelines,
   schedule: async () => (await import('./cli/schedule.js')).registerSchedule,

@@ -1,6 +1,5 @@
 import { userInfo } from 'node:os';
-import { InvalidArgumentError, type Command } from 'commander';
-import { runOptionsSchema } from '../config/run-options.js';
+import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { acceptRun, type AcceptedRun } from '../pipeline/accept-run.js';
@@ -8,6 +7,7 @@ import { runFiles } from '../pipeline/prepared-run.js';
 import { formatLocation } from '../storage/location.js';
 import { action } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
+import { runIdArgument } from './run-id-argument.js';
 
 /** `accept`: let a run that failed on its drift (E_DRIFT) succeed, its change judged expected. */
 export function registerAccept(program: Command): void {
@@ -44,11 +44,4 @@ function formatAccepted(runId: string, { manifest, already }: AcceptedRun): stri
   return already
     ? `run ${runId} was accepted already, by ${by} at ${at}`
     : `run ${runId} accepted by ${by} at ${at}: succeeded, _SUCCESS written (it had failed with ${manifest.accepted.error.code})`;
-}
-
-/** `<runId>`: the shape `--run-id` takes, so a path or a typo never reaches storage. */
-function runIdArgument(value: string): string {
-  const parsed = runOptionsSchema.shape.runId.unwrap().safeParse(value);
-  if (!parsed.success) throw new InvalidArgumentError(`run id: ${parsed.error.issues[0].message}, got "${value}"`);
-  return parsed.data;
 }

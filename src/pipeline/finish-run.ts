@@ -133,8 +133,8 @@ function driftError(drift: Drift): BatchScorerError {
   );
 }
 
-/** A model as resolved for the run: `project/name.version`. */
-function modelName(model: { project: string; name: string; resolvedVersion: number | null }): string {
+/** A model as resolved for the run, as comparisons name it: `project/name.version`. */
+export function modelName(model: { project: string; name: string; resolvedVersion: number | null }): string {
   return formatModelRef({ project: model.project, model: model.name, version: model.resolvedVersion ?? undefined });
 }
 

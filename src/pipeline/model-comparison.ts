@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { RunStateError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { excerpt } from '../text-excerpt.js';
+import { ExactSum } from './exact-sum.js';
 import type { OutputSchema } from './output-schema.js';
 import { Numbers, numbersStateSchema, numericSummarySchema } from './prediction-profile.js';
 
@@ -40,6 +41,8 @@ const targetStateSchema = z.object({
   /** Of those, rows with the same value. */
   agreed: count,
   difference: numbersStateSchema.nullable(),
+  /** The sum of |difference| (ExactSum parts); absent from done markers of releases that kept none. */
+  absoluteSum: z.array(z.number()).optional(),
   minShift: numbersStateSchema.nullable(),
   maxShift: numbersStateSchema.nullable(),
   rows: z.array(differingRowSchema).max(ROWS_SHOWN),
@@ -68,6 +71,11 @@ export const comparisonSchema = z.object({
       agreement: z.number().nullable(),
       /** Numbers: other − main, row by row. */
       difference: numericSummarySchema.nullable(),
+      /**
+       * Numbers: the mean of |other − main|; null with no numbers, or when a segment scored by an
+       * earlier release kept no sum of it. Absent from comparison.json and manifests of those releases.
+       */
+      meanAbsDifference: z.number().nullable().optional(),
       /** Targets with an interval: how far each end moved (other − main). */
       minShift: numericSummarySchema.nullable(),
       maxShift: numericSummarySchema.nullable(),
@@ -96,6 +104,8 @@ class TargetComparison {
   compared = 0;
   agreed = 0;
   readonly difference = new Numbers();
+  /** Σ|difference|, while every segment merged kept it (null once one did not). */
+  private absolute: ExactSum | null = new ExactSum();
   readonly minShift = new Numbers();
   readonly maxShift = new Numbers();
   rows: DifferingRow[] = [];
@@ -115,6 +125,7 @@ class TargetComparison {
     if (typeof main === 'number' && typeof theirs === 'number') {
       const difference = theirs - main;
       this.difference.add(difference);
+      this.absolute?.add(Math.abs(difference));
       this.shift(this.minShift, predictions[this.at.min], other[this.otherAt.min]);
       this.shift(this.maxShift, predictions[this.at.max], other[this.otherAt.max]);
       if (difference === 0) this.agreed++;
@@ -139,6 +150,7 @@ class TargetComparison {
       compared: this.compared,
       agreed: this.agreed,
       difference: this.difference.toJSON(),
+      ...(this.absolute && { absoluteSum: this.absolute.parts() }),
       minShift: this.minShift.toJSON(),
       maxShift: this.maxShift.toJSON(),
       rows: mostDiffering(this.rows),
@@ -149,6 +161,8 @@ class TargetComparison {
     this.compared += state.compared;
     this.agreed += state.agreed;
     if (state.difference) this.difference.merge(state.difference);
+    if (state.absoluteSum === undefined) this.absolute = null;
+    else for (const part of state.absoluteSum) this.absolute?.add(part);
     if (state.minShift) this.minShift.merge(state.minShift);
     if (state.maxShift) this.maxShift.merge(state.maxShift);
     for (const row of state.rows) this.keep(row);
@@ -161,6 +175,7 @@ class TargetComparison {
       agreed: this.agreed,
       agreement: this.compared === 0 ? null : this.agreed / this.compared,
       difference: this.difference.summary(),
+      meanAbsDifference: this.absolute && this.difference.count > 0 ? this.absolute.value() / this.difference.count : null,
       minShift: this.minShift.summary(),
       maxShift: this.maxShift.summary(),
       rows: mostDiffering(this.rows),

@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { InputRow } from '../../src/formats/row-parser.js';
-import { ComparisonAccumulator, comparedMembers, ROWS_SHOWN, segmentComparisonSchema } from '../../src/pipeline/model-comparison.js';
+import {
+  ComparisonAccumulator,
+  comparedMembers,
+  comparisonSummary,
+  comparisonSummarySchema,
+  ROWS_SHOWN,
+  segmentComparisonSchema,
+} from '../../src/pipeline/model-comparison.js';
 import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
 
 /** `price` with an interval (value, confidence, min, max, anomaly), `label` without (value, confidence, anomaly). */
@@ -62,6 +69,10 @@ describe('ComparisonAccumulator', () => {
         expect(price.agreed).toBe(answered.filter((p) => p.price[0] === p.price[1]).length);
         expect(label.agreed).toBe(answered.filter((p) => p.label[0] === p.label[1]).length);
         expect(price.minShift?.count ?? 0).toBe(answered.length);
+        // Integers: the exact sum of |difference| over them, whatever the split.
+        const absolute = answered.reduce((sum, p) => sum + Math.abs(p.price[1] - p.price[0]), 0);
+        expect(price.meanAbsDifference).toBe(answered.length === 0 ? null : absolute / answered.length);
+        expect(label.meanAbsDifference).toBeNull();
         // The largest |difference| first, ties by row; classes: the first differing rows.
         const differing = pairs.map((p, i) => ({ row: i + 1, size: p.missing ? 0 : Math.abs(p.price[1] - p.price[0]) })).filter((d) => d.size > 0);
         const expected = differing.sort((a, b) => b.size - a.size || a.row - b.row).slice(0, ROWS_SHOWN);
@@ -83,5 +94,25 @@ describe('ComparisonAccumulator', () => {
     const stored = segment([], 0);
     stored.targets.reverse();
     expect(() => acc.merge(stored, 3)).toThrow(/segment 3's done marker compares the targets label, price/);
+  });
+
+  it('gives no mean |difference| once a segment of an earlier release, which kept no sum of it, is merged', () => {
+    const acc = new ComparisonAccumulator(SCHEMA);
+    const current = segment([{ price: [1, 4], label: ['a', 'a'], missing: false }], 0);
+    acc.merge(current, 0);
+    expect(acc.summary('m', 'o').targets[0].meanAbsDifference).toBe(3);
+    const earlier = segment([{ price: [1, 2], label: ['a', 'a'], missing: false }], 1);
+    for (const t of earlier.targets) delete t.absoluteSum;
+    acc.merge(earlier, 1);
+    expect(acc.summary('m', 'o').targets[0]).toMatchObject({ compared: 2, meanAbsDifference: null });
+  });
+
+  it("reads the manifest's comparison of an earlier release, which had no mean |difference|", () => {
+    const acc = new ComparisonAccumulator(SCHEMA);
+    acc.merge(segment([{ price: [1, 4], label: ['a', 'b'], missing: false }], 0), 0);
+    const written = comparisonSummary(acc.summary('m', 'o'));
+    const earlier = { ...written, targets: written.targets.map(({ meanAbsDifference: _mean, ...t }) => t) };
+    expect(comparisonSummarySchema.parse(JSON.parse(JSON.stringify(earlier)))).toEqual(earlier);
+    expect(comparisonSummarySchema.parse(JSON.parse(JSON.stringify(written))).targets.map((t) => t.meanAbsDifference)).toEqual([3, null]);
   });
 });
