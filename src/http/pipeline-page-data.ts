@@ -1,7 +1,6 @@
+import pLimit from 'p-limit';
 import { errorMessage } from '../errors.js';
-import { manifestSchema } from '../pipeline/manifest.js';
-import { runFiles } from '../pipeline/prepared-run.js';
-import { readRunFile } from '../pipeline/run-state.js';
+import { readManifest } from '../pipeline/manifest.js';
 import { runEnded, type RunState, type RunStatus } from '../queue/producer.js';
 import { RETENTION } from '../queue/queues.js';
 import { parseLocation } from '../storage/location.js';
@@ -60,7 +59,8 @@ export async function gatherPipelinePage(sources: PipelinePageSources, pipeline:
     sources.runs.list({ pipeline: pipeline.name, offset: (page - 1) * PIPELINE_PAGE_SIZE, limit: PIPELINE_PAGE_SIZE + 1 }),
   ]);
   const statuses = listed.slice(0, PIPELINE_PAGE_SIZE);
-  const runs = await mapLimited(statuses, MANIFEST_READS, (status) => withManifest(sources, status));
+  const reads = pLimit(MANIFEST_READS);
+  const runs = await Promise.all(statuses.map((status) => reads(() => withManifest(sources, status))));
   return { summary, runs, page, older: listed.length > PIPELINE_PAGE_SIZE };
 }
 
@@ -76,23 +76,9 @@ async function summarize(sources: PipelinePageSources, pipeline: Pipeline, now: 
 async function withManifest(sources: PipelinePageSources, status: RunStatus): Promise<PipelineRun> {
   if (!runEnded(status)) return { status };
   try {
-    const manifest = await readRunFile(sources.storage, runFiles.manifest(parseLocation(status.folder)), manifestSchema);
+    const manifest = await readManifest(sources.storage, parseLocation(status.folder));
     return manifest ? { status, manifest } : { status };
   } catch (err) {
     return { status, problem: `manifest.json: ${errorMessage(err)}` };
   }
-}
-
-/** `map` over `items` with at most `limit` calls in flight, the answers in the items' order. */
-async function mapLimited<T, U>(items: readonly T[], limit: number, map: (item: T) => Promise<U>): Promise<U[]> {
-  const out = new Array<U>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await map(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return out;
 }

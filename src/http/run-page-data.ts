@@ -4,7 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
-import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
+import { readManifest, type Manifest } from '../pipeline/manifest.js';
 import { comparisonSchema, type Comparison } from '../pipeline/model-comparison.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
@@ -129,7 +129,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
   const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
   const [manifest, describe] = await Promise.all([
-    attempt('manifest.json', () => readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema)),
+    attempt('manifest.json', () => readManifest(sources.storage, folder)),
     attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
   ]);
   // Before the manifest, the version the run is pinned to is in its prepared run (none before it is planned).
@@ -300,7 +300,7 @@ export async function outputFile(sources: RunPageSources, runId: string, name: s
   const status = await sources.runs.get(runId);
   if (!status || name.includes('/') || name.includes('\\') || name.startsWith('.')) return undefined;
   const folder = parseLocation(status.folder);
-  const manifest = await readRunFile(sources.storage, runFiles.manifest(folder), manifestSchema);
+  const manifest = await readManifest(sources.storage, folder);
   const listed = manifest?.outputs.find((o) => o.file === name) ?? (manifest?.comparison?.file === name ? manifest.comparison : undefined);
   return listed ? { location: joinLocation(folder, listed.file), file: listed.file } : undefined;
 }

@@ -2,9 +2,7 @@ import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
 import type { z } from 'zod';
 import { acceptRun } from '../pipeline/accept-run.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
-import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
-import { runFiles } from '../pipeline/prepared-run.js';
-import { readRunFile } from '../pipeline/run-state.js';
+import { readManifest, type Manifest } from '../pipeline/manifest.js';
 import { runEnded, runNotFound, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -47,7 +45,7 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
     const status = await runs.get(id);
     if (!status) throw runNotFound(id);
-    const manifest = runEnded(status) ? await readManifest(storage, status, request.log) : undefined;
+    const manifest = runEnded(status) ? await manifestOf(storage, status, request.log) : undefined;
     const body: z.input<typeof runDetailSchema> = {
       ...shown(status),
       ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}),
@@ -91,9 +89,9 @@ function shown(status: RunStatus): z.input<typeof runStatusSchema> {
  * A finished run's manifest, or undefined when it has none (it failed before it had a folder) or
  * it cannot be read: the status is still worth answering, and the log says what is wrong.
  */
-async function readManifest(storage: Storage, status: RunStatus, log: FastifyBaseLogger): Promise<Manifest | undefined> {
+async function manifestOf(storage: Storage, status: RunStatus, log: FastifyBaseLogger): Promise<Manifest | undefined> {
   try {
-    return await readRunFile(storage, runFiles.manifest(parseLocation(status.folder)), manifestSchema);
+    return await readManifest(storage, parseLocation(status.folder));
   } catch (err) {
     log.warn({ runId: status.runId, err }, 'manifest not readable');
     return undefined;

@@ -1,9 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import type { Drift } from '../pipeline/drift.js';
-import { manifestSchema } from '../pipeline/manifest.js';
-import { runFiles } from '../pipeline/prepared-run.js';
-import { readRunFile } from '../pipeline/run-state.js';
+import { readManifest } from '../pipeline/manifest.js';
 import { runEnded, type RunQueue } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -37,7 +35,7 @@ export function collectRunDrift(registry: Registry, sources: DriftSources, log?:
     const key = `${latest.runId}@${latest.finishedAt ?? ''}`;
     let drift = known.get(key);
     if (drift === undefined) {
-      const manifest = await readRunFile(sources.storage, runFiles.manifest(parseLocation(latest.folder)), manifestSchema);
+      const manifest = await readManifest(sources.storage, parseLocation(latest.folder));
       drift = manifest?.drift ?? null;
     }
     seen.set(key, drift);

@@ -1,9 +1,9 @@
 import { BatchScorerError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import { manifestSchema, type Manifest } from './manifest.js';
+import { readManifest, type Manifest } from './manifest.js';
 import { runFiles } from './prepared-run.js';
-import { readRunFile, writeRunFile } from './run-state.js';
+import { writeRunFile } from './run-state.js';
 
 /** The most of `accepted.by` a manifest keeps: a name, not a document. */
 export const ACCEPTED_BY_CHARS = 200;
@@ -24,7 +24,7 @@ export interface AcceptedRun {
  */
 export async function acceptRun(storage: Storage, folder: Location, by: string, signal?: AbortSignal): Promise<AcceptedRun> {
   const where = formatLocation(folder);
-  const manifest = await readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+  const manifest = await readManifest(storage, folder, signal);
   if (!manifest) throw refused(`there is no manifest.json in ${where}: the run has not finished there, or never ran`);
   const success = runFiles.success(folder);
   if (manifest.accepted) {

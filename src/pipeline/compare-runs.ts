@@ -6,13 +6,12 @@ import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { computeDrift, driftSchema, type DriftThresholds } from './drift.js';
 import { modelName } from './finish-run.js';
-import { manifestSchema, succeededManifestSchema, type Manifest } from './manifest.js';
+import { readManifest, succeededManifestSchema, type Manifest } from './manifest.js';
 import { ComparisonAccumulator, comparisonSchema, type Comparison } from './model-comparison.js';
 import { readOutputRows } from './output-rows.js';
 import type { OutputSchema } from './output-schema.js';
 import type { PredictionProfile } from './prediction-profile.js';
 import { runFiles } from './prepared-run.js';
-import { readRunFile } from './run-state.js';
 
 /** What runs of different inputs are held to: columns past a PSI of 0.1 are listed as moved; nothing fails. */
 export const COMPARE_THRESHOLDS: DriftThresholds = { warn: 0.1, fail: null };
@@ -70,7 +69,7 @@ function shown(run: SucceededRun): RunComparison['runs']['a'] {
 /** The run in `folder`, refused (E_RUN_CONFLICT, naming it as A or B) unless it succeeded: its manifest says so and its `_SUCCESS` is there. */
 async function readSucceededRun(storage: Storage, folder: Location, which: string, signal?: AbortSignal): Promise<SucceededRun> {
   const where = formatLocation(folder);
-  const manifest = await readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+  const manifest = await readManifest(storage, folder, signal);
   if (!manifest) throw refused(`run ${which}: there is no manifest.json in ${where}: the run has not finished there, or never ran`);
   const runId = manifest.runId;
   if (manifest.state !== 'succeeded') {

@@ -2,9 +2,8 @@ import { errorMessage } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Baseline } from './drift.js';
-import { manifestSchema } from './manifest.js';
+import { readManifest } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { readRunFile } from './run-state.js';
 
 /**
  * Finds the run a finishing run's drift is measured against: a baseline, or a sentence saying why
@@ -27,7 +26,7 @@ export async function readBaseline(
   const folder = runFiles.folder(run.request.out, runId);
   let manifest;
   try {
-    manifest = await readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+    manifest = await readManifest(storage, folder, signal);
   } catch (err) {
     return `baseline run ${runId}: its manifest cannot be read (${errorMessage(err)})`;
   }

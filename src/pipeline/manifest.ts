@@ -2,12 +2,14 @@ import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
 import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
 import { TOOL } from '../version.js';
 import { driftSchema, type Drift } from './drift.js';
 import { comparisonSummarySchema, type ComparisonSummary } from './model-comparison.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
-import { runModelSchema, type PreparedRun } from './prepared-run.js';
+import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
+import { readRunFile } from './run-state.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 
@@ -94,6 +96,11 @@ export const manifestSchema = z.object({
   queue: queueFactsSchema.optional(),
 });
 export type Manifest = z.output<typeof manifestSchema>;
+
+/** The manifest.json of the run folder `folder`, or undefined when it has none (see readRunFile for what is refused). */
+export function readManifest(storage: Storage, folder: Location, signal?: AbortSignal): Promise<Manifest | undefined> {
+  return readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+}
 
 /** The manifest of a run that succeeded: its model as resolved and its options as run. */
 export const succeededManifestSchema = manifestSchema.extend({ state: z.literal('succeeded'), model: runModelSchema, options: runOptionsSchema });

@@ -112,8 +112,6 @@ export const predictionProfileSchema = z.object({
     .optional(),
 });
 export type PredictionProfile = z.output<typeof predictionProfileSchema>;
-/** What a run's values of one input column came to. */
-export type InputSummary = NonNullable<PredictionProfile['inputs']>[number];
 
 type Sketch = DDSketch;
 type SketchStore = Sketch['store'];
