@@ -200,8 +200,9 @@ export class RequestEncoder {
       return out.text('null');
     }
     // An integer of at most 15 digits is sent as written, which is how String(Number(text)) writes it.
-    if (isShortInteger(s, start, end)) {
-      if (values) values[i] = shortInteger(s, start, end);
+    const integer = shortInteger(s, start, end);
+    if (!Number.isNaN(integer)) {
+      if (values) values[i] = integer;
       return out.text(s, start, end);
     }
     // Text that cannot be a number is written from its place, without a string of its own.
@@ -222,26 +223,24 @@ export function inputColumns(sent: readonly string[], rowIdMember: string | unde
   return sent.filter((c) => c !== rowIdMember);
 }
 
-/** The value of a short integer (see isShortInteger), exact below 2^53. */
+/**
+ * The value of characters `start` to `end` of `s` when they are `-?(0|[1-9]\d*)` of at most 15
+ * digits, "-0" aside: a number JSON and String(Number(text)) write the same, and exact. NaN for
+ * anything else. Read in the one pass that checks the digits.
+ */
 function shortInteger(s: string, start: number, end: number): number {
-  const negative = s.charCodeAt(start) === 0x2d;
-  let n = 0;
-  for (let i = negative ? start + 1 : start; i < end; i++) n = n * 10 + (s.charCodeAt(i) - 0x30);
-  return negative ? -n : n;
-}
-
-/** Characters `start` to `end` of `s` are `-?(0|[1-9]\d*)` of at most 15 digits, "-0" aside: a number JSON and String(Number(text)) write the same. */
-function isShortInteger(s: string, start: number, end: number): boolean {
   const sign = s.charCodeAt(start) === 0x2d ? 1 : 0;
   const digits = end - start - sign;
-  if (digits === 0 || digits > 15) return false;
+  if (digits === 0 || digits > 15) return NaN;
   const first = s.charCodeAt(start + sign);
-  if (first === 0x30) return digits === 1 && sign === 0;
+  if (first === 0x30) return digits === 1 && sign === 0 ? 0 : NaN;
+  let n = 0;
   for (let i = start + sign; i < end; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x30 || c > 0x39) return false;
+    if (c < 0x30 || c > 0x39) return NaN;
+    n = n * 10 + (c - 0x30);
   }
-  return true;
+  return sign === 1 ? -n : n;
 }
 
 /** Whether an answer's row id member carries the id that was sent (a server may echo it re-typed, as text). */
