@@ -46,7 +46,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     }
     // Segments of a cancelled run are not scored; siblings of a segment that failed its run, or
     // took it past its error budget, would be scored for nothing.
-    if (await ctx.cancels.has(runId)) return { skipped: 'run cancelled' };
+    if (await ctx.cancels.has(runId)) {
+      // Logged as the cancel watch logs a job it stops: whether a segment of the run was running
+      // when the cancel came or only started after it, the worker's log says it stopped for it.
+      jobLog.info('run cancelled: stopping its jobs');
+      return { skipped: 'run cancelled' };
+    }
     if ((await ctx.progress.overBudget(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
       return { skipped: 'run failed' };
     }
