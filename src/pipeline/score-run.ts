@@ -11,6 +11,7 @@ import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
 import type { PredictorFactory } from './predictor.js';
 import { newRunId, startRun } from './prepare-run.js';
+import type { RunListener } from './run-listener.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
@@ -31,6 +32,8 @@ export interface DirectRunContext {
   onProgress?: (progress: RunProgress) => void;
   /** Called as the run reaches each stage, so that a failure's report can say what the run left. */
   onStage?: (stage: RunStage) => void;
+  /** Hears the run start (once its folder is claimed) and end (see RunListener). */
+  listener?: RunListener;
 }
 
 /**
@@ -54,7 +57,11 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const client = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
   let run: PreparedRun | undefined;
   try {
-    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    const onClaimed = () => {
+      ctx.onStage?.('claimed');
+      ctx.listener?.runStarted({ runId, request, folder, startedAt });
+    };
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
     run = started.run;
@@ -152,13 +159,15 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     report(true);
     const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt, finished }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
+    ctx.listener?.runEnded(manifest);
     return manifest;
   } catch (caught) {
     // Planning may still be reading the input (run.json could not be stored, say): it stops too.
     failFast.abort();
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
     const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
-    await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
+    const manifest = await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
+    ctx.listener?.runEnded(manifest);
     throw err;
   } finally {
     await client.close();

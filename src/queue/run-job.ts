@@ -57,7 +57,11 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         return { ...summary(succeeded, formatLocation(folder)), ...(data.step === undefined ? { repeat: true } : {}) };
       }
       // Refused before describe is asked: a missing input or an output that cannot be written.
-      if (data.step === undefined) await preflight(request, ctx.storage, signal);
+      if (data.step === undefined) {
+        await preflight(request, ctx.storage, signal);
+        // Heard when an attempt takes the run from its start, not at each step: a resume starts it again.
+        ctx.options.listener?.runStarted({ runId: data.runId, request, folder, startedAt });
+      }
       run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
       // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
       // the run fails here, once the last one has: errors.jsonl and every count are then taken
@@ -115,6 +119,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
       jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
+      ctx.options.listener?.runEnded(manifest);
       return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
@@ -130,9 +135,10 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         ctx.progress
           .keepQuarantined(data.runId, bySegment)
           .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
-      throw await ctx.failJob(job, token, err, jobLog, (e) =>
-        recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined),
-      );
+      throw await ctx.failJob(job, token, err, jobLog, async (e) => {
+        const manifest = await recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined);
+        ctx.options.listener?.runEnded(manifest);
+      });
     } finally {
       cancel.release();
     }
@@ -148,7 +154,8 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   // Tidying: segments left waiting skip a cancelled run anyway, so a failure here must not replace the cancel.
   await job.removeUnprocessedChildren().catch((err: unknown) => jobLog.warn({ err }, 'could not remove the segments no worker took'));
   // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
-  await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
+  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
+  ctx.options.listener?.runEnded(manifest);
   await job.log('cancelled');
   jobLog.info('run cancelled');
   return toQueueError(error);
