@@ -29,7 +29,7 @@ export const runEstimateSchema = z.object({
   /** Request body bytes (envelope included). */
   bytesSent: range,
   /** The run's duration from its start to its end, as its manifest's durationMs counts it. */
-  durationMs: range,
+  durationMs: range.describe("the run's duration in ms (its manifest's durationMs), low / expected / high"),
   basis: z.object({
     /** Canary batches sent and their rows. */
     canaryBatches: z.int(),
@@ -127,8 +127,10 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scorer, b.batch)))).flat();
     const ms = performance.now() - canaryStarted;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
-    // A canary too small for a second wave: its first requests' times stand for all (a pessimistic estimate).
-    const [warmUp, latenciesMs] = times.length > slots ? [times.slice(0, slots), times.slice(slots)] : [[], times];
+    // A canary too small for a second wave: its first requests' times stand for all (a pessimistic
+    // estimate). An exchange that failed without an answer (a reset) left a hole: it has no time.
+    const timed = (from: number, to?: number) => times.slice(from, to).filter(Number.isFinite);
+    const [warmUp, latenciesMs] = times.length > slots ? [timed(0, slots), timed(slots)] : [[], timed(0)];
     const warmUpMs = Math.max(0, ...warmUp);
     const estimate = estimateRun({
       segmentRows: run.input.segments.map((s) => s.rows),

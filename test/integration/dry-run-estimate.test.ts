@@ -152,5 +152,12 @@ describe('dry run estimates', () => {
     expect(report.estimate.basis.latencyMs.min).toBeGreaterThanOrEqual(20);
     expectRangesOrdered(report);
     expect(existsSync(join(files.dir, 'api'))).toBe(false);
+    // The API's document says so.
+    const doc = (await (await fetch(`${s.url}/openapi.json`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+      components: { schemas: { DryRunReport: { properties: { estimate: { properties: Record<string, { required?: string[] }> } } } } };
+    };
+    const estimate = doc.components.schemas.DryRunReport.properties.estimate.properties;
+    expect(Object.keys(estimate)).toEqual(['requests', 'rows', 'bytesSent', 'durationMs', 'basis']);
+    expect(estimate.durationMs.required).toEqual(['low', 'expected', 'high']);
   });
 });
