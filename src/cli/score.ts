@@ -15,6 +15,7 @@ import { scoreRun, type RunStage } from '../pipeline/score-run.js';
 import { formatLocation } from '../storage/location.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
+import { estimateLines } from './estimate-lines.js';
 import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
@@ -35,7 +36,7 @@ export function registerScore(program: Command): void {
     )
     .option(
       '--dry-run',
-      'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing',
+      'plan the input, check its columns and score a few canary batches; print rows, files, segments, and requests, bytes sent and duration as ranges; write nothing',
     )
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
@@ -105,7 +106,7 @@ export function registerScore(program: Command): void {
     );
 }
 
-/** `score --dry-run`: the plan and the canary batch, printed; nothing is written. */
+/** `score --dry-run`: the plan, the canary batches and the estimate, printed; nothing is written. */
 async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean, shutdownTimeout: number): Promise<void> {
   const storage = deploymentStorage(settings);
   const interrupt = interruptSignal(shutdownTimeout);
@@ -134,9 +135,8 @@ function formatDryRun(r: DryRunReport): string {
   return [
     `dry run of ${r.input}: nothing was written`,
     `input: ${files}, ${r.rows} rows, ${r.segments} segments`,
-    `requests: ${r.requests}`,
-    `canary: ${r.canary.rows} rows in ${r.canary.ms} ms (${r.canary.scored} scored, ${r.canary.quarantined} quarantined)`,
-    `estimated duration: ${r.estimatedSeconds} s at concurrency ${r.concurrency}`,
+    `canary: ${r.canary.batches} batches, ${r.canary.rows} rows in ${r.canary.ms} ms (${r.canary.scored} scored, ${r.canary.quarantined} quarantined)`,
+    ...estimateLines(r.estimate),
     `model: ${r.model.requested}${r.model.resolvedVersion === null ? '' : ` (version ${r.model.resolvedVersion})`}`,
     `outputs: ${r.outputs.join(', ')}`,
     `columns: ${r.columns.join(', ')}`,

@@ -16,7 +16,7 @@ const ACCEPTED_BY_API = 'api';
 
 export interface RunRoutesDeps {
   runs: RunsApi;
-  /** `POST /runs` with `dryRun`: plans the submission and scores a canary batch, enqueueing nothing. */
+  /** `POST /runs` with `dryRun`: plans the submission and scores a few canary batches, enqueueing nothing. */
   dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */
   storage: Storage;

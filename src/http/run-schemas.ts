@@ -24,8 +24,8 @@ export const runSubmissionSchema = z
     out: checkedText(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
     /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
     options: runOptionsSchema.optional(),
-    /** Plan the input and score one canary batch, enqueue nothing: answers what the run would do (see DryRunReport). */
-    dryRun: z.boolean().optional().describe('plan the input and score one canary batch; enqueue nothing and answer the plan'),
+    /** Plan the input and score a few canary batches, enqueue nothing: answers what the run would do (see DryRunReport). */
+    dryRun: z.boolean().optional().describe('plan the input and score a few canary batches; enqueue nothing and answer the plan and estimate'),
   })
   .strict();
 
