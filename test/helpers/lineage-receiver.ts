@@ -1,13 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
 import type { RunEvent } from '../../src/lineage/run-event.js';
 import { startForeignListener, type Answer, type ForeignListener } from './foreign-listener.js';
+import { eventProblems } from './lineage-schema.js';
 import { waitFor } from './queue.js';
-
-/** The project's schema of the OpenLineage run events it sends, written from the spec's required fields. */
-const validate = new Ajv({ allErrors: true }).compile(
-  JSON.parse(readFileSync(new URL('../fixtures/openlineage-run-event.schema.json', import.meta.url), 'utf8')) as object,
-);
 
 /** A local lineage server (a real HTTP server): it keeps every event POSTed to it, each checked against the schema. */
 export interface LineageReceiver {
@@ -32,17 +26,12 @@ export async function startLineageReceiver(answer: Answer = () => 200): Promise<
     url: listener.url,
     listener,
     events,
-    invalid: () => events().flatMap((e) => (valid(e) ? [] : [`${e.eventType}: ${explain(validate.errors)}`])),
+    invalid: () =>
+      events().flatMap((e) => {
+        const problems = eventProblems(e);
+        return problems === undefined ? [] : [`${e.eventType}: ${problems}`];
+      }),
     runEvents: (runId, count, ms = 30_000) => waitFor(`${count} lineage events of run ${runId}`, () => ofRun(runId).length >= count && ofRun(runId), ms),
     close: () => listener.close(),
   };
-}
-
-/** Whether an event is valid (validate.errors says why not), as a plain boolean: ajv's type guard would narrow a RunEvent to never. */
-function valid(event: RunEvent): boolean {
-  return validate(event);
-}
-
-function explain(errors: ErrorObject[] | null | undefined): string {
-  return (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
 }

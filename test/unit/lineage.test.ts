@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { datasetName } from '../../src/lineage/dataset-name.js';
 import { lineageSettingsFromEnv } from '../../src/lineage/lineage-settings.js';
-import { endEvent } from '../../src/lineage/run-event.js';
+import { endEvent, startEvent } from '../../src/lineage/run-event.js';
 import { lineageRunId } from '../../src/lineage/run-uuid.js';
 import { buildManifest } from '../../src/pipeline/manifest.js';
+import { eventProblems } from '../helpers/lineage-schema.js';
 import { thrown } from '../helpers/rejection.js';
 
 const UUID_V5 = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -93,5 +94,61 @@ describe('lineage end events', () => {
 
   it('are not sent for a run whose folder was found to be another run’s', () => {
     expect(endEvent(ended(new BatchScorerError('E_RUN_EXISTS', 'taken')), 'ns')).toBeUndefined();
+  });
+});
+
+describe('lineage events of pipeline runs and S3 files', () => {
+  const trigger = { kind: 'schedule' as const, pipeline: 'nightly-rentals', fireTime: '2026-11-24T01:00:00.000Z', cron: '0 1 * * *', tz: 'UTC' };
+  const request = { input: 's3://data/in/rentals.csv', out: 's3://results/runs/', model: 'mindsdb/home_rentals_model.2', options: {} as never, trigger };
+
+  it('name the pipeline as the job, with the fire time as nominal time, and S3 datasets; every event valid', () => {
+    const start = startEvent(
+      {
+        runId: 'nightly-rentals-0301',
+        request,
+        folder: { kind: 's3', bucket: 'results', key: 'runs/nightly-rentals-0301' },
+        startedAt: '2026-11-24T01:00:02.000Z',
+      },
+      'prod',
+    );
+    expect(start.job).toMatchObject({
+      namespace: 'prod',
+      name: 'nightly-rentals',
+      facets: { batchScorerModel: { project: 'mindsdb', name: 'home_rentals_model', requestedVersion: 2 } },
+    });
+    expect(start.run.facets.nominalTime).toMatchObject({ nominalStartTime: '2026-11-24T01:00:00.000Z' });
+    expect(start.run.facets.batchScorer).toMatchObject({ trigger: 'schedule', pipeline: 'nightly-rentals' });
+    expect(start.inputs).toEqual([{ namespace: 's3://data', name: 'in/rentals.csv' }]);
+    expect(start.run.runId).toBe(lineageRunId('s3://results/runs/nightly-rentals-0301'));
+    expect(eventProblems(start)).toBeUndefined();
+
+    const manifest = {
+      ...buildManifest({
+        runId: 'nightly-rentals-0301',
+        startedAt: start.eventTime,
+        folder: { kind: 's3', bucket: 'results', key: 'runs/nightly-rentals-0301' },
+        request,
+      }),
+      state: 'succeeded' as const,
+      error: undefined,
+      outputs: [{ file: 'predictions.csv', location: 's3://results/runs/nightly-rentals-0301/predictions.csv', rows: 7, bytes: 512, sha256: 'x' }],
+    };
+    const complete = endEvent(manifest, 'prod')!;
+    expect(complete.eventType).toBe('COMPLETE');
+    expect(complete.run.runId).toBe(start.run.runId);
+    expect(complete.job.name).toBe('nightly-rentals');
+    expect(complete.outputs).toMatchObject([
+      { namespace: 's3://results', name: 'runs/nightly-rentals-0301/predictions.csv', outputFacets: { outputStatistics: { rowCount: 7, size: 512 } } },
+    ]);
+    expect(eventProblems(complete)).toBeUndefined();
+  });
+
+  it('the schema refuses an event without what the spec requires', () => {
+    const start = startEvent({ runId: 'r', request, folder: { kind: 'file', path: '/out/r' }, startedAt: '2026-11-24T01:00:02.000Z' }, 'ns');
+    expect(eventProblems({ ...start, run: { runId: 'r' } })).toMatch(/\/run\/runId must match pattern/);
+    expect(eventProblems({ ...start, schemaURL: undefined })).toMatch(/must have required property 'schemaURL'/);
+    const { _producer: _, ...unsigned } = start.job.facets.jobType;
+    expect(eventProblems({ ...start, job: { ...start.job, facets: { jobType: unsigned } } })).toMatch(/_producer/);
+    expect(eventProblems({ ...start, eventTime: '24/11/2026' })).toMatch(/\/eventTime must match pattern/);
   });
 });
