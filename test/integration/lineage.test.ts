@@ -53,15 +53,20 @@ describe('lineage events from score', () => {
   it('a run that succeeds sends START then COMPLETE: its input, its outputs with their rows and bytes, the model version', async () => {
     receiver = await startLineageReceiver();
     const out = join(tmp.dir, 'score-ok');
-    const r = await runCli(['score', input, '--model', MODEL, '--out', out, '--run-id', 'lin-ok', '--json'], env(receiver.url));
+    const apiKey = 'lineage-key-0123456789';
+    const r = await runCli(['score', input, '--model', MODEL, '--out', out, '--run-id', 'lin-ok', '--json'], {
+      ...env(receiver.url),
+      OPENLINEAGE_API_KEY: apiKey,
+    });
     expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(apiKey);
     const manifest = await manifestOf(out, 'lin-ok');
     // Sent before the process exited: nothing is waited for here.
     const events = receiver.events();
     expect(types(events)).toEqual(['START', 'COMPLETE']);
-    expect(receiver.listener.requests.map((q) => [q.method, q.url, q.headers['content-type']])).toEqual([
-      ['POST', '/api/v1/lineage', 'application/json'],
-      ['POST', '/api/v1/lineage', 'application/json'],
+    expect(receiver.listener.requests.map((q) => [q.method, q.url, q.headers['content-type'], q.headers.authorization])).toEqual([
+      ['POST', '/api/v1/lineage', 'application/json', `Bearer ${apiKey}`],
+      ['POST', '/api/v1/lineage', 'application/json', `Bearer ${apiKey}`],
     ]);
     expectOneRun(events, 'lin-ok', 'mindsdb.home_rentals_model');
     const [start, complete] = events;
