@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { checkRun } from '../config/deployment-policy.js';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
+import { lineageListener, type LineageListener } from '../lineage/lineage-listener.js';
 import { createLogger } from '../log.js';
 import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
@@ -9,6 +10,7 @@ import type { Manifest } from '../pipeline/manifest.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { refusedWhilePlanning } from '../pipeline/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../pipeline/score-run.js';
@@ -61,12 +63,14 @@ export function registerScore(program: Command): void {
         const interrupt = interruptSignal(shutdownTimeout);
         // How far the run got: a failure names its folder once it has one, and how to resume where that can help.
         let stage: RunStage | undefined;
+        let lineage: LineageListener | undefined;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          lineage = lineageListener(settings.lineage, log);
           let manifest: Manifest;
           try {
             manifest = await scoreRun(request, {
@@ -76,6 +80,7 @@ export function registerScore(program: Command): void {
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
+              listener: allListeners([lineage]),
             });
           } finally {
             bar.stop();
@@ -99,6 +104,8 @@ export function registerScore(program: Command): void {
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
         } finally {
+          // After the result is printed; LINEAGE_DRAIN_MS at most, the exit code staying the run's.
+          await lineage?.drain();
           interrupt.dispose();
           storage.close();
         }
