@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
-import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -10,7 +10,18 @@ import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger 
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { ProducerQueue } from './producer-queue.js';
-import { ATTEMPTS, RETENTION, RUNS_QUEUE, SEGMENTS_QUEUE, segmentJobRun, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import {
+  ATTEMPTS,
+  JOB_PRIORITY,
+  RETENTION,
+  RUNS_QUEUE,
+  SEGMENTS_QUEUE,
+  runPriority,
+  segmentJobRun,
+  type QueueConfig,
+  type RunJobData,
+  type SegmentJobData,
+} from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
 import { PipelineRuns } from './pipeline-runs.js';
@@ -68,6 +79,8 @@ export interface RunStatus {
   out: string;
   /** The run options the enqueuer set (the worker fills in the rest from its own settings). */
   options: RunOptionsInput;
+  /** How soon workers take its jobs (its `priority` option, `normal` when unset). */
+  priority: RunPriority;
   /** What started the run; absent for runs enqueued by releases that kept none. */
   trigger?: RunTrigger;
   /** The `jobs/*.yaml` pipeline that started the run, if one did. */
@@ -206,7 +219,8 @@ export class RunQueue {
     }
     // Also a marker left by a cancelled run of this id whose job is gone (past its retention).
     await this.cancels.clear(runId);
-    const job = await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
+    const priority = JOB_PRIORITY[runPriority(data.request.options)];
+    const job = await this.queue.add('run', data, { jobId: runId, priority, ...ATTEMPTS.runs, ...RETENTION.runs });
     const pipeline = triggerPipeline(data.request.trigger);
     if (pipeline) await this.pipelineRuns.add(pipeline, runId, job.timestamp);
     return { runId, created: true, ...(resumed ? { resumed } : {}) };
@@ -436,6 +450,7 @@ export class RunQueue {
       model: job.data.request.model,
       out: job.data.request.out,
       options: job.data.request.options,
+      priority: runPriority(job.data.request.options),
       ...(trigger ? { trigger } : {}),
       ...(pipeline ? { pipeline } : {}),
       enqueuedAt: new Date(job.timestamp).toISOString(),
