@@ -24,6 +24,7 @@ import {
 } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
+import { IdempotencyKeys, type EnqueueAnswer, type IdempotentRequest } from './idempotency-keys.js';
 import { PipelineRuns } from './pipeline-runs.js';
 import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
@@ -115,13 +116,15 @@ export type FileDropSubmission = RunSubmission & {
   trigger: Extract<RunTrigger, { kind: 'event' | 'poll' }>;
 };
 
-/** How `enqueue` treats a run of the same id that failed or was cancelled. */
+/** How `enqueue` treats a run of the same id that failed or was cancelled, and a submission sent again. */
 export interface EnqueueOptions {
   /**
    * `resume` (the default, what a person asking again means): enqueue it again, keeping its
    * finished segments. `keep`: leave it as it is, as a trigger seeing the same file again must.
    */
   ifEnded?: 'resume' | 'keep';
+  /** `POST /runs`'s Idempotency-Key: the first answer given with it is answered again (`replayed`) for 24 h, see IdempotencyKeys. */
+  idempotency?: IdempotentRequest;
 }
 
 /**
@@ -176,6 +179,7 @@ export class RunQueue {
   private readonly cancels: RunCancels;
   private readonly drops: FileDropClaims;
   private readonly pipelineRuns: PipelineRuns;
+  private readonly idempotency: IdempotencyKeys;
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
@@ -189,6 +193,7 @@ export class RunQueue {
     this.cancels = new RunCancels(redis, config.prefix);
     this.drops = new FileDropClaims(redis, config.prefix);
     this.pipelineRuns = new PipelineRuns(redis, config.prefix);
+    this.idempotency = new IdempotencyKeys(redis, config.prefix);
   }
 
   /**
@@ -196,9 +201,17 @@ export class RunQueue {
    * the second time, while BullMQ keeps the job). A run that failed or was cancelled is enqueued
    * again (`resumed: true`): its job and segment jobs are replaced, and the segments it finished,
    * kept in storage, are not scored again; unless `ifEnded: 'keep'`, which leaves it. A run still
-   * `cancelling` is refused (E_RUN_CONFLICT) until its jobs have stopped.
+   * `cancelling` is refused (E_RUN_CONFLICT) until its jobs have stopped. With an `idempotency`
+   * key, a submission sent again within 24 h is answered as it was the first time.
    */
-  async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
+  async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<EnqueueAnswer & { replayed?: true }> {
+    const { idempotency, ...rest } = options;
+    if (!idempotency) return this.enqueueRun(submission, rest);
+    await this.ready();
+    return this.idempotency.once(idempotency, () => this.enqueueRun(submission, rest));
+  }
+
+  private async enqueueRun(submission: RunSubmission, options: Omit<EnqueueOptions, 'idempotency'>): Promise<EnqueueAnswer> {
     const data = validateSubmission(submission);
     const { runId } = data;
     await this.ready();

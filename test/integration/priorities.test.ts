@@ -1,27 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/queue/producer.js';
 import { SEGMENTS_QUEUE, segmentJobRun } from '../../src/queue/queues.js';
 import { runCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
-import { score, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, useRentalsInput } from '../helpers/scoring.js';
 
 const MODEL = 'mindsdb/home_rentals_model';
 const SEGMENT_ROWS = 200;
 
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let lowInput: string;
-let highInput: string;
-beforeAll(async () => {
-  tmp = await tempDir();
-  lowInput = join(tmp.dir, 'low.csv');
-  highInput = join(tmp.dir, 'high.csv');
-  await writeRentals(lowInput, 10 * SEGMENT_ROWS);
-  await writeRentals(highInput, 4 * SEGMENT_ROWS);
-});
-afterAll(() => tmp.cleanup());
+// The low run's input; the high run scores its first rows (--limit), in fewer segments.
+const files = useRentalsInput(10 * SEGMENT_ROWS);
 
 const f = useQueueFixture();
 
@@ -34,12 +25,15 @@ describe('run priorities on the queue', () => {
       // taken in once the queue goes on is the queue's alone.
       await segments.pause();
       f.worker(['--segments', '1']);
-      const out = join(tmp.dir, 'out');
-      await f.queue.enqueue({ input: lowInput, model: MODEL, out, options: { runId: 'low', segmentRows: SEGMENT_ROWS, priority: 'low' } });
+      const out = join(files.dir, 'out');
+      await f.queue.enqueue({ input: files.input, model: MODEL, out, options: { runId: 'low', segmentRows: SEGMENT_ROWS, priority: 'low' } });
       const waiting = async () => (await segments.getJobCounts('prioritized')).prioritized;
       await waitFor('the low run to be planned', async () => (await waiting()) === 10, 30_000);
       const high = await runCli(
-        ['enqueue', highInput, '--model', MODEL, '--out', out, '--run-id', 'high', '--segment-rows', String(SEGMENT_ROWS), '--priority', 'high', '--json'],
+        [
+          ...['enqueue', files.input, '--model', MODEL, '--out', out, '--run-id', 'high'],
+          ...['--segment-rows', String(SEGMENT_ROWS), '--limit', String(4 * SEGMENT_ROWS), '--priority', 'high', '--json'],
+        ],
         f.env(),
       );
       expect([high.code, JSON.parse(high.stdout)]).toEqual([0, { runId: 'high', created: true }]);
@@ -58,8 +52,8 @@ describe('run priorities on the queue', () => {
       expect(done.map((j) => j.priority)).toEqual([...Array<number>(4).fill(1), ...Array<number>(10).fill(3)]);
 
       // Priority orders the work, never what it writes.
-      await score(highInput, join(tmp.dir, 'direct'), { service: f.sim.url, runId: 'direct', segmentRows: SEGMENT_ROWS });
-      expect(await readFile(join(out, 'high', 'predictions.csv'))).toEqual(await readFile(join(tmp.dir, 'direct', 'direct', 'predictions.csv')));
+      await score(files.input, join(files.dir, 'direct'), { service: f.sim.url, runId: 'direct', segmentRows: SEGMENT_ROWS, limit: 4 * SEGMENT_ROWS });
+      expect(await readFile(join(out, 'high', 'predictions.csv'))).toEqual(await readFile(join(files.dir, 'direct', 'direct', 'predictions.csv')));
     } finally {
       await segments.close();
     }
