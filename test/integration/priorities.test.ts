@@ -10,13 +10,16 @@ import { score, useRentalsInput } from '../helpers/scoring.js';
 
 const MODEL = 'mindsdb/home_rentals_model';
 const SEGMENT_ROWS = 200;
+const LOW_SEGMENTS = 6;
+const HIGH_SEGMENTS = 3;
 
 // The low run's input; the high run scores its first rows (--limit), in fewer segments.
-const files = useRentalsInput(10 * SEGMENT_ROWS);
+const files = useRentalsInput(LOW_SEGMENTS * SEGMENT_ROWS);
 
 const f = useQueueFixture();
 
 describe('run priorities on the queue', () => {
+  // Three processes and two runs on two busy cores: room beyond the 60 s default.
   it("takes a high-priority run's segments before those of a low-priority run already waiting, and writes the same output", async () => {
     await f.setup({ latencyMs: 5 });
     const segments = new Queue(SEGMENTS_QUEUE, { connection: { url: f.redisUrl }, prefix: f.prefix });
@@ -28,16 +31,16 @@ describe('run priorities on the queue', () => {
       const out = join(files.dir, 'out');
       await f.queue.enqueue({ input: files.input, model: MODEL, out, options: { runId: 'low', segmentRows: SEGMENT_ROWS, priority: 'low' } });
       const waiting = async () => (await segments.getJobCounts('prioritized')).prioritized;
-      await waitFor('the low run to be planned', async () => (await waiting()) === 10, 30_000);
+      await waitFor('the low run to be planned', async () => (await waiting()) === LOW_SEGMENTS, 30_000);
       const high = await runCli(
         [
           ...['enqueue', files.input, '--model', MODEL, '--out', out, '--run-id', 'high'],
-          ...['--segment-rows', String(SEGMENT_ROWS), '--limit', String(4 * SEGMENT_ROWS), '--priority', 'high', '--json'],
+          ...['--segment-rows', String(SEGMENT_ROWS), '--limit', String(HIGH_SEGMENTS * SEGMENT_ROWS), '--priority', 'high', '--json'],
         ],
         f.env(),
       );
       expect([high.code, JSON.parse(high.stdout)]).toEqual([0, { runId: 'high', created: true }]);
-      await waitFor('the high run to be planned', async () => (await waiting()) === 14, 30_000);
+      await waitFor('the high run to be planned', async () => (await waiting()) === LOW_SEGMENTS + HIGH_SEGMENTS, 30_000);
       const shown = JSON.parse((await runCli(['status', 'high', '--json'], f.env())).stdout) as RunStatus;
       expect([shown.priority, shown.options.priority]).toEqual(['high', 'high']);
       expect((await f.queue.get('low'))?.priority).toBe('low');
@@ -46,16 +49,21 @@ describe('run priorities on the queue', () => {
       expect((await f.finished('low')).state).toBe('completed');
       expect((await f.finished('high')).state).toBe('completed');
       const done = (await segments.getJobs(['completed'])).sort((a, b) => a.processedOn! - b.processedOn!);
-      expect(done).toHaveLength(14);
+      expect(done).toHaveLength(LOW_SEGMENTS + HIGH_SEGMENTS);
       // One segment at a time: every high one, then every low one, though the low ones waited first.
-      expect(done.map((j) => segmentJobRun(j.id!))).toEqual([...Array<string>(4).fill('high'), ...Array<string>(10).fill('low')]);
-      expect(done.map((j) => j.priority)).toEqual([...Array<number>(4).fill(1), ...Array<number>(10).fill(3)]);
+      expect(done.map((j) => segmentJobRun(j.id!))).toEqual([...Array<string>(HIGH_SEGMENTS).fill('high'), ...Array<string>(LOW_SEGMENTS).fill('low')]);
+      expect(done.map((j) => j.priority)).toEqual([...Array<number>(HIGH_SEGMENTS).fill(1), ...Array<number>(LOW_SEGMENTS).fill(3)]);
 
       // Priority orders the work, never what it writes.
-      await score(files.input, join(files.dir, 'direct'), { service: f.sim.url, runId: 'direct', segmentRows: SEGMENT_ROWS, limit: 4 * SEGMENT_ROWS });
+      await score(files.input, join(files.dir, 'direct'), {
+        service: f.sim.url,
+        runId: 'direct',
+        segmentRows: SEGMENT_ROWS,
+        limit: HIGH_SEGMENTS * SEGMENT_ROWS,
+      });
       expect(await readFile(join(out, 'high', 'predictions.csv'))).toEqual(await readFile(join(files.dir, 'direct', 'direct', 'predictions.csv')));
     } finally {
       await segments.close();
     }
-  });
+  }, 120_000);
 });
