@@ -6,8 +6,8 @@ import { failureCode } from '../queue/to-queue-error.js';
 import { enqueueCommand } from './resume-command.js';
 
 /**
- * One line of a run for `status`: state, rows done/total, rows/s, ETA, what started it (and its
- * pipeline, if one did), output location, failures.
+ * One line of a run for `status`: state, rows done/total, rows/s, ETA, its priority unless
+ * `normal`, what started it (and its pipeline, if one did), output location, failures.
  */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
@@ -17,7 +17,21 @@ export function formatRunStatus(s: RunStatus): string {
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
   const failed = s.failedReason ? `failed: ${s.failedReason}` : '';
-  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, `by ${describeTrigger(s.trigger)}`, s.folder, failed]
+  const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
+  const line = [
+    s.runId,
+    s.state,
+    rows,
+    segments,
+    rate,
+    eta,
+    quarantined,
+    priority,
+    `attempts ${s.attempts}`,
+    `by ${describeTrigger(s.trigger)}`,
+    s.folder,
+    failed,
+  ]
     .filter(Boolean)
     .join('  ');
   return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;

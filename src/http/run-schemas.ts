@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
+import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
@@ -82,6 +82,8 @@ export const runStatusSchema = z.object({
   out: z.string(),
   /** The run options the submission set. */
   options: z.record(z.string(), z.unknown()),
+  /** How soon workers take the run's segments: its `priority` option, `normal` when it set none. */
+  priority: z.enum(RUN_PRIORITIES),
   /** What started the run (cli, api, schedule, event, poll); absent for runs of releases that kept none. */
   trigger: runTriggerSchema.optional(),
   /** The `jobs/*.yaml` pipeline that started the run, if one did. */

@@ -15,7 +15,7 @@ import { requireRunFile } from '../pipeline/run-state.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
+import { ATTEMPTS, JOB_PRIORITY, RETENTION, WORKER_ID, runPriority, segmentJobId, type RunJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
@@ -83,6 +83,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         if (todo.length > 0) {
           signal.throwIfAborted();
           const { runId } = run;
+          // Taken before the segments of runs of lower priority, even those waiting already.
+          const priority = JOB_PRIORITY[runPriority(data.request.options)];
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
@@ -91,6 +93,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
                 jobId: segmentJobId(runId, job.timestamp, index),
                 parent: { id: job.id!, queue: job.queueQualifiedName },
                 failParentOnFailure: true,
+                priority,
                 ...ATTEMPTS.segments,
                 ...RETENTION.segments,
               },
