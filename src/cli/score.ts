@@ -6,6 +6,7 @@ import { createLogger } from '../log.js';
 import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -20,6 +21,7 @@ import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 import { serviceClientFactory } from '../pipeline/run-client.js';
+import { directWebhooks } from './webhooks.js';
 
 /** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -60,12 +62,14 @@ export function registerScore(program: Command): void {
         const interrupt = interruptSignal(shutdownTimeout);
         // How far the run got: a failure names its folder once it has one, and how to resume where that can help.
         let stage: RunStage | undefined;
+        let webhooks: ReturnType<typeof directWebhooks>;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          webhooks = directWebhooks(settings, storage, log);
           let manifest: Manifest;
           try {
             manifest = await scoreRun(request, {
@@ -75,6 +79,7 @@ export function registerScore(program: Command): void {
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
+              listener: allListeners(webhooks ? [webhooks.listener] : []),
             });
           } finally {
             bar.stop();
@@ -98,6 +103,8 @@ export function registerScore(program: Command): void {
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
         } finally {
+          // Told once the result is out; bounded, and never a change to the exit code (see directNotifier).
+          await webhooks?.settled();
           interrupt.dispose();
           storage.close();
         }

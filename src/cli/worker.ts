@@ -3,10 +3,12 @@ import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
 import { createLogger } from '../log.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
+import { queuedWebhooks } from './webhooks.js';
 
 /** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
 const METRICS_HOST = '127.0.0.1';
@@ -65,6 +67,7 @@ export function registerWorker(program: Command): void {
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
         const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        const webhooks = await queuedWebhooks(settings, queue, storage, log);
         const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,
@@ -75,7 +78,8 @@ export function registerWorker(program: Command): void {
           runDefaults: settings.runDefaults,
           metrics,
           // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-          alsoProcess: [scheduledRuns(queue, log)],
+          alsoProcess: [scheduledRuns(queue, log), ...(webhooks ? [webhooks.also] : [])],
+          listener: allListeners(webhooks ? [webhooks.listener] : []),
         });
         await runUntilSignal(log, async () => {
           await worker.close();
