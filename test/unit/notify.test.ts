@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
 import { BatchScorerError } from '../../src/errors.js';
+import { notificationsSection } from '../../src/http/notifications-section.js';
+import type { DeliveryRecord } from '../../src/notify/delivery-record.js';
 import { notifyConfig, targetsOf } from '../../src/notify/notify-config.js';
 import { runEvents } from '../../src/notify/notify-events.js';
 import { deliveriesOf, deliveryId } from '../../src/notify/webhook-delivery.js';
@@ -212,5 +214,38 @@ describe("a pipeline's notify in jobs/*.yaml", () => {
     await expect(bad).rejects.toThrow(/notify\.urls\.0.*is not an http\(s\) URL/);
     await expect(bad).rejects.not.toThrow(/tokenInPath/);
     await expect(loadPipelines(jobs(pipeline('notify: { url: "https://hooks.example/x" }\n')))).rejects.toThrow(/notify/);
+  });
+});
+
+describe("the run page's notifications", () => {
+  it('list each delivery with its events, origin, attempts, last answer and outcome; nothing without deliveries', () => {
+    const record: DeliveryRecord = {
+      deliveryId: 'r1.failed.0123456789ab',
+      events: ['failed', 'drift'],
+      target: 'https://hooks.example',
+      attempts: 3,
+      lastStatus: null,
+      lastError: '<ECONNREFUSED>',
+      outcome: 'gave-up',
+      at: '2026-11-26T02:00:05.000Z',
+    };
+    const text = notificationsSection([
+      record,
+      { ...record, deliveryId: 'r1.failed.ba9876543210', attempts: 1, lastStatus: 200, lastError: null, outcome: 'delivered' },
+    ]).toString();
+    const rows = [...text.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].slice(1).map((m) =>
+      [...m[1].matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((c) =>
+        c[1]
+          .replace(/<[^>]+>/g, '')
+          .replace(/\s+/g, ' ')
+          .trim(),
+      ),
+    );
+    expect(rows).toEqual([
+      ['r1.failed.0123456789ab', 'failed, drift', 'https://hooks.example', '3', '&lt;ECONNREFUSED&gt;', 'gave-up 2026-11-26T02:00:05.000Z'],
+      ['r1.failed.ba9876543210', 'failed, drift', 'https://hooks.example', '1', '200', 'delivered 2026-11-26T02:00:05.000Z'],
+    ]);
+    expect(notificationsSection([])).toBe('');
+    expect(notificationsSection(undefined)).toBe('');
   });
 });
