@@ -8,9 +8,11 @@ import { DIRECT_BUDGET_MS } from '../../src/notify/direct-notifier.js';
 import { NOTIFICATIONS_QUEUE } from '../../src/notify/queued-notifier.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
+import { createStorage } from '../../src/storage/storage.js';
 import type { ScheduledRunResult } from '../../src/triggers/scheduled-run.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { mountRunPages } from '../helpers/run-pages.js';
 import { rentalsWithSqft, tempDir, writeRentals } from '../helpers/scoring.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -166,6 +168,20 @@ describe('webhooks of queued runs', () => {
       lastError: null,
       outcome: 'delivered',
     });
+    // The run page lists it.
+    const storage = createStorage();
+    const app = await mountRunPages(f, storage);
+    try {
+      const page = (await app.inject({ method: 'GET', url: `/ui/runs/${status.runId}` })).body.replace(/>\s+</g, '><');
+      expect(page).toContain(`<section class="card" id="notifications"><h2>Notifications</h2>`);
+      expect(page).toContain(
+        `<td><code>${taken.id}</code></td><td>completed</td><td class="wrap">${new URL(everyEnd.url).origin}</td><td class="num">1</td><td>200</td><td>delivered`,
+      );
+      expect(page).not.toContain('receiver-secret');
+    } finally {
+      await app.close();
+      storage.close();
+    }
   });
 });
 
