@@ -7,10 +7,10 @@ import { createLogger } from '../log.js';
 import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
-import { allListeners } from '../pipeline/run-listener.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { refusedWhilePlanning } from '../pipeline/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../pipeline/score-run.js';
@@ -23,6 +23,7 @@ import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 import { serviceClientFactory } from '../pipeline/run-client.js';
+import { directWebhooks } from './webhooks.js';
 
 /** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -64,6 +65,7 @@ export function registerScore(program: Command): void {
         // How far the run got: a failure names its folder once it has one, and how to resume where that can help.
         let stage: RunStage | undefined;
         let lineage: LineageListener | undefined;
+        let webhooks: ReturnType<typeof directWebhooks>;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
@@ -71,6 +73,7 @@ export function registerScore(program: Command): void {
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
           lineage = lineageListener(settings.lineage, log);
+          webhooks = directWebhooks(settings, storage, log);
           let manifest: Manifest;
           try {
             manifest = await scoreRun(request, {
@@ -80,7 +83,7 @@ export function registerScore(program: Command): void {
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
-              listener: allListeners([lineage]),
+              listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])]),
             });
           } finally {
             bar.stop();
@@ -104,8 +107,8 @@ export function registerScore(program: Command): void {
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
         } finally {
-          // After the result is printed; LINEAGE_DRAIN_MS at most, the exit code staying the run's.
-          await lineage?.drain();
+          // After the result is printed, each bounded (LINEAGE_DRAIN_MS, directNotifier): the exit code stays the run's.
+          await Promise.all([lineage?.drain(), webhooks?.settled()]);
           interrupt.dispose();
           storage.close();
         }

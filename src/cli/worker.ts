@@ -9,6 +9,7 @@ import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
+import { queuedWebhooks } from './webhooks.js';
 
 /** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
 const METRICS_HOST = '127.0.0.1';
@@ -68,6 +69,7 @@ export function registerWorker(program: Command): void {
         const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
         const lineage = lineageListener(settings.lineage, log);
+        const webhooks = await queuedWebhooks(settings, queue, storage, log);
         const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,
@@ -78,8 +80,8 @@ export function registerWorker(program: Command): void {
           runDefaults: settings.runDefaults,
           metrics,
           // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-          alsoProcess: [scheduledRuns(queue, log)],
-          listener: allListeners([lineage]),
+          alsoProcess: [scheduledRuns(queue, log), ...(webhooks ? [webhooks.also] : [])],
+          listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])]),
         });
         await runUntilSignal(log, async () => {
           await worker.close();

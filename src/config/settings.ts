@@ -6,6 +6,8 @@ import { BatchScorerError, errorMessage } from '../errors.js';
 import { redisUrlSchema } from '../queue/redis-target.js';
 import { lineageSettingsFromEnv, type LineageSettings } from '../lineage/lineage-settings.js';
 import { inputKind } from '../storage/input-files.js';
+import type { NotifySettings } from '../notify/notify-config.js';
+import { webhookUrlProblem } from '../notify/webhook-url.js';
 import { hasScheme, parseLocation, type Location } from '../storage/location.js';
 import type { S3Settings } from '../storage/s3-settings.js';
 import { s3SettingsFromEnv } from '../storage/s3-settings.js';
@@ -63,6 +65,8 @@ export interface Settings {
   jobsDir: string;
   /** OPENLINEAGE_URL and the settings beside it: where run events go; unset, none are sent. */
   lineage?: LineageSettings;
+  /** NOTIFY_URLS, NOTIFY_SECRET (never logged) and PUBLIC_URL: the webhooks told of every run's end (see src/notify/). */
+  notify: NotifySettings;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
@@ -85,6 +89,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     port: portFromEnv(env.PORT),
     jobsDir: env.JOBS_DIR || 'jobs',
     lineage: lineageSettingsFromEnv(env),
+    notify: notifyFromEnv(env),
   };
 }
 
@@ -95,7 +100,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
 export const MIN_SECRET_LENGTH = 16;
 
 /** A secret setting, refused when set but shorter than MIN_SECRET_LENGTH (its length is said, never its value). */
-function secretFromEnv(env: NodeJS.ProcessEnv, name: 'API_TOKEN' | 'DASHBOARD_PASSWORD'): string | undefined {
+function secretFromEnv(env: NodeJS.ProcessEnv, name: 'API_TOKEN' | 'DASHBOARD_PASSWORD' | 'NOTIFY_SECRET'): string | undefined {
   const value = env[name] || undefined;
   if (value !== undefined && value.length < MIN_SECRET_LENGTH) {
     throw new BatchScorerError(
@@ -115,6 +120,36 @@ function dashboardFromEnv(env: NodeJS.ProcessEnv): Settings['dashboard'] {
     throw new BatchScorerError('E_CONFIG', `${missing} is not set: set both DASHBOARD_USER and DASHBOARD_PASSWORD, or neither`);
   }
   return undefined;
+}
+
+/**
+ * NOTIFY_URLS, each refused without being quoted (a path or query may hold a token); NOTIFY_SECRET,
+ * which any target needs (an unsigned delivery could be forged by anyone who finds the receiver);
+ * PUBLIC_URL, `serve`'s address as people reach it, for links to run pages.
+ */
+function notifyFromEnv(env: NodeJS.ProcessEnv): NotifySettings {
+  const urls = (listSetting(env, 'NOTIFY_URLS') ?? []).map((text, i) => {
+    const problem = webhookUrlProblem(text);
+    if (problem) throw new BatchScorerError('E_CONFIG', `NOTIFY_URLS entry ${i + 1} ${problem}`);
+    return text;
+  });
+  const secret = secretFromEnv(env, 'NOTIFY_SECRET');
+  if (urls.length > 0 && !secret) {
+    throw new BatchScorerError(
+      'E_CONFIG',
+      `NOTIFY_URLS is set but NOTIFY_SECRET is not: every delivery is signed with it; set one of ${MIN_SECRET_LENGTH} characters at least, e.g. NOTIFY_SECRET=$(openssl rand -hex 24)`,
+    );
+  }
+  const publicUrl = env.PUBLIC_URL ? publicUrlSetting(env.PUBLIC_URL) : undefined;
+  return { urls, ...(secret && { secret }), ...(publicUrl && { publicUrl }) };
+}
+
+/** PUBLIC_URL without its trailing slash: http(s), without credentials, query or fragment (not quoted: it might hold them). */
+function publicUrlSetting(text: string): string {
+  const problem =
+    webhookUrlProblem(text) ?? (/[?#]/.test(text) ? 'has a query or fragment: write the address run pages are under, e.g. https://scorer.example' : undefined);
+  if (problem) throw new BatchScorerError('E_CONFIG', `PUBLIC_URL ${problem}`);
+  return text.replace(/\/+$/, '');
 }
 
 /**

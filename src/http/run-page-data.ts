@@ -6,6 +6,7 @@ import { errorMessage, NotFoundError } from '../errors.js';
 import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
 import { readManifest, type Manifest } from '../pipeline/manifest.js';
 import { comparisonSchema, type Comparison } from '../pipeline/model-comparison.js';
+import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-record.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
@@ -88,6 +89,8 @@ export interface RunPageView {
   /** Shadow scoring's comparison.json, read for its differing rows when the manifest has a `comparison`; or why it was not read. */
   comparison?: Comparison | { unread: string };
   quarantined: { rows: (QuarantinedRow | { unreadable: string })[]; from: string } | undefined;
+  /** The webhook deliveries of the run's end (`notifications/` of its folder), when it has any. */
+  notifications?: DeliveryRecord[];
   problems: string[];
 }
 
@@ -141,6 +144,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const segments = await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded));
   const quarantined = await attempt('quarantined rows', () => quarantineSample(sources.storage, folder, details.segments));
   const comparison = manifest?.comparison ? await attempt('comparison.json', () => comparisonFile(sources.storage, folder)) : undefined;
+  const notifications = manifest ? await attempt('notifications/', () => readDeliveryRecords(sources.storage, folder)) : undefined;
   return {
     status,
     ...(details.progress ? { progress: details.progress } : status.progress ? { progress: status.progress } : {}),
@@ -150,6 +154,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     ...(prepared ? { prepared: { model: prepared.model, service: prepared.service } } : {}),
     ...(describe ? { describe } : {}),
     ...(comparison ? { comparison } : {}),
+    ...(notifications?.length ? { notifications } : {}),
     quarantined,
     problems,
   };

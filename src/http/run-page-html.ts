@@ -3,6 +3,7 @@ import { RUN_STATES, runEnded, type RunState, type RunStatus } from '../queue/pr
 import { failureCode } from '../queue/to-queue-error.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
+import { notificationsSection } from './notifications-section.js';
 import type { NumericSummary, PageManifest, PredictionProfile, RunListFilter, RunListPage, RunPageView, SegmentCell } from './run-page-data.js';
 
 /** Seconds between reloads of the page of a run that is still waiting or running. */
@@ -244,7 +245,7 @@ export function renderMessage(ctx: PageContext, title: string, message: string):
   ).text;
 }
 
-/** `/ui/runs/:id`: a run's progress, segments, throughput, prediction profile, drift, comparison, quarantined rows, model and outputs. */
+/** `/ui/runs/:id`: a run's progress, segments, throughput, prediction profile, drift, comparison, quarantined rows, model, outputs and webhook deliveries. */
 export function renderRunPage(ctx: PageContext, view: RunPageView): string {
   const { status, manifest } = view;
   const live = !runEnded(status);
@@ -257,7 +258,8 @@ export function renderRunPage(ctx: PageContext, view: RunPageView): string {
     ${status.failedReason && view.progress ? html`<p class="notice error" id="failure">${excerpt(status.failedReason, MESSAGE_BYTES)}</p>` : ''}
     ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${triggerSection(ctx, status.trigger)}
     ${segmentsSection(view)} ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${driftSection(ctx, manifest)}
-    ${comparisonSection(ctx, view, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}`;
+    ${comparisonSection(ctx, view, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}
+    ${notificationsSection(view.notifications)}`;
   return page(ctx, `Run ${status.runId}`, body, { refresh: live, charts }).text;
 }
 

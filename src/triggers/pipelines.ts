@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { checkedText } from '../config/checked-text.js';
 import { formatIssues, runOptionsSchema, type RunOptionsInput } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
+import { pipelineNotifySchema, type PipelineNotify } from '../notify/pipeline-notify.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation, type Location } from '../storage/location.js';
 import { templateProblem } from './date-template.js';
@@ -27,6 +28,8 @@ interface PipelineBase {
   output: string;
   /** Run options as written (`batchSize`, not `--batch-size`); the worker defaults the rest. */
   options: RunOptionsInput;
+  /** Webhooks told of its runs' ends (see src/notify/), read by the workers where runs end. */
+  notify?: PipelineNotify;
   source: PipelineSource;
 }
 
@@ -79,6 +82,8 @@ const pipelineDocumentSchema = z
       .optional(),
     /** Run options, checked as flags are (see run-options.ts). */
     options: z.record(z.string(), z.unknown()).default({}),
+    /** `{ urls: [...], on: [completed, failed, expired, cancelled, drift] }`: webhooks told of its runs' ends. */
+    notify: pipelineNotifySchema.optional(),
   })
   .strict()
   .superRefine((doc, ctx) => {
@@ -180,13 +185,20 @@ function describeIssues(error: z.ZodError): string {
   const rest = error.issues.filter((i) => !own.includes(i));
   const fields = own.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys : [])).map((k) => `"${k}"`);
   return [
-    ...(fields.length > 0 ? [`unknown field(s) ${fields.join(', ')}: a pipeline has name, model, input, output, schedule, trigger and options`] : []),
+    ...(fields.length > 0 ? [`unknown field(s) ${fields.join(', ')}: a pipeline has name, model, input, output, schedule, trigger, options and notify`] : []),
     ...(rest.length > 0 ? [formatIssues(new z.ZodError(rest))] : []),
   ].join('; ');
 }
 
 function toPipeline(doc: z.output<typeof pipelineDocumentSchema>, source: PipelineSource): Pipeline {
-  const common = { name: doc.name, model: doc.model, output: doc.output, options: doc.options as RunOptionsInput, source };
+  const common = {
+    name: doc.name,
+    model: doc.model,
+    output: doc.output,
+    options: doc.options as RunOptionsInput,
+    ...(doc.notify && { notify: doc.notify }),
+    source,
+  };
   if (doc.schedule) return { ...common, kind: 'schedule', input: doc.input!, schedule: doc.schedule };
   return { ...common, kind: 'trigger', trigger: doc.trigger! };
 }

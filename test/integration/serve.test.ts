@@ -200,6 +200,9 @@ describe('serve', () => {
 
     const missing = await post({ model: MODEL });
     expect(fields(missing)).toEqual(['input', 'out']);
+    // A submitter names no webhook targets: where the deployment sends requests is not theirs to choose.
+    const hooks = { urls: ['http://169.254.169.254/latest'] };
+    expect(fields(await post({ input, model: MODEL, out: tmp.dir, notify: hooks, options: { notify: hooks } }))).toEqual(['notify', 'options.notify']);
     const notJson = await post('{"input": ');
     expect([notJson.status, notJson.json?.error]).toEqual([400, 'E_USAGE']);
     const huge = await post({ input, model: MODEL, out: tmp.dir, options: { params: { pad: 'x'.repeat(100 * 1024) } } });

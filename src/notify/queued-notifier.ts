@@ -1,0 +1,61 @@
+import { Queue, UnrecoverableError, type Processor } from 'bullmq';
+import type { Logger } from '../log.js';
+import type { RunListener } from '../pipeline/run-listener.js';
+import { redisConnection, type QueueConfig } from '../queue/queues.js';
+import type { AlsoProcessed } from '../queue/worker-options.js';
+import type { Storage } from '../storage/storage-types.js';
+import { attemptDelivery } from './delivery-attempt.js';
+import type { NotifyConfig } from './notify-config.js';
+import { deliveriesOf, type WebhookDelivery } from './webhook-delivery.js';
+
+/** Webhook deliveries: one job per run end and target, its id the delivery's. */
+export const NOTIFICATIONS_QUEUE = 'notifications';
+
+/**
+ * Five attempts, 1 s apart and doubling (at 0, 1, 3, 7 and 15 s): a receiver failing twice has
+ * the third within seconds. Kept a week: a run end told again meanwhile finds its job by id
+ * and is not delivered twice.
+ */
+export const NOTIFICATION_JOB_OPTS = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1_000 },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 5000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 5000 },
+} as const;
+
+/**
+ * Queue mode's webhooks: a listener that enqueues each delivery of a run end (in the background:
+ * a run's end is never delayed by it), and the notifications queue as a worker takes it (see
+ * WorkerOptions.alsoProcess), whose processor makes one attempt per take. At least once: a
+ * delivery whose answer was lost is sent again, with the same X-Batch-Scorer-Delivery.
+ */
+export function queuedNotifier(queue: QueueConfig, config: NotifyConfig, storage: Storage, log: Logger): { listener: RunListener; also: AlsoProcessed } {
+  const notifyLog = log.child({ queue: NOTIFICATIONS_QUEUE });
+  // A worker's connection: an add waits out a Redis outage instead of failing (the delivery would be lost).
+  const connection = redisConnection(queue, 'worker');
+  const notifications = new Queue<WebhookDelivery>(NOTIFICATIONS_QUEUE, { connection, prefix: queue.prefix });
+  notifications.on('error', (err) => notifyLog.warn({ err }, 'notifications queue error'));
+  const listener: RunListener = {
+    runStarted: () => undefined,
+    runEnded: (manifest) => {
+      for (const delivery of deliveriesOf(manifest, config)) {
+        notifications
+          .add('webhook', delivery, { ...NOTIFICATION_JOB_OPTS, jobId: delivery.id })
+          .catch((err: unknown) => notifyLog.error({ err, runId: manifest.runId, deliveryId: delivery.id }, 'could not enqueue the webhook delivery'));
+      }
+    },
+  };
+  const processor: Processor<WebhookDelivery> = async (job) => {
+    const number = job.attemptsMade + 1;
+    const last = () => number >= (job.opts.attempts ?? 1);
+    const result = await attemptDelivery(job.data, { number, last }, { secret: config.secret, storage, log: notifyLog });
+    if (result.verdict === 'delivered') return { status: result.status };
+    const why = `webhook answered ${result.status ?? result.error}`;
+    throw result.verdict === 'give-up' ? new UnrecoverableError(`${why}: not tried again`) : new Error(why);
+  };
+  const close = async () => {
+    await notifications.close();
+    await connection.close();
+  };
+  return { listener, also: { queue: NOTIFICATIONS_QUEUE, processor, close } };
+}
