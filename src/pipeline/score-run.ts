@@ -15,6 +15,7 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
+import { capLimit, capLimits, cappedPredictor, ExpiredError, MemoryRunCaps, readCapUsage, runExpired, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
 
@@ -51,10 +52,20 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
+  // The caps count what the run's earlier attempts sent: every predict attempt goes through them.
+  const caps = new MemoryRunCaps(capLimits(request.options), await readCapUsage(storage, folder, ctx.signal));
+  const own = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
+  const client = cappedPredictor(own, caps);
   let run: PreparedRun | undefined;
+  let claimed = false;
+  // The segments finished (earlier attempts' too) and the rows scored in them: what an expired run keeps.
+  const kept = { segments: 0, rows: 0 };
   try {
-    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    const onClaimed = () => {
+      claimed = true;
+      ctx.onStage?.('claimed');
+    };
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
     run = started.run;
@@ -99,6 +110,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       limit,
       readAhead: new ReadAhead(() => limit.concurrency, run.request.options.batchSize),
       budget,
+      caps,
       log,
       signal,
       stopSignal: ctx.signal,
@@ -126,11 +138,25 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
           tracker.segmentsDone++;
           budget.report(index, done.rowsQuarantined);
           finished.add(index, done);
+          kept.segments++;
+          kept.rows += done.rowsScored;
           continue;
         }
         const segment = segments(async () => {
           signal.throwIfAborted();
-          finished.add(index, await scoreSegment(work, index));
+          // Past a cap, the run sends nothing more: segments not begun are left to a resume.
+          if (caps.expired) return;
+          let done;
+          try {
+            done = await scoreSegment(work, index);
+          } catch (err) {
+            // Stopped on a cap, a segment does not stop its siblings: their batches in flight finish.
+            if (err instanceof ExpiredError) return;
+            throw err;
+          }
+          finished.add(index, done);
+          kept.segments++;
+          kept.rows += done.rowsScored;
           tracker.segmentsDone++;
           report();
         });
@@ -142,6 +168,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       }
       await Promise.all(scoring);
       await started.planned;
+      if (caps.expired) throw new ExpiredError(caps.expired);
     } catch (err) {
       const cause = failed?.err ?? err;
       failFast.abort();
@@ -157,10 +184,28 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     // Planning may still be reading the input (run.json could not be stored, say): it stops too.
     failFast.abort();
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
-    const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
+    let err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
+    // Stopped on a cap (planning's probe may meet it too): the run's error says which, and how far it got.
+    if (caught instanceof ExpiredError && !caught.cap) {
+      const { requests, rows } = caps.usage;
+      err = runExpired(runId, {
+        kind: caught.kind,
+        limit: capLimit(caught.kind, request.options),
+        reached: {
+          requests,
+          rowsSent: rows,
+          rowsScored: kept.rows,
+          rowsTotal: run?.input.rows ?? 0,
+          segmentsDone: kept.segments,
+          segmentsTotal: run?.input.segments.length ?? 0,
+        },
+      });
+    }
+    // What this attempt sent counts against the caps of the run's resumes.
+    if (claimed) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
     throw err;
   } finally {
-    await client.close();
+    await own.close();
   }
 }

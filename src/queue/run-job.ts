@@ -1,6 +1,6 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
 import { checkOutput, checkRun } from '../config/deployment-policy.js';
-import { parseRunOptions, type RunOptions } from '../config/run-options.js';
+import { CAP_OPTIONS, parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorRateExceeded } from '../pipeline/error-budget.js';
@@ -163,13 +163,14 @@ function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
  * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run has
  * claimed its folder, its stored request stands (if the enqueuer's own options still match it), so
  * that a retry on a worker with other defaults goes on with the run as it began instead of refusing
- * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
+ * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect,
+ * and its caps, set or not (see CAP_OPTIONS).
  */
 async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
   const folder = runFiles.folder(data.request.out, data.runId);
   const stored = (await readPreparedRun(ctx.storage, folder))?.request ?? (await readClaimedRequest(ctx.storage, folder));
   if (!stored) return request;
-  const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
+  const set = [...new Set([...Object.keys(data.request.options), ...CAP_OPTIONS])].filter((k) => k !== 'runId') as (keyof RunOptions)[];
   const asSet = { ...stored.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
   return sameRequest(stored, { ...request, options: asSet }) ? withNeutralOptions(stored, asSet) : request;
 }
