@@ -86,7 +86,7 @@ export function capped(limits: CapLimits): boolean {
 }
 
 /** The limit of a cap, as the manifest shows it: its count, or the deadline's ISO time. */
-export function capLimit(kind: CapKind, options: Pick<RunOptions, 'maxRequests' | 'maxRows' | 'deadline'>): number | string {
+export function capLimit(kind: CapKind, options: { maxRequests?: number; maxRows?: number; deadline?: string }): number | string {
   return kind === 'max-requests' ? (options.maxRequests ?? 0) : kind === 'max-rows' ? (options.maxRows ?? 0) : (options.deadline ?? '');
 }
 
@@ -105,6 +105,14 @@ export function runExpired(runId: string, cap: CapReached): ExpiredError {
     `run ${runId} expired: ${what} ${after}; ${n(r.rowsScored)} of ${n(r.rowsTotal)} rows scored in ${r.segmentsDone} of ${r.segmentsTotal} finished segments; resume it with ${higher} (or none)`,
     cap,
   );
+}
+
+/**
+ * Whether a run expired on `kind` refuses a take of `count`: every take, but past --max-rows the
+ * batches already given their rows are still sent (and retried), so that the rows counted are sent.
+ */
+export function refuses(kind: CapKind, count: 'requests' | 'rows'): boolean {
+  return kind !== 'max-rows' || count === 'rows';
 }
 
 /** The caps of a run scored in one process (`score`), counted from what its earlier attempts used. */
@@ -131,7 +139,7 @@ export class MemoryRunCaps implements RunCaps {
 
   takeRequest(): Promise<void> {
     const { maxRequests } = this.limits;
-    const refused = this.refusal(maxRequests !== undefined && this.used.requests + 1 > maxRequests ? 'max-requests' : undefined);
+    const refused = this.refusal(maxRequests !== undefined && this.used.requests + 1 > maxRequests ? 'max-requests' : undefined, 'requests');
     if (refused) return Promise.reject(refused);
     this.used.requests++;
     return Promise.resolve();
@@ -139,17 +147,17 @@ export class MemoryRunCaps implements RunCaps {
 
   takeRows(rows: number): Promise<void> {
     const { maxRows } = this.limits;
-    const refused = this.refusal(maxRows !== undefined && this.used.rows + rows > maxRows ? 'max-rows' : undefined);
+    const refused = this.refusal(maxRows !== undefined && this.used.rows + rows > maxRows ? 'max-rows' : undefined, 'rows');
     if (refused) return Promise.reject(refused);
     this.used.rows += rows;
     return Promise.resolve();
   }
 
-  /** The refusal of a take once the run has expired, or now expires on `kind` or its deadline. */
-  private refusal(kind: CapKind | undefined): ExpiredError | undefined {
+  /** The refusal of a take of `count` once the run has expired, or now expires on `kind` or its deadline. */
+  private refusal(kind: CapKind | undefined, count: 'requests' | 'rows'): ExpiredError | undefined {
     const { deadlineMs } = this.limits;
     this.reached ??= kind ?? (deadlineMs !== undefined && this.now() >= deadlineMs ? 'deadline' : undefined);
-    return this.reached && new ExpiredError(this.reached);
+    return this.reached && refuses(this.reached, count) ? new ExpiredError(this.reached) : undefined;
   }
 }
 

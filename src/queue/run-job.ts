@@ -4,6 +4,7 @@ import { CAP_OPTIONS, parseRunOptions, type RunOptions } from '../config/run-opt
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorRateExceeded } from '../pipeline/error-budget.js';
+import { capLimit, capLimits, cappedPredictor, ExpiredError, runExpired, type CapKind } from '../pipeline/run-caps.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import { succeededManifestSchema, type Manifest, type ManifestParts } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
@@ -17,6 +18,7 @@ import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
+import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
@@ -58,11 +60,18 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       }
       // Refused before describe is asked: a missing input or an output that cannot be written.
       if (data.step === undefined) await preflight(request, ctx.storage, signal);
-      run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
+      // A run started anew (a resume) goes on under its own caps, counting what it sent before.
+      if (data.step === undefined) await ctx.caps.reopen(data.runId);
+      // Planning's probe is a predict call like any other: taken from the run's caps.
+      const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
+      const client = cappedPredictor(ctx.clientFor(request.options), caps);
+      run = await prepareRun(request, data.runId, { storage: ctx.storage, client, log: jobLog, signal });
       // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
       // the run fails here, once the last one has: errors.jsonl and every count are then taken
-      // while nothing writes any more.
+      // while nothing writes any more. Likewise once it reached a cap: it ends expired.
       if (await ctx.progress.overBudget(run.runId)) throw errorRateExceeded(run);
+      const expiredOn = await ctx.caps.expired(run.runId);
+      if (expiredOn) throw new ExpiredError(expiredOn);
       if (data.step !== 'assemble') {
         const done = await readSegmentsDone(ctx.storage, run);
         const todo = unfinished(run, done);
@@ -130,7 +139,9 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         ctx.progress
           .keepQuarantined(data.runId, bySegment)
           .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
-      throw await ctx.failJob(job, token, err, jobLog, (e) =>
+      // Stopped on a cap: the run's error says which, and how far it got.
+      const failure = err instanceof ExpiredError && !err.cap ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch(() => err) : err;
+      throw await ctx.failJob(job, token, failure, jobLog, (e) =>
         recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined),
       );
     } finally {
@@ -152,6 +163,30 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   await job.log('cancelled');
   jobLog.info('run cancelled');
   return toQueueError(error);
+}
+
+/** The error of a run stopped on a cap: what it sent (every worker, attempt and resume), and the segments it finished. */
+async function expiredRun(
+  ctx: WorkerContext,
+  runId: string,
+  run: PreparedRun | undefined,
+  asked: { options: Parameters<typeof capLimit>[1] },
+  kind: CapKind,
+): Promise<ExpiredError> {
+  const { requests, rows } = await ctx.caps.usage(runId);
+  const done = run ? (await readSegmentsDone(ctx.storage, run)).filter((d) => d !== undefined) : [];
+  return runExpired(runId, {
+    kind,
+    limit: capLimit(kind, run?.request.options ?? asked.options),
+    reached: {
+      requests,
+      rowsSent: rows,
+      rowsScored: sumCounts(done).rowsScored,
+      rowsTotal: run?.input.rows ?? 0,
+      segmentsDone: done.length,
+      segmentsTotal: run?.input.segments.length ?? 0,
+    },
+  });
 }
 
 /** The enqueuer's request, its options over this worker's defaults. */

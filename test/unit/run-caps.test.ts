@@ -78,12 +78,15 @@ describe("a run's caps in one process", () => {
     expect(caps.usage).toEqual({ requests: 5, rows: 100 });
   });
 
-  it('refuses a batch whose rows would go past --max-rows, whole', async () => {
+  it('refuses a batch whose rows would go past --max-rows, whole; the batches given rows before are still sent', async () => {
     const caps = new MemoryRunCaps({ maxRows: 250 });
     await caps.takeRows(100);
     await caps.takeRows(100);
     expect((await rejection(caps.takeRows(100), ExpiredError)).kind).toBe('max-rows');
+    expect((await rejection(caps.takeRows(1), ExpiredError)).kind).toBe('max-rows');
     expect(caps.usage.rows).toBe(200);
+    await caps.takeRequest();
+    expect(caps.usage.requests).toBe(1);
   });
 
   it('refuses every take from the deadline on', async () => {
