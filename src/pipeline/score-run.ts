@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
+import { AbortedError, BatchScorerError, errorCode, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
@@ -15,6 +15,7 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
+import { refusedWhilePlanning } from './run-folder-claim.js';
 import { capLimit, capLimits, cappedPredictor, ExpiredError, MemoryRunCaps, readCapUsage, runExpired, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
@@ -201,8 +202,10 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         },
       });
     }
-    // What this attempt sent counts against the caps of the run's resumes.
-    if (claimed) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
+    // What this attempt sent counts against the caps of the run's resumes; a run refused while
+    // planning leaves no folder to count in (its claim is withdrawn).
+    if (claimed && !refusedWhilePlanning(errorCode(err)))
+      await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
     throw err;
   } finally {
