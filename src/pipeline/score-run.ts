@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { AbortedError, BatchScorerError, errorCode, isAbortError } from '../errors.js';
+import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
@@ -15,7 +15,6 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
-import { refusedWhilePlanning } from './run-folder-claim.js';
 import { capLimit, capLimits, cappedPredictor, ExpiredError, MemoryRunCaps, readCapUsage, runExpired, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
@@ -58,15 +57,10 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const own = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
   const client = cappedPredictor(own, caps);
   let run: PreparedRun | undefined;
-  let claimed = false;
   // The segments finished (earlier attempts' too) and the rows scored in them: what an expired run keeps.
   const kept = { segments: 0, rows: 0 };
   try {
-    const onClaimed = () => {
-      claimed = true;
-      ctx.onStage?.('claimed');
-    };
-    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed });
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
     run = started.run;
@@ -202,10 +196,9 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         },
       });
     }
-    // What this attempt sent counts against the caps of the run's resumes; a run refused while
-    // planning leaves no folder to count in (its claim is withdrawn).
-    if (claimed && !refusedWhilePlanning(errorCode(err)))
-      await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
+    // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
+    // resume from: a run that failed before its plan (its probe's calls) starts afresh.
+    if (run) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
     await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
     throw err;
   } finally {
