@@ -144,6 +144,13 @@ describe('caps on queued runs', () => {
     const status = await runCli(['status', 'q'], f.env());
     expect(status.stdout).toMatch(/^q {2}expired .*\n {2}resume: batch-scorer resume q/);
 
+    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most.
+    expect((await runCli(['resume', 'q', '--max-requests', '70'], f.env())).code).toBe(0);
+    const again = await f.finished('q');
+    expect(again.state).toBe('expired');
+    expect(again.failedReason).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
+    expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(70);
+
     // Resumed without a cap: uncapped.
     const resumed = await runCli(['resume', 'q'], f.env());
     expect(resumed.code).toBe(0);
