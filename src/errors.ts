@@ -53,6 +53,18 @@ export const ERROR_CATALOGUE = {
     hint: 'the run vanished from the queue while it was followed (Redis restarted without persistence): enqueue it again under its run id to resume it',
   },
   E_RUN_CONFLICT: { status: 409, exit: 2, retriable: false, hint: 'the run is not in a state that allows this: check its state first' },
+  E_IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    exit: 2,
+    retriable: false,
+    hint: 'the Idempotency-Key was sent within 24 h with another submission: send a new key for a new submission',
+  },
+  E_IDEMPOTENCY_IN_PROGRESS: {
+    status: 409,
+    exit: 2,
+    retriable: true,
+    hint: 'another request with this Idempotency-Key is still being answered: send it again in a few seconds',
+  },
   E_CANCELLED: { status: 409, exit: 1, retriable: false, hint: 'the run was cancelled: resume it to go on' },
   E_EXPIRED: {
     status: 409,

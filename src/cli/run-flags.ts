@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseRunOptions, PREDICTION_MEMBERS, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { parseRunOptions, PREDICTION_MEMBERS, RUN_PRIORITIES, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
 import type { Settings } from '../config/settings.js';
 import { excerpt } from '../text-excerpt.js';
 
@@ -95,6 +95,16 @@ export function addRunFlags(command: Command): Command {
     .option('--output-encoding <name>', 'the text encoding of CSV and JSON Lines outputs (default utf-8)');
 }
 
+/** `--priority`, on `enqueue` only: `score` runs in its own process, with no queue to go first in. */
+export function addPriorityFlag(command: Command): Command {
+  return command.addOption(
+    new Option(
+      '--priority <level>',
+      "how soon workers take the run's segments: high before normal before low, even those already waiting (default normal)",
+    ).choices(RUN_PRIORITIES),
+  );
+}
+
 /** A comma-separated list, repeatable: `--keep-columns a,b --keep-columns c`. */
 function names(value: string, previous: string[] = []): string[] {
   return [...previous, ...value.split(',').map((n) => n.trim())];
@@ -121,6 +131,7 @@ const RUN_FLAG_KEYS = [
   'segmentRows',
   'rowIdMember',
   'segmentsAtOnce',
+  'priority',
   'onModelChange',
   'driftWarn',
   'driftFail',

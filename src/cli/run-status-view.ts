@@ -6,8 +6,8 @@ import { failureCode } from '../queue/to-queue-error.js';
 import { enqueueCommand } from './resume-command.js';
 
 /**
- * One line of a run for `status`: state, rows done/total, rows/s, ETA, what started it (and its
- * pipeline, if one did), output location, failures.
+ * One line of a run for `status`: state, rows done/total, rows/s, ETA, its priority unless
+ * `normal`, what started it (and its pipeline, if one did), output location, failures.
  */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
@@ -18,7 +18,21 @@ export function formatRunStatus(s: RunStatus): string {
   const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
   // An expired run's reason says so itself (`run <id> expired: ...`).
   const failed = s.failedReason ? (s.state === 'expired' ? s.failedReason : `failed: ${s.failedReason}`) : '';
-  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, `attempts ${s.attempts}`, `by ${describeTrigger(s.trigger)}`, s.folder, failed]
+  const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
+  const line = [
+    s.runId,
+    s.state,
+    rows,
+    segments,
+    rate,
+    eta,
+    quarantined,
+    priority,
+    `attempts ${s.attempts}`,
+    `by ${describeTrigger(s.trigger)}`,
+    s.folder,
+    failed,
+  ]
     .filter(Boolean)
     .join('  ');
   // An expired run is resumed by `resume`, whose caps are its own: enqueueing it again as asked would meet its caps again.

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { checkRun } from '../config/deployment-policy.js';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
+import { lineageListener, type LineageListener } from '../lineage/lineage-listener.js';
 import { createLogger } from '../log.js';
 import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
@@ -9,12 +10,14 @@ import type { Manifest } from '../pipeline/manifest.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { refusedWhilePlanning } from '../pipeline/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../pipeline/score-run.js';
 import { formatLocation } from '../storage/location.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
+import { estimateLines } from './estimate-lines.js';
 import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
@@ -35,7 +38,7 @@ export function registerScore(program: Command): void {
     )
     .option(
       '--dry-run',
-      'plan the input, check its columns and score one canary batch; print rows, files, segments, requests and an estimated duration; write nothing',
+      'plan the input, check its columns and score a few canary batches; print rows, files, segments, and requests, bytes sent and duration as ranges; write nothing',
     )
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
@@ -60,12 +63,14 @@ export function registerScore(program: Command): void {
         const interrupt = interruptSignal(shutdownTimeout);
         // How far the run got: a failure names its folder once it has one, and how to resume where that can help.
         let stage: RunStage | undefined;
+        let lineage: LineageListener | undefined;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          lineage = lineageListener(settings.lineage, log);
           let manifest: Manifest;
           try {
             manifest = await scoreRun(request, {
@@ -75,6 +80,7 @@ export function registerScore(program: Command): void {
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
+              listener: allListeners([lineage]),
             });
           } finally {
             bar.stop();
@@ -98,6 +104,8 @@ export function registerScore(program: Command): void {
           reportError(err, failed);
           process.exitCode = interrupt.exitCode() ?? process.exitCode;
         } finally {
+          // After the result is printed; LINEAGE_DRAIN_MS at most, the exit code staying the run's.
+          await lineage?.drain();
           interrupt.dispose();
           storage.close();
         }
@@ -105,7 +113,7 @@ export function registerScore(program: Command): void {
     );
 }
 
-/** `score --dry-run`: the plan and the canary batch, printed; nothing is written. */
+/** `score --dry-run`: the plan, the canary batches and the estimate, printed; nothing is written. */
 async function dryRunCommand(request: RunRequest, settings: Settings, json: boolean, shutdownTimeout: number): Promise<void> {
   const storage = deploymentStorage(settings);
   const interrupt = interruptSignal(shutdownTimeout);
@@ -134,9 +142,8 @@ function formatDryRun(r: DryRunReport): string {
   return [
     `dry run of ${r.input}: nothing was written`,
     `input: ${files}, ${r.rows} rows, ${r.segments} segments`,
-    `requests: ${r.requests}`,
-    `canary: ${r.canary.rows} rows in ${r.canary.ms} ms (${r.canary.scored} scored, ${r.canary.quarantined} quarantined)`,
-    `estimated duration: ${r.estimatedSeconds} s at concurrency ${r.concurrency}`,
+    `canary: ${r.canary.batches} batches, ${r.canary.rows} rows in ${r.canary.ms} ms (${r.canary.scored} scored, ${r.canary.quarantined} quarantined)`,
+    ...estimateLines(r.estimate),
     `model: ${r.model.requested}${r.model.resolvedVersion === null ? '' : ` (version ${r.model.resolvedVersion})`}`,
     `outputs: ${r.outputs.join(', ')}`,
     `columns: ${r.columns.join(', ')}`,

@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
+import { lineageListener } from '../lineage/lineage-listener.js';
 import { createLogger } from '../log.js';
+import { allListeners } from '../pipeline/run-listener.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
@@ -65,6 +67,7 @@ export function registerWorker(program: Command): void {
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
         const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        const lineage = lineageListener(settings.lineage, log);
         const worker = await startWorker(queue, storage, log, {
           concurrency: flags.concurrency,
           segments: flags.segments,
@@ -76,9 +79,11 @@ export function registerWorker(program: Command): void {
           metrics,
           // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
           alsoProcess: [scheduledRuns(queue, log)],
+          listener: allListeners([lineage]),
         });
         await runUntilSignal(log, async () => {
           await worker.close();
+          await lineage.drain();
           storage.close();
         });
       }),

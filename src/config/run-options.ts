@@ -10,6 +10,10 @@ export type PredictionMember = (typeof PREDICTION_MEMBERS)[number];
 
 const columnName = z.string().min(1);
 
+/** How soon queue workers take a run's work, most urgent first (see the `priority` option). */
+export const RUN_PRIORITIES = ['high', 'normal', 'low'] as const;
+export type RunPriority = (typeof RUN_PRIORITIES)[number];
+
 /** Levels predict `params` may nest (the object itself is one): engines take flat options, and every recursive JSON writer on the way overflows at a few thousand. */
 export const MAX_PARAMS_DEPTH = 32;
 
@@ -152,6 +156,13 @@ export const runOptionsSchema = z
       .string()
       .regex(/^[^/\s]+\/[^/\s]+$/, { message: 'use project/model or project/model.version, e.g. mindsdb/home_rentals_model.2' })
       .optional(),
+    /**
+     * Queue mode: which runs workers take work from first. A `high` run's waiting segments go
+     * before those of `normal` and `low` runs already waiting, `normal` before `low`; runs of one
+     * priority go first come, first served. `score` has no queue and ignores it; it never changes
+     * a run's output, and a run may be resumed with another.
+     */
+    priority: z.enum(RUN_PRIORITIES).default('normal'),
     /** Segments scored at once by `score` (queue workers use their own `--segments`). */
     segmentsAtOnce: z.int().min(1).max(64).default(2),
     /** Input columns carried to the output, in input order; by default all of them. Unknown names are an error naming the columns that exist. */
@@ -210,6 +221,8 @@ export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = [
   'retries',
   'maxErrorRate',
   'segmentsAtOnce',
+  // Which runs go first on the queue: the order work is taken in, never what it writes.
+  'priority',
   // Learnt or taken when the run was planned; a resume goes on with that member.
   'rowIdMember',
   // Whether a changed model fails the run or warns: the output is the same bytes either way.

@@ -4,6 +4,7 @@ import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import { redisUrlSchema } from '../queue/redis-target.js';
+import { lineageSettingsFromEnv, type LineageSettings } from '../lineage/lineage-settings.js';
 import { inputKind } from '../storage/input-files.js';
 import { hasScheme, parseLocation, type Location } from '../storage/location.js';
 import type { S3Settings } from '../storage/s3-settings.js';
@@ -63,6 +64,8 @@ export interface Settings {
   port: number;
   /** JOBS_DIR: the folder of `jobs/*.yaml` pipeline declarations (./jobs). */
   jobsDir: string;
+  /** OPENLINEAGE_URL and the settings beside it: where run events go; unset, none are sent. */
+  lineage?: LineageSettings;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */
@@ -84,6 +87,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     dashboard: dashboardFromEnv(env),
     port: portFromEnv(env.PORT),
     jobsDir: env.JOBS_DIR || 'jobs',
+    lineage: lineageSettingsFromEnv(env),
   };
 }
 

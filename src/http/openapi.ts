@@ -4,6 +4,7 @@ import { s3EventSchema } from '../triggers/s3-event.js';
 import { TOOL } from '../version.js';
 import { eventRunsSchema } from './event-routes.js';
 import { errorBodySchema } from './http-errors.js';
+import { IDEMPOTENCY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH, REPLAYED_HEADER } from './idempotency-key.js';
 import {
   runAcceptedSchema,
   runCreatedSchema,
@@ -34,6 +35,18 @@ const common = {
   '500': failure('internal error'),
 };
 
+const idempotencyKey = {
+  name: IDEMPOTENCY_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'sent again within 24 h with the same submission (the same fields, in any order), answers the first answer again (status and body: the same runId) and starts no other run; with another submission, 422. One per deployment; dry runs keep nothing',
+  schema: { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, pattern: '^[\\x20-\\x7e]+$' },
+};
+const replayed = {
+  [REPLAYED_HEADER]: { description: 'true when this is the first answer of the Idempotency-Key given again', schema: { type: 'string', enum: ['true'] } },
+};
+
 /** The OpenAPI 3.1 document served at `/openapi.json`, generated from the zod schemas the routes parse with. */
 export function openApiDocument(): Record<string, unknown> {
   const query = jsonSchema(runListQuerySchema, 'input') as { properties: Record<string, Record<string, unknown>> };
@@ -62,18 +75,23 @@ export function openApiDocument(): Record<string, unknown> {
       '/runs': {
         post: {
           summary: 'Enqueue a run (the fields and checks of `batch-scorer enqueue`)',
+          parameters: [idempotencyKey],
           requestBody: { required: true, content: json('RunSubmission') },
           responses: {
-            '201': answer('enqueued', 'RunCreated'),
+            '201': { ...answer('enqueued', 'RunCreated'), headers: replayed },
             '200': {
               description: 'a run of this id is on the queue already: not enqueued again (RunCreated); or, with dryRun, the plan (DryRunReport)',
+              headers: replayed,
               content: {
                 'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/RunCreated' }, { $ref: '#/components/schemas/DryRunReport' }] } },
               },
             },
-            '400': failure('a bad field, each named in issues'),
+            '400': failure('a bad field, each named in issues (a bad Idempotency-Key header is named so)'),
             '403': failure('the input, output or service is outside the deployment policy (INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS)'),
-            '409': failure('the run id is taken by a run that cannot be replaced'),
+            '409': failure(
+              'the run id is taken by a run that cannot be replaced; or E_IDEMPOTENCY_IN_PROGRESS: another request with this Idempotency-Key did not answer within 10 s (send it again)',
+            ),
+            '422': failure('E_IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent within 24 h with another submission'),
             '413': failure('body too large'),
             ...common,
           },

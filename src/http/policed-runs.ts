@@ -17,9 +17,9 @@ export function checkSubmission(policy: DeploymentPolicy, submission: RunSubmiss
  */
 export function policedRuns(runs: RunsApi, policy: DeploymentPolicy): RunsApi {
   return {
-    enqueue: async (submission) => {
+    enqueue: async (submission, options) => {
       await checkSubmission(policy, submission);
-      return runs.enqueue(submission);
+      return runs.enqueue(submission, options);
     },
     enqueueFileDrop: async (submission) => {
       await checkSubmission(policy, submission);

@@ -170,6 +170,11 @@ function startedBy(ctx: PageContext, trigger: RunTrigger | undefined): Html {
   return html`<span title="${describeTrigger(trigger)}">${kind}${pipeline}</span>`;
 }
 
+/** A run's priority in the list, said only when it is not `normal`: the exceptions are what an operator looks for. */
+function priorityMark(r: RunStatus): Html | '' {
+  return r.priority === 'normal' ? '' : html` <span class="muted priority" title="priority">${r.priority}</span>`;
+}
+
 /** `/ui/runs`: a page of the recent runs, newest first, narrowed to a state and a pipeline when `filter` says so. */
 export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunListFilter = {}): string {
   const { runs, older } = list;
@@ -181,7 +186,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
     const p = r.progress;
     return html`<tr>
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
-      <td class="state-cell">${stateBadge(r.state)}${r.failedReason ? reasonExcerpt(r.failedReason) : ''}</td>
+      <td class="state-cell">${stateBadge(r.state)}${priorityMark(r)}${r.failedReason ? reasonExcerpt(r.failedReason) : ''}</td>
       <td>${startedBy(ctx, r.trigger)}</td>
       <td class="nowrap">${cutText(r.model)}</td>
       <td class="nowrap">${cutText(r.input)}</td>
@@ -281,6 +286,8 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
       ${stat('Attempts', status.attempts, 'attempts')}
     </div>
     <dl class="facts">
+      <dt>Priority</dt>
+      <dd id="priority">${status.priority}</dd>
       <dt>Enqueued</dt>
       <dd>${dateTime(status.enqueuedAt)}</dd>
       <dt>Finished</dt>

@@ -7,6 +7,7 @@ import { runEnded, runNotFound, type RunStatus, type RunSubmission } from '../qu
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
+import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
 import type { runAcceptedSchema, runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
 import { runIdParamsSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
 import type { RunsApi } from './runs-api.js';
@@ -16,7 +17,7 @@ const ACCEPTED_BY_API = 'api';
 
 export interface RunRoutesDeps {
   runs: RunsApi;
-  /** `POST /runs` with `dryRun`: plans the submission and scores a canary batch, enqueueing nothing. */
+  /** `POST /runs` with `dryRun`: plans the submission and scores a few canary batches, enqueueing nothing. */
   dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */
   storage: Storage;
@@ -25,12 +26,17 @@ export interface RunRoutesDeps {
 /** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`. */
 export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun }, done) => {
   app.post('/runs', async (request, reply) => {
-    parseRequest(runSubmissionSchema, request.body, 'body');
+    const parsed = parseRequest(runSubmissionSchema, request.body, 'body');
+    const idempotency = idempotencyOf(request.headers, parsed);
     // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
     const { dryRun: dry, ...submission } = request.body as RunSubmission & { dryRun?: boolean };
+    // A dry run enqueues nothing, so its key keeps nothing either.
     if (dry) return reply.code(200).send({ dryRun: true, ...(await dryRun(submission)) });
-    const { runId, created, resumed } = await runs.enqueue({ ...submission, trigger: { kind: 'api' } });
-    request.log.info({ runId, created, resumed }, 'run submitted');
+    const { runId, created, resumed, replayed } = await runs.enqueue({ ...submission, trigger: { kind: 'api' } }, { idempotency });
+    if (replayed) {
+      request.log.info({ runId, created }, 'submission answered again for its Idempotency-Key');
+      reply.header(REPLAYED_HEADER, 'true');
+    } else request.log.info({ runId, created, resumed }, 'run submitted');
     const body: z.input<typeof runCreatedSchema> = { runId, created, ...(resumed ? { resumed } : {}) };
     return reply.code(created ? 201 : 200).send(body);
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
+import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
@@ -24,8 +24,8 @@ export const runSubmissionSchema = z
     out: checkedText(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
     /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
     options: runOptionsSchema.optional(),
-    /** Plan the input and score one canary batch, enqueue nothing: answers what the run would do (see DryRunReport). */
-    dryRun: z.boolean().optional().describe('plan the input and score one canary batch; enqueue nothing and answer the plan'),
+    /** Plan the input and score a few canary batches, enqueue nothing: answers what the run would do (see DryRunReport). */
+    dryRun: z.boolean().optional().describe('plan the input and score a few canary batches; enqueue nothing and answer the plan and estimate'),
   })
   .strict();
 
@@ -85,6 +85,8 @@ export const runStatusSchema = z.object({
   out: z.string(),
   /** The run options the submission set. */
   options: z.record(z.string(), z.unknown()),
+  /** How soon workers take the run's segments: its `priority` option, `normal` when it set none. */
+  priority: z.enum(RUN_PRIORITIES),
   /** What started the run (cli, api, schedule, event, poll); absent for runs of releases that kept none. */
   trigger: runTriggerSchema.optional(),
   /** The `jobs/*.yaml` pipeline that started the run, if one did. */

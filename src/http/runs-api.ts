@@ -1,5 +1,6 @@
 import type { RunOptionsInput } from '../config/run-options.js';
-import type { FileDropSubmission, RunListOptions, RunStatus, RunSubmission } from '../queue/producer.js';
+import type { EnqueueAnswer } from '../queue/idempotency-keys.js';
+import type { EnqueueOptions, FileDropSubmission, RunListOptions, RunStatus, RunSubmission } from '../queue/producer.js';
 import type { QueueConfig } from '../queue/queues.js';
 import { RunQueueHolder } from '../queue/run-queue-holder.js';
 
@@ -9,7 +10,8 @@ import { RunQueueHolder } from '../queue/run-queue-holder.js';
  * E_RUN_CONFLICT for a run in a state that does not allow the request, E_REDIS_UNAVAILABLE.
  */
 export interface RunsApi {
-  enqueue(submission: RunSubmission): Promise<{ runId: string; created: boolean; resumed?: boolean }>;
+  /** With an Idempotency-Key, E_IDEMPOTENCY_KEY_REUSED and E_IDEMPOTENCY_IN_PROGRESS too (see RunQueue.enqueue). */
+  enqueue(submission: RunSubmission, options?: Pick<EnqueueOptions, 'idempotency'>): Promise<EnqueueAnswer & { replayed?: true }>;
   /** Starts the run of a file version exactly once (see RunQueue.enqueueFileDrop). */
   enqueueFileDrop(submission: FileDropSubmission): Promise<{ runId: string; created: boolean }>;
   /** The run, or undefined when no run of this id is on the queue. */
@@ -36,7 +38,7 @@ export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>
   };
   return {
     api: {
-      enqueue: (submission) => call((runs) => runs.enqueue(submission)),
+      enqueue: (submission, options) => call((runs) => runs.enqueue(submission, options)),
       enqueueFileDrop: (submission) => call((runs) => runs.enqueueFileDrop(submission)),
       get: (runId) => call((runs) => runs.get(runId)),
       list: (options) => call((runs) => runs.list(options)),

@@ -1,39 +1,68 @@
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
-import { processConcurrency } from '../config/run-options.js';
+import { processConcurrency, type RunOptions } from '../config/run-options.js';
 import type { Logger } from '../log.js';
-import { fixedLimit, maxConcurrency } from '../service/request-limit.js';
+import { predictBody } from '../service/client.js';
+import { AUTO_LIMIT, fixedLimit, maxConcurrency, type RequestLimit } from '../service/request-limit.js';
 import type { Storage } from '../storage/storage-types.js';
 import { outputGroups } from './assemble.js';
 import { preflight } from './preflight.js';
+import type { PreparedRun } from './prepared-run.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
 import type { PredictorFactory } from './predictor.js';
-import { RequestBatchBuilder } from './request-batch.js';
+import { RequestBatchBuilder, type RequestBatch } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
+import { estimateRun } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
-import { batchIsFull, scoreBatch } from './score-batch.js';
+import { batchIsFull, scoreBatch, type BatchScorer } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
-/** What a dry run found: the plan's sizes, one canary batch's outcome and an estimate of the whole run. */
+const range = z.object({ low: z.number(), expected: z.number(), high: z.number() });
+
+/** A dry run's estimate of the run: each figure low / expected / high, and what the range rests on. */
+export const runEstimateSchema = z.object({
+  /** Predict calls (retries and splits not counted): rows per request follow the canary's bytes per row. */
+  requests: range,
+  /** Rows to score: planning counted them all, so the three are equal. */
+  rows: range,
+  /** Request body bytes (envelope included). */
+  bytesSent: range,
+  /** The run's duration from its start to its end, as its manifest's durationMs counts it. */
+  durationMs: range.describe("the run's duration in ms (its manifest's durationMs), low / expected / high"),
+  basis: z.object({
+    /** Canary batches sent and their rows. */
+    canaryBatches: z.int(),
+    canaryRows: z.int(),
+    /** The latencies (ms, nearest-rank percentiles) of the canary's requests after its first wave, and the range one request is assumed to take. */
+    latencyMs: z.object({ samples: z.int(), min: z.number(), p50: z.number(), p90: z.number(), max: z.number(), assumed: range }),
+    /** The concurrency the canary was sent at: its first wave of as many requests is the warm-up. */
+    canaryConcurrency: z.int(),
+    /** Time the canary's first wave took, in ms: connections opened, code compiled at both ends; the run's first wave pays it too. */
+    warmUpMs: z.int(),
+    /** The concurrency the run is assumed to have: --concurrency, or the level `auto` climbs to. */
+    concurrency: z.int(),
+    /** Time before the first request (describe, planning, the probe), measured once, in ms. */
+    fixedMs: z.int(),
+    /** What the range takes for granted, in words. */
+    assumptions: z.array(z.string()),
+  }),
+});
+
+/** What a dry run found: the plan's sizes, the canary batches' outcome and an estimate of the whole run. */
 export const dryRunReportSchema = z.object({
   /** The input as named. */
   input: z.string(),
   files: z.array(z.object({ location: z.string(), rows: z.int(), format: z.string(), gzip: z.boolean() })),
   rows: z.int(),
   segments: z.int(),
-  /** Predict requests the run would send, at the canary's rows per request (retries and splits not counted). */
-  requests: z.int(),
   /** The output files by name, before --max-rows-per-file cuts them. */
   outputs: z.array(z.string()),
   /** The output's columns, in order. */
   columns: z.array(z.string()),
-  /** The first batch of the first segment, scored: its rows, how they fared, and its time. */
-  canary: z.object({ rows: z.int(), scored: z.int(), quarantined: z.int(), ms: z.number() }),
-  /** The concurrency the estimate assumes: the one asked, or `auto`'s ceiling. */
-  concurrency: z.int(),
-  /** requests / concurrency x the canary's time: a floor, as the service may slow under load. */
-  estimatedSeconds: z.number(),
+  /** The canary: batches of the first rows, scored at once (see CANARY_BATCHES): their rows, how they fared, and the time they took. */
+  canary: z.object({ batches: z.int(), rows: z.int(), scored: z.int(), quarantined: z.int(), ms: z.number() }),
+  estimate: runEstimateSchema,
   model: z.object({ requested: z.string(), resolvedVersion: z.int().nullable(), rowIdMember: z.string().nullable() }),
   warnings: z.array(z.string()),
 });
@@ -48,78 +77,167 @@ export interface DryRunContext {
 }
 
 /**
+ * Canary batches a dry run sends at most: enough latency samples to give a range, few enough that a
+ * dry run costs at most this many predict requests of --batch-size rows (and --max-batch-bytes
+ * bytes) each, beside planning's describe and one-row probe.
+ */
+export const CANARY_BATCHES = 8;
+
+/**
  * Plans a run as `score` would (describe, the input's files and segments, the columns sent and
- * written) and scores one canary batch of its first rows, writing nothing: no run folder, no staged
- * copies. Refuses what a run would refuse, with the same errors.
+ * written) and scores up to CANARY_BATCHES canary batches of its first rows, up to half of them
+ * at once (never more than the run's concurrency), writing nothing: no run folder, no staged
+ * copies. Refuses what a run would refuse, with the same errors. Estimates the run from what
+ * planning and the canary took (see estimateRun).
  */
 export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<DryRunReport> {
   const { storage, signal } = ctx;
+  const started = performance.now();
   await preflight(request, storage, signal);
   const log = ctx.log.child({ dryRun: true });
   const { options } = request;
-  const client = ctx.predictorFor(options, 1, log);
+  const concurrency = processConcurrency(options);
+  // Sent at once, as the run sends its batches, so that the latency seen is the latency under load;
+  // in two waves at least, so that half the canary goes over connections open and code compiled.
+  const canaryConcurrency = Math.min(CANARY_BATCHES / 2, maxConcurrency(concurrency));
+  const client = ctx.predictorFor(options, canaryConcurrency, log);
   try {
     const run = await planRun(request, 'dry-run', { storage, client, log, signal });
-    const batch = new RequestBatchBuilder();
+    const fixedMs = performance.now() - started;
     const rowIdMember = run.model.rowIdMember ?? undefined;
-    if (run.input.segments.length > 0) {
-      const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', rowIdMember);
-      read: for await (const rows of readSegment(storage, run.input, 0, options, signal)) {
-        for (const row of rows) {
-          if (!row.record) continue;
-          if (batchIsFull(batch.length, batch.bytes, encoder.encode(row.record, row.index), options)) break read;
-          batch.add(row, encoder);
-        }
-      }
-    }
-    const { bytes } = batch;
-    const canary = batch.take();
+    const batches = await canaryBatches(storage, run, signal);
     const counts = emptyCounts();
-    const started = performance.now();
-    const outcomes =
-      canary.rows.length === 0
-        ? []
-        : await scoreBatch(
-            {
-              client,
-              model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
-              envelope: options.envelope,
-              params: options.params,
-              rowIdMember,
-              rowIdEchoed: run.model.rowIdEchoed,
-              schema: run.schema,
-              limit: fixedLimit(1),
-              counts,
-              log,
-              signal,
-            },
-            canary,
-          );
-    const ms = performance.now() - started;
+    const slots = Math.max(1, Math.min(Math.floor(batches.length / 2), canaryConcurrency));
+    // The first wave's times, then the rest's, by the order the requests took their slots.
+    const times: number[] = [];
+    const scorer: BatchScorer = {
+      client,
+      model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
+      envelope: options.envelope,
+      params: options.params,
+      rowIdMember,
+      rowIdEchoed: run.model.rowIdEchoed,
+      schema: run.schema,
+      limit: timedLimit(fixedLimit(slots), (i, ms) => (times[i] = ms)),
+      counts,
+      log,
+      signal,
+    };
+    const canaryStarted = performance.now();
+    const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scorer, b.batch)))).flat();
+    const ms = performance.now() - canaryStarted;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
-    // Rows per request as the canary found them: --max-batch-bytes may cut batches below --batch-size.
-    const perRequest = Math.max(
-      1,
-      canary.rows.length > 0 ? Math.min(options.batchSize, Math.floor(options.maxBatchBytes / (bytes / canary.rows.length))) : options.batchSize,
-    );
-    const requests = run.input.segments.reduce((n, s) => n + Math.ceil(s.rows / perRequest), 0);
-    const concurrency = maxConcurrency(processConcurrency(options));
+    // A canary too small for a second wave: its first requests' times stand for all (a pessimistic
+    // estimate). An exchange that failed without an answer (a reset) left a hole: it has no time.
+    const timed = (from: number, to?: number) => times.slice(from, to).filter(Number.isFinite);
+    const [warmUp, latenciesMs] = times.length > slots ? [timed(0, slots), timed(slots)] : [[], timed(0)];
+    const warmUpMs = Math.max(0, ...warmUp);
+    const estimate = estimateRun({
+      segmentRows: run.input.segments.map((s) => s.rows),
+      limits: options,
+      batches: batches.map((b) => ({ rows: b.batch.rows.length, bytes: b.bytes })),
+      envelopeBytes: predictBody('', options).length,
+      latenciesMs,
+      fixedMs,
+      warmUpMs,
+      concurrency,
+    });
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,
       files: run.input.files.map((f) => ({ location: f.location, rows: f.rows, format: f.syntax, gzip: f.gzip })),
       rows: run.input.rows,
       segments: run.input.segments.length,
-      requests,
       outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
       columns: [...(run.output.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...run.output.inputColumns, ...run.schema.columns],
-      canary: { rows: canary.rows.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
-      concurrency,
-      estimatedSeconds: Math.round(((requests / concurrency) * ms) / 100) / 10,
+      canary: { batches: batches.length, rows: outcomes.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
+      estimate: {
+        requests: estimate.requests,
+        rows: estimate.rows,
+        bytesSent: estimate.bytesSent,
+        durationMs: estimate.durationMs,
+        basis: {
+          canaryBatches: batches.length,
+          canaryRows: outcomes.length,
+          latencyMs: estimate.latencyMs,
+          canaryConcurrency: scorer.limit.concurrency,
+          concurrency: estimate.concurrency,
+          warmUpMs: Math.round(warmUpMs),
+          fixedMs: Math.round(fixedMs),
+          assumptions: assumptions(options, latenciesMs.length),
+        },
+      },
       model: { requested: run.model.requested, resolvedVersion: run.model.resolvedVersion, rowIdMember: run.model.rowIdMember ?? null },
       warnings: run.warnings,
     };
   } finally {
     await client.close();
   }
+}
+
+/**
+ * The first CANARY_BATCHES batches of the input, cut as the run cuts them (by --batch-size and
+ * --max-batch-bytes, never across a segment's end), each with its rows' JSON bytes. Malformed rows
+ * are left out: they are never sent.
+ */
+async function canaryBatches(storage: Storage, run: PreparedRun, signal: AbortSignal | undefined): Promise<{ batch: RequestBatch; bytes: number }[]> {
+  const { options } = run.request;
+  const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', run.model.rowIdMember ?? undefined);
+  const batches: { batch: RequestBatch; bytes: number }[] = [];
+  const builder = new RequestBatchBuilder();
+  const take = () => {
+    if (builder.length > 0) batches.push({ bytes: builder.bytes, batch: builder.take() });
+  };
+  for (let index = 0; index < run.input.segments.length && batches.length < CANARY_BATCHES; index++) {
+    read: for await (const rows of readSegment(storage, run.input, index, options, signal)) {
+      for (const row of rows) {
+        if (!row.record) continue;
+        if (batchIsFull(builder.length, builder.bytes, encoder.encode(row.record, row.index), options)) {
+          take();
+          if (batches.length === CANARY_BATCHES) break read;
+        }
+        builder.add(row, encoder);
+      }
+    }
+    take();
+  }
+  return batches;
+}
+
+/** What the estimate takes for granted, for people. */
+function assumptions(options: RunOptions, samples: number): string[] {
+  return [
+    'rows exact: planning counted every row',
+    'no retries: the service answers every request, at the latency the canary met',
+    'the rest of the input has rows like its first ones (bytes per row)',
+    processConcurrency(options) === 'auto'
+      ? `concurrency auto climbs from ${AUTO_LIMIT.initial} by one slot per round trip to ${AUTO_LIMIT.max}, meeting no overload`
+      : `concurrency ${processConcurrency(options)} kept busy throughout`,
+    'writing the output is quick next to scoring (it is not measured)',
+    ...(samples < 4 ? [`only ${samples} latency samples: the range is a rough one`] : []),
+    ...(options.compareModel === undefined ? [] : ['--compare-model doubles the requests; not counted']),
+  ];
+}
+
+/**
+ * A limit that times each exchange while it holds its slot: the time a request keeps a slot from
+ * the next one, which is what the run's duration adds up (not the wait for a slot, nor the reading
+ * of the answer after it). `onTime` hears the exchange's number, by the order slots were taken.
+ */
+function timedLimit(limit: RequestLimit, onTime: (index: number, ms: number) => void): RequestLimit {
+  let taken = 0;
+  return {
+    run: (fn, signal) =>
+      limit.run(async () => {
+        const index = taken++;
+        const started = performance.now();
+        const result = await fn();
+        onTime(index, performance.now() - started);
+        return result;
+      }, signal),
+    observe: (outcome, ms) => limit.observe(outcome, ms),
+    get concurrency() {
+      return limit.concurrency;
+    },
+  };
 }

@@ -7,7 +7,7 @@ import { assembleOutputs } from './assemble.js';
 import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
-import { buildManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
+import { buildManifest, readManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { FinishedSegments } from './finished-segments.js';
 import { readPreparedRun, runFiles, type PreparedRun } from './prepared-run.js';
 import { ownsRunFolder } from './run-folder-claim.js';
@@ -199,7 +199,9 @@ export async function recordFailure(
   try {
     // A run id taken by another request, or a run folder this release cannot read: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
-    if (code !== undefined && (NOT_THIS_RUNS.includes(code) || RECORDED_AT_FINISH.includes(code))) return manifest;
+    if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
+    // Its listeners hear the manifest finishRun wrote, with its drift.
+    if (code !== undefined && RECORDED_AT_FINISH.includes(code)) return (await readManifest(storage, folder).catch(() => undefined)) ?? manifest;
     // A request refused before it started (preflight's refusals) leaves no run folder behind, nor
     // changes the manifest of the run it would have resumed.
     if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;

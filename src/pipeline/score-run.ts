@@ -11,6 +11,7 @@ import type { Manifest } from './manifest.js';
 import { preflight } from './preflight.js';
 import type { PredictorFactory } from './predictor.js';
 import { newRunId, startRun } from './prepare-run.js';
+import type { RunListener } from './run-listener.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
@@ -32,6 +33,8 @@ export interface DirectRunContext {
   onProgress?: (progress: RunProgress) => void;
   /** Called as the run reaches each stage, so that a failure's report can say what the run left. */
   onStage?: (stage: RunStage) => void;
+  /** Hears the run start (once its folder is claimed) and end (see RunListener). */
+  listener?: RunListener;
 }
 
 /**
@@ -60,7 +63,11 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // The segments finished (earlier attempts' too) and the rows scored in them: what an expired run keeps.
   const kept = { segments: 0, rows: 0 };
   try {
-    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed: () => ctx.onStage?.('claimed') });
+    const onClaimed = () => {
+      ctx.onStage?.('claimed');
+      ctx.listener?.runStarted({ runId, request, folder, startedAt });
+    };
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
     run = started.run;
@@ -174,6 +181,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     report(true);
     const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt, finished }, { storage, client, log, signal });
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
+    ctx.listener?.runEnded(manifest);
     return manifest;
   } catch (caught) {
     // Planning may still be reading the input (run.json could not be stored, say): it stops too.
@@ -199,7 +207,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
     // resume from: a run that failed before its plan (its probe's calls) starts afresh.
     if (run) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
-    await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
+    const manifest = await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
+    ctx.listener?.runEnded(manifest);
     throw err;
   } finally {
     await own.close();

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
-import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -10,9 +10,21 @@ import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger 
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import { ProducerQueue } from './producer-queue.js';
-import { ATTEMPTS, RETENTION, RUNS_QUEUE, SEGMENTS_QUEUE, segmentJobRun, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import {
+  ATTEMPTS,
+  JOB_PRIORITY,
+  RETENTION,
+  RUNS_QUEUE,
+  SEGMENTS_QUEUE,
+  runPriority,
+  segmentJobRun,
+  type QueueConfig,
+  type RunJobData,
+  type SegmentJobData,
+} from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
+import { IdempotencyKeys, type EnqueueAnswer, type IdempotentRequest } from './idempotency-keys.js';
 import { PipelineRuns } from './pipeline-runs.js';
 import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
@@ -71,6 +83,8 @@ export interface RunStatus {
   out: string;
   /** The run options the enqueuer set (the worker fills in the rest from its own settings). */
   options: RunOptionsInput;
+  /** How soon workers take its jobs (its `priority` option, `normal` when unset). */
+  priority: RunPriority;
   /** What started the run; absent for runs enqueued by releases that kept none. */
   trigger?: RunTrigger;
   /** The `jobs/*.yaml` pipeline that started the run, if one did. */
@@ -105,13 +119,15 @@ export type FileDropSubmission = RunSubmission & {
   trigger: Extract<RunTrigger, { kind: 'event' | 'poll' }>;
 };
 
-/** How `enqueue` treats a run of the same id that failed or was cancelled. */
+/** How `enqueue` treats a run of the same id that failed or was cancelled, and a submission sent again. */
 export interface EnqueueOptions {
   /**
    * `resume` (the default, what a person asking again means): enqueue it again, keeping its
    * finished segments. `keep`: leave it as it is, as a trigger seeing the same file again must.
    */
   ifEnded?: 'resume' | 'keep';
+  /** `POST /runs`'s Idempotency-Key: the first answer given with it is answered again (`replayed`) for 24 h, see IdempotencyKeys. */
+  idempotency?: IdempotentRequest;
 }
 
 /**
@@ -168,6 +184,7 @@ export class RunQueue {
   private readonly cancels: RunCancels;
   private readonly drops: FileDropClaims;
   private readonly pipelineRuns: PipelineRuns;
+  private readonly idempotency: IdempotencyKeys;
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
@@ -181,6 +198,7 @@ export class RunQueue {
     this.cancels = new RunCancels(redis, config.prefix);
     this.drops = new FileDropClaims(redis, config.prefix);
     this.pipelineRuns = new PipelineRuns(redis, config.prefix);
+    this.idempotency = new IdempotencyKeys(redis, config.prefix);
   }
 
   /**
@@ -188,9 +206,17 @@ export class RunQueue {
    * the second time, while BullMQ keeps the job). A run that failed or was cancelled is enqueued
    * again (`resumed: true`): its job and segment jobs are replaced, and the segments it finished,
    * kept in storage, are not scored again; unless `ifEnded: 'keep'`, which leaves it. A run still
-   * `cancelling` is refused (E_RUN_CONFLICT) until its jobs have stopped.
+   * `cancelling` is refused (E_RUN_CONFLICT) until its jobs have stopped. With an `idempotency`
+   * key, a submission sent again within 24 h is answered as it was the first time.
    */
-  async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<{ runId: string; created: boolean; resumed?: boolean }> {
+  async enqueue(submission: RunSubmission, options: EnqueueOptions = {}): Promise<EnqueueAnswer & { replayed?: true }> {
+    const { idempotency, ...rest } = options;
+    if (!idempotency) return this.enqueueRun(submission, rest);
+    await this.ready();
+    return this.idempotency.once(idempotency, () => this.enqueueRun(submission, rest));
+  }
+
+  private async enqueueRun(submission: RunSubmission, options: Omit<EnqueueOptions, 'idempotency'>): Promise<EnqueueAnswer> {
     const data = validateSubmission(submission);
     const { runId } = data;
     await this.ready();
@@ -211,7 +237,8 @@ export class RunQueue {
     }
     // Also a marker left by a cancelled run of this id whose job is gone (past its retention).
     await this.cancels.clear(runId);
-    const job = await this.queue.add('run', data, { jobId: runId, ...ATTEMPTS.runs, ...RETENTION.runs });
+    const priority = JOB_PRIORITY[runPriority(data.request.options)];
+    const job = await this.queue.add('run', data, { jobId: runId, priority, ...ATTEMPTS.runs, ...RETENTION.runs });
     const pipeline = triggerPipeline(data.request.trigger);
     if (pipeline) await this.pipelineRuns.add(pipeline, runId, job.timestamp);
     return { runId, created: true, ...(resumed ? { resumed } : {}) };
@@ -447,6 +474,7 @@ export class RunQueue {
       model: job.data.request.model,
       out: job.data.request.out,
       options: job.data.request.options,
+      priority: runPriority(job.data.request.options),
       ...(trigger ? { trigger } : {}),
       ...(pipeline ? { pipeline } : {}),
       enqueuedAt: new Date(job.timestamp).toISOString(),

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { RunOptionsInput } from '../config/run-options.js';
+import { runOptionsSchema, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
 import type { RunTrigger } from '../pipeline/run-trigger.js';
 import { QueueCluster } from './queue-cluster.js';
 import { QueueRedis } from './queue-redis.js';
@@ -65,6 +65,17 @@ export const RETENTION = {
   /** Fired jobs of the schedules queue: each says which run it made, for as long as runs are kept. */
   schedules: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 1000 } },
 } as const;
+
+/**
+ * The BullMQ priority of a run's jobs (its run job and every segment job), lower taken sooner.
+ * Every run has one, `normal` too: BullMQ takes a job without a priority (0) before any that has one.
+ */
+export const JOB_PRIORITY: Record<RunPriority, number> = { high: 1, normal: 2, low: 3 };
+
+/** A run's priority as its job data asks it: `normal` when it asks none (or one this release does not know). */
+export function runPriority(options: RunOptionsInput): RunPriority {
+  return runOptionsSchema.shape.priority.safeParse(options.priority).data ?? 'normal';
+}
 
 /** Retries of passing failures; permanent ones are UnrecoverableError and fail at once. */
 export const ATTEMPTS = {

@@ -16,7 +16,7 @@ import { requireRunFile } from '../pipeline/run-state.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import { ATTEMPTS, RETENTION, WORKER_ID, segmentJobId, type RunJobData } from './queues.js';
+import { ATTEMPTS, JOB_PRIORITY, RETENTION, WORKER_ID, runPriority, segmentJobId, type RunJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
@@ -59,9 +59,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         return { ...summary(succeeded, formatLocation(folder)), ...(data.step === undefined ? { repeat: true } : {}) };
       }
       // Refused before describe is asked: a missing input or an output that cannot be written.
-      if (data.step === undefined) await preflight(request, ctx.storage, signal);
-      // A run started anew (a resume) goes on under its own caps, counting what it sent before.
-      if (data.step === undefined) await ctx.caps.reopen(data.runId);
+      if (data.step === undefined) {
+        await preflight(request, ctx.storage, signal);
+        // Heard when an attempt takes the run from its start, not at each step: a resume starts it again.
+        ctx.options.listener?.runStarted({ runId: data.runId, request, folder, startedAt });
+        // A run started anew (a resume) goes on under its own caps, counting what it sent before.
+        await ctx.caps.reopen(data.runId);
+      }
       // Planning's probe is a predict call like any other: taken from the run's caps.
       const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
       const client = cappedPredictor(ctx.clientFor(request.options), caps);
@@ -88,6 +92,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         if (todo.length > 0) {
           signal.throwIfAborted();
           const { runId } = run;
+          // Taken before the segments of runs of lower priority, even those waiting already.
+          const priority = JOB_PRIORITY[runPriority(data.request.options)];
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
@@ -96,6 +102,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
                 jobId: segmentJobId(runId, job.timestamp, index),
                 parent: { id: job.id!, queue: job.queueQualifiedName },
                 failParentOnFailure: true,
+                priority,
                 ...ATTEMPTS.segments,
                 ...RETENTION.segments,
               },
@@ -124,6 +131,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
       jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
+      ctx.options.listener?.runEnded(manifest);
       return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
@@ -141,9 +149,10 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
       // Stopped on a cap: the run's error says which, and how far it got.
       const failure = err instanceof ExpiredError && !err.cap ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch(() => err) : err;
-      throw await ctx.failJob(job, token, failure, jobLog, (e) =>
-        recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined),
-      );
+      throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
+        const manifest = await recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined);
+        ctx.options.listener?.runEnded(manifest);
+      });
     } finally {
       cancel.release();
     }
@@ -159,7 +168,8 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   // Tidying: segments left waiting skip a cancelled run anyway, so a failure here must not replace the cancel.
   await job.removeUnprocessedChildren().catch((err: unknown) => jobLog.warn({ err }, 'could not remove the segments no worker took'));
   // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
-  await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
+  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
+  ctx.options.listener?.runEnded(manifest);
   await job.log('cancelled');
   jobLog.info('run cancelled');
   return toQueueError(error);

@@ -2,6 +2,7 @@ import type { Processor } from 'bullmq';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
 import type { ServiceTokens } from '../config/service-tokens.js';
+import type { RunListener } from '../pipeline/run-listener.js';
 
 /** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */
 export interface AlsoProcessed {
@@ -41,6 +42,8 @@ export interface WorkerOptions {
    * each, on the worker's own connection, and shut down with it.
    */
   alsoProcess?: AlsoProcessed[];
+  /** Hears the runs this process starts and ends (webhooks, lineage; see RunListener). */
+  listener?: RunListener;
 }
 
 export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };

@@ -25,16 +25,24 @@ export interface ForeignListener {
   close(): Promise<void>;
 }
 
-/** Starts a ForeignListener on a free port of 127.0.0.1. */
-export async function startForeignListener(): Promise<ForeignListener> {
+/**
+ * How a listener answers a request once it is recorded: a status (with a short text body), or
+ * `hang` to never answer (a server that accepted the request and stalls).
+ */
+export type Answer = (request: RecordedRequest) => number | 'hang';
+
+/** Starts a ForeignListener on a free port of 127.0.0.1; it answers 404 unless `answer` says otherwise. */
+export async function startForeignListener(answer: Answer = () => 404): Promise<ForeignListener> {
   const requests: RecordedRequest[] = [];
   let connections = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not here');
+      const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      requests.push(request);
+      const status = answer(request);
+      if (status !== 'hang') res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 404 ? 'not here' : String(status));
     });
   });
   server.on('connection', () => connections++);

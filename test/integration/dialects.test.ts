@@ -125,7 +125,7 @@ describe('CSV dialects and encodings, through the CLI', () => {
       },
     );
     expect(dry.code, dry.stderr).toBe(0);
-    expect(JSON.parse(dry.stdout)).toMatchObject({ rows: ROWS, segments: 3, canary: { rows: 100, scored: 100, quarantined: 0 } });
+    expect(JSON.parse(dry.stdout)).toMatchObject({ rows: ROWS, segments: 3, canary: { batches: 3, rows: ROWS, scored: ROWS, quarantined: 0 } });
     // Without --encoding, the BOM says what the file is.
     const unnamed = await scoreFile('utf16-unnamed.csv', utf16);
     expect(unnamed.code).toBe(1);

@@ -52,7 +52,9 @@ describe('many files through the queue and the API', () => {
       rows: PARTS * ROWS_PER_PART,
       files: Array.from({ length: PARTS }, (_, p) => ({ location: join(exports, 'day=2026-11-21', `part-${p}.csv`), rows: ROWS_PER_PART })),
       segments: PARTS * 3,
-      canary: { rows: 150, scored: 150, quarantined: 0 },
+      // Eight canary batches of the first rows, a segment's 150 (or the 100 that end a file) each.
+      canary: { batches: 8, rows: 150 + 150 + 100 + 150 + 150 + 100 + 150 + 150, scored: 1100, quarantined: 0 },
+      estimate: { requests: { low: PARTS * 3, expected: PARTS * 3, high: PARTS * 3 }, rows: { expected: PARTS * ROWS_PER_PART } },
     });
     expect(existsSync(out)).toBe(false);
     expect(await f.queue.get('dry')).toBeUndefined();
@@ -91,15 +93,17 @@ describe('score --dry-run', () => {
       const human = await dryRun(join(exports, '*', 'part-*.csv'));
       expect(human.code, human.stderr).toBe(0);
       expect(human.stdout).toContain(`input: ${PARTS} files, ${PARTS * ROWS_PER_PART} rows, ${PARTS * 3} segments`);
-      expect(human.stdout).toContain(`requests: ${PARTS * 5}`);
-      expect(human.stdout).toMatch(/canary: 100 rows in \d+ ms \(100 scored, 0 quarantined\)/);
-      expect(human.stdout).toMatch(/estimated duration: [\d.]+ s at concurrency 8/);
+      expect(human.stdout).toContain(`requests: ${PARTS * 5} (low ${PARTS * 5}, high ${PARTS * 5})`);
+      // Batches of 100 in segments of 150, 150 and 100 a file: 100, 50, 100, 50, 100, then 100, 50, 100.
+      expect(human.stdout).toMatch(/canary: 8 batches, 650 rows in \d+ ms \(650 scored, 0 quarantined\)/);
+      expect(human.stdout).toMatch(/estimated duration: [\d.]+ s \(low [\d.]+ s, high [\d.]+ s\) at concurrency 8/);
+      expect(human.stdout).toMatch(/estimate rests on: 8 canary batches \(650 rows\) sent 4 at a time; latency after the first wave p50/);
       expect(human.stdout).toContain('outputs: predictions.csv');
 
       const json = await dryRun(join(exports, '*', 'part-*.csv'), '--json', '--keep-columns', 'listing_id');
       expect(json.code).toBe(0);
-      const report = JSON.parse(json.stdout) as { dryRun: boolean; requests: number; columns: string[] };
-      expect(report).toMatchObject({ dryRun: true, requests: PARTS * 5 });
+      const report = JSON.parse(json.stdout) as { dryRun: boolean; columns: string[] };
+      expect(report).toMatchObject({ dryRun: true, estimate: { requests: { expected: PARTS * 5 } } });
       expect(report.columns.slice(0, 2)).toEqual(['listing_id', 'rental_price']);
       expect(existsSync(out)).toBe(false);
     } finally {

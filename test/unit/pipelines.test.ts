@@ -72,6 +72,13 @@ describe('jobs/*.yaml', () => {
     expect(pipelines[0].options).toMatchObject({ outputPerFile: true, keepColumns: ['listing_id'], delimiter: ';', encoding: 'latin1' });
   });
 
+  it('takes a priority among the options, and names a bad one', async () => {
+    const [urgent] = await loadPipelines(jobsDir({ 'p.yaml': `${DROP}options: { priority: high }\n` }));
+    expect(urgent.options).toEqual({ priority: 'high' });
+    const err = await refusal(jobsDir({ 'p.yaml': `${DROP}options: { priority: urgent }\n` }));
+    expect(err.message).toContain('options.priority: must be "high" or "normal" or "low"');
+  });
+
   it('names the file, the document, the pipeline and the field of every problem, all at once', async () => {
     const dir = jobsDir({
       'bad.yaml': `${SCHEDULED}---\nname: two\nmodel: p/m\ninput: s3://d/x.csv\noutput: s3://o/\nschedule: { cron: "61 * * * *", tz: Mars/Base }\noptions: { batchSize: 0, colour: red }\n`,

@@ -56,6 +56,7 @@ async function run(runId: string, pipeline: string, state: RunStatus['state'], m
     model: 'p/m',
     out: tmp.dir,
     options: {},
+    priority: 'normal',
     pipeline,
     enqueuedAt: '2026-11-25T00:00:00.000Z',
     ...(ended ? { finishedAt: '2026-11-25T00:01:00.000Z' } : {}),

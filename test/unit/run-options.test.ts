@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, optionFlag, parseRunOptions, processConcurrency, runOptionsSchema } from '../../src/config/run-options.js';
+import { requestDifference, withNeutralOptions, type RunRequest } from '../../src/pipeline/run-request.js';
+import { JOB_PRIORITY, runPriority } from '../../src/queue/queues.js';
 import { thrown } from '../helpers/rejection.js';
 
 function usageError(input: unknown, source?: string): UsageError {
@@ -25,6 +27,7 @@ describe('parseRunOptions', () => {
       onModelChange: 'fail',
       driftWarn: 0.1,
       segmentsAtOnce: 2,
+      priority: 'normal',
       rowNumber: false,
       outputPerFile: false,
       quote: '"',
@@ -63,6 +66,7 @@ describe('parseRunOptions', () => {
       driftFail: 0.5,
       baselineRun: 'nightly-2025.03_00',
       segmentsAtOnce: 8,
+      priority: 'low',
       keepColumns: ['a', 'b'],
       dropColumns: ['b'],
       predictionColumns: ['value', 'interval'],
@@ -184,6 +188,26 @@ describe('parseRunOptions', () => {
   it('rejects input that is not an object', () => {
     usageError(null);
     usageError('batchSize=10');
+  });
+});
+
+describe('priority', () => {
+  it('is high, normal (the default) or low, nothing else', () => {
+    expect(parseRunOptions({ priority: 'high' }).priority).toBe('high');
+    expect(usageError({ priority: 'urgent' }).message).toBe('run options: priority: must be "high" or "normal" or "low"');
+    expect(usageError({ priority: 1 }).message).toBe('run options: priority: must be "high" or "normal" or "low"');
+  });
+
+  it('maps to BullMQ priorities, lower sooner, and none is 0 (which BullMQ would take before all)', () => {
+    expect([runPriority({ priority: 'high' }), runPriority({}), runPriority({ priority: 'low' })].map((p) => JOB_PRIORITY[p])).toEqual([1, 2, 3]);
+    // Job data of another producer asking a priority this release does not know: normal.
+    expect(runPriority({ priority: 'urgent' } as never)).toBe('normal');
+  });
+
+  it('never makes another run: a resume may ask another, and it takes effect', () => {
+    const request = (priority: 'high' | 'low'): RunRequest => ({ input: '/in.csv', model: 'p/m', out: '/out', options: parseRunOptions({ priority }) });
+    expect(requestDifference(request('low'), request('high'))).toBeUndefined();
+    expect(withNeutralOptions(request('low'), { priority: 'high' }).options.priority).toBe('high');
   });
 });
 

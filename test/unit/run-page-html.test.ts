@@ -24,6 +24,7 @@ function status(over: Partial<RunStatus> = {}): RunStatus {
     model: 'mindsdb/home_rentals_model',
     out: '/tmp/out',
     options: {},
+    priority: 'normal',
     enqueuedAt: '2024-05-01T10:00:00.000Z',
     finishedAt: '2024-05-01T10:00:02.000Z',
     ...over,
@@ -246,6 +247,17 @@ describe('run pages', () => {
     expect(section).not.toMatch(/<script|style=/);
     // A run without a baseline has no drift section.
     expect(renderRunPage(ctx, view())).not.toContain('id="drift"');
+  });
+
+  it("show a run's priority on its page, and in the list only when it is not normal", () => {
+    const high = status({ runId: 'urgent', priority: 'high' });
+    expect(squash(renderRunPage(ctx, view({ status: high })))).toContain('<dt>Priority</dt><dd id="priority">high</dd>');
+    expect(squash(renderRunPage(ctx, view()))).toContain('<dd id="priority">normal</dd>');
+    const list = squash(renderRunList(ctx, listOf([high, status({ runId: 'usual' }), status({ runId: 'later', priority: 'low' })])));
+    expect(list.match(/<span class="muted priority" title="priority">(\w+)<\/span>/g)).toEqual([
+      '<span class="muted priority" title="priority">high</span>',
+      '<span class="muted priority" title="priority">low</span>',
+    ]);
   });
 
   it('give each state its badge, and an unknown state a neutral one', () => {

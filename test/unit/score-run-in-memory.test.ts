@@ -6,6 +6,7 @@ import { BatchScorerError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { requestValue } from '../../src/pipeline/request-row.js';
+import type { RunListener } from '../../src/pipeline/run-listener.js';
 import { scoreRun } from '../../src/pipeline/score-run.js';
 import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
 import { RENTAL_COLUMNS, rentalsCsv } from '../../src/simulator/sample-data.js';
@@ -35,12 +36,12 @@ function score(
   storage: MemoryStorage,
   runId: string,
   options: RunOptionsInput = {},
-  ctx: { service?: ReturnType<typeof fakeService>; signal?: AbortSignal; input?: string } = {},
+  ctx: { service?: ReturnType<typeof fakeService>; signal?: AbortSignal; input?: string; listener?: RunListener } = {},
 ): Promise<Manifest> {
   const { predictorFor } = ctx.service ?? fakeService();
   return scoreRun(
     { input: ctx.input ?? INPUT, out: OUT, model: 'mindsdb/home_rentals_model', options: parseRunOptions({ runId, ...SMALL, ...options }) },
-    { storage, log: silentLogger, predictorFor, signal: ctx.signal },
+    { storage, log: silentLogger, predictorFor, signal: ctx.signal, listener: ctx.listener },
   );
 }
 
@@ -339,5 +340,36 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     // Written, but not presented as complete.
     expect(files['predictions.csv']).toBeDefined();
     expect(files._SUCCESS).toBeUndefined();
+  });
+
+  it('tells its listener the run started once its folder is claimed, and ended with the manifest it wrote, drift included', async () => {
+    const storage = await storageWith();
+    const heard: string[] = [];
+    const ended: Manifest[] = [];
+    const listener: RunListener = {
+      runStarted: (start) => heard.push(`started ${start.runId} ${formatLocation(start.folder)} ${start.request.options.runId}`),
+      runEnded: (manifest) => {
+        heard.push(`ended ${manifest.runId} ${manifest.state}`);
+        ended.push(manifest);
+      },
+    };
+    await score(storage, 'told', {}, { listener });
+    expect(heard).toEqual([`started told ${OUT}/told told`, 'ended told succeeded']);
+    // As written, but for the schema version every run file is stamped with.
+    const { schemaVersion, ...written } = JSON.parse((await runFolder(storage, 'told'))['manifest.json']) as Record<string, unknown>;
+    expect(schemaVersion).toBe(2);
+    expect(ended[0]).toEqual(written);
+
+    // A run failed by its drift gate: the manifest heard is the one finishRun wrote, with the drift.
+    heard.length = 0;
+    const shifted = '/memory/in/shifted.csv';
+    await storage.write(
+      parseLocation(shifted),
+      rentalsText(ROWS, (row) => void (row.sqft = String(Math.round(Number(row.sqft) * 1.5)))),
+    );
+    await failure(score(storage, 'told-drift', { baselineRun: 'told', driftFail: 0.25 }, { input: shifted, listener }));
+    expect(heard).toEqual([`started told-drift ${OUT}/told-drift told-drift`, 'ended told-drift failed']);
+    expect(ended[1]).toMatchObject({ error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
+    expect(ended[1].drift!.moved[0]).toBe('sqft');
   });
 });

@@ -1,0 +1,49 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { z } from 'zod';
+import { runOptionsSchema } from '../config/run-options.js';
+import type { IdempotentRequest } from '../queue/idempotency-keys.js';
+import { RequestError } from './http-errors.js';
+import type { runSubmissionSchema } from './run-schemas.js';
+
+/** The header `POST /runs` honours, as the answers name it. */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/** Marks an answer given again for its Idempotency-Key (the status and body are the first answer's). */
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** Characters a key may have at most: a UUID takes 36, and a key is kept in Redis for a day. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+const KEY_SHAPE = new RegExp(`^[\\x20-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`);
+
+/**
+ * A submission's Idempotency-Key and the hash of what it asks, or undefined without the header.
+ * A key is 1 to MAX_IDEMPOTENCY_KEY_LENGTH printable ASCII characters; anything else is 400
+ * naming the header, never echoing it.
+ */
+export function idempotencyOf(headers: IncomingHttpHeaders, submission: z.output<typeof runSubmissionSchema>): IdempotentRequest | undefined {
+  const key = headers[IDEMPOTENCY_HEADER.toLowerCase()];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !KEY_SHAPE.test(key)) {
+    throw new RequestError([{ field: IDEMPOTENCY_HEADER, message: `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters` }]);
+  }
+  return { key, bodyHash: submissionHash(submission) };
+}
+
+/**
+ * The sha256 of a submission as parsed, in a canonical JSON (object members sorted): bodies that
+ * differ only in member order, in whitespace, or in writing out an option's default ask the same
+ * run and hash alike. `dryRun` is left out: dry runs are never kept.
+ */
+export function submissionHash(submission: z.output<typeof runSubmissionSchema>): string {
+  const { dryRun: _dry, ...asked } = submission;
+  const canonical = JSON.stringify({ ...asked, options: asked.options ?? runOptionsSchema.parse({}) }, sortedMembers);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** A JSON.stringify replacer writing every object's members in code-point order of their names. */
+function sortedMembers(_name: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

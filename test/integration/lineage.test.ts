@@ -1,0 +1,192 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RunEvent } from '../../src/lineage/run-event.js';
+import { LINEAGE_DRAIN_MS } from '../../src/lineage/lineage-listener.js';
+import type { Manifest } from '../../src/pipeline/manifest.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { startLineageReceiver, type LineageReceiver } from '../helpers/lineage-receiver.js';
+import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import type { Simulator } from '../../src/simulator/server.js';
+
+// OpenLineage run events (OPENLINEAGE_URL) from `score` and from real worker processes, received
+// by a local lineage server that checks each against the project's schema of them.
+
+const MODEL = 'mindsdb/home_rentals_model';
+const ROWS = 3_000;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+let receiver: LineageReceiver | undefined;
+
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'rentals.csv');
+  await writeRentals(input, ROWS);
+});
+afterAll(() => tmp.cleanup());
+afterEach(async () => {
+  await receiver?.close();
+  receiver = undefined;
+});
+
+const manifestOf = async (out: string, runId: string) => JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8')) as Manifest;
+const types = (events: RunEvent[]) => events.map((e) => e.eventType);
+
+/** What every run's events share: one run UUID, the run id in the run facet, the job, and valid events. */
+function expectOneRun(events: RunEvent[], runId: string, jobName: string): void {
+  expect(receiver!.invalid()).toEqual([]);
+  expect(new Set(events.map((e) => e.run.runId)).size).toBe(1);
+  for (const e of events) {
+    expect(e.run.facets.batchScorer).toMatchObject({ runId });
+    expect(e.job).toMatchObject({ namespace: 'batch-scorer', name: jobName });
+    expect(e.producer).toMatch(/^urn:batch-scorer:\d+\.\d+\.\d+/);
+  }
+}
+
+describe('lineage events from score', () => {
+  let sim: Simulator;
+  beforeAll(async () => (sim = await startSimulator()));
+  afterAll(() => sim.close());
+  const env = (url: string) => ({ MODEL_SERVICE_URL: sim.url, OPENLINEAGE_URL: url });
+
+  it('a run that succeeds sends START then COMPLETE: its input, its outputs with their rows and bytes, the model version', async () => {
+    receiver = await startLineageReceiver();
+    const out = join(tmp.dir, 'score-ok');
+    const apiKey = 'lineage-key-0123456789';
+    const r = await runCli(['score', input, '--model', MODEL, '--out', out, '--run-id', 'lin-ok', '--json'], {
+      ...env(receiver.url),
+      OPENLINEAGE_API_KEY: apiKey,
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).not.toContain(apiKey);
+    const manifest = await manifestOf(out, 'lin-ok');
+    // Sent before the process exited: nothing is waited for here.
+    const events = receiver.events();
+    expect(types(events)).toEqual(['START', 'COMPLETE']);
+    expect(receiver.listener.requests.map((q) => [q.method, q.url, q.headers['content-type'], q.headers.authorization])).toEqual([
+      ['POST', '/api/v1/lineage', 'application/json', `Bearer ${apiKey}`],
+      ['POST', '/api/v1/lineage', 'application/json', `Bearer ${apiKey}`],
+    ]);
+    expectOneRun(events, 'lin-ok', 'mindsdb.home_rentals_model');
+    const [start, complete] = events;
+    expect(start.eventTime).toBe(manifest.startedAt);
+    expect(complete.eventTime).toBe(manifest.finishedAt);
+    expect(start.inputs).toEqual([{ namespace: 'file', name: input }]);
+    expect(start.outputs).toEqual([]);
+
+    expect(complete.inputs).toMatchObject([
+      {
+        namespace: 'file',
+        name: input,
+        inputFacets: { inputStatistics: { rowCount: ROWS, size: manifest.input.size, fileCount: 1 } },
+      },
+    ]);
+    const predictions = manifest.outputs.find((o) => o.file === 'predictions.csv')!;
+    const errors = manifest.outputs.find((o) => o.file === 'errors.jsonl')!;
+    expect(predictions.rows).toBe(ROWS);
+    expect(complete.outputs).toMatchObject([
+      {
+        namespace: 'file',
+        name: join(out, 'lin-ok', 'predictions.csv'),
+        outputFacets: { outputStatistics: { rowCount: ROWS, size: predictions.bytes, fileCount: 1 } },
+      },
+      {
+        namespace: 'file',
+        name: join(out, 'lin-ok', 'errors.jsonl'),
+        outputFacets: { outputStatistics: { rowCount: 0, size: errors.bytes } },
+      },
+    ]);
+    expect(complete.job.facets.batchScorerModel).toMatchObject({ requested: MODEL, project: 'mindsdb', name: 'home_rentals_model', resolvedVersion: 2 });
+    expect(start.job.facets.batchScorerModel).toMatchObject({ requested: MODEL, requestedVersion: null });
+    expect(start.job.facets.batchScorerModel).not.toHaveProperty('resolvedVersion');
+    expect(complete.run.facets.batchScorer).toMatchObject({ folder: join(out, 'lin-ok'), trigger: 'cli', state: 'succeeded' });
+    expect(complete.run.facets).not.toHaveProperty('errorMessage');
+  });
+
+  it('a run that fails sends START then FAIL with its error', async () => {
+    receiver = await startLineageReceiver();
+    const out = join(tmp.dir, 'score-fail');
+    const r = await runCli(['score', input, '--model', 'mindsdb/no_such_model', '--out', out, '--run-id', 'lin-fail'], env(receiver.url));
+    expect(r.code).toBe(2);
+    const events = receiver.events();
+    expect(types(events)).toEqual(['START', 'FAIL']);
+    expectOneRun(events, 'lin-fail', 'mindsdb.no_such_model');
+    const manifest = await manifestOf(out, 'lin-fail');
+    expect(events[1].run.facets.errorMessage).toMatchObject({ message: `${manifest.error!.code}: ${manifest.error!.message}` });
+    expect(events[1].outputs).toEqual([]);
+  });
+
+  it('an event the lineage server refuses with a 503 is sent again, and the end still comes after the start', async () => {
+    let answered = 0;
+    receiver = await startLineageReceiver(() => (answered++ === 0 ? 503 : 200));
+    const r = await runCli(['score', input, '--model', MODEL, '--out', join(tmp.dir, 'score-retry'), '--run-id', 'lin-retry'], env(receiver.url));
+    expect(r.code).toBe(0);
+    expect(types(receiver.events())).toEqual(['START', 'START', 'COMPLETE']);
+    expect(receiver.listener.requests[0].body).toBe(receiver.listener.requests[1].body);
+    expectOneRun(receiver.events(), 'lin-retry', 'mindsdb.home_rentals_model');
+  });
+
+  it('a lineage server that is down fails nothing: the run succeeds, with a warning', async () => {
+    const started = Date.now();
+    const r = await runCli(
+      ['score', input, '--model', MODEL, '--out', join(tmp.dir, 'score-down'), '--run-id', 'lin-down', '--json'],
+      env(`http://127.0.0.1:${await freePort()}`),
+    );
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ runId: 'lin-down', state: 'succeeded' });
+    // Refused connections: three tries each (0.5 s and 2 s apart), the two events one after the other, cut at the bound.
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(r.stderr).toMatch(/lineage event not delivered|lineage events still unsent at exit/);
+  });
+
+  it('a lineage server that never answers delays the exit by the bound at most, after the result is printed', async () => {
+    receiver = await startLineageReceiver(() => 'hang');
+    const cli = startCli(['score', input, '--model', MODEL, '--out', join(tmp.dir, 'score-hang'), '--run-id', 'lin-hang', '--json'], env(receiver.url));
+    await waitFor('the run result', () => cli.stdout().includes('"state":"succeeded"'), 60_000, 10);
+    const printed = Date.now();
+    expect(await cli.exited).toBe(0);
+    const waited = Date.now() - printed;
+    expect(waited).toBeGreaterThanOrEqual(LINEAGE_DRAIN_MS - 500);
+    expect(waited).toBeLessThan(LINEAGE_DRAIN_MS + 3_000);
+    expect(cli.stderr()).toContain('lineage events still unsent at exit: dropped');
+    // The START was received (and never answered, perhaps tried again meanwhile); the end waited behind it.
+    expect(new Set(types(receiver.events()))).toEqual(new Set(['START']));
+  });
+});
+
+describe('lineage events from queue workers', () => {
+  const f = useQueueFixture();
+
+  it('a queued run sends START then COMPLETE from the worker that ran it', async () => {
+    await f.setup();
+    receiver = await startLineageReceiver();
+    f.worker([], { OPENLINEAGE_URL: receiver.url, OPENLINEAGE_NAMESPACE: 'batch-scorer' });
+    const out = join(tmp.dir, 'queue-ok');
+    await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'lq-ok', segmentRows: 1_000 } });
+    expect((await f.finished('lq-ok')).state).toBe('completed');
+    const events = await receiver.runEvents('lq-ok', 2);
+    expect(types(events)).toEqual(['START', 'COMPLETE']);
+    expectOneRun(events, 'lq-ok', 'mindsdb.home_rentals_model');
+    const manifest = await manifestOf(out, 'lq-ok');
+    expect(events[1].outputs[0]).toMatchObject({ name: join(out, 'lq-ok', 'predictions.csv'), outputFacets: { outputStatistics: { rowCount: ROWS } } });
+    expect(events[1].job.facets.batchScorerModel).toMatchObject({ resolvedVersion: 2 });
+    expect(events[1].eventTime).toBe(manifest.finishedAt);
+  });
+
+  it('a queued run cancelled while it runs sends ABORT', async () => {
+    await f.setup({ latencyMs: 40 });
+    receiver = await startLineageReceiver();
+    f.worker(['--concurrency', '1'], { OPENLINEAGE_URL: receiver.url });
+    const out = join(tmp.dir, 'queue-cancel');
+    await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'lq-cx', segmentRows: 500, batchSize: 20 } });
+    await waitFor('a segment done', async () => ((await f.queue.get('lq-cx'))?.progress?.segmentsDone ?? 0) >= 1, 30_000);
+    const cancelled = await runCli(['cancel', 'lq-cx', '--json'], f.env());
+    expect(cancelled.code).toBe(0);
+    const events = await receiver.runEvents('lq-cx', 2);
+    expect(types(events)).toEqual(['START', 'ABORT']);
+    expectOneRun(events, 'lq-cx', 'mindsdb.home_rentals_model');
+    expect(events[1].run.facets.errorMessage?.message).toMatch(/^E_CANCELLED: /);
+    expect(events[1].run.facets.batchScorer).toMatchObject({ state: 'cancelled' });
+  });
+});
