@@ -66,6 +66,12 @@ export const ERROR_CATALOGUE = {
     hint: 'another request with this Idempotency-Key is still being answered: send it again in a few seconds',
   },
   E_CANCELLED: { status: 409, exit: 1, retriable: false, hint: 'the run was cancelled: resume it to go on' },
+  E_EXPIRED: {
+    status: 409,
+    exit: 1,
+    retriable: false,
+    hint: 'the run reached a cap (--max-requests, --max-rows or --deadline) and kept the segments it finished: resume it with a higher cap, or none',
+  },
   E_ERROR_RATE: { status: 422, exit: 1, retriable: false, hint: 'more rows were quarantined than --max-error-rate allows: see errors.jsonl' },
   E_ALIGNMENT: { status: 502, exit: 1, retriable: false, hint: 'answers did not line up with the rows sent, on every attempt' },
   E_COLUMNS: { status: 422, exit: 2, retriable: false, hint: "the input's columns do not fit the model" },

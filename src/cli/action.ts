@@ -34,7 +34,8 @@ export interface FailedRun {
  */
 export function reportError(err: unknown, run?: FailedRun): void {
   const code = ` [${errorCode(err)}]`;
-  const which = run ? `run ${run.runId} failed: ` : '';
+  // A message that names its run already (`run <id> expired: ...`) is not named again.
+  const which = run && !errorMessage(err).startsWith(`run ${run.runId} `) ? `run ${run.runId} failed: ` : '';
   process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
   if (run) process.stderr.write(`run folder: ${run.folder}${run.resume === undefined ? '' : `; resume: ${run.resume}`}\n`);
   if (!(err instanceof BatchScorerError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
+import { parseRunOptions } from '../config/run-options.js';
 import { loadSettings } from '../config/settings.js';
 import type { RunQueue } from '../queue/producer.js';
 import { action } from './action.js';
+import { count } from './number-flags.js';
 import { formatRunStatus } from './run-status-view.js';
 
 /** `cancel` and `resume`: stop a queued run, and take it up again where it stopped. */
@@ -24,12 +26,21 @@ export function registerCancel(program: Command): void {
     );
   program
     .command('resume')
-    .description('enqueue a failed or cancelled queued run again, as it was asked, keeping the segments it finished')
+    .description('enqueue a failed, cancelled or expired queued run again, as it was asked, keeping the segments it finished')
     .argument('<runId>', 'the run')
+    .option('--max-requests <n>', "cap: predict calls in all, the run's earlier ones counted (default: none)", count('--max-requests'))
+    .option('--max-rows <n>', "cap: rows sent to the model in all, the run's earlier ones counted (default: none)", count('--max-rows'))
+    .option('--deadline <duration|time>', 'cap: stop sending at this time: 90s, 30m, 2h from now, or an ISO 8601 time (default: none)')
     .option('--json', 'print {"runId","resumed"} as JSON')
     .action(
-      action(async (runId: string, flags: { json?: boolean }) => {
-        const resumed = await withRunQueue((queue) => queue.resume(runId));
+      action(async (runId: string, flags: { json?: boolean; maxRequests?: number; maxRows?: number; deadline?: string }) => {
+        // A run's caps are the resume's own: those not given are none.
+        const { maxRequests, maxRows, deadline } = parseRunOptions(
+          { maxRequests: flags.maxRequests, maxRows: flags.maxRows, deadline: flags.deadline },
+          'resume',
+          'flags',
+        );
+        const resumed = await withRunQueue((queue) => queue.resume(runId, { maxRequests, maxRows, deadline }));
         process.stdout.write(`${flags.json ? JSON.stringify(resumed) : runId}\n`);
         if (!flags.json) process.stderr.write(`run ${runId} enqueued again, keeping the segments it finished\n`);
       }),

@@ -57,6 +57,9 @@ export function addRunFlags(command: Command): Command {
     )
     .option('--param <key=value>', 'predict params passed to the engine (repeatable; JSON values allowed)', param)
     .option('--limit <rows>', 'score only the first N rows (a canary)', int('--limit'))
+    .option('--max-requests <n>', 'cap: predict calls in all, retries and resumes counted; past it the run ends expired', int('--max-requests'))
+    .option('--max-rows <n>', 'cap: rows sent to the model in all, resumes counted; past it the run ends expired', int('--max-rows'))
+    .option('--deadline <duration|time>', 'cap: stop sending at this time: 90s, 30m, 2h from the start, or 2026-11-26T06:00:00Z')
     .option('--run-id <id>', "run id and folder name (default: time-based); an unfinished run's id resumes it")
     .option('--strict-columns', "fail when the input lacks some of the model's input columns")
     .option('--segment-rows <rows>', 'rows per segment, the unit of resuming and of queue work (default 20000)', int('--segment-rows'))
@@ -120,6 +123,9 @@ const RUN_FLAG_KEYS = [
   'envelope',
   'params',
   'limit',
+  'maxRequests',
+  'maxRows',
+  'deadline',
   'runId',
   'strictColumns',
   'segmentRows',

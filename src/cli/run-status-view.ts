@@ -16,7 +16,8 @@ export function formatRunStatus(s: RunStatus): string {
   const eta = p && s.state === 'active' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
-  const failed = s.failedReason ? `failed: ${s.failedReason}` : '';
+  // An expired run's reason says so itself (`run <id> expired: ...`).
+  const failed = s.failedReason ? (s.state === 'expired' ? s.failedReason : `failed: ${s.failedReason}`) : '';
   const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
   const line = [
     s.runId,
@@ -34,6 +35,8 @@ export function formatRunStatus(s: RunStatus): string {
   ]
     .filter(Boolean)
     .join('  ');
+  // An expired run is resumed by `resume`, whose caps are its own: enqueueing it again as asked would meet its caps again.
+  if (s.state === 'expired') return `${line}\n  resume: batch-scorer resume ${s.runId} (with a higher --max-requests, --max-rows or --deadline, or none)`;
   return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;
 }
 
@@ -43,7 +46,7 @@ export function formatRunStatus(s: RunStatus): string {
  * that stalled past its limit) is a crash, which a resume goes on from.
  */
 export function resumable(s: RunStatus): boolean {
-  if (s.state === 'cancelled') return true;
+  if (s.state === 'cancelled' || s.state === 'expired') return true;
   if (s.state !== 'failed') return false;
   const code = failureCode(s.failedReason);
   if (code === undefined || !(code in ERROR_CATALOGUE)) return true;

@@ -163,7 +163,13 @@ function isCode(err: unknown, code: ErrorCode): boolean {
 function printFailure(err: unknown, run: FailedRun | undefined): void {
   const error = { code: errorCode(err), message: errorMessage(err) };
   const line = run
-    ? { runId: run.runId, state: 'failed', folder: run.folder, error, ...(run.resume !== undefined && { resume: run.resume }) }
+    ? {
+        runId: run.runId,
+        state: error.code === 'E_EXPIRED' ? 'expired' : 'failed',
+        folder: run.folder,
+        error,
+        ...(run.resume !== undefined && { resume: run.resume }),
+      }
     : { state: 'failed', error };
   process.stdout.write(`${JSON.stringify(line)}\n`);
 }

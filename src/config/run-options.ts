@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { nestedDeeperThan } from '../formats/json-depth.js';
 import { checkEncoding } from '../formats/text-encoding.js';
+import { DEADLINE_FORMAT, deadlineTime } from './deadline.js';
 
 /** The members of a prediction `predictionColumns` chooses among. */
 export const PREDICTION_MEMBERS = ['value', 'confidence', 'interval', 'anomaly', 'explain'] as const;
@@ -93,6 +94,18 @@ export const runOptionsSchema = z
     envelope: z.enum(['data', 'array']).default('data'),
     /** Passed to the engine as predict `params`; at most MAX_PARAMS_DEPTH levels deep and MAX_PARAMS_BYTES of JSON. */
     params: predictParams.default({}),
+    /** Predict calls the run may send in all, every attempt and retry counted, across its resumes; none by default (see CAP_OPTIONS). */
+    maxRequests: z.int().min(1).optional(),
+    /** Rows the run may send to the model in all, across its resumes (rows read and skipped are not counted); none by default. */
+    maxRows: z.int().min(1).optional(),
+    /**
+     * When the run stops sending: a duration from the run's start (`90s`, `30m`, `2h`) or an ISO
+     * 8601 time; stored as the time it means (see deadlineTime). None by default.
+     */
+    deadline: z
+      .string()
+      .transform((text, ctx) => deadlineTime(text) ?? (ctx.addIssue({ code: 'custom', message: DEADLINE_FORMAT }), z.NEVER))
+      .optional(),
     /** Score only the first N data rows: a canary run. */
     limit: z.int().min(1).optional(),
     /** The run's id and folder name; derived from the time when absent. Re-using an unfinished run's id resumes it. */
@@ -218,7 +231,18 @@ export const OUTPUT_NEUTRAL_OPTIONS: readonly (keyof RunOptions)[] = [
   'driftWarn',
   'driftFail',
   'baselineRun',
+  // The caps (CAP_OPTIONS) stop a run early; what it scores is the same bytes.
+  'maxRequests',
+  'maxRows',
+  'deadline',
 ];
+
+/**
+ * The caps: a run that reaches one stops sending and ends `expired` (E_EXPIRED), keeping what it
+ * finished. A resume takes the caps it is asked with, none when it names none: a cap is not kept
+ * from the run's earlier attempts as other output-neutral options are.
+ */
+export const CAP_OPTIONS = ['maxRequests', 'maxRows', 'deadline'] as const satisfies readonly (keyof RunOptions)[];
 
 /** An option as users type it on the command line: `maxErrorRate` is `--max-error-rate`; `params` is set by the repeatable `--param`. */
 export function optionFlag(field: string): string {

@@ -21,8 +21,11 @@ import type { ServiceTokens } from './service-tokens.js';
  */
 const configFileSchema = z
   .object({
-    /** Defaults for run options (see run-options.ts), e.g. `{ concurrency: 8, batchSize: 500 }`. */
-    run: runOptionsSchema.partial().strict().optional(),
+    /**
+     * Defaults for run options (see run-options.ts), e.g. `{ concurrency: 8, batchSize: 500 }`. Not
+     * a deadline: read when the process starts, a duration would count from then, not from a run's start.
+     */
+    run: runOptionsSchema.omit({ deadline: true }).partial().strict().optional(),
     /** Redis for queue mode: `url` as REDIS_URL takes it (one node, or `redis-cluster://host1:port1,host2:port2`). */
     redis: z.object({ url: redisUrlSchema.optional(), prefix: z.string().optional() }).strict().optional(),
     s3: z.object({ endpoint: z.string().optional(), region: z.string().optional(), forcePathStyle: z.boolean().optional() }).strict().optional(),

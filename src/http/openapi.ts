@@ -12,6 +12,7 @@ import {
   runListQuerySchema,
   runListSchema,
   runResumedSchema,
+  runResumeSchema,
   runStatusSchema,
   runSubmissionSchema,
 } from './run-schemas.js';
@@ -62,6 +63,7 @@ export function openApiDocument(): Record<string, unknown> {
         RunDetail: jsonSchema(runDetailSchema, 'output'),
         RunList: jsonSchema(runListSchema, 'output'),
         RunResumed: jsonSchema(runResumedSchema, 'output'),
+        RunResume: jsonSchema(runResumeSchema, 'input'),
         RunAccepted: jsonSchema(runAcceptedSchema, 'output'),
         S3Event: jsonSchema(s3EventSchema, 'input'),
         EventRuns: jsonSchema(eventRunsSchema, 'output'),
@@ -119,12 +121,14 @@ export function openApiDocument(): Record<string, unknown> {
       '/runs/{id}/resume': {
         parameters: [runId],
         post: {
-          summary: 'Resume a failed or cancelled run, keeping the segments it finished',
+          summary: 'Resume a failed, cancelled or expired run, keeping the segments it finished, under the caps the body gives (none: uncapped)',
+          requestBody: { required: false, content: json('RunResume') },
           responses: {
             '200': answer('enqueued again', 'RunResumed'),
+            '400': failure('a bad cap, named in issues'),
             '403': failure("the run's input, output or service is outside the deployment policy"),
             '404': failure('no such run'),
-            '409': failure('the run is not failed or cancelled'),
+            '409': failure('the run is not failed, cancelled or expired'),
             ...common,
           },
         },

@@ -326,6 +326,10 @@ function notPlanned(status: RunStatus): Html {
     case 'cancelling':
     case 'cancelled':
       return html`<p class="muted">The run was cancelled before its input was planned.</p>`;
+    case 'expired':
+      return html`<p class="notice error" id="failure">
+        The run reached a cap before its input was planned${status.failedReason ? html`: ${excerpt(status.failedReason, MESSAGE_BYTES)}` : '.'}
+      </p>`;
     case 'completed':
       return html`<p class="muted">No progress is known: it has expired.</p>`;
   }

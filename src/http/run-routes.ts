@@ -9,7 +9,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
 import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
 import type { runAcceptedSchema, runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
-import { runIdParamsSchema, runListQuerySchema, runSubmissionSchema } from './run-schemas.js';
+import { runIdParamsSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
 import type { RunsApi } from './runs-api.js';
 
 /** `accepted.by` of a run accepted over the API, whose bearer token names no one. */
@@ -68,7 +68,8 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
 
   app.post('/runs/:id/resume', async (request) => {
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
-    const body: z.input<typeof runResumedSchema> = await runs.resume(id);
+    const caps = parseRequest(runResumeSchema, request.body ?? {}, 'body');
+    const body: z.input<typeof runResumedSchema> = await runs.resume(id, caps);
     request.log.info({ runId: id }, 'run resumed');
     return body;
   });

@@ -54,6 +54,9 @@ export const runCreatedSchema = z.object({
 
 export const runResumedSchema = z.object({ runId: z.string(), resumed: z.literal(true) });
 
+/** `POST /runs/:id/resume`'s body, optional: the caps the resumed run goes on under (none given: uncapped). */
+export const runResumeSchema = runOptionsSchema.pick({ maxRequests: true, maxRows: true, deadline: true }).strict();
+
 /** `POST /runs/:id/accept`: who accepted the run's drift and when, and whether it had been accepted before (nothing changed then). */
 export const runAcceptedSchema = z.object({ runId: z.string(), already: z.boolean(), accepted: manifestSchema.shape.accepted.unwrap() });
 

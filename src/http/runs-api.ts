@@ -1,3 +1,4 @@
+import type { RunOptionsInput } from '../config/run-options.js';
 import type { EnqueueAnswer } from '../queue/idempotency-keys.js';
 import type { EnqueueOptions, FileDropSubmission, RunListOptions, RunStatus, RunSubmission } from '../queue/producer.js';
 import type { QueueConfig } from '../queue/queues.js';
@@ -19,8 +20,8 @@ export interface RunsApi {
   list(options?: RunListOptions): Promise<RunStatus[]>;
   /** Cancels a waiting or active run; answers its status (`cancelling` while its jobs stop, then `cancelled`). */
   cancel(runId: string): Promise<RunStatus>;
-  /** Enqueues a failed or cancelled run again, keeping the segments it finished. */
-  resume(runId: string): Promise<{ runId: string; resumed: true }>;
+  /** Enqueues a failed, cancelled or expired run again, keeping the segments it finished, under the caps given (none: uncapped). */
+  resume(runId: string, caps?: Pick<RunOptionsInput, 'maxRequests' | 'maxRows' | 'deadline'>): Promise<{ runId: string; resumed: true }>;
 }
 
 /**
@@ -42,7 +43,7 @@ export function lazyRunQueue(config: QueueConfig, pingRedis: () => Promise<void>
       get: (runId) => call((runs) => runs.get(runId)),
       list: (options) => call((runs) => runs.list(options)),
       cancel: (runId) => call((runs) => runs.cancel(runId)),
-      resume: (runId) => call((runs) => runs.resume(runId)),
+      resume: (runId, caps) => call((runs) => runs.resume(runId, caps)),
     },
     close: () => holder.close(),
   };

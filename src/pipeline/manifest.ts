@@ -9,6 +9,7 @@ import { comparisonSummarySchema, type ComparisonSummary } from './model-compari
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
 import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
+import { capReachedSchema, ExpiredError } from './run-caps.js';
 import { readRunFile } from './run-state.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
@@ -39,8 +40,13 @@ export const manifestSchema = z.object({
   runId: z.string(),
   /** The run folder, `<out>/<runId>`; null in manifests of releases that wrote one for a run that failed before it was prepared. */
   folder: z.string().nullable(),
-  /** `cancelled`: stopped on request (E_CANCELLED), and resumable as a failed run is. */
-  state: z.enum(['succeeded', 'failed', 'cancelled']),
+  /**
+   * `cancelled`: stopped on request (E_CANCELLED); `expired`: stopped on a cap (E_EXPIRED, see
+   * `cap`); both resumable as a failed run is.
+   */
+  state: z.enum(['succeeded', 'failed', 'cancelled', 'expired']),
+  /** The cap an expired run reached and how far it got (see CapReached); absent otherwise. */
+  cap: capReachedSchema.optional(),
   /**
    * False for a run that failed before its plan was made (describe, its input's files, their
    * columns): nothing was scored, and its `_work` holds its claim (and staged copies of inputs planned before). Absent in manifests of
@@ -126,6 +132,9 @@ export interface ManifestParts {
   queue?: QueueFacts;
 }
 
+/** The states of runs that ended on these codes rather than failed. */
+const ENDED_STATES: Partial<Record<string, Manifest['state']>> = { E_CANCELLED: 'cancelled', E_EXPIRED: 'expired' };
+
 export function buildManifest(parts: ManifestParts): Manifest {
   const { run } = parts;
   const finishedAt = new Date();
@@ -133,7 +142,8 @@ export function buildManifest(parts: ManifestParts): Manifest {
   return {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : parts.folder ? formatLocation(parts.folder) : null,
-    state: !parts.error ? 'succeeded' : errorCode(parts.error) === 'E_CANCELLED' ? 'cancelled' : 'failed',
+    state: !parts.error ? 'succeeded' : (ENDED_STATES[errorCode(parts.error)] ?? 'failed'),
+    ...(parts.error instanceof ExpiredError && parts.error.cap && { cap: parts.error.cap }),
     started: run !== undefined,
     startedAt: parts.startedAt,
     finishedAt: finishedAt.toISOString(),

@@ -15,7 +15,8 @@ import type { ModelRef } from '../service/model-ref.js';
  * `unavailable`, `not-found`, `unauthorized`, `not-ready`, `wrong-url`, `wrong-envelope` and
  * `fatal` end it. A predictor retries passing failures (overload, network, answers that do not
  * fit `check`) by its own policy before it gives up with `unavailable`. An aborted `signal`
- * rejects with its reason. Nothing else is thrown.
+ * rejects with its reason; what the caller's `beforeAttempt` throws is thrown as it is. Nothing
+ * else is thrown.
  */
 export interface Predictor {
   /** The service as it may be shown in logs and manifests (no credentials). */

@@ -108,6 +108,8 @@ export const runFiles = {
   claim: (folder: Location) => joinLocation(folder, '_work', 'claim.json'),
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),
   work: (folder: Location) => joinLocation(folder, '_work'),
+  /** What a run scored by `score` used of its caps by the end of its last attempt (see run-caps.ts). */
+  caps: (folder: Location) => joinLocation(folder, '_work', 'caps.json'),
   segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),
   /** A segment's scored rows, in the output's text format or, for Parquet, as `values` lines. */
   segmentPart: (folder: Location, index: number, format: OutputFormat) =>

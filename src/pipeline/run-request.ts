@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { OUTPUT_NEUTRAL_OPTIONS, optionFlag, type RunOptions } from '../config/run-options.js';
+import { CAP_OPTIONS, OUTPUT_NEUTRAL_OPTIONS, optionFlag, type RunOptions } from '../config/run-options.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
 import type { RunTrigger } from './run-trigger.js';
 
@@ -38,10 +38,15 @@ export function sameRequest(a: RunRequest, b: RunRequest): boolean {
   return requestDifference(a, b) === undefined;
 }
 
-/** The stored request, with the output-neutral options of `asked` (a resume may raise --max-error-rate, say). */
+/**
+ * The stored request, with the output-neutral options of `asked` (a resume may raise
+ * --max-error-rate, say). The caps are `asked`'s, set or not: a resume naming none is uncapped.
+ */
 export function withNeutralOptions(stored: RunRequest, asked: Partial<RunOptions>): RunRequest {
   const neutral = Object.fromEntries(OUTPUT_NEUTRAL_OPTIONS.filter((k) => k !== 'runId' && asked[k] !== undefined).map((k) => [k, asked[k]]));
-  return { ...stored, options: { ...stored.options, ...neutral } };
+  const options: Record<string, unknown> = { ...stored.options, ...neutral };
+  for (const cap of CAP_OPTIONS) if (asked[cap] === undefined) delete options[cap];
+  return { ...stored, options: options as RunOptions };
 }
 
 function show(value: unknown): string {

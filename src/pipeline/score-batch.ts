@@ -6,6 +6,7 @@ import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
+import { errorCode } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
 import type { RequestBatch } from './request-batch.js';
@@ -128,7 +129,8 @@ async function askOther(scorer: BatchScorer, compare: NonNullable<BatchScorer['c
   try {
     return await predictBatch(scorer, compare.model, batch, layout);
   } catch (err) {
-    if (scorer.signal?.aborted) throw err;
+    // A cap reached stops the run's sending, the other model's too: its rows would not be compared as a run that never stopped compares them.
+    if (scorer.signal?.aborted || errorCode(err) === 'E_EXPIRED') throw err;
     scorer.log.warn({ err, model: formatModelRef(compare.model) }, 'the compared model did not answer a batch: its rows are not compared');
     return null;
   }

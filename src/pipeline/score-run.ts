@@ -16,6 +16,7 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
+import { capLimit, capLimits, cappedPredictor, ExpiredError, MemoryRunCaps, readCapUsage, runExpired, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
 
@@ -54,8 +55,13 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   // A request that cannot run is refused before the service is asked or anything is written.
   await preflight(request, storage, ctx.signal);
 
-  const client = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
+  // The caps count what the run's earlier attempts sent: every predict attempt goes through them.
+  const caps = new MemoryRunCaps(capLimits(request.options), await readCapUsage(storage, folder, ctx.signal));
+  const own = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
+  const client = cappedPredictor(own, caps);
   let run: PreparedRun | undefined;
+  // The segments finished (earlier attempts' too) and the rows scored in them: what an expired run keeps.
+  const kept = { segments: 0, rows: 0 };
   try {
     const onClaimed = () => {
       ctx.onStage?.('claimed');
@@ -106,6 +112,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       limit,
       readAhead: new ReadAhead(() => limit.concurrency, run.request.options.batchSize),
       budget,
+      caps,
       log,
       signal,
       stopSignal: ctx.signal,
@@ -133,11 +140,25 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
           tracker.segmentsDone++;
           budget.report(index, done.rowsQuarantined);
           finished.add(index, done);
+          kept.segments++;
+          kept.rows += done.rowsScored;
           continue;
         }
         const segment = segments(async () => {
           signal.throwIfAborted();
-          finished.add(index, await scoreSegment(work, index));
+          // Past a cap, the run sends nothing more: segments not begun are left to a resume.
+          if (caps.expired) return;
+          let done;
+          try {
+            done = await scoreSegment(work, index);
+          } catch (err) {
+            // Stopped on a cap, a segment does not stop its siblings: their batches in flight finish.
+            if (err instanceof ExpiredError) return;
+            throw err;
+          }
+          finished.add(index, done);
+          kept.segments++;
+          kept.rows += done.rowsScored;
           tracker.segmentsDone++;
           report();
         });
@@ -149,6 +170,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       }
       await Promise.all(scoring);
       await started.planned;
+      if (caps.expired) throw new ExpiredError(caps.expired);
     } catch (err) {
       const cause = failed?.err ?? err;
       failFast.abort();
@@ -165,11 +187,30 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     // Planning may still be reading the input (run.json could not be stored, say): it stops too.
     failFast.abort();
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
-    const err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
+    let err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
+    // Stopped on a cap (planning's probe may meet it too): the run's error says which, and how far it got.
+    if (caught instanceof ExpiredError && !caught.cap) {
+      const { requests, rows } = caps.usage;
+      err = runExpired(runId, {
+        kind: caught.kind,
+        limit: capLimit(caught.kind, request.options),
+        reached: {
+          requests,
+          rowsSent: rows,
+          rowsScored: kept.rows,
+          rowsTotal: run?.input.rows ?? 0,
+          segmentsDone: kept.segments,
+          segmentsTotal: run?.input.segments.length ?? 0,
+        },
+      });
+    }
+    // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
+    // resume from: a run that failed before its plan (its probe's calls) starts afresh.
+    if (run) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
     const manifest = await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
     ctx.listener?.runEnded(manifest);
     throw err;
   } finally {
-    await client.close();
+    await own.close();
   }
 }

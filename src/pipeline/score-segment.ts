@@ -11,6 +11,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
+import { ExpiredError, type RunCaps } from './run-caps.js';
 import { ComparisonAccumulator, comparedMembers } from './model-comparison.js';
 import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
@@ -35,6 +36,11 @@ export interface SegmentWork {
   readAhead: ReadAhead;
   /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
   budget: ErrorBudget;
+  /**
+   * The run's caps, shared with its other segments, from which each batch's rows are taken before
+   * it is sent (its predict attempts are taken by the client, see cappedPredictor); none when uncapped.
+   */
+  caps?: RunCaps;
   log: Logger;
   signal?: AbortSignal;
   /**
@@ -89,7 +95,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   let failure: unknown;
   const fail = (err: unknown) => {
     failure ??= err;
-    abort.abort();
+    // Stopped on a cap, the batches in flight are answered (they were sent, and counted) before
+    // the segment stops; none more is sent (see the catch below).
+    if (!(failure instanceof ExpiredError)) abort.abort();
   };
   const log = work.log.child({ segment: index });
 
@@ -176,6 +184,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (held.length > 0) pending.push({ outcomes: Promise.resolve(held.map((m) => m.outcome)), turn: false, answered: true });
       return;
     }
+    // Past --max-rows or the deadline the batch is not sent, and the segment stops (E_EXPIRED).
+    await work.caps?.takeRows(batch.length);
     // Waiting for a turn, this segment writes what it has: its own batches give turns back. It
     // waits for its oldest batch's answer or any segment's release, whichever comes first: waiting
     // for its own answer alone left request slots idle while a sibling segment freed turns.
@@ -245,6 +255,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await writes;
   } catch (err) {
     fail(err);
+    if (failure instanceof ExpiredError) await Promise.allSettled(pending.map((p) => p.outcomes));
+    abort.abort();
     rowsOut.destroy();
     errorsOut.end();
     await Promise.allSettled([writes, errorsWrite, ...pending.map((p) => p.outcomes)]);

@@ -3,8 +3,8 @@ import type { Storage } from '../storage/storage-types.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 
 /**
- * The names, below `_work`, of every file a prepared run writes there: its claim and run.json, the
- * staged copies of its inputs, and each segment's part, quarantined rows and done marker.
+ * The names, below `_work`, of every file a prepared run writes there: its claim, run.json and
+ * caps.json, the staged copies of its inputs, and each segment's part, quarantined rows and done marker.
  */
 export function workFileNames(run: PreparedRun): Set<string> {
   const { folder } = run;
@@ -13,6 +13,7 @@ export function workFileNames(run: PreparedRun): Set<string> {
   const files = [
     runFiles.claim(folder),
     runFiles.prepared(folder),
+    runFiles.caps(folder),
     ...run.input.files.map((_, i) => runFiles.stagedInput(folder, i)),
     ...run.input.segments.flatMap((s) => [
       runFiles.segmentPart(folder, s.index, run.outputFormat),

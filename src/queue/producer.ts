@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
-import { parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
+import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -28,6 +28,7 @@ import { IdempotencyKeys, type EnqueueAnswer, type IdempotentRequest } from './i
 import { PipelineRuns } from './pipeline-runs.js';
 import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
+import { failureCode } from './to-queue-error.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
 const ASSEMBLY_WAIT_MS = 60_000;
@@ -35,9 +36,10 @@ const ASSEMBLY_WAIT_MS = 60_000;
 /**
  * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
  * `cancelling` (cancelled, while its jobs still run: they stop within about a second),
- * `completed`, `failed`, or `cancelled` (none of its jobs runs, and none will score again).
+ * `completed`, `failed`, `cancelled` (none of its jobs runs, and none will score again), or
+ * `expired` (stopped on a cap, E_EXPIRED: --max-requests, --max-rows or --deadline).
  */
-export const RUN_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled'] as const;
+export const RUN_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled', 'expired'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 /** A cancelled run's job may be in any state but completed: it fails, with E_CANCELLED, once a worker takes it after the cancel. */
@@ -51,6 +53,7 @@ const JOB_STATES: Record<RunState, JobType[]> = {
   completed: ['completed'],
   failed: ['failed'],
   cancelled: CANCELLED_JOB_STATES,
+  expired: ['failed'],
 };
 
 const ALL_JOB_STATES = [...new Set(Object.values(JOB_STATES).flat())];
@@ -90,9 +93,9 @@ export interface RunStatus {
   finishedAt?: string;
 }
 
-/** A run that goes no further by itself: completed, failed, or cancelled (a `cancelling` run still has jobs running). */
+/** A run that goes no further by itself: completed, failed, cancelled or expired (a `cancelling` run still has jobs running). */
 export function runEnded(s: Pick<RunStatus, 'state'>): boolean {
-  return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled';
+  return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled' || s.state === 'expired';
 }
 
 /** No run of this id on the queue (E_RUN_NOT_FOUND, exit 2). */
@@ -134,14 +137,16 @@ export interface EnqueueOptions {
  */
 export function validateSubmission(submission: RunSubmission): RunJobData {
   parseModelRef(submission.model);
-  const runId = parseRunOptions(submission.options ?? {}, 'options').runId ?? newRunId();
+  const parsed = parseRunOptions(submission.options ?? {}, 'options');
+  const runId = parsed.runId ?? newRunId();
   return {
     runId,
     request: {
       input: formatLocation(parseLocation(submission.input)),
       model: submission.model,
       out: formatLocation(parseLocation(submission.out)),
-      options: { ...submission.options, runId },
+      // A --deadline given as a duration counts from now: stored as the time it means, for every worker.
+      options: { ...submission.options, runId, ...(parsed.deadline !== undefined && { deadline: parsed.deadline }) },
       ...(submission.trigger ? { trigger: submission.trigger } : {}),
     },
   };
@@ -218,14 +223,14 @@ export class RunQueue {
     const existing = await this.queue.getJob(runId);
     const state = existing && (await this.stateOf(existing)).state;
     if (state === 'cancelling' && options.ifEnded !== 'keep') throw stillCancelling(runId, 'enqueued again');
-    const resumed = (state === 'failed' || state === 'cancelled') && options.ifEnded !== 'keep';
+    const resumed = (state === 'failed' || state === 'cancelled' || state === 'expired') && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
     if (existing && resumed) {
       refuseOtherOutput(existing.data, data);
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
           'E_RUN_CONFLICT',
-          `run ${runId} ${state === 'cancelled' ? 'was cancelled' : 'failed'}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
+          `run ${runId} ${state === 'cancelled' ? 'was cancelled' : state === 'expired' ? 'expired' : 'failed'}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
         );
       }
       await this.progress.clear(runId);
@@ -343,7 +348,7 @@ export class RunQueue {
     const job = await this.requireJob(runId);
     const { state: before } = await this.stateOf(job);
     if (before === 'cancelling' || before === 'cancelled') return this.describe(job);
-    if (before === 'completed' || before === 'failed') throw alreadyFinished(runId, before);
+    if (before === 'completed' || before === 'failed' || before === 'expired') throw alreadyFinished(runId, before);
     await this.cancels.mark(runId);
     // Segments no worker took yet go at once; those being scored stop when their workers see the
     // marker. A run job left with no segment is taken again, and ends the run as cancelled.
@@ -357,7 +362,7 @@ export class RunQueue {
       now = await this.requireJob(runId);
     }
     const after = await this.describe(now);
-    if (after.state === 'completed' || after.state === 'failed') {
+    if (after.state === 'completed' || after.state === 'failed' || after.state === 'expired') {
       // It finished meanwhile: too late to cancel, and the marker must not outlive the answer.
       await this.cancels.clear(runId);
       throw alreadyFinished(runId, after.state);
@@ -366,19 +371,22 @@ export class RunQueue {
   }
 
   /**
-   * Resumes a failed or cancelled run: enqueued again from its stored request, keeping the
-   * segments it finished. E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for a waiting,
-   * active, cancelling or completed run.
+   * Resumes a failed, cancelled or expired run: enqueued again from its stored request, keeping
+   * the segments it finished, under the caps given (`caps`: --max-requests, --max-rows,
+   * --deadline; none given, none). E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for a
+   * waiting, active, cancelling or completed run.
    */
-  async resume(runId: string): Promise<{ runId: string; resumed: true }> {
+  async resume(runId: string, caps: Pick<RunOptionsInput, (typeof CAP_OPTIONS)[number]> = {}): Promise<{ runId: string; resumed: true }> {
     const job = await this.requireJob(runId);
     const { state } = await this.stateOf(job);
     if (state === 'cancelling') throw stillCancelling(runId, 'resumed');
-    if (state !== 'failed' && state !== 'cancelled') {
-      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed or cancelled run can be resumed`);
+    if (state !== 'failed' && state !== 'cancelled' && state !== 'expired') {
+      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed, cancelled or expired run can be resumed`);
     }
-    const { input, model, out, options, trigger } = job.data.request;
-    const again = await this.enqueue({ input, model, out, options, trigger });
+    const { input, model, out, trigger } = job.data.request;
+    const options: RunOptionsInput = { ...job.data.request.options };
+    for (const cap of CAP_OPTIONS) delete options[cap];
+    const again = await this.enqueue({ input, model, out, options: { ...options, ...caps }, trigger });
     if (!again.created) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was resumed meanwhile`);
     return { runId, resumed: true };
   }
@@ -419,6 +427,8 @@ export class RunQueue {
     if (raw === 'completed' || raw === 'failed') {
       // A job that ended after this copy of it was read: its reason and end time are in a fresh one.
       const ended = job.finishedOn === undefined ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job) : job;
+      // Stopped on a cap: recognised, as a cancel, by the code its reason ends with.
+      if (raw === 'failed' && failureCode(ended.failedReason) === 'E_EXPIRED') return { state: 'expired', ended: true, job: ended };
       if (raw === 'completed' || !failedByCancel(ended.failedReason)) return { state: raw, ended: true, job: ended };
       return { state: await this.cancelState(runId, await this.cancels.read(runId), false), ended: true, job: ended };
     }
@@ -448,7 +458,8 @@ export class RunQueue {
     const { state, ended: finished, job } = await this.stateOf(read);
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
-    const failedReason = state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
+    const failedReason =
+      state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : state === 'expired' ? job.failedReason : undefined;
     // Job data written by other releases or by hand: a trigger that is not one is left out, not shown.
     const trigger = runTriggerSchema.safeParse(job.data.request.trigger).data;
     const pipeline = triggerPipeline(trigger);
@@ -481,6 +492,6 @@ function stillCancelling(runId: string, what: string): BatchScorerError {
 }
 
 /** The refusal to cancel a run that has finished. */
-function alreadyFinished(runId: string, state: 'completed' | 'failed'): BatchScorerError {
+function alreadyFinished(runId: string, state: 'completed' | 'failed' | 'expired'): BatchScorerError {
   return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; there is nothing to cancel`);
 }

@@ -1,9 +1,10 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
 import { checkOutput, checkRun } from '../config/deployment-policy.js';
-import { parseRunOptions, type RunOptions } from '../config/run-options.js';
+import { CAP_OPTIONS, parseRunOptions, type RunOptions } from '../config/run-options.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorRateExceeded } from '../pipeline/error-budget.js';
+import { capLimit, capLimits, cappedPredictor, ExpiredError, runExpired, type CapKind } from '../pipeline/run-caps.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import { succeededManifestSchema, type Manifest, type ManifestParts } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
@@ -17,6 +18,7 @@ import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import { ATTEMPTS, JOB_PRIORITY, RETENTION, WORKER_ID, runPriority, segmentJobId, type RunJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
+import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
@@ -61,12 +63,19 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         await preflight(request, ctx.storage, signal);
         // Heard when an attempt takes the run from its start, not at each step: a resume starts it again.
         ctx.options.listener?.runStarted({ runId: data.runId, request, folder, startedAt });
+        // A run started anew (a resume) goes on under its own caps, counting what it sent before.
+        await ctx.caps.reopen(data.runId);
       }
-      run = await prepareRun(request, data.runId, { storage: ctx.storage, client: ctx.clientFor(request.options), log: jobLog, signal });
+      // Planning's probe is a predict call like any other: taken from the run's caps.
+      const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
+      const client = cappedPredictor(ctx.clientFor(request.options), caps);
+      run = await prepareRun(request, data.runId, { storage: ctx.storage, client, log: jobLog, signal });
       // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
       // the run fails here, once the last one has: errors.jsonl and every count are then taken
-      // while nothing writes any more.
+      // while nothing writes any more. Likewise once it reached a cap: it ends expired.
       if (await ctx.progress.overBudget(run.runId)) throw errorRateExceeded(run);
+      const expiredOn = await ctx.caps.expired(run.runId);
+      if (expiredOn) throw new ExpiredError(expiredOn);
       if (data.step !== 'assemble') {
         const done = await readSegmentsDone(ctx.storage, run);
         const todo = unfinished(run, done);
@@ -138,7 +147,9 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         ctx.progress
           .keepQuarantined(data.runId, bySegment)
           .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
-      throw await ctx.failJob(job, token, err, jobLog, async (e) => {
+      // Stopped on a cap: the run's error says which, and how far it got.
+      const failure = err instanceof ExpiredError && !err.cap ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch(() => err) : err;
+      throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
         const manifest = await recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined);
         ctx.options.listener?.runEnded(manifest);
       });
@@ -164,6 +175,30 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   return toQueueError(error);
 }
 
+/** The error of a run stopped on a cap: what it sent (every worker, attempt and resume), and the segments it finished. */
+async function expiredRun(
+  ctx: WorkerContext,
+  runId: string,
+  run: PreparedRun | undefined,
+  asked: { options: Parameters<typeof capLimit>[1] },
+  kind: CapKind,
+): Promise<ExpiredError> {
+  const { requests, rows } = await ctx.caps.usage(runId);
+  const done = run ? (await readSegmentsDone(ctx.storage, run)).filter((d) => d !== undefined) : [];
+  return runExpired(runId, {
+    kind,
+    limit: capLimit(kind, run?.request.options ?? asked.options),
+    reached: {
+      requests,
+      rowsSent: rows,
+      rowsScored: sumCounts(done).rowsScored,
+      rowsTotal: run?.input.rows ?? 0,
+      segmentsDone: done.length,
+      segmentsTotal: run?.input.segments.length ?? 0,
+    },
+  });
+}
+
 /** The enqueuer's request, its options over this worker's defaults. */
 function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
   return { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
@@ -173,13 +208,14 @@ function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
  * The request a worker runs: the enqueuer's (`asked`, see askedRequest). Once the run has
  * claimed its folder, its stored request stands (if the enqueuer's own options still match it), so
  * that a retry on a worker with other defaults goes on with the run as it began instead of refusing
- * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect.
+ * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect,
+ * and its caps, set or not (see CAP_OPTIONS).
  */
 async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
   const folder = runFiles.folder(data.request.out, data.runId);
   const stored = (await readPreparedRun(ctx.storage, folder))?.request ?? (await readClaimedRequest(ctx.storage, folder));
   if (!stored) return request;
-  const set = Object.keys(data.request.options).filter((k) => k !== 'runId') as (keyof RunOptions)[];
+  const set = [...new Set([...Object.keys(data.request.options), ...CAP_OPTIONS])].filter((k) => k !== 'runId') as (keyof RunOptions)[];
   const asSet = { ...stored.options, ...Object.fromEntries(set.map((k) => [k, request.options[k]])) };
   return sameRequest(stored, { ...request, options: asSet }) ? withNeutralOptions(stored, asSet) : request;
 }

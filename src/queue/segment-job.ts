@@ -5,11 +5,13 @@ import { recordFailure } from '../pipeline/finish-run.js';
 import type { PreparedRun } from '../pipeline/prepared-run.js';
 import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
 import { quarantineAllowance } from '../pipeline/error-budget.js';
+import { capLimits, cappedPredictor } from '../pipeline/run-caps.js';
 import { scoreSegment } from '../pipeline/score-segment.js';
 import { readSegmentDone } from '../pipeline/segment-done.js';
 import { parseLocation } from '../storage/location.js';
 import { WORKER_ID, type SegmentJobData } from './queues.js';
 import { RunErrorBudget } from './run-error-budget.js';
+import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
@@ -55,6 +57,8 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     if ((await ctx.progress.overBudget(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
       return { skipped: 'run failed' };
     }
+    // Nor those of a run that reached a cap: it sends nothing more.
+    if (await ctx.caps.expired(runId)) return { skipped: 'run expired' };
     const cancel = ctx.cancelWatch.follow(runId);
     let rows = 0;
     let reporting: Promise<void> | undefined;
@@ -65,15 +69,17 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       let last = 0;
       const runBudget = new RunErrorBudget(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
       budget = runBudget;
+      const caps = new RedisRunCaps(ctx.caps, runId, capLimits(run.request.options), jobLog);
       const stop = ctx.jobSignal(cancel.signal, lost);
       const counts = await scoreSegment(
         {
           run,
           storage: ctx.storage,
-          client: ctx.clientFor(run.request.options),
+          client: cappedPredictor(ctx.clientFor(run.request.options), caps),
           limit: ctx.limitFor(run, generation),
           readAhead: ctx.readAheadFor(run, generation),
           budget: runBudget,
+          caps,
           log: jobLog,
           // In a job, stopping and failing are the same signal: no sibling shares it.
           signal: stop,
@@ -117,6 +123,13 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         await (await Job.fromId(ctx.runsQueue, runId))?.removeUnprocessedChildren();
         jobLog.info({ rows, quarantined: budget.quarantined }, 'stopped: the run is past its error budget');
         return { skipped: 'run failed' };
+      }
+      // Stopped on a cap, the segment stops without failing, as past the error budget: its batches
+      // in flight were answered; the segments no worker took go, and the run job ends the run expired.
+      if (errorCode(err) === 'E_EXPIRED') {
+        await (await Job.fromId(ctx.runsQueue, runId))?.removeUnprocessedChildren();
+        jobLog.info({ rows }, 'stopped: the run reached a cap');
+        return { skipped: 'run expired' };
       }
       throw await ctx.failJob(job, token, err, jobLog, onFinal);
     } finally {

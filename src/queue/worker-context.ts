@@ -17,6 +17,7 @@ import { FleetBudgets } from './fleet-budget.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
+import { RunCapsStore } from './run-caps-store.js';
 import { SegmentIntake } from './segment-intake.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
@@ -34,6 +35,8 @@ const REMEMBERED_RUNS = 64;
 export class WorkerContext {
   readonly progress: RunProgressStore;
   readonly cancels: RunCancels;
+  /** The runs' caps (--max-requests, --max-rows, --deadline), shared by every worker. */
+  readonly caps: RunCapsStore;
   /** Aborts the jobs this process holds of a run once it is cancelled. */
   readonly cancelWatch: CancelWatch;
   readonly runsQueue: Queue<RunJobData>;
@@ -63,6 +66,7 @@ export class WorkerContext {
   ) {
     this.progress = new RunProgressStore(redis, queue.prefix);
     this.cancels = new RunCancels(redis, queue.prefix);
+    this.caps = new RunCapsStore(redis, queue.prefix);
     this.cancelWatch = new CancelWatch(this.cancels, log);
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });

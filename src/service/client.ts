@@ -68,6 +68,12 @@ export interface CallOptions {
    * parsed or a retry waits, so the next request goes out as soon as an answer is in.
    */
   slot?: <T>(exchange: () => Promise<T>) => Promise<T>;
+  /**
+   * Called before each attempt is sent, the first and every retry, inside its `slot`: what it
+   * throws fails the call as it is, without sending (a caller's budget of requests refusing one
+   * more, say).
+   */
+  beforeAttempt?: () => Promise<void>;
 }
 
 /** How predict answers are read: whole objects (`predict`), or the members asked for (`predictMembers`). */
@@ -203,7 +209,13 @@ export class ServiceClient {
 
   private async once(call: ServiceCall, options: CallOptions, read: (body: Buffer) => unknown): Promise<unknown> {
     const what = `${call.op} ${this.where(call.ref, call.op)}`;
-    const exchange = () => this.exchange(call, options, what);
+    const { beforeAttempt } = options;
+    const exchange = beforeAttempt
+      ? async () => {
+          await beforeAttempt();
+          return this.exchange(call, options, what);
+        }
+      : () => this.exchange(call, options, what);
     const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
     // The answer is read once the requests waiting to be written are. The slot just freed sent the
     // next request, which undici (7.30+) writes to a kept-alive socket only from an immediate of

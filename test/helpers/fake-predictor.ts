@@ -105,7 +105,11 @@ class FakePredictor implements OwnPredictor {
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
-        const exchange = () => this.engine(ref, body, options.signal);
+        // As ServiceClient does, the caller's gate is asked inside the slot, before anything is sent.
+        const exchange = async () => {
+          await options.beforeAttempt?.();
+          return this.engine(ref, body, options.signal);
+        };
         const answer = await (options.slot ? options.slot(exchange) : exchange());
         if (answer.status !== 200) throw httpServiceError(what, answer.status, answer.body, this.policy);
         const rows = read(Buffer.from(answer.body));

@@ -211,6 +211,12 @@ describe('serve', () => {
     expect([badQuery.status, fields(badQuery)]).toEqual([400, ['limit', 'state']]);
     const badId = await call(`${s.url}/runs/..%2Fetc`, { headers: bearer });
     expect([badId.status, fields(badId)]).toEqual([400, ['id']]);
+    // A resume's body holds its caps and nothing else.
+    const badCaps = await call(`${s.url}/runs/some-run/resume`, { method: 'POST', headers: bearer, body: { maxRequests: 0, deadline: 'soon', batchSize: 5 } });
+    expect([badCaps.status, fields(badCaps)]).toEqual([400, ['batchSize', 'deadline', 'maxRequests']]);
+    expect((badCaps.json?.issues as { field: string; message: string }[]).find((i) => i.field === 'deadline')?.message).toMatch(
+      /^must be a duration such as 90s/,
+    );
   });
 
   it('asks for credentials everywhere but health, takes basic auth on /ui only, and never logs secrets', async () => {

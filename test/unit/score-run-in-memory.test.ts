@@ -236,6 +236,80 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect((await runFolder(storage, 'aborted'))['predictions.csv']).toBe(whole['predictions.csv']);
   });
 
+  it('stops at --max-requests, planning and retries counted, keeps its finished segments, and resumes to the same bytes', async () => {
+    const storage = await storageWith();
+    await score(storage, 'whole');
+    const whole = await runFolder(storage, 'whole');
+
+    // One segment at a time: the probe (1), segment 0's six batches, then segment 1's first three; the seventh batch is one retry.
+    const capped = fakeService({ overloads: 1, overloadsAfter: 3 });
+    const err = await failure(score(storage, 'capped', { maxRequests: 11, segmentsAtOnce: 1 }, { service: capped }));
+    expect(err.code).toBe('E_EXPIRED');
+    expect(err.message).toBe(
+      'run capped expired: --max-requests 11 reached after 11 predict calls; 300 of 1,000 rows scored in 1 of 4 finished segments; resume it with a higher --max-requests (or none)',
+    );
+    // The batches in flight when the cap was reached are answered: every call taken reached the service.
+    expect(capped.stats).toMatchObject({ predictRequests: 11, overloads: 1, closed: 1 });
+    const files = await runFolder(storage, 'capped');
+    expect(files._SUCCESS).toBeUndefined();
+    expect(JSON.parse(files['manifest.json'])).toMatchObject({
+      state: 'expired',
+      error: { code: 'E_EXPIRED' },
+      cap: { kind: 'max-requests', limit: 11, reached: { requests: 11, rowsScored: 300, rowsTotal: ROWS, segmentsDone: 1, segmentsTotal: 4 } },
+    });
+
+    // The caps count the run's earlier attempts: at 11 already, a resume capped at 11 sends nothing.
+    const none = fakeService();
+    expect((await failure(score(storage, 'capped', { maxRequests: 11 }, { service: none }))).code).toBe('E_EXPIRED');
+    expect(none.stats.predictRequests).toBe(0);
+    // At 13, it sends two more.
+    const two = fakeService();
+    expect((await failure(score(storage, 'capped', { maxRequests: 13 }, { service: two }))).code).toBe('E_EXPIRED');
+    expect(two.stats.predictRequests).toBe(2);
+
+    // Resumed without a cap: uncapped, it scores the rest (segment 0 kept) to the bytes of a run never stopped.
+    const rest = fakeService();
+    const manifest = await score(storage, 'capped', {}, { service: rest });
+    expect(manifest).toMatchObject({ state: 'succeeded', counts: { rowsIn: ROWS, rowsScored: ROWS } });
+    expect(manifest.cap).toBeUndefined();
+    expect(rest.stats.predictRequests).toBe(14);
+    const resumed = await runFolder(storage, 'capped');
+    expect(resumed['predictions.csv']).toBe(whole['predictions.csv']);
+    expect(resumed['errors.jsonl']).toBe(whole['errors.jsonl']);
+  });
+
+  it('stops at --max-rows (rows sent, not read) and at a --deadline already past, and resumes to the same bytes', async () => {
+    const storage = await storageWith();
+    await score(storage, 'whole');
+    const whole = await runFolder(storage, 'whole');
+
+    const rows = fakeService();
+    const err = await failure(score(storage, 'rows', { maxRows: 420, segmentsAtOnce: 1 }, { service: rows }));
+    expect(err.message).toMatch(/^run rows expired: --max-rows 420 reached after 400 rows sent; 300 of 1,000 rows scored in 1 of 4 finished segments/);
+    // The probe's row, then eight batches of 50: a ninth would go past 420.
+    expect(rows.stats.predictRows).toBe(1 + 400);
+    expect(JSON.parse((await runFolder(storage, 'rows'))['manifest.json'])).toMatchObject({
+      state: 'expired',
+      cap: { kind: 'max-rows', limit: 420, reached: { requests: 9, rowsSent: 400, rowsScored: 300, segmentsDone: 1 } },
+    });
+    await score(storage, 'rows');
+    expect((await runFolder(storage, 'rows'))['predictions.csv']).toBe(whole['predictions.csv']);
+
+    // Past at the start: planning's probe is refused, nothing is sent.
+    const late = fakeService();
+    const past = await failure(score(storage, 'late', { deadline: '2020-01-01T00:00:00Z' }, { service: late }));
+    expect(past.message).toMatch(
+      /^run late expired: --deadline 2020-01-01T00:00:00.000Z passed after 0 predict calls; .* resume it with a later --deadline \(or none\)$/,
+    );
+    expect(late.stats.predictRequests).toBe(0);
+    expect(JSON.parse((await runFolder(storage, 'late'))['manifest.json'])).toMatchObject({
+      state: 'expired',
+      cap: { kind: 'deadline', limit: '2020-01-01T00:00:00.000Z' },
+    });
+    await score(storage, 'late', { deadline: '1h' });
+    expect((await runFolder(storage, 'late'))['predictions.csv']).toBe(whole['predictions.csv']);
+  });
+
   it('measures drift from a baseline run: the same input again is ok, a shifted column fails the run with E_DRIFT', async () => {
     const storage = await storageWith();
     const base = await score(storage, 'base');

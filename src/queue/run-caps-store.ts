@@ -1,0 +1,127 @@
+import type { Logger } from '../log.js';
+import { capped, ExpiredError, refuses, type CapKind, type CapLimits, type CapUsage, type RunCaps } from '../pipeline/run-caps.js';
+import type { RedisClient } from './queue-connection.js';
+import { RETENTION } from './queues.js';
+
+/** A run's caps hash is kept as long as its failed run job: a resume a month later still counts what it sent. */
+const KEEP_SECONDS = RETENTION.runs.removeOnFail.age;
+
+/**
+ * Takes ARGV[2] of the count ARGV[1] (`requests` or `rows`) within the limit ARGV[3] (-1: none),
+ * unless the run has expired (see `refuses`: past --max-rows, requests are still granted); a take
+ * past the limit is refused and expires the run with the kind ARGV[4]. Answers the kind the run
+ * expired on, or '' for a take granted.
+ */
+const TAKE_SCRIPT = `
+local expired = redis.call('hget', KEYS[1], 'expired')
+if expired and (expired ~= 'max-rows' or ARGV[1] == 'rows') then return expired end
+local amount, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local used = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
+if limit >= 0 and used + amount > limit then
+  redis.call('hset', KEYS[1], 'expired', ARGV[4])
+  return ARGV[4]
+end
+redis.call('hincrby', KEYS[1], ARGV[1], amount)
+redis.call('expire', KEYS[1], ARGV[5])
+return ''
+`;
+
+const KINDS: readonly string[] = ['max-requests', 'max-rows', 'deadline'] satisfies CapKind[];
+
+/**
+ * The caps of queued runs on Redis: `<prefix>:caps:<runId>`, a hash of the predict calls
+ * (`requests`) and rows (`rows`) the run has sent, every worker, attempt and resume together, and
+ * `expired`, the cap it stopped on, from the first take refused until a resume reopens it.
+ */
+export class RunCapsStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+  ) {}
+
+  private key(runId: string): string {
+    return `${this.prefix}:caps:${runId}`;
+  }
+
+  /** Takes `amount` of a count within `limit` in one step; answers the cap the run expired on when refused. */
+  async take(runId: string, count: 'requests' | 'rows', amount: number, limit: number | undefined, kind: CapKind): Promise<CapKind | undefined> {
+    const answer = (await this.redis.eval(TAKE_SCRIPT, 1, this.key(runId), count, amount, limit ?? -1, kind, KEEP_SECONDS)) as string;
+    return answer === '' ? undefined : asKind(answer);
+  }
+
+  /** Marks the run expired on `kind`, unless it already is on another. */
+  async expire(runId: string, kind: CapKind): Promise<void> {
+    await this.redis.hsetnx(this.key(runId), 'expired', kind);
+  }
+
+  /** The cap the run stopped on, undefined while it has not. */
+  async expired(runId: string): Promise<CapKind | undefined> {
+    const kind = await this.redis.hget(this.key(runId), 'expired');
+    return kind === null ? undefined : asKind(kind);
+  }
+
+  /** What the run has sent, all its attempts and resumes together. */
+  async usage(runId: string): Promise<CapUsage> {
+    const [requests, rows] = await this.redis.hmget(this.key(runId), 'requests', 'rows');
+    return { requests: Number(requests ?? 0), rows: Number(rows ?? 0) };
+  }
+
+  /** A run started again (a resume, with caps of its own): no longer expired; what it sent stays counted. */
+  async reopen(runId: string): Promise<void> {
+    await this.redis.hdel(this.key(runId), 'expired');
+  }
+}
+
+function asKind(text: string): CapKind {
+  return (KINDS.includes(text) ? text : 'max-requests') as CapKind;
+}
+
+/**
+ * A run's caps as one job sees them, shared with every worker through RunCapsStore: each take is
+ * one script call, so no two workers take the last request. A run without caps only counts, and
+ * does not wait for Redis to do it (a resume with caps counts on from there).
+ */
+export class RedisRunCaps implements RunCaps {
+  private reached: CapKind | undefined;
+  private readonly capped: boolean;
+
+  constructor(
+    private readonly store: RunCapsStore,
+    private readonly runId: string,
+    private readonly limits: CapLimits,
+    private readonly log: Logger,
+  ) {
+    this.capped = capped(limits);
+  }
+
+  get expired(): CapKind | undefined {
+    return this.reached;
+  }
+
+  takeRequest(): Promise<void> {
+    return this.take('requests', 1, this.limits.maxRequests, 'max-requests');
+  }
+
+  takeRows(rows: number): Promise<void> {
+    return this.take('rows', rows, this.limits.maxRows, 'max-rows');
+  }
+
+  private async take(count: 'requests' | 'rows', amount: number, limit: number | undefined, kind: CapKind): Promise<void> {
+    if (this.reached && refuses(this.reached, count)) throw new ExpiredError(this.reached);
+    if (!this.capped) {
+      void this.store.take(this.runId, count, amount, undefined, kind).catch((err: unknown) => this.log.debug({ err }, 'could not count what the run sent'));
+      return;
+    }
+    const { deadlineMs } = this.limits;
+    if (deadlineMs !== undefined && Date.now() >= deadlineMs) {
+      this.reached = 'deadline';
+      await this.store.expire(this.runId, 'deadline');
+      throw new ExpiredError('deadline');
+    }
+    const refused = await this.store.take(this.runId, count, amount, limit, kind);
+    if (refused) {
+      this.reached = refused;
+      throw new ExpiredError(refused);
+    }
+  }
+}

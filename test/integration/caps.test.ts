@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { runCli } from '../helpers/cli.js';
+import { useQueueFixture } from '../helpers/queue.js';
+import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+
+// The issue's "done when": --max-requests 50 on a run of 200 requests (20,000 rows in batches of
+// 100) sends 50 predict calls at most, retries counted, ends expired (E_EXPIRED, no _SUCCESS),
+// and resumed without the cap gives the bytes of a run that never stopped; through `score` and
+// through two worker processes sharing the cap.
+
+const ROWS = 20_000;
+/** Ten segments of twenty batches: segments finish before the cap, and are kept. */
+const SHAPE = ['--batch-size', '100', '--segment-rows', '2000'];
+const MODEL = 'mindsdb/home_rentals_model';
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let input: string;
+/** predictions.csv of the input scored without caps. */
+let whole: string;
+
+beforeAll(async () => {
+  tmp = await tempDir();
+  input = join(tmp.dir, 'rentals.csv');
+  await writeRentals(input, ROWS);
+  const sim = await startSimulator();
+  try {
+    await score(input, join(tmp.dir, 'whole'), { service: sim.url, runId: 'whole', batchSize: 100, segmentRows: 2000 });
+  } finally {
+    await sim.close();
+  }
+  whole = sha256(await readFile(join(tmp.dir, 'whole', 'whole', 'predictions.csv')));
+});
+afterAll(() => tmp.cleanup());
+
+const manifestOf = async (out: string, runId: string) => JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8')) as Manifest;
+const predictions = async (out: string, runId: string) => sha256(await readFile(join(out, runId, 'predictions.csv')));
+
+describe('caps on `score`', () => {
+  let sim: Simulator;
+  afterAll(() => sim?.close());
+
+  it('--max-requests 50 with rate limits: 50 predict calls, retries counted; expired; resumed uncapped to the same bytes', async () => {
+    // One predict in ten answered 429: retried, each retry a call taken from the cap.
+    sim = await startSimulator({ rateLimitRate: 0.1, retryAfterSeconds: 0, seed: 7 });
+    const out = join(tmp.dir, 'requests');
+    const args = ['score', input, '--model', MODEL, '--out', out, '--service', sim.url, '--run-id', 'r', ...SHAPE];
+    const capped = await runCli([...args, '--max-requests', '50']);
+    expect(capped.code).toBe(1);
+    expect(capped.stderr).toMatch(
+      /^batch-scorer: run r expired: --max-requests 50 reached after 50 predict calls; [\d,]+ of 20,000 rows scored in \d+ of 10 finished segments; resume it with a higher --max-requests \(or none\) \[E_EXPIRED\]$/m,
+    );
+    expect(sim.stats.predictRequests).toBeLessThanOrEqual(50);
+    expect(sim.stats.faults.rateLimited).toBeGreaterThan(0);
+    expect(existsSync(join(out, 'r', '_SUCCESS'))).toBe(false);
+    const manifest = await manifestOf(out, 'r');
+    expect(manifest).toMatchObject({ state: 'expired', error: { code: 'E_EXPIRED' }, cap: { kind: 'max-requests', limit: 50 } });
+    // Every call taken was sent, and answered: the batches in flight when the cap was reached finished.
+    expect(manifest.cap!.reached).toMatchObject({ requests: 50, rowsTotal: ROWS, segmentsTotal: 10 });
+    expect(sim.stats.predictRequests).toBe(50);
+    // The segments finished before the cap are kept: 20 batches each, some retried, of 49 calls after the probe.
+    expect(manifest.cap!.reached.segmentsDone).toBeGreaterThanOrEqual(1);
+    expect(manifest.cap!.reached.rowsScored).toBe(manifest.cap!.reached.segmentsDone * 2000);
+
+    const resumed = await runCli(args);
+    expect(resumed.code).toBe(0);
+    expect(await predictions(out, 'r')).toBe(whole);
+    expect(await manifestOf(out, 'r')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });
+  });
+
+  it('--max-rows: at most N rows sent; expired; resumed to the same bytes', async () => {
+    sim = await startSimulator();
+    const out = join(tmp.dir, 'rows');
+    const args = ['score', input, '--model', MODEL, '--out', out, '--service', sim.url, '--run-id', 'm', ...SHAPE];
+    const capped = await runCli([...args, '--max-rows', '5050', '--json']);
+    expect(capped.code).toBe(1);
+    expect(JSON.parse(capped.stdout) as unknown).toMatchObject({ runId: 'm', state: 'expired', error: { code: 'E_EXPIRED' } });
+    // The probe's one row, then batches of 100 up to 5,000: the next would go past 5,050.
+    expect(sim.stats.predictRows).toBe(1 + 5000);
+    expect(await manifestOf(out, 'm')).toMatchObject({ state: 'expired', cap: { kind: 'max-rows', limit: 5050, reached: { rowsSent: 5000 } } });
+    expect(existsSync(join(out, 'm', '_SUCCESS'))).toBe(false);
+
+    // Resumed with a cap the run's earlier rows count towards: 5,000 sent, 100 more refused at once.
+    const before = sim.stats.predictRows;
+    expect((await runCli([...args, '--max-rows', '5099'])).code).toBe(1);
+    expect(sim.stats.predictRows).toBe(before);
+
+    expect((await runCli(args)).code).toBe(0);
+    expect(await predictions(out, 'm')).toBe(whole);
+  });
+
+  it('--deadline: a run slower than its deadline expires on it, and resumes to the same bytes', async () => {
+    // 200 batches of 100 ms, two at a time: ten seconds, past a deadline of one.
+    sim = await startSimulator({ latencyMs: 100 });
+    const out = join(tmp.dir, 'deadline');
+    const args = ['score', input, '--model', MODEL, '--out', out, '--service', sim.url, '--run-id', 'd', '--concurrency', '2', ...SHAPE];
+    const started = Date.now();
+    const capped = await runCli([...args, '--deadline', '1s']);
+    expect(capped.code).toBe(1);
+    expect(capped.stderr).toMatch(
+      /run d expired: --deadline \S+ passed after \d+ predict calls; .* resume it with a later --deadline \(or none\) \[E_EXPIRED\]/,
+    );
+    const manifest = await manifestOf(out, 'd');
+    expect(manifest).toMatchObject({ state: 'expired', cap: { kind: 'deadline' } });
+    // Stored as the time it meant: a second from the run's start.
+    const deadline = Date.parse(String(manifest.cap!.limit));
+    expect(deadline).toBeGreaterThan(started + 1000);
+    expect(deadline).toBeLessThan(Date.now());
+    expect(manifest.options.deadline).toBe(manifest.cap!.limit);
+    expect(sim.stats.predictRequests).toBeLessThan(200);
+
+    expect((await runCli(args)).code).toBe(0);
+    expect(await predictions(out, 'd')).toBe(whole);
+  });
+});
+
+describe('caps on queued runs', () => {
+  const f = useQueueFixture();
+
+  it('--max-requests 50, shared by two workers, rate limits retried: 50 calls at most; expired; resumed uncapped to the same bytes', async () => {
+    await f.setup({ rateLimitRate: 0.1, retryAfterSeconds: 0, seed: 11 });
+    f.worker(['--concurrency', '4']);
+    f.worker(['--concurrency', '4']);
+    const out = join(tmp.dir, 'queued');
+    const enqueued = await runCli(['enqueue', input, '--model', MODEL, '--out', out, '--run-id', 'q', ...SHAPE, '--max-requests', '50', '--wait'], f.env());
+    expect(enqueued.code).toBe(1);
+    const expired = await f.finished('q');
+    expect(expired.state).toBe('expired');
+    expect(expired.failedReason).toMatch(/^run q expired: --max-requests 50 reached after 50 predict calls; .* \[E_EXPIRED\]$/);
+    expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(50);
+    expect(f.sim.stats.faults.rateLimited).toBeGreaterThan(0);
+    expect(existsSync(join(out, 'q', '_SUCCESS'))).toBe(false);
+    const manifest = await manifestOf(out, 'q');
+    expect(manifest).toMatchObject({ state: 'expired', cap: { kind: 'max-requests', limit: 50, reached: { requests: 50, segmentsTotal: 10 } } });
+    // Both workers were scoring when the cap was reached: it was theirs together.
+    for (const w of f.workers) expect(w.log()).toContain('stopped: the run reached a cap');
+    expect((await f.queue.list({ state: 'expired' })).map((r) => r.runId)).toEqual(['q']);
+    const status = await runCli(['status', 'q'], f.env());
+    expect(status.stdout).toMatch(/^q {2}expired .*\n {2}resume: batch-scorer resume q/);
+
+    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most.
+    expect((await runCli(['resume', 'q', '--max-requests', '70'], f.env())).code).toBe(0);
+    const again = await f.finished('q');
+    expect(again.state).toBe('expired');
+    expect(again.failedReason).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
+    expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(70);
+
+    // Resumed without a cap: uncapped.
+    const resumed = await runCli(['resume', 'q'], f.env());
+    expect(resumed.code).toBe(0);
+    expect((await f.finished('q')).state).toBe('completed');
+    expect(await predictions(out, 'q')).toBe(whole);
+    expect(await manifestOf(out, 'q')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });
+  });
+});
