@@ -119,7 +119,7 @@ describe('run events and targets', () => {
     expect(runEvents(completedRun('fail'))).toEqual(['completed', 'drift']);
     expect(runEvents({ ...failedRun(), drift: { level: 'fail' } as Drift })).toEqual(['failed', 'drift']);
     expect(runEvents({ ...failedRun(), state: 'cancelled' })).toEqual(['cancelled']);
-    expect(runEvents({ ...failedRun(), state: 'expired' as Manifest['state'] })).toEqual(['expired']);
+    expect(runEvents({ ...failedRun(), state: 'expired' })).toEqual(['expired']);
   });
 
   it("NOTIFY_URLS hear every end; a pipeline's targets only the events of its `on`; a target named twice is told once", () => {
