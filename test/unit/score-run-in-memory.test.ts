@@ -371,5 +371,11 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(heard).toEqual([`started told-drift ${OUT}/told-drift told-drift`, 'ended told-drift failed']);
     expect(ended[1]).toMatchObject({ error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
     expect(ended[1].drift!.moved[0]).toBe('sqft');
+
+    // A run stopped on a cap ends expired, with the cap it reached.
+    heard.length = 0;
+    await failure(score(storage, 'told-capped', { maxRequests: 11 }, { listener }));
+    expect(heard).toEqual([`started told-capped ${OUT}/told-capped told-capped`, 'ended told-capped expired']);
+    expect(ended[2]).toMatchObject({ error: { code: 'E_EXPIRED' }, cap: { kind: 'max-requests', limit: 11 } });
   });
 });
