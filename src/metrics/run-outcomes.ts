@@ -6,10 +6,11 @@ import type { Logger } from '../log.js';
 import { isConnectionError } from '../queue/queue-connection.js';
 import { redisConnection, RUNS_QUEUE, type QueueConfig } from '../queue/queues.js';
 import { failedByCancel } from '../queue/run-cancel.js';
+import { failureCode } from '../queue/to-queue-error.js';
 import { outcomeCounter } from './registry.js';
 
 /** How a run ended, as `batch_scorer_runs_total` counts it. */
-export type RunOutcome = 'succeeded' | 'failed' | 'cancelled';
+export type RunOutcome = 'succeeded' | 'failed' | 'cancelled' | 'expired';
 
 /** The part of a run job's return value (see summary() in src/queue/run-job.ts) that is counted. */
 const runResultSchema = z.object({
@@ -29,10 +30,11 @@ const runResultSchema = z.object({
  * when it is back. Each process counts what it saw since it started, as counters do.
  */
 export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: Logger): { ready: Promise<void>; close(): Promise<void> } {
-  const runs = outcomeCounter(registry, 'batch_scorer_runs_total', 'Runs that ended, by outcome: succeeded, failed, cancelled.', [
+  const runs = outcomeCounter(registry, 'batch_scorer_runs_total', 'Runs that ended, by outcome: succeeded, failed, cancelled, expired (stopped on a cap).', [
     'succeeded',
     'failed',
     'cancelled',
+    'expired',
   ] satisfies RunOutcome[]);
   const rows = outcomeCounter(
     registry,
@@ -66,7 +68,7 @@ export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: 
     }
   });
   events.on('failed', ({ failedReason }) => {
-    runs.inc({ outcome: failedByCancel(failedReason) ? 'cancelled' : 'failed' });
+    runs.inc({ outcome: failureCode(failedReason) === 'E_EXPIRED' ? 'expired' : failedByCancel(failedReason) ? 'cancelled' : 'failed' });
   });
 
   const ready = events.waitUntilReady().then(() => {});

@@ -213,6 +213,9 @@ describe('run outcomes and queue depths, for serve', () => {
       cancelled: () => {
         throw new UnrecoverableError('run cancelled [E_CANCELLED]');
       },
+      expired: () => {
+        throw new UnrecoverableError('run expired: --max-requests 50 reached after 50 predict calls [E_EXPIRED]');
+      },
     };
     const worker = new Worker(RUNS_QUEUE, (job) => Promise.resolve().then(() => answers[job.name](job.attemptsMade)), { connection, prefix });
     closers.push(() => worker.close());
@@ -224,14 +227,14 @@ describe('run outcomes and queue depths, for serve', () => {
       'every run outcome',
       async () => {
         const v = parseSamples(await registry.metrics());
-        return Object.values(byOutcome(v, 'batch_scorer_runs_total')).reduce((a, b) => a + b) === 4 ? v : undefined;
+        return Object.values(byOutcome(v, 'batch_scorer_runs_total')).reduce((a, b) => a + b) === 5 ? v : undefined;
       },
       20_000,
     );
-    expect(byOutcome(s, 'batch_scorer_runs_total')).toEqual({ succeeded: 2, failed: 1, cancelled: 1 });
+    expect(byOutcome(s, 'batch_scorer_runs_total')).toEqual({ succeeded: 2, failed: 1, cancelled: 1, expired: 1 });
     expect(byOutcome(s, 'batch_scorer_run_rows_total')).toEqual({ scored: 12, quarantined: 2 });
     expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="completed"}')).toBe(3);
-    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="failed"}')).toBe(2);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="failed"}')).toBe(3);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="delayed"}')).toBe(1);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting"}')).toBe(1);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting-children"}')).toBe(0);
