@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
+import { targetOrigin } from '../notify/webhook-url.js';
 import { loadPipelines, type Pipeline } from '../triggers/pipelines.js';
 import { action } from './action.js';
 
@@ -19,13 +20,18 @@ export function registerPipelines(program: Command): void {
         const dir = flags.jobs ?? loadSettings().jobsDir;
         const pipelines = await loadPipelines(dir);
         if (flags.json) {
-          process.stdout.write(`${JSON.stringify(pipelines, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify(pipelines.map(withoutTargetTokens), null, 2)}\n`);
           return;
         }
         for (const p of pipelines) process.stdout.write(`${describePipeline(p)}\n`);
         process.stderr.write(`${pipelines.length} pipeline(s) in ${dir}: valid\n`);
       }),
     );
+}
+
+/** A pipeline as printed: its webhook targets as their origins, whose paths and queries may hold a token (a Slack URL's path is one). */
+function withoutTargetTokens(p: Pipeline): Pipeline {
+  return p.notify ? { ...p, notify: { ...p.notify, urls: p.notify.urls.map(targetOrigin) } } : p;
 }
 
 /** One line per pipeline: name, what starts it, model, input and output. */

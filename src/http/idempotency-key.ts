@@ -22,23 +22,26 @@ const KEY_SHAPE = new RegExp(`^[\\x20-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`)
  * A key is 1 to MAX_IDEMPOTENCY_KEY_LENGTH printable ASCII characters; anything else is 400
  * naming the header, never echoing it.
  */
-export function idempotencyOf(headers: IncomingHttpHeaders, submission: z.output<typeof runSubmissionSchema>): IdempotentRequest | undefined {
+export function idempotencyOf(headers: IncomingHttpHeaders, submission: z.output<typeof runSubmissionSchema>, sent: unknown): IdempotentRequest | undefined {
   const key = headers[IDEMPOTENCY_HEADER.toLowerCase()];
   if (key === undefined) return undefined;
   if (typeof key !== 'string' || !KEY_SHAPE.test(key)) {
     throw new RequestError([{ field: IDEMPOTENCY_HEADER, message: `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters` }]);
   }
-  return { key, bodyHash: submissionHash(submission) };
+  return { key, bodyHash: submissionHash(submission, sent) };
 }
 
 /**
  * The sha256 of a submission as parsed, in a canonical JSON (object members sorted): bodies that
  * differ only in member order, in whitespace, or in writing out an option's default ask the same
- * run and hash alike. `dryRun` is left out: dry runs are never kept.
+ * run and hash alike; `sent` is the body as sent, for its deadline. `dryRun` is left out: dry runs are never kept.
  */
-export function submissionHash(submission: z.output<typeof runSubmissionSchema>): string {
+export function submissionHash(submission: z.output<typeof runSubmissionSchema>, sent: unknown): string {
   const { dryRun: _dry, ...asked } = submission;
-  const canonical = JSON.stringify({ ...asked, options: asked.options ?? runOptionsSchema.parse({}) }, sortedMembers);
+  // A --deadline duration parses to a time counted from now: hashed as sent, or the same body sent again would not hash alike.
+  const deadline = (sent as { options?: { deadline?: unknown } } | null | undefined)?.options?.deadline;
+  const options = { ...(asked.options ?? runOptionsSchema.parse({})), ...(deadline !== undefined && { deadline }) };
+  const canonical = JSON.stringify({ ...asked, options }, sortedMembers);
   return createHash('sha256').update(canonical).digest('hex');
 }
 

@@ -27,7 +27,7 @@ export interface RunRoutesDeps {
 export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun }, done) => {
   app.post('/runs', async (request, reply) => {
     const parsed = parseRequest(runSubmissionSchema, request.body, 'body');
-    const idempotency = idempotencyOf(request.headers, parsed);
+    const idempotency = idempotencyOf(request.headers, parsed, request.body);
     // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
     const { dryRun: dry, ...submission } = request.body as RunSubmission & { dryRun?: boolean };
     // A dry run enqueues nothing, so its key keeps nothing either.

@@ -148,7 +148,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           .keepQuarantined(data.runId, bySegment)
           .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
       // Stopped on a cap: the run's error says which, and how far it got.
-      const failure = err instanceof ExpiredError && !err.cap ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch(() => err) : err;
+      const failure =
+        err instanceof ExpiredError && !err.cap
+          ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch((e: unknown) => {
+              jobLog.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
+              return err;
+            })
+          : err;
       throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
         const manifest = await recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined);
         ctx.options.listener?.runEnded(manifest);

@@ -143,10 +143,11 @@ export class RunProgressStore {
 
   /**
    * Why a run failed in one of its segments: BullMQ fails the parent with "child ... failed", which
-   * tells a user nothing, so the segment's reason is kept here for `status`.
+   * tells a user nothing, so the segment's reason is kept here for `status`. True for the first
+   * segment to fail the run (its siblings may fail it too): the one whose reason is kept.
    */
-  async fail(runId: string, reason: string): Promise<void> {
-    await this.redis.hsetnx(this.key(runId), 'failure', reason);
+  async fail(runId: string, reason: string): Promise<boolean> {
+    return (await this.redis.hsetnx(this.key(runId), 'failure', reason)) === 1;
   }
 
   async failure(runId: string): Promise<string | undefined> {

@@ -27,9 +27,11 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       if (!(await Job.fromId(ctx.runsQueue, runId))) return;
       // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
       const reason = `segment ${index}: ${toQueueError(e).message}`;
-      await ctx.progress.fail(runId, reason);
+      const first = await ctx.progress.fail(runId, reason);
       await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
-      await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+      const manifest = await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+      // BullMQ fails the run job without taking it again: its end is heard here, from the first segment that failed it.
+      if (first) ctx.options.listener?.runEnded(manifest);
     };
     const { policy = {} } = ctx.options;
     // Segment job data may come from any producer that can write to Redis: its folder is checked

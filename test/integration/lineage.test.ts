@@ -174,6 +174,23 @@ describe('lineage events from queue workers', () => {
     expect(events[1].eventTime).toBe(manifest.finishedAt);
   });
 
+  it('a queued run that fails in a segment sends FAIL from the worker whose segment failed it', async () => {
+    await f.setup({ token: 'right-token', latencyMs: 20 });
+    receiver = await startLineageReceiver();
+    const out = join(tmp.dir, 'queue-segment-fail');
+    const good = f.worker(['--segments', '1'], { MODEL_SERVICE_TOKEN: 'right-token', OPENLINEAGE_URL: receiver.url });
+    await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'lq-seg', segmentRows: 500, batchSize: 100 } });
+    await waitFor('a segment done', async () => ((await f.queue.get('lq-seg'))?.progress?.segmentsDone ?? 0) >= 1, 30_000);
+    good.child.kill('SIGKILL');
+    await good.exited;
+    // Planned already: this worker takes only segments, which the service refuses (401), failing the run in one.
+    f.worker([], { MODEL_SERVICE_TOKEN: 'wrong-token', OPENLINEAGE_URL: receiver.url });
+    expect((await f.finished('lq-seg')).state).toBe('failed');
+    const events = await receiver.runEvents('lq-seg', 2);
+    expect(types(events)).toEqual(['START', 'FAIL']);
+    expect(events[1].run.facets.errorMessage?.message).toMatch(/^E_SERVICE_UNAUTHORIZED: /);
+  });
+
   it('a queued run cancelled while it runs sends ABORT', async () => {
     await f.setup({ latencyMs: 40 });
     receiver = await startLineageReceiver();

@@ -263,3 +263,21 @@ describe('webhooks of score', () => {
     });
   });
 });
+
+describe('pipelines check', () => {
+  it('prints webhook targets as their origins: their paths and queries may hold a token', async () => {
+    const dir = await mkdtemp(join(tmp.dir, 'jobs-check-'));
+    const target = 'https://hooks.slack.example/services/T000/B000/slack-token-xyz?key=query-token';
+    await writeFile(
+      join(dir, 'pipelines.yaml'),
+      `name: told\nmodel: ${MODEL}\ninput: ${join(tmp.dir, '{date}.csv')}\noutput: ${tmp.dir}/out/\nschedule: { cron: "0 3 * * *" }\nnotify: { urls: ["${target}"] }\n`,
+    );
+    const json = await runCli(['pipelines', 'check', '--jobs', dir, '--json'], {});
+    expect(json.code, json.stderr).toBe(0);
+    const [told] = JSON.parse(json.stdout) as { notify: { urls: string[] } }[];
+    expect(told.notify.urls).toEqual(['https://hooks.slack.example']);
+    const text = await runCli(['pipelines', 'check', '--jobs', dir], {});
+    expect(text.code, text.stderr).toBe(0);
+    for (const out of [json.stdout, json.stderr, text.stdout, text.stderr]) expect(out).not.toMatch(/slack-token|query-token/);
+  });
+});
