@@ -83,7 +83,7 @@ export function registerScore(program: Command): void {
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
-              listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])]),
+              listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
             });
           } finally {
             bar.stop();

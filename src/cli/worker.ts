@@ -81,7 +81,7 @@ export function registerWorker(program: Command): void {
           metrics,
           // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
           alsoProcess: [scheduledRuns(queue, log), ...(webhooks ? [webhooks.also] : [])],
-          listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])]),
+          listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
         });
         await runUntilSignal(log, async () => {
           await worker.close();

@@ -1,3 +1,4 @@
+import type { Logger } from '../log.js';
 import type { Location } from '../storage/location.js';
 import type { Manifest } from './manifest.js';
 import type { RunRequest } from './run-request.js';
@@ -27,10 +28,23 @@ export interface RunListener {
   runEnded(manifest: Manifest): void;
 }
 
-/** One listener telling each of `listeners` in turn. */
-export function allListeners(listeners: readonly RunListener[]): RunListener {
+/**
+ * One listener telling each of `listeners` in turn. A listener that throws all the same is logged
+ * and passed over: the others are told, and the run's outcome stays what it was (a throw on the
+ * success path would otherwise fail a run that succeeded).
+ */
+export function allListeners(listeners: readonly RunListener[], log: Logger): RunListener {
+  const tell = (what: string, call: (l: RunListener) => void) => {
+    for (const l of listeners) {
+      try {
+        call(l);
+      } catch (err) {
+        log.error({ err }, `a run listener failed on ${what}; the run goes on`);
+      }
+    }
+  };
   return {
-    runStarted: (start) => listeners.forEach((l) => l.runStarted(start)),
-    runEnded: (manifest) => listeners.forEach((l) => l.runEnded(manifest)),
+    runStarted: (start) => tell('a run start', (l) => l.runStarted(start)),
+    runEnded: (manifest) => tell('a run end', (l) => l.runEnded(manifest)),
   };
 }

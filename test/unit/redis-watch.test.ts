@@ -1,20 +1,7 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QueueRedis } from '../../src/queue/queue-redis.js';
 import { RedisWatch, WAITING_LOG_EVERY_MS } from '../../src/queue/redis-watch.js';
-
-/** A logger whose lines are kept, parsed. */
-function keptLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const out = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { log: pino({ level: 'info' }, out), messages: () => lines.map((l) => l.msg), lines };
-}
+import { keptLogger } from '../helpers/kept-logger.js';
 
 const refused = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
 
