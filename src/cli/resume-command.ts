@@ -1,12 +1,21 @@
 import { optionFlag, type RunOptionsInput } from '../config/run-options.js';
 
+/** The flags of the caps (each takes a value). They count the run's totals, so a run they ended cannot resume under them. */
+const CAP_FLAGS = (['maxRequests', 'maxRows', 'deadline'] as const).map(optionFlag);
+
 /**
  * The command that resumes a run: the arguments it was started with, quoted as a shell reads
  * them, and `--run-id` when the id was chosen for it. The same options ask for the same run.
+ * `withoutCaps` (a run that expired): the caps' flags left out, since the run has used them up.
  */
-export function resumeCommand(args: readonly string[], runId: string): string {
+export function resumeCommand(args: readonly string[], runId: string, withoutCaps = false): string {
   const named = args.some((a) => a === '--run-id' || a.startsWith('--run-id='));
-  return ['batch-scorer', ...args, ...(named ? [] : ['--run-id', runId])].map(shellWord).join(' ');
+  const kept = withoutCaps ? args.filter((a, i) => !isCapFlag(a) && !(CAP_FLAGS.includes(args[i - 1]) && !a.startsWith('--'))) : args;
+  return ['batch-scorer', ...kept, ...(named ? [] : ['--run-id', runId])].map(shellWord).join(' ');
+}
+
+function isCapFlag(arg: string): boolean {
+  return CAP_FLAGS.some((flag) => arg === flag || arg.startsWith(`${flag}=`));
 }
 
 /**

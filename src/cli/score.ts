@@ -101,7 +101,7 @@ export function registerScore(program: Command): void {
               : {
                   runId,
                   folder: formatLocation(runFiles.folder(request.out, runId)),
-                  ...(resumeCanHelp(code, stage === 'planned') && { resume: resumeCommand(process.argv.slice(2), runId) }),
+                  ...(resumeCanHelp(code, stage === 'planned') && { resume: resumeCommand(process.argv.slice(2), runId, code === 'E_EXPIRED') }),
                 };
           if (json) printFailure(err, failed);
           reportError(err, failed);

@@ -56,6 +56,8 @@ describe('caps on `score`', () => {
     expect(capped.stderr).toMatch(
       /^batch-scorer: run r expired: --max-requests 50 reached after 50 predict calls; [\d,]+ of 20,000 rows scored in \d+ of 10 finished segments; resume it with a higher --max-requests \(or none\) \[E_EXPIRED\]$/m,
     );
+    // The resume it advises goes on without the cap the run used up.
+    expect(capped.stderr).toMatch(/; resume: batch-scorer score \S+ --model \S+ --out \S+ --service \S+ --run-id r --batch-size 100 --segment-rows 2000$/m);
     expect(sim.stats.predictRequests).toBeLessThanOrEqual(50);
     expect(sim.stats.faults.rateLimited).toBeGreaterThan(0);
     expect(existsSync(join(out, 'r', '_SUCCESS'))).toBe(false);

@@ -8,6 +8,12 @@ describe('resumeCommand', () => {
     );
   });
 
+  it('leaves the caps out for a run they ended, however they were written', () => {
+    const args = ['score', 'in.csv', '--max-requests', '50', '--batch-size', '100', '--max-rows=900', '--deadline', '2h', '--run-id', 'c'];
+    expect(resumeCommand(args, 'c', true)).toBe('batch-scorer score in.csv --batch-size 100 --run-id c');
+    expect(resumeCommand(args, 'c')).toBe('batch-scorer score in.csv --max-requests 50 --batch-size 100 --max-rows=900 --deadline 2h --run-id c');
+  });
+
   it('adds no second --run-id, however the first was written', () => {
     expect(resumeCommand(['score', 'in.csv', '--run-id', 'mine'], 'mine')).toBe('batch-scorer score in.csv --run-id mine');
     expect(resumeCommand(['score', 'in.csv', '--run-id=mine'], 'mine')).toBe('batch-scorer score in.csv --run-id=mine');
