@@ -4,7 +4,7 @@ import { BatchScorerError } from '../errors.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Predictor } from './predictor.js';
-import { runFiles } from './prepared-run.js';
+import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-state.js';
 
 /** The caps a run may reach, as the manifest names them. */
@@ -105,6 +105,33 @@ export function runExpired(runId: string, cap: CapReached): ExpiredError {
     `run ${runId} expired: ${what} ${after}; ${n(r.rowsScored)} of ${n(r.rowsTotal)} rows scored in ${r.segmentsDone} of ${r.segmentsTotal} finished segments; resume it with ${higher} (or none)`,
     cap,
   );
+}
+
+/**
+ * The error of a run stopped on `kind`: its cap as `options` set it, what the run sent (`usage`,
+ * every attempt together) and what it keeps (`kept`: the segments finished and the rows scored in
+ * them), of the plan's rows and segments (none when it stopped before planning).
+ */
+export function expiredRun(
+  runId: string,
+  kind: CapKind,
+  options: Parameters<typeof capLimit>[1],
+  usage: CapUsage,
+  kept: { segments: number; rows: number },
+  run: PreparedRun | undefined,
+): ExpiredError {
+  return runExpired(runId, {
+    kind,
+    limit: capLimit(kind, options),
+    reached: {
+      requests: usage.requests,
+      rowsSent: usage.rows,
+      rowsScored: kept.rows,
+      rowsTotal: run?.input.rows ?? 0,
+      segmentsDone: kept.segments,
+      segmentsTotal: run?.input.segments.length ?? 0,
+    },
+  });
 }
 
 /**

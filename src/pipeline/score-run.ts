@@ -16,7 +16,7 @@ import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
-import { capLimit, capLimits, cappedPredictor, ExpiredError, MemoryRunCaps, readCapUsage, runExpired, writeCapUsage } from './run-caps.js';
+import { capLimits, cappedPredictor, ExpiredError, expiredRun, MemoryRunCaps, readCapUsage, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
 
@@ -189,21 +189,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     // A caller's plain AbortSignal rejects with a DOMException; the run reports it with a code like any failure.
     let err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
     // Stopped on a cap (planning's probe may meet it too): the run's error says which, and how far it got.
-    if (caught instanceof ExpiredError && !caught.cap) {
-      const { requests, rows } = caps.usage;
-      err = runExpired(runId, {
-        kind: caught.kind,
-        limit: capLimit(caught.kind, request.options),
-        reached: {
-          requests,
-          rowsSent: rows,
-          rowsScored: kept.rows,
-          rowsTotal: run?.input.rows ?? 0,
-          segmentsDone: kept.segments,
-          segmentsTotal: run?.input.segments.length ?? 0,
-        },
-      });
-    }
+    if (caught instanceof ExpiredError && !caught.cap) err = expiredRun(runId, caught.kind, request.options, caps.usage, kept, run);
     // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
     // resume from: a run that failed before its plan (its probe's calls) starts afresh.
     if (run) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));

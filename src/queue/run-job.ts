@@ -4,7 +4,7 @@ import { CAP_OPTIONS, parseRunOptions, type RunOptions } from '../config/run-opt
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { errorRateExceeded } from '../pipeline/error-budget.js';
-import { capLimit, capLimits, cappedPredictor, ExpiredError, runExpired, type CapKind } from '../pipeline/run-caps.js';
+import { capLimit, capLimits, cappedPredictor, ExpiredError, expiredRun, type CapKind } from '../pipeline/run-caps.js';
 import { finishRun, recordFailure } from '../pipeline/finish-run.js';
 import { succeededManifestSchema, type Manifest, type ManifestParts } from '../pipeline/manifest.js';
 import { preflight } from '../pipeline/preflight.js';
@@ -150,7 +150,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Stopped on a cap: the run's error says which, and how far it got.
       const failure =
         err instanceof ExpiredError && !err.cap
-          ? await expiredRun(ctx, data.runId, run, asked, err.kind).catch((e: unknown) => {
+          ? await expiredQueuedRun(ctx, data.runId, run, asked, err.kind).catch((e: unknown) => {
               jobLog.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
               return err;
             })
@@ -181,28 +181,17 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   return toQueueError(error);
 }
 
-/** The error of a run stopped on a cap: what it sent (every worker, attempt and resume), and the segments it finished. */
-async function expiredRun(
+/** The error of a queued run stopped on `kind`, with how far it got: the calls and rows every worker sent, the segments finished. */
+async function expiredQueuedRun(
   ctx: WorkerContext,
   runId: string,
   run: PreparedRun | undefined,
   asked: { options: Parameters<typeof capLimit>[1] },
   kind: CapKind,
 ): Promise<ExpiredError> {
-  const { requests, rows } = await ctx.caps.usage(runId);
   const done = run ? (await readSegmentsDone(ctx.storage, run)).filter((d) => d !== undefined) : [];
-  return runExpired(runId, {
-    kind,
-    limit: capLimit(kind, run?.request.options ?? asked.options),
-    reached: {
-      requests,
-      rowsSent: rows,
-      rowsScored: sumCounts(done).rowsScored,
-      rowsTotal: run?.input.rows ?? 0,
-      segmentsDone: done.length,
-      segmentsTotal: run?.input.segments.length ?? 0,
-    },
-  });
+  const kept = { segments: done.length, rows: sumCounts(done).rowsScored };
+  return expiredRun(runId, kind, run?.request.options ?? asked.options, await ctx.caps.usage(runId), kept, run);
 }
 
 /** The enqueuer's request, its options over this worker's defaults. */
