@@ -1,7 +1,8 @@
 import { optionFlag, type RunOptionsInput } from '../config/run-options.js';
+import { CAP_FLAGS } from '../pipeline/run-caps.js';
 
 /** The flags of the caps (each takes a value). They count the run's totals, so a run they ended cannot resume under them. */
-const CAP_FLAGS = (['maxRequests', 'maxRows', 'deadline'] as const).map(optionFlag);
+const CAP_FLAG_NAMES: readonly string[] = Object.values(CAP_FLAGS);
 
 /**
  * The command that resumes a run: the arguments it was started with, quoted as a shell reads
@@ -10,12 +11,12 @@ const CAP_FLAGS = (['maxRequests', 'maxRows', 'deadline'] as const).map(optionFl
  */
 export function resumeCommand(args: readonly string[], runId: string, withoutCaps = false): string {
   const named = args.some((a) => a === '--run-id' || a.startsWith('--run-id='));
-  const kept = withoutCaps ? args.filter((a, i) => !isCapFlag(a) && !(CAP_FLAGS.includes(args[i - 1]) && !a.startsWith('--'))) : args;
+  const kept = withoutCaps ? args.filter((a, i) => !isCapFlag(a) && !(CAP_FLAG_NAMES.includes(args[i - 1]) && !a.startsWith('--'))) : args;
   return ['batch-scorer', ...kept, ...(named ? [] : ['--run-id', runId])].map(shellWord).join(' ');
 }
 
 function isCapFlag(arg: string): boolean {
-  return CAP_FLAGS.some((flag) => arg === flag || arg.startsWith(`${flag}=`));
+  return CAP_FLAG_NAMES.some((flag) => arg === flag || arg.startsWith(`${flag}=`));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { RedisClient } from './queue-connection.js';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
+import { storedRecord } from './stored-record.js';
 
 /**
  * A file version's claim: the run it starts, and whether that run was enqueued. `enqueued: false`
@@ -65,20 +66,14 @@ export class FileDropClaims {
   }
 
   private parse(value: string, pipeline: string, version: string): FileDropClaim {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value);
-    } catch {
-      parsed = undefined;
-    }
-    const claim = claimSchema.safeParse(parsed);
-    if (!claim.success) {
+    const claim = storedRecord(value, claimSchema);
+    if (!claim) {
       throw new BatchScorerError(
         'E_RUN_STATE',
         `the claim of ${version.replace('\n', ' ETag ')} in ${this.key(pipeline)} is not one this release wrote (${value.slice(0, 100)}); delete that field to let the file run again`,
       );
     }
-    return claim.data;
+    return claim;
   }
 }
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
 import type { RedisClient } from './queue-connection.js';
+import { storedRecord } from './stored-record.js';
 
 /** How long a key answers its first answer again. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -102,17 +103,11 @@ export class IdempotencyKeys {
   private async read(key: string): Promise<z.output<typeof recordSchema> | undefined> {
     const value = await this.redis.get(key);
     if (value === null) return undefined;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value);
-    } catch {
-      parsed = undefined;
-    }
-    const record = recordSchema.safeParse(parsed);
-    if (!record.success) {
+    const record = storedRecord(value, recordSchema);
+    if (!record) {
       throw new BatchScorerError('E_RUN_STATE', `the record of this Idempotency-Key in Redis (${key}) is not one this release wrote; send another key`);
     }
-    return record.data;
+    return record;
   }
 }
 
