@@ -40,7 +40,9 @@ describe('a followed run that vanishes from Redis', () => {
       await waitFor('a segment to be done', async () => (await segmentsDone(folder)) >= 1, 30_000);
       const watching = startCli(['status', runId, '--watch'], f.env());
       await waitFor('status --watch to show the run active', () => watching.stdout().includes(`${runId}  active`), 10_000);
-      const predictsBefore = f.sim.stats.predictRequests;
+      // The worker is scoring the second segment when the keys vanish (a segment is 40 requests).
+      const perSegment = SEGMENT_ROWS / 50;
+      await waitFor('the second segment to be scoring', () => f.sim.stats.predictRequests > perSegment, 10_000);
 
       redis.kill('SIGKILL');
       await once(redis, 'exit');
@@ -68,7 +70,6 @@ describe('a followed run that vanishes from Redis', () => {
       // it finds that segment's lock gone, it stops scoring it (what it finished stays in storage).
       await waitFor('the worker to give up the segment it held', () => worker.log().includes('lock lost'), 10_000);
       const predictsStopped = f.sim.stats.predictRequests;
-      expect(predictsStopped).toBeGreaterThan(predictsBefore);
       expect(worker.child.exitCode).toBeNull();
       const done = await segmentsDone(folder);
       expect(done).toBe(1);
