@@ -20,9 +20,8 @@
 // command (and the container's entry point) run it (measured with `npm run bench`).
 import module from 'node:module';
 import v8 from 'node:v8';
-import { Command } from 'commander';
 import { reportUsageErrors } from './cli/action.js';
-import { TOOL } from './version.js';
+import { buildProgram } from './cli/program.js';
 
 // Scoring keeps thousands of rows in flight, so much of what it allocates outlives a young-generation
 // collection and ends as old-generation garbage; V8's default growth lets that reach ~190 MiB of heap
@@ -34,33 +33,15 @@ import { TOOL } from './version.js';
 // Set once the process runs, so it overrides the same flag given on the first line or in NODE_OPTIONS.
 v8.setFlagsFromString('--heap-growing-percent=80');
 
-const program = new Command('batch-scorer').description('Score large CSV / JSON Lines files against a Model Query Service').version(TOOL.version);
-
-// Each command's module, loaded only for that command: a `score` run does not hold the HTTP
-// server, metrics and schedule code in memory (about 10 MiB of its peak). Help, and a name
-// that is no command (answered with a suggestion), load them all.
-const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
-  score: async () => (await import('./cli/score.js')).registerScore,
-  worker: async () => (await import('./cli/worker.js')).registerWorker,
-  enqueue: async () => (await import('./cli/enqueue.js')).registerEnqueue,
-  status: async () => (await import('./cli/status.js')).registerStatus,
-  cancel: async () => (await import('./cli/cancel.js')).registerCancel,
-  accept: async () => (await import('./cli/accept.js')).registerAccept,
-  compare: async () => (await import('./cli/compare.js')).registerCompare,
-  serve: async () => (await import('./cli/serve.js')).registerServe,
-  pipelines: async () => (await import('./cli/pipelines.js')).registerPipelines,
-  schedule: async () => (await import('./cli/schedule.js')).registerSchedule,
-  watch: async () => (await import('./cli/watch.js')).registerWatch,
-  describe: async () => (await import('./cli/describe.js')).registerDescribe,
-  simulate: async () => (await import('./cli/simulate.js')).registerSimulate,
-};
 // V8's compiled code of the modules a command loads is kept on disk (in the OS temp folder, or
 // NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off) and reused by the next start:
 // about 50 ms less CPU before a `score` run's first request. A folder it cannot write costs nothing.
 module.enableCompileCache();
-const named = process.argv[2];
-const loading = named !== undefined && Object.hasOwn(COMMANDS, named) ? [COMMANDS[named]] : Object.values(COMMANDS);
-for (const register of await Promise.all(loading.map((load) => load()))) register(program);
+
+// Only the named command's module is loaded (see buildProgram): a `score` run does not hold the
+// HTTP server, metrics and schedule code in memory. Help, and a name that is no command (answered
+// with a suggestion), load them all.
+const program = await buildProgram(process.argv[2]);
 // Usage errors are one line with a hint, and exit 2, as every batch-scorer configuration error does.
 reportUsageErrors(program);
 

@@ -64,7 +64,8 @@ export function reportUsageErrors(command: Command): void {
   for (const sub of command.commands) reportUsageErrors(sub);
 }
 
-function commandPath(command: Command): string {
+/** A command as users type it, e.g. `batch-scorer schedule sync`. */
+export function commandPath(command: Command): string {
   const names: string[] = [];
   for (let at: Command | null = command; at; at = at.parent) names.unshift(at.name());
   return names.join(' ');

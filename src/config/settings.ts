@@ -19,7 +19,7 @@ import type { ServiceTokens } from './service-tokens.js';
  * `config/*.yaml`: defaults for this installation, below flags and environment. Secrets
  * (tokens, passwords) are read from the environment only, never from these files.
  */
-const configFileSchema = z
+export const configFileSchema = z
   .object({
     /**
      * Defaults for run options (see run-options.ts), e.g. `{ concurrency: 8, batchSize: 500 }`. Not
