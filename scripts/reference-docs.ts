@@ -108,7 +108,7 @@ function cliReference(program: Command): string {
     '',
     prose(program.description()),
     '',
-    'Run it as `node dist/cli.js <command>` in a clone (after `npm ci`), or as `batch-scorer <command>` where the package is installed or linked.',
+    'In a clone (after `npm ci`) run it as `./dist/cli.js <command>` or `npx batch-scorer <command>`; after `npm link`, or where the package is installed, as `batch-scorer <command>`.',
     'Flags win over the environment, which wins over `config/*.yaml` (see [settings](settings.md)).',
     'Every command answers `--help`; `batch-scorer --version` prints the version.',
     '',
@@ -249,7 +249,7 @@ function apiReference(doc: Record<string, unknown>): string {
     '# HTTP API reference',
     '',
     `${info.title}, served by \`batch-scorer serve\`; the same document as OpenAPI 3.1 is at \`GET /openapi.json\` and in [openapi.json](openapi.json).`,
-    'Every endpoint takes `Authorization: Bearer $API_TOKEN` when `API_TOKEN` is set, unless it says otherwise. Errors answer `{"error": {"code", "message", ...}}` (the [Error](#error) shape) with a code from the [error catalogue](errors.md).',
+    'Every endpoint takes `Authorization: Bearer $API_TOKEN` when `API_TOKEN` is set, unless it says otherwise. Errors answer `{"error": "E_CODE", "message": "..."}` (the [Error](#error) shape) with a code from the [error catalogue](errors.md).',
   ];
   for (const [route, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
     const shared = (item.parameters as ApiParameter[] | undefined) ?? [];
@@ -296,7 +296,7 @@ function errorsReference(): string {
     '',
     '# Error codes',
     '',
-    "Every error batch-scorer reports carries one of these codes: on the CLI as `batch-scorer: <message> [E_CODE]` with the exit code below, in the HTTP API as `error.code` with the status below, and in a failed run's manifest. Retriable errors are tried again (by the worker, or by resuming); the others need the change the hint names.",
+    'Every error batch-scorer reports carries one of these codes: on the CLI at the end of its line (`batch-scorer: <message> [E_CODE]`), with the exit code below; in the HTTP API as `{"error": "E_CODE", "message": ...}`, with the status below; and in a failed run\'s manifest. Each code has one status, one exit code and one retry meaning wherever it is raised: retriable codes are tried again by queue workers (with backoff, up to the job\'s attempts); the others fail the run at once.',
     '',
     table(
       ['code', 'HTTP status', 'exit', 'retriable', 'what to do'],

@@ -22,7 +22,7 @@ export function registerServe(program: Command): void {
   program
     .command('serve')
     .description(
-      'HTTP server: the run API, S3 event notifications (POST /events/s3), the queue dashboard (/ui), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD, JOBS_DIR)',
+      'HTTP server: the run API, S3 event notifications (POST /events/s3), the dashboard (/ui: run pages, pipelines, queues at /ui/queues/), /metrics and health checks (REDIS_URL, API_TOKEN, DASHBOARD_USER/DASHBOARD_PASSWORD, JOBS_DIR)',
     )
     .option(
       '--host <address>',
