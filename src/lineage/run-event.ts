@@ -21,7 +21,7 @@ const SCHEMAS = {
   errorMessage: `${SPEC}/facets/1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet`,
   inputStatistics: `${SPEC}/facets/1-0-0/InputStatisticsInputDatasetFacet.json#/$defs/InputStatisticsInputDatasetFacet`,
   outputStatistics: `${SPEC}/facets/1-0-2/OutputStatisticsOutputDatasetFacet.json#/$defs/OutputStatisticsOutputDatasetFacet`,
-  // This tool's own facets (README, "Lineage"), named under the producer.
+  // This tool's own facets (docs/pipelines.md, "Lineage"), named under the producer.
   batchScorerRun: `${PRODUCER}:facets#/$defs/BatchScorerRunFacet`,
   batchScorerModel: `${PRODUCER}:facets#/$defs/BatchScorerModelJobFacet`,
 };

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { UnrecoverableError } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { BatchScorerError, ERROR_CATALOGUE, type ErrorCode } from '../../src/errors.js';
@@ -34,17 +33,5 @@ describe('the error catalogue', () => {
     for (const code of clientSide) expect(ERROR_CATALOGUE[code].status, code).toBeLessThan(500);
     const serverSide: ErrorCode[] = ['E_INTERNAL', 'E_REDIS_UNAVAILABLE', 'E_STORAGE', 'E_SERVICE_UNAVAILABLE'];
     for (const code of serverSide) expect(ERROR_CATALOGUE[code].status, code).toBeGreaterThanOrEqual(500);
-  });
-
-  it("is listed in README's error codes as it is declared (paste the expected block when this fails)", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const listed = /<!-- error-codes:[^\n]*-->\n\n([\s\S]*?)\n\n<!-- error-codes: end -->/.exec(readme)?.[1];
-    const expected = codes
-      .map((code) => {
-        const { status, exit, retriable, hint } = ERROR_CATALOGUE[code];
-        return `- \`${code}\`: HTTP ${status}, exit ${exit}, ${retriable ? 'retried' : 'not retried'}: ${hint}`;
-      })
-      .join('\n');
-    expect(listed).toBe(expected);
   });
 });
