@@ -7,13 +7,13 @@ import { QUEUES_PATH } from '../http/dashboard.js';
 import { checkSubmission, policedRuns } from '../http/policed-runs.js';
 import { runPages } from '../http/run-pages.js';
 import type { RunRoutesDeps } from '../http/run-routes.js';
-import { lazyRunQueue } from '../http/runs-api.js';
 import { buildServer, closeHttp } from '../http/server.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { collectRunDrift } from '../metrics/run-drift.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';
 import { redisUnavailable } from '../queue/queue-connection.js';
 import { RUNS_QUEUE, SCHEDULES_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
+import { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
 import { RedisWatch } from '../queue/redis-watch.js';
 import { openRunEvents } from '../queue/run-events.js';
 import { RunProgressStore } from '../queue/run-progress.js';
@@ -92,9 +92,9 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       clearTimeout(timer);
     }
   };
-  const runs = lazyRunQueue(options.queue, pingRedis);
+  const runs = new ReconnectingRunQueue(options.queue, pingRedis);
   releasers.add('run queue', () => runs.close());
-  const api = policedRuns(runs.api, options.policy);
+  const api = policedRuns(runs, options.policy);
   // serve scores nothing: its metrics are the queues' depths, the runs that finished, and the drift of each pipeline's latest.
   collectQueueDepths(options.metrics, queues);
   collectRunDrift(options.metrics, { pipelines: (options.pipelines ?? []).map((p) => p.name), runs: api, storage: options.storage }, log);

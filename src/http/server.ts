@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import type { Registry } from 'prom-client';
 import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
+import type { RunQueueCalls } from '../queue/producer.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Pipeline } from '../triggers/pipelines.js';
 import { serverAuth, type Credentials } from './auth.js';
@@ -13,7 +14,6 @@ import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
-import type { RunsApi } from './runs-api.js';
 import { securityHeaders } from './security-headers.js';
 
 /** While closing, how often connections whose requests have been answered are closed. */
@@ -24,7 +24,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** What the HTTP server serves from; all of it is built by startServe (src/app/serve-app.ts), or by a test. */
 export interface ServerDeps {
-  runs: RunsApi;
+  runs: RunQueueCalls;
   /** `POST /runs` with `dryRun` (see RunRoutesDeps). */
   dryRun: RunRoutesDeps['dryRun'];
   /** Where run folders (manifests) are read from. */

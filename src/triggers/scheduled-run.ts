@@ -3,7 +3,7 @@ import { formatIssues, type RunOptionsInput } from '../config/run-options.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RunQueue } from '../queue/producer.js';
-import { RunQueueHolder } from '../queue/run-queue-holder.js';
+import { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
 import { SCHEDULES_QUEUE, type QueueConfig } from '../queue/queues.js';
 import { toQueueError } from '../queue/to-queue-error.js';
 import type { AlsoProcessed } from '../queue/worker-options.js';
@@ -67,7 +67,6 @@ function fireTimeOf(job: Job): Date {
  * a firing is taken by one of them, and by another again only if that one died with it.
  */
 export function scheduledRuns(config: QueueConfig, log: Logger): AlsoProcessed {
-  const runs = new RunQueueHolder(config);
-  const enqueue: RunQueue['enqueue'] = (submission, options) => runs.use((queue) => queue.enqueue(submission, options));
-  return { queue: SCHEDULES_QUEUE, processor: scheduledRunProcessor({ enqueue }, log.child({ queue: SCHEDULES_QUEUE })), close: () => runs.close() };
+  const runs = new ReconnectingRunQueue(config);
+  return { queue: SCHEDULES_QUEUE, processor: scheduledRunProcessor(runs, log.child({ queue: SCHEDULES_QUEUE })), close: () => runs.close() };
 }
