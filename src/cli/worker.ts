@@ -106,7 +106,11 @@ export function registerWorker(program: Command): void {
         releasers.add('storage', () => Promise.resolve(storage.close()));
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
-        const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
+        const [{ startWorker }, { scheduledRuns }, { ReconnectingRunQueue }] = await Promise.all([
+          import('../queue/worker.js'),
+          import('../triggers/scheduled-run.js'),
+          import('../queue/reconnecting-run-queue.js'),
+        ]);
         const lineage = lineageListener(settings.lineage, log);
         releasers.add('lineage events', () => lineage.drain());
         try {
@@ -122,7 +126,7 @@ export function registerWorker(program: Command): void {
             runDefaults: settings.runDefaults,
             observer,
             // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-            alsoProcess: [scheduledRuns(queue, log), ...(webhooks ? [webhooks.also] : [])],
+            alsoProcess: [scheduledRuns(new ReconnectingRunQueue(queue), log), ...(webhooks ? [webhooks.also] : [])],
             listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
           });
           releasers.add('worker', () => worker.close());
