@@ -62,9 +62,10 @@ export interface Serving {
 }
 
 /**
- * Starts `serve`: its Redis connection (for `/readyz` and the dashboard's queues), the run queue
- * (made once Redis first answers), and the HTTP server. It starts whether Redis answers or not;
- * `/readyz` says which.
+ * Starts `serve`, building everything its HTTP server is given: the Redis connection (for
+ * `/readyz` and the dashboard's queues), the run queue (made once Redis first answers), the runs
+ * queue's events and the metrics read from them and from the queues, and the server itself. It
+ * starts whether Redis answers or not; `/readyz` says which.
  */
 export async function startServe(options: ServeOptions): Promise<Serving> {
   const { log } = options;
