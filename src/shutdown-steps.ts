@@ -18,3 +18,24 @@ export async function runShutdownSteps(steps: readonly ShutdownStep[], log: Logg
     }
   }
 }
+
+/**
+ * The cleanups of what a process opened, registered as each thing opens: `release()` runs them
+ * in reverse order (what was opened last, and may use what came before, goes first), each even
+ * when one before it failed, and only once however often it is called.
+ */
+export class Releasers {
+  private readonly steps: ShutdownStep[] = [];
+  private released?: Promise<void>;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Registers the cleanup of something just opened. */
+  add(name: string, release: () => Promise<unknown>): void {
+    this.steps.push([name, release]);
+  }
+
+  release(): Promise<void> {
+    return (this.released ??= runShutdownSteps(this.steps.toReversed(), this.log));
+  }
+}

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { targetOrigin } from '../notify/webhook-url.js';
+import { targetOrigin } from '../config/webhook-url.js';
 import { loadPipelines, type Pipeline } from '../triggers/pipelines.js';
 import { action } from './action.js';
 

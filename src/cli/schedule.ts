@@ -20,9 +20,9 @@ export function registerSchedule(program: Command): void {
         // Refused before anything reaches Redis: a bad jobs folder is E_CONFIG, exit 2.
         const scheduled = (await loadPipelines(dir)).filter((p): p is ScheduledPipeline => p.kind === 'schedule');
         // bullmq loads only for the commands that use it.
-        const [{ ProducerQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/producer-queue.js'), import('../queue/queues.js')]);
+        const [{ OwnConnectionQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/own-connection-queue.js'), import('../queue/queues.js')]);
         const { syncSchedules } = await import('../triggers/schedule-sync.js');
-        const schedules = new ProducerQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
+        const schedules = new OwnConnectionQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
         try {
           const results = await syncSchedules(await schedules.ready(), scheduled);
           if (flags.json) process.stdout.write(`${JSON.stringify(results.map(syncJson), null, 2)}\n`);
@@ -42,9 +42,9 @@ export function registerSchedule(program: Command): void {
     .action(
       action(async (flags: { json?: boolean }) => {
         const settings = loadSettings();
-        const [{ ProducerQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/producer-queue.js'), import('../queue/queues.js')]);
+        const [{ OwnConnectionQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/own-connection-queue.js'), import('../queue/queues.js')]);
         const { listSchedules } = await import('../triggers/schedule-list.js');
-        const schedules = new ProducerQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
+        const schedules = new OwnConnectionQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
         try {
           const views = await listSchedules(await schedules.ready());
           if (flags.json) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);

@@ -54,7 +54,7 @@ export function registerServe(program: Command): void {
         if (!pipelines) log.info({ jobsDir }, 'no pipelines folder: POST /events/s3 will start no runs');
         const storage = deploymentStorage(settings);
         const metrics = createMetricsRegistry();
-        const { startServe } = await import('../http/server.js');
+        const { startServe } = await import('../app/serve-app.js');
         const serving = await startServe({
           host: flags.host,
           port: flags.port ?? settings.port,

@@ -1,8 +1,11 @@
 import type { Settings } from '../config/settings.js';
 import type { Logger } from '../log.js';
 import { directNotifier } from '../notify/direct-notifier.js';
+import type { RunListener } from '../pipeline/run-listener.js';
 import { notifyConfig } from '../notify/notify-config.js';
-import type { QueueConfig } from '../queue/queues.js';
+import type { WebhookDelivery } from '../notify/webhook-delivery.js';
+import { redisConnection, type QueueConfig } from '../queue/queues.js';
+import type { AlsoProcessed } from '../queue/worker-options.js';
 import type { Storage } from '../storage/storage-types.js';
 
 /**
@@ -10,12 +13,26 @@ import type { Storage } from '../storage/storage-types.js';
  * is there (runs end in workers, so they read the targets; they never travel with a run, where
  * pages and manifests would show a URL's token). Undefined when there is nothing to tell.
  */
-export async function queuedWebhooks(settings: Settings, queue: QueueConfig, storage: Storage, log: Logger) {
+export async function queuedWebhooks(
+  settings: Settings,
+  queue: QueueConfig,
+  storage: Storage,
+  log: Logger,
+): Promise<{ listener: RunListener; also: AlsoProcessed } | undefined> {
   const { loadPipelinesIfPresent } = await import('../triggers/pipelines.js');
   const config = notifyConfig(settings.notify, await loadPipelinesIfPresent(settings.jobsDir));
   if (!config) return undefined;
-  const { queuedNotifier } = await import('../notify/queued-notifier.js');
-  return queuedNotifier(queue, config, storage, log);
+  const [{ Queue }, { NOTIFICATIONS_QUEUE, queuedNotifier }] = await Promise.all([import('bullmq'), import('../notify/queued-notifier.js')]);
+  // A worker's connection: an add waits out a Redis outage instead of failing (the delivery would be lost).
+  const connection = redisConnection(queue, 'worker');
+  const notifications = new Queue<WebhookDelivery>(NOTIFICATIONS_QUEUE, { connection, prefix: queue.prefix });
+  const { listener, processor } = queuedNotifier(notifications, config, storage, log);
+  // Closed by the worker's shutdown once it takes no more jobs.
+  const close = async () => {
+    await notifications.close();
+    await connection.close();
+  };
+  return { listener, also: { queue: NOTIFICATIONS_QUEUE, processor, close } };
 }
 
 /** `score`'s webhooks: NOTIFY_URLS, delivered by the process itself (see directNotifier); undefined without any. */

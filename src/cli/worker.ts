@@ -1,11 +1,14 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { UsageError } from '../errors.js';
+import { errorMessage, UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
 import { lineageListener } from '../lineage/lineage-listener.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { allListeners } from '../pipeline/run-listener.js';
+import type { ScoringObserver } from '../pipeline/scoring-observer.js';
+import { redisTarget } from '../queue/redis-target.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
+import { Releasers } from '../shutdown-steps.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
@@ -23,8 +26,15 @@ interface WorkerFlags {
   metricsHost?: string;
 }
 
+/** Where the worker's metrics server listens: --metrics-port and --metrics-host, and API_TOKEN (never logged). */
+interface MetricsEndpoint {
+  host: string;
+  port: number;
+  token?: string;
+}
+
 /** --metrics-port and --metrics-host, checked: metrics beyond this machine need API_TOKEN. */
-function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined) {
+function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined): MetricsEndpoint | undefined {
   if (flags.metricsPort === undefined) {
     if (flags.metricsHost !== undefined) throw new UsageError('worker: --metrics-host needs --metrics-port');
     return undefined;
@@ -36,6 +46,30 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined) {
     );
   }
   return { host, port: flags.metricsPort, token: apiToken };
+}
+
+/**
+ * The worker's metrics: its registry, what hears the scoring into it, and its own small server,
+ * listening before the worker starts (metrics answer while Redis is away) and closed after it
+ * stopped (scrapes see the shutdown through to its end). A port that cannot be bound fails the
+ * start (E_USAGE, exit 2).
+ */
+async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number, log: Logger, releasers: Releasers): Promise<ScoringObserver> {
+  const [{ createMetricsRegistry }, { scoringMetrics }, { startMetricsServer }] = await Promise.all([
+    import('../metrics/registry.js'),
+    import('../metrics/scoring-metrics.js'),
+    import('../http/metrics-server.js'),
+  ]);
+  const { host, port, token } = endpoint;
+  const registry = createMetricsRegistry();
+  const observer = scoringMetrics(registry, { maxConcurrency: concurrency });
+  const server = await startMetricsServer({ host, port, registry, credentials: { token }, log }).catch((err: unknown) => {
+    throw new UsageError(`worker: --metrics-port ${port}: cannot listen on ${host}:${port} (${errorMessage(err)}); choose another port or --metrics-host`, {
+      cause: err,
+    });
+  });
+  releasers.add('metrics server', () => server.close());
+  return observer;
 }
 
 export function registerWorker(program: Command): void {
@@ -63,31 +97,44 @@ export function registerWorker(program: Command): void {
         const settings = loadSettings();
         const metrics = metricsEndpoint(flags, settings.apiToken);
         const log = createLogger({ level: settings.logLevel });
+        const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        // A REDIS_URL or QUEUE_PREFIX that cannot work is refused (E_CONFIG) before anything opens.
+        redisTarget(queue);
+        // What opens registers its cleanup; the shutdown runs them in reverse, each even when one before it failed.
+        const releasers = new Releasers(log);
         const storage = deploymentStorage(settings);
+        releasers.add('storage', () => Promise.resolve(storage.close()));
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
-        const [{ startWorker }, { scheduledRuns }] = await Promise.all([import('../queue/worker.js'), import('../triggers/scheduled-run.js')]);
-        const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        const [{ startWorker }, { scheduledRuns }, { ReconnectingRunQueue }] = await Promise.all([
+          import('../queue/worker.js'),
+          import('../triggers/scheduled-run.js'),
+          import('../queue/reconnecting-run-queue.js'),
+        ]);
         const lineage = lineageListener(settings.lineage, log);
-        const webhooks = await queuedWebhooks(settings, queue, storage, log);
-        const worker = await startWorker(queue, storage, log, {
-          concurrency: flags.concurrency,
-          segments: flags.segments,
-          shutdownTimeoutMs: flags.shutdownTimeout,
-          lockDurationMs: flags.lockDuration,
-          tokens: settings.serviceTokens,
-          policy: settings.policy,
-          runDefaults: settings.runDefaults,
-          metrics,
-          // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-          alsoProcess: [scheduledRuns(queue, log), ...(webhooks ? [webhooks.also] : [])],
-          listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
-        });
-        await runUntilSignal(log, async () => {
-          await worker.close();
-          await lineage.drain();
-          storage.close();
-        });
+        releasers.add('lineage events', () => lineage.drain());
+        try {
+          const webhooks = await queuedWebhooks(settings, queue, storage, log);
+          const observer = metrics && (await startWorkerMetrics(metrics, flags.concurrency, log, releasers));
+          const worker = startWorker(queue, storage, log, {
+            concurrency: flags.concurrency,
+            segments: flags.segments,
+            shutdownTimeoutMs: flags.shutdownTimeout,
+            lockDurationMs: flags.lockDuration,
+            tokens: settings.serviceTokens,
+            policy: settings.policy,
+            runDefaults: settings.runDefaults,
+            observer,
+            // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
+            alsoProcess: [scheduledRuns(new ReconnectingRunQueue(queue), log), ...(webhooks ? [webhooks.also] : [])],
+            listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
+          });
+          releasers.add('worker', () => worker.close());
+        } catch (err) {
+          await releasers.release();
+          throw err;
+        }
+        await runUntilSignal(log, () => releasers.release());
       }),
     );
 }

@@ -3,11 +3,10 @@ import { createRequire } from 'node:module';
 import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
-import { redisUrlSchema } from '../queue/redis-target.js';
-import { lineageSettingsFromEnv, type LineageSettings } from '../lineage/lineage-settings.js';
+import { redisUrlSchema } from './redis-url.js';
+import { lineageSettingsFromEnv, type LineageSettings } from './lineage-settings.js';
 import { inputKind } from '../storage/input-files.js';
-import type { NotifySettings } from '../notify/notify-config.js';
-import { webhookUrlProblem } from '../notify/webhook-url.js';
+import { webhookUrlProblem } from './webhook-url.js';
 import { hasScheme, parseLocation, type Location } from '../storage/location.js';
 import type { S3Settings } from '../storage/s3-settings.js';
 import { s3SettingsFromEnv } from '../storage/s3-settings.js';
@@ -70,6 +69,16 @@ export interface Settings {
   lineage?: LineageSettings;
   /** NOTIFY_URLS, NOTIFY_SECRET (never logged) and PUBLIC_URL: the webhooks told of every run's end (see src/notify/). */
   notify: NotifySettings;
+}
+
+/** The notification settings of a process (see notifyFromEnv); src/notify/ tells run ends with them. */
+export interface NotifySettings {
+  /** NOTIFY_URLS: told of every run's end. */
+  urls: string[];
+  /** NOTIFY_SECRET: signs every delivery; never logged. */
+  secret?: string;
+  /** PUBLIC_URL, without a trailing slash: where people reach `serve`, for a delivery's link to the run page. */
+  publicUrl?: string;
 }
 
 /** Reads `config/*.yaml` (in name order, later files win) and the environment; names the file and key on error. */

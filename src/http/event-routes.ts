@@ -2,13 +2,13 @@ import type { FastifyPluginCallback } from 'fastify';
 import { z } from 'zod';
 import { fileDropsOfEvent, s3EventSchema } from '../triggers/s3-event.js';
 import type { Pipeline } from '../triggers/pipelines.js';
+import type { RunQueue } from '../queue/producer.js';
 import { parseRequest } from './http-errors.js';
-import type { RunsApi } from './runs-api.js';
 
 /** What the event intake needs: the queue that claims file versions and enqueues their runs, and the pipelines. */
 export interface EventRoutesDeps {
-  /** Claims and enqueues; answers 503 while Redis is away (see RunsApi). */
-  runs: RunsApi;
+  /** Claims and enqueues; answers 503 while Redis is away (see ReconnectingRunQueue). */
+  runs: Pick<RunQueue, 'enqueueFileDrop'>;
   /** The pipelines of `jobs/*.yaml`, read when serve started: events are matched against their triggers. */
   pipelines: readonly Pipeline[];
 }

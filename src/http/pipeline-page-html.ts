@@ -1,4 +1,4 @@
-import { RUN_STATES, runEnded } from '../queue/producer.js';
+import { RUN_QUEUE_STATES, runEnded } from '../queue/producer.js';
 import type { Pipeline } from '../triggers/pipelines.js';
 import { zonedIso } from '../triggers/zoned-time.js';
 import { html, type Html, type HtmlValue } from './html.js';
@@ -53,7 +53,7 @@ function latestCell(ctx: PageContext, { latest }: PipelineSummary): Html {
 function countsCell(ctx: PageContext, { pipeline, recent }: PipelineSummary): Html {
   if (recent.total === 0) return html`<span class="muted">–</span>`;
   return html`<span class="counts"
-    >${RUN_STATES.filter((s) => recent.byState[s]).map(
+    >${RUN_QUEUE_STATES.filter((s) => recent.byState[s]).map(
       (s) => html`<a class="count count-${s}" href="${listHref(ctx, { pipeline: pipeline.name, state: s })}" title="${s}">${recent.byState[s]} ${s}</a>`,
     )}</span
   >`;

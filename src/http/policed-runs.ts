@@ -1,6 +1,5 @@
 import { checkRun, type DeploymentPolicy } from '../config/deployment-policy.js';
-import { runNotFound, type RunSubmission } from '../queue/producer.js';
-import type { RunsApi } from './runs-api.js';
+import { runNotFound, type RunQueueCalls, type RunSubmission } from '../queue/producer.js';
 
 /**
  * Refuses (E_NOT_ALLOWED) a submission whose input, output or service the policy does not allow.
@@ -11,11 +10,11 @@ export function checkSubmission(policy: DeploymentPolicy, submission: RunSubmiss
 }
 
 /**
- * The run API with the deployment policy checked before anything reaches the queue: a run
+ * A run queue's calls with the deployment policy checked before anything reaches the queue: a run
  * submitted, started by a file drop, or resumed (whose stored request is checked again: the
  * policy may have changed since, and job data may have been written by any producer).
  */
-export function policedRuns(runs: RunsApi, policy: DeploymentPolicy): RunsApi {
+export function policedRuns(runs: RunQueueCalls, policy: DeploymentPolicy): RunQueueCalls {
   return {
     enqueue: async (submission, options) => {
       await checkSubmission(policy, submission);

@@ -10,7 +10,7 @@ import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-rec
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-state.js';
-import { runEnded, type RunQueue, type RunState, type RunStatus } from '../queue/producer.js';
+import { runEnded, type RunQueue, type RunQueueState, type RunStatus } from '../queue/producer.js';
 import { RETENTION, segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
 import { joinLocation, parseLocation, type Location } from '../storage/location.js';
@@ -96,7 +96,7 @@ export interface RunPageView {
 
 /** What the run list is narrowed to: runs in one state, runs one pipeline of `jobs/*.yaml` started, or both; and which page of those (1: the newest). */
 export interface RunListFilter {
-  state?: RunState;
+  state?: RunQueueState;
   pipeline?: string;
   page?: number;
 }

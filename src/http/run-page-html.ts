@@ -1,5 +1,5 @@
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
-import { RUN_STATES, runEnded, type RunState, type RunStatus } from '../queue/producer.js';
+import { RUN_QUEUE_STATES, runEnded, type RunQueueState, type RunStatus } from '../queue/producer.js';
 import { failureCode } from '../queue/to-queue-error.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
@@ -106,7 +106,7 @@ function formatBytes(n: number): string {
 
 /** A run state's coloured badge; a state this release does not know still shows, in grey. */
 export function stateBadge(state: string): Html {
-  const known = (RUN_STATES as readonly string[]).includes(state) ? state : 'unknown';
+  const known = (RUN_QUEUE_STATES as readonly string[]).includes(state) ? state : 'unknown';
   return html`<span class="badge badge-${known}">${state}</span>`;
 }
 
@@ -181,7 +181,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
   const { runs, older } = list;
   const { state, pipeline, page: pageNumber = 1 } = filter;
   // A state filter keeps the pipeline filter, and the other way round.
-  const stateFilter = (label: string, value?: RunState) =>
+  const stateFilter = (label: string, value?: RunQueueState) =>
     html`<a class="pill${value === state ? ' current' : ''}" href="${listHref(ctx, { state: value, pipeline })}">${label}</a>`;
   const row = (r: RunStatus) => {
     const p = r.progress;
@@ -204,7 +204,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
   const title = pipeline ? html`Runs of pipeline <span class="run-id">${pipeline}</span>` : 'Runs';
   const body = html`<h1>${title}</h1>
     <nav class="filters">
-      ${stateFilter('all')}${RUN_STATES.map((s) => stateFilter(s, s))}
+      ${stateFilter('all')}${RUN_QUEUE_STATES.map((s) => stateFilter(s, s))}
       ${pipeline ? html`<a class="pill current" id="pipeline-filter" href="${listHref(ctx, { state })}" title="show every pipeline's runs">pipeline ${pipeline} ×</a>` : ''}
     </nav>
     ${

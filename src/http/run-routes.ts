@@ -3,20 +3,19 @@ import type { z } from 'zod';
 import { acceptRun } from '../pipeline/accept-run.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
 import { readManifest, type Manifest } from '../pipeline/manifest.js';
-import { runEnded, runNotFound, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import { runEnded, runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
 import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
 import type { runAcceptedSchema, runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
 import { runIdParamsSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
-import type { RunsApi } from './runs-api.js';
 
 /** `accepted.by` of a run accepted over the API, whose bearer token names no one. */
 const ACCEPTED_BY_API = 'api';
 
 export interface RunRoutesDeps {
-  runs: RunsApi;
+  runs: RunQueueCalls;
   /** `POST /runs` with `dryRun`: plans the submission and scores a few canary batches, enqueueing nothing. */
   dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */

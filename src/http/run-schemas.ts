@@ -3,7 +3,7 @@ import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
-import { RUN_STATES } from '../queue/producer.js';
+import { RUN_QUEUE_STATES } from '../queue/producer.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { parseLocation } from '../storage/location.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
@@ -29,12 +29,12 @@ export const runSubmissionSchema = z
   })
   .strict();
 
-export const runStateSchema = z.enum(RUN_STATES);
+export const runQueueStateSchema = z.enum(RUN_QUEUE_STATES);
 
 /** `GET /runs` query. */
 export const runListQuerySchema = z
   .object({
-    state: runStateSchema.optional(),
+    state: runQueueStateSchema.optional(),
     /** Only the runs this pipeline of `jobs/*.yaml` started. */
     pipeline: pipelineNameSchema.optional().describe('only the runs this pipeline of jobs/*.yaml started'),
     limit: z.coerce.number().int().min(1).max(1000).default(20),
@@ -73,7 +73,7 @@ const progressSchema = z.object({
 /** A run as `status --json` shows it. */
 export const runStatusSchema = z.object({
   runId: z.string(),
-  state: runStateSchema,
+  state: runQueueStateSchema,
   progress: progressSchema.optional(),
   /** Why a failed run failed, ending with its error code. */
   failedReason: z.string().optional(),

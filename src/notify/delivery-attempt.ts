@@ -3,7 +3,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { recordDelivery } from './delivery-record.js';
 import type { WebhookDelivery } from './webhook-delivery.js';
 import { postWebhook, type AttemptResult } from './webhook-post.js';
-import { targetOrigin } from './webhook-url.js';
+import { targetOrigin } from '../config/webhook-url.js';
 
 /** What an attempt needs besides its delivery. */
 export interface AttemptContext {

@@ -1,18 +1,9 @@
 import { BatchScorerError } from '../errors.js';
 import { triggerPipeline } from '../pipeline/run-trigger.js';
 import type { Manifest } from '../pipeline/manifest.js';
+import type { NotifySettings } from '../config/settings.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
 import type { PipelineNotify } from './pipeline-notify.js';
-
-/** The notification settings of a process (see loadSettings). */
-export interface NotifySettings {
-  /** NOTIFY_URLS: told of every run's end. */
-  urls: string[];
-  /** NOTIFY_SECRET: signs every delivery; never logged. */
-  secret?: string;
-  /** PUBLIC_URL, without a trailing slash: where people reach `serve`, for a delivery's link to the run page. */
-  publicUrl?: string;
-}
 
 /** Who hears which run ends, and how deliveries are signed and linked. */
 export interface NotifyConfig {

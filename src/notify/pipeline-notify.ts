@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NOTIFY_EVENTS, notifyEventSchema } from './notify-events.js';
-import { webhookUrlProblem } from './webhook-url.js';
+import { webhookUrlProblem } from '../config/webhook-url.js';
 
 /** Targets one pipeline declares at most: each end of each run is one delivery per target. */
 const MAX_TARGETS = 10;

@@ -1,8 +1,6 @@
-import { Queue, UnrecoverableError, type Processor } from 'bullmq';
+import { UnrecoverableError, type Processor, type Queue } from 'bullmq';
 import type { Logger } from '../log.js';
 import type { RunListener } from '../pipeline/run-listener.js';
-import { redisConnection, type QueueConfig } from '../queue/queues.js';
-import type { AlsoProcessed } from '../queue/worker-options.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery } from './delivery-attempt.js';
 import type { NotifyConfig } from './notify-config.js';
@@ -24,16 +22,20 @@ export const NOTIFICATION_JOB_OPTS = {
 } as const;
 
 /**
- * Queue mode's webhooks: a listener that enqueues each delivery of a run end (in the background:
- * a run's end is never delayed by it), and the notifications queue as a worker takes it (see
- * WorkerOptions.alsoProcess), whose processor makes one attempt per take. At least once: a
- * delivery whose answer was lost is sent again, with the same X-Batch-Scorer-Delivery.
+ * Queue mode's webhooks, over the notifications queue given (NOTIFICATIONS_QUEUE, on a worker's
+ * connection, so that an add waits out a Redis outage instead of failing and losing the
+ * delivery): a listener that enqueues each delivery of a run end (in the background: a run's end
+ * is never delayed by it), and the processor of that queue as a worker takes it (see
+ * WorkerOptions.alsoProcess), which makes one attempt per take. At least once: a delivery whose
+ * answer was lost is sent again, with the same X-Batch-Scorer-Delivery.
  */
-export function queuedNotifier(queue: QueueConfig, config: NotifyConfig, storage: Storage, log: Logger): { listener: RunListener; also: AlsoProcessed } {
+export function queuedNotifier(
+  notifications: Queue<WebhookDelivery>,
+  config: NotifyConfig,
+  storage: Storage,
+  log: Logger,
+): { listener: RunListener; processor: Processor<WebhookDelivery> } {
   const notifyLog = log.child({ queue: NOTIFICATIONS_QUEUE });
-  // A worker's connection: an add waits out a Redis outage instead of failing (the delivery would be lost).
-  const connection = redisConnection(queue, 'worker');
-  const notifications = new Queue<WebhookDelivery>(NOTIFICATIONS_QUEUE, { connection, prefix: queue.prefix });
   notifications.on('error', (err) => notifyLog.warn({ err }, 'notifications queue error'));
   const listener: RunListener = {
     runStarted: () => undefined,
@@ -53,9 +55,5 @@ export function queuedNotifier(queue: QueueConfig, config: NotifyConfig, storage
     const why = `webhook answered ${result.status ?? result.error}`;
     throw result.verdict === 'give-up' ? new UnrecoverableError(`${why}: not tried again`) : new Error(why);
   };
-  const close = async () => {
-    await notifications.close();
-    await connection.close();
-  };
-  return { listener, also: { queue: NOTIFICATIONS_QUEUE, processor, close } };
+  return { listener, processor };
 }

@@ -9,7 +9,7 @@ import { requestDifference, type RunRequest } from '../pipeline/run-request.js';
 import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import { ProducerQueue } from './producer-queue.js';
+import { OwnConnectionQueue } from './own-connection-queue.js';
 import {
   ATTEMPTS,
   JOB_PRIORITY,
@@ -34,19 +34,20 @@ import { failureCode } from './to-queue-error.js';
 const ASSEMBLY_WAIT_MS = 60_000;
 
 /**
- * Where a run is: `waiting` (queued or backing off), `active` (planning, scoring or assembling),
+ * Where a run is, as the queue sees it (its jobs' states; not the run folder's state, see
+ * src/pipeline/): `waiting` (queued or backing off), `active` (planning, scoring or assembling),
  * `cancelling` (cancelled, while its jobs still run: they stop within about a second),
  * `completed`, `failed`, `cancelled` (none of its jobs runs, and none will score again), or
  * `expired` (stopped on a cap, E_EXPIRED: --max-requests, --max-rows or --deadline).
  */
-export const RUN_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled', 'expired'] as const;
-export type RunState = (typeof RUN_STATES)[number];
+export const RUN_QUEUE_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled', 'expired'] as const;
+export type RunQueueState = (typeof RUN_QUEUE_STATES)[number];
 
 /** A cancelled run's job may be in any state but completed: it fails, with E_CANCELLED, once a worker takes it after the cancel. */
 const CANCELLED_JOB_STATES: JobType[] = ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'];
 
 /** The BullMQ states a run job may be in while its run is in a given state. */
-const JOB_STATES: Record<RunState, JobType[]> = {
+const JOB_STATES: Record<RunQueueState, JobType[]> = {
   waiting: ['waiting', 'delayed', 'prioritized'],
   active: ['active', 'waiting-children'],
   cancelling: CANCELLED_JOB_STATES,
@@ -64,14 +65,14 @@ export interface RunListOptions {
   limit?: number;
   /** Matching runs skipped first, newest first (0 by default): the page's start. */
   offset?: number;
-  state?: RunState;
+  state?: RunQueueState;
   pipeline?: string;
 }
 
 /** A run as `status` and the run API show it. */
 export interface RunStatus {
   runId: string;
-  state: RunState;
+  state: RunQueueState;
   progress?: RunProgress;
   /** The reason of a failed run, with its error code. */
   failedReason?: string;
@@ -170,13 +171,21 @@ function refuseOtherOutput(stored: RunJobData, asked: RunJobData): void {
 }
 
 /**
+ * The calls of a RunQueue that the run API, its pages and the triggers make, and which what
+ * stands in for one (policedRuns, ReconnectingRunQueue) answers too.
+ */
+export type RunQueueCalls = Pick<RunQueue, 'enqueue' | 'enqueueFileDrop' | 'get' | 'list' | 'cancel' | 'resume'>;
+
+/**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
- * Its first call waits for Redis for CONNECT_TIMEOUT_MS (producer-queue.ts) at most, then fails with
+ * Its first call waits for Redis for CONNECT_TIMEOUT_MS (own-connection-queue.ts) at most, then fails with
  * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
- * and the next one goes through when Redis is back.
+ * and the next one goes through when Redis is back. Errors are BatchScorerErrors: E_USAGE for a
+ * bad submission, E_RUN_NOT_FOUND for an unknown run, E_RUN_CONFLICT for a run in a state that
+ * does not allow the request, E_REDIS_UNAVAILABLE.
  */
 export class RunQueue {
-  private readonly producer: ProducerQueue<RunJobData>;
+  private readonly producer: OwnConnectionQueue<RunJobData>;
   private readonly queue: Queue<RunJobData>;
   /** Read, not written: which segment jobs are active tells a cancelling run from a cancelled one. */
   private readonly segments: Queue<SegmentJobData>;
@@ -188,7 +197,7 @@ export class RunQueue {
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig) {
-    this.producer = new ProducerQueue<RunJobData>(config, RUNS_QUEUE);
+    this.producer = new OwnConnectionQueue<RunJobData>(config, RUNS_QUEUE);
     const { redis, queue } = this.producer;
     this.queue = queue;
     this.segments = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: config.prefix });
@@ -295,7 +304,7 @@ export class RunQueue {
   }
 
   /** The newest `want` run jobs, from BullMQ's lists by state. */
-  private async latestJobs(want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
+  private async latestJobs(want: number, state: RunQueueState | undefined): Promise<Job<RunJobData>[]> {
     const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
     const found: Job<RunJobData>[] = [];
     // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
@@ -314,7 +323,7 @@ export class RunQueue {
   }
 
   /** A pipeline's newest `want` run jobs, from its index (see PipelineRuns), newest first. */
-  private async latestOfPipeline(pipeline: string, want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
+  private async latestOfPipeline(pipeline: string, want: number, state: RunQueueState | undefined): Promise<Job<RunJobData>[]> {
     const found: Job<RunJobData>[] = [];
     for (let start = 0; found.length < want; start += want) {
       const ids = await this.pipelineRuns.page(pipeline, start, want);
@@ -332,7 +341,7 @@ export class RunQueue {
     return found.slice(0, want);
   }
 
-  private async inState(jobs: Job<RunJobData>[], state: RunState): Promise<Job<RunJobData>[]> {
+  private async inState(jobs: Job<RunJobData>[], state: RunQueueState): Promise<Job<RunJobData>[]> {
     const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
     return jobs.filter((_, i) => states[i] === state);
   }
@@ -421,7 +430,7 @@ export class RunQueue {
    * runs, then `cancelled`: established, not assumed, since a segment failing its run
    * (`failParentOnFailure`) ends the run job while siblings still score.
    */
-  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean; job: Job<RunJobData> }> {
+  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunQueueState; ended: boolean; job: Job<RunJobData> }> {
     const raw = await job.getState();
     const { runId } = job.data;
     if (raw === 'completed' || raw === 'failed') {

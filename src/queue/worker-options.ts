@@ -3,6 +3,7 @@ import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
 import type { ServiceTokens } from '../config/service-tokens.js';
 import type { RunListener } from '../pipeline/run-listener.js';
+import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 
 /** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */
 export interface AlsoProcessed {
@@ -35,8 +36,8 @@ export interface WorkerOptions {
   policy?: DeploymentPolicy;
   /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
   runDefaults?: RunOptionsInput;
-  /** `--metrics-port`: serve `GET /metrics` there, behind `token` (API_TOKEN, never logged) when set. */
-  metrics?: { host: string; port: number; token?: string };
+  /** Hears the scoring of segments: the worker's metrics, with `--metrics-port`. */
+  observer?: ScoringObserver;
   /**
    * Queues this process also works on (the schedules queue's fired jobs): one job at a time
    * each, on the worker's own connection, and shut down with it.

@@ -1,11 +1,7 @@
 import { Worker } from 'bullmq';
-import { AbortedError, errorMessage, UsageError } from '../errors.js';
-import { startMetricsServer } from '../http/metrics-server.js';
+import { AbortedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { runShutdownSteps, type ShutdownStep } from '../shutdown-steps.js';
-import { createMetricsRegistry } from '../metrics/registry.js';
-import { scoringMetrics } from '../metrics/scoring-metrics.js';
-import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import type { Storage } from '../storage/storage-types.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RedisWatch } from './redis-watch.js';
@@ -33,28 +29,13 @@ export interface ScoringWorker {
  * Starts a worker process's BullMQ workers: runs (plan, then assemble once every segment is
  * done), segments (score one segment into storage), and those of `options.alsoProcess`. Any number of processes on any machines
  * share the work through Redis. It logs "worker started" once connected; until then, and
- * whenever Redis is away, it waits for it and says so (see RedisWatch). With `options.metrics`,
- * its metrics server listens first (metrics answer while Redis is away); a port that cannot be
- * bound fails the start (E_USAGE, exit 2), as a REDIS_URL or QUEUE_PREFIX that cannot work does
- * (E_CONFIG, exit 2).
+ * whenever Redis is away, it waits for it and says so (see RedisWatch). A REDIS_URL or
+ * QUEUE_PREFIX that cannot work fails the start (E_CONFIG, exit 2).
  */
-export async function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): Promise<ScoringWorker> {
-  // A REDIS_URL or QUEUE_PREFIX that cannot work is refused (E_CONFIG) before the metrics server listens.
+export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, options: WorkerOptions): ScoringWorker {
   redisTarget(queue);
-  let metrics: { observer: ScoringObserver; server: { close(): Promise<void> } } | undefined;
-  if (options.metrics) {
-    const { host, port, token } = options.metrics;
-    const registry = createMetricsRegistry();
-    const observer = scoringMetrics(registry, { maxConcurrency: options.concurrency });
-    const server = await startMetricsServer({ host, port, registry, credentials: { token }, log }).catch((err: unknown) => {
-      throw new UsageError(`worker: --metrics-port ${port}: cannot listen on ${host}:${port} (${errorMessage(err)}); choose another port or --metrics-host`, {
-        cause: err,
-      });
-    });
-    metrics = { observer, server };
-  }
   const redis = redisConnection(queue, 'worker');
-  const ctx = new WorkerContext(redis, queue, storage, log, options, metrics?.observer);
+  const ctx = new WorkerContext(redis, queue, storage, log, options, options.observer);
   const common = {
     connection: redis,
     prefix: queue.prefix,
@@ -133,13 +114,9 @@ export async function startWorker(queue: QueueConfig, storage: Storage, log: Log
               return redis.close();
             },
           ],
-          // Last: scrapes see the shutdown through to its end.
-          ['metrics server', () => metrics?.server.close() ?? Promise.resolve()],
         ];
         const cleanups = runShutdownSteps(steps, log);
         await Promise.race([cleanups, droppedConnections]);
-        // Connections dropped before the cleanups reached it: the port is released all the same.
-        await metrics?.server.close().catch(() => undefined);
         clearTimeout(timer);
         clearTimeout(dropTimer);
         log.info('worker stopped');

@@ -3,8 +3,8 @@ import { formatIssues, type RunOptionsInput } from '../config/run-options.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RunQueue } from '../queue/producer.js';
-import { RunQueueHolder } from '../queue/run-queue-holder.js';
-import { SCHEDULES_QUEUE, type QueueConfig } from '../queue/queues.js';
+import type { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
+import { SCHEDULES_QUEUE } from '../queue/queues.js';
 import { toQueueError } from '../queue/to-queue-error.js';
 import type { AlsoProcessed } from '../queue/worker-options.js';
 import { fillDateTemplate } from './date-template.js';
@@ -62,12 +62,11 @@ function fireTimeOf(job: Job): Date {
 
 /**
  * The schedules queue as a worker process takes it (see WorkerOptions.alsoProcess): each fired
- * job turned into its run (scheduledRunProcessor) on a run queue made again after a Redis outage
- * met at its first call (a RunQueue's first wait is final). Every worker process takes fired jobs;
+ * job turned into its run (scheduledRunProcessor) on the run queue given, made again after a Redis
+ * outage met at its first call (a RunQueue's first wait is final), and closed once the worker
+ * takes no more jobs. Every worker process takes fired jobs;
  * a firing is taken by one of them, and by another again only if that one died with it.
  */
-export function scheduledRuns(config: QueueConfig, log: Logger): AlsoProcessed {
-  const runs = new RunQueueHolder(config);
-  const enqueue: RunQueue['enqueue'] = (submission, options) => runs.use((queue) => queue.enqueue(submission, options));
-  return { queue: SCHEDULES_QUEUE, processor: scheduledRunProcessor({ enqueue }, log.child({ queue: SCHEDULES_QUEUE })), close: () => runs.close() };
+export function scheduledRuns(runs: ReconnectingRunQueue, log: Logger): AlsoProcessed {
+  return { queue: SCHEDULES_QUEUE, processor: scheduledRunProcessor(runs, log.child({ queue: SCHEDULES_QUEUE })), close: () => runs.close() };
 }

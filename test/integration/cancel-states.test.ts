@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import type { RunState, RunStatus } from '../../src/queue/producer.js';
+import type { RunQueueState, RunStatus } from '../../src/queue/producer.js';
 import { runCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { useRentalsInput } from '../helpers/scoring.js';
@@ -47,7 +47,7 @@ describe('cancelling, then cancelled', () => {
     expect(cancel.stderr).toBe(`its jobs stop within seconds; batch-scorer status ${runId} --watch follows it until it is cancelled\n`);
 
     // Read as `status` and the run API read it, until it says cancelled.
-    const seen: RunState[] = [];
+    const seen: RunQueueState[] = [];
     const reportedAt = await waitFor(
       'the run to read cancelled',
       async () => {

@@ -8,6 +8,7 @@ import { createMetricsRegistry } from '../../src/metrics/registry.js';
 import { trackRunOutcomes } from '../../src/metrics/run-outcomes.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { openRunEvents } from '../../src/queue/run-events.js';
 import { runCli } from '../helpers/cli.js';
 import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
 import { noteMissing, PROMTOOL } from '../helpers/tools.js';
@@ -54,9 +55,10 @@ describe('worker --metrics-port', () => {
     const url = `http://127.0.0.1:${port}`;
     // serve's side, from the same queue: run outcomes and queue depths.
     const serveRegistry = createMetricsRegistry();
-    const tracker = trackRunOutcomes(serveRegistry, { redisUrl: f.redisUrl, prefix: f.prefix });
-    closers.push(() => tracker.close());
-    await tracker.ready;
+    const runEvents = openRunEvents({ redisUrl: f.redisUrl, prefix: f.prefix });
+    closers.push(() => runEvents.close());
+    trackRunOutcomes(serveRegistry, runEvents.events);
+    await runEvents.ready;
 
     await waitFor(
       'the metrics server',
@@ -187,9 +189,10 @@ describe('run outcomes and queue depths, for serve', () => {
   it('counts each run once by its final outcome, rows of succeeded runs only, and queue depths by state; passes promtool', async () => {
     const config = { redisUrl: REDIS_URL, prefix };
     const registry = createMetricsRegistry();
-    const tracker = trackRunOutcomes(registry, config);
-    closers.push(() => tracker.close());
-    await tracker.ready;
+    const runEvents = openRunEvents(config);
+    closers.push(() => runEvents.close());
+    trackRunOutcomes(registry, runEvents.events);
+    await runEvents.ready;
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     closers.push(async () => connection.quit());
     const runs = new Queue(RUNS_QUEUE, { connection, prefix });

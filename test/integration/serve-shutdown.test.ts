@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Gauge, Registry } from 'prom-client';
-import { startServe, type Serving } from '../../src/http/server.js';
+import { startServe, type Serving } from '../../src/app/serve-app.js';
 import { silentLogger } from '../../src/log.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { dropPrefix, REDIS_URL, uniquePrefix, waitFor } from '../helpers/queue.js';

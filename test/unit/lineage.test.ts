@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { datasetName } from '../../src/lineage/dataset-name.js';
-import { lineageSettingsFromEnv } from '../../src/lineage/lineage-settings.js';
+import { lineageSettingsFromEnv } from '../../src/config/lineage-settings.js';
 import { endEvent, startEvent } from '../../src/lineage/run-event.js';
 import { lineageRunId } from '../../src/lineage/run-uuid.js';
 import { buildManifest } from '../../src/pipeline/manifest.js';

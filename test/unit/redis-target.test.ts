@@ -8,7 +8,8 @@ import { isConnectionError } from '../../src/queue/queue-connection.js';
 import { QueueCluster } from '../../src/queue/queue-cluster.js';
 import { QueueRedis } from '../../src/queue/queue-redis.js';
 import { redisConnection } from '../../src/queue/queues.js';
-import { hashTagOf, parseRedisUrl, redisTarget } from '../../src/queue/redis-target.js';
+import { parseRedisUrl } from '../../src/config/redis-url.js';
+import { hashTagOf, redisTarget } from '../../src/queue/redis-target.js';
 
 /** The error a call throws, for its code and message. */
 function thrown(fn: () => unknown): Error {

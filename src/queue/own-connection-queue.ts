@@ -8,7 +8,7 @@ import { redisConnection, type QueueConfig, type QueueConnection } from './queue
  * (CONNECT_TIMEOUT_MS, then E_REDIS_UNAVAILABLE, exit 2) and a failed one is final. `close()` is
  * safe twice.
  */
-export class ProducerQueue<Data = unknown> {
+export class OwnConnectionQueue<Data = unknown> {
   readonly redis: QueueConnection;
   readonly queue: Queue<Data>;
   private connected?: Promise<void>;
