@@ -27,11 +27,11 @@ export function policedRuns(runs: RunQueueCalls, policy: DeploymentPolicy): RunQ
     get: (runId) => runs.get(runId),
     list: (options) => runs.list(options),
     cancel: (runId) => runs.cancel(runId),
-    resume: async (runId) => {
+    resume: async (runId, caps) => {
       const run = await runs.get(runId);
       if (!run) throw runNotFound(runId);
       await checkSubmission(policy, run);
-      return runs.resume(runId);
+      return runs.resume(runId, caps);
     },
   };
 }
