@@ -3,7 +3,6 @@ import { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
-import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { collectRunDrift } from '../metrics/run-drift.js';
@@ -102,7 +101,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       return { status: 'ready' };
     } catch (err) {
       // The reason goes to the log, not to an open endpoint (it names the Redis host).
-      request.log.warn({ err: errorMessage(err) }, 'not ready');
+      request.log.warn({ err }, 'not ready');
       return reply.code(503).send({ status: 'unavailable' });
     }
   });
@@ -302,7 +301,7 @@ async function closeHttp(app: FastifyInstance, timeoutMs: number, log: Logger): 
   try {
     await app.close();
   } catch (err) {
-    log.error({ err: errorMessage(err) }, 'closing the HTTP server failed');
+    log.error({ err }, 'closing the HTTP server failed');
   } finally {
     clearTimeout(timer);
     clearInterval(idle);

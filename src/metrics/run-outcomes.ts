@@ -1,7 +1,6 @@
 import { QueueEvents } from 'bullmq';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
-import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isConnectionError } from '../queue/queue-connection.js';
 import { redisConnection, RUNS_QUEUE, type QueueConfig } from '../queue/queues.js';
@@ -48,7 +47,7 @@ export function trackRunOutcomes(registry: Registry, config: QueueConfig, log?: 
   const events = new QueueEvents(RUNS_QUEUE, { connection: redis, prefix: config.prefix });
   const onError = (err: Error) => {
     // Redis being away is for /readyz to say; reading goes on from the last event once it is back.
-    if (!isConnectionError(err)) log?.warn({ err: errorMessage(err) }, 'reading run events failed (retrying)');
+    if (!isConnectionError(err)) log?.warn({ err }, 'reading run events failed (retrying)');
   };
   redis.on('error', onError);
   events.on('error', onError);
