@@ -1,4 +1,3 @@
-import { errorMessage } from './errors.js';
 import type { Logger } from './log.js';
 
 /** One cleanup of a graceful shutdown: its name, for the log, and what it does. */
@@ -14,7 +13,7 @@ export async function runShutdownSteps(steps: readonly ShutdownStep[], log: Logg
     try {
       await step();
     } catch (err) {
-      log.error({ err: errorMessage(err), step: name }, 'shutdown step failed');
+      log.error({ err, step: name }, 'shutdown step failed');
     }
   }
 }

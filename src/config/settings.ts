@@ -16,7 +16,8 @@ import type { ServiceTokens } from './service-tokens.js';
 
 /**
  * `config/*.yaml`: defaults for this installation, below flags and environment. Secrets
- * (tokens, passwords) are read from the environment only, never from these files.
+ * (tokens, passwords) are read from the environment only, never from these files. Every key is
+ * shown in config/example.yaml.sample (its test keeps it in step with this schema).
  */
 export const configFileSchema = z
   .object({

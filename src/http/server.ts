@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
-import { errorMessage } from '../errors.js';
 import { redactPath, type Logger } from '../log.js';
 import type { RunQueueCalls } from '../queue/producer.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -85,7 +84,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       return { status: 'ready' };
     } catch (err) {
       // The reason goes to the log, not to an open endpoint (it names the Redis host).
-      request.log.warn({ err: errorMessage(err) }, 'not ready');
+      request.log.warn({ err }, 'not ready');
       return reply.code(503).send({ status: 'unavailable' });
     }
   });
@@ -128,7 +127,7 @@ export async function closeHttp(app: FastifyInstance, timeoutMs: number, log: Lo
   try {
     await app.close();
   } catch (err) {
-    log.error({ err: errorMessage(err) }, 'closing the HTTP server failed');
+    log.error({ err }, 'closing the HTTP server failed');
   } finally {
     clearTimeout(timer);
     clearInterval(idle);

@@ -1,9 +1,9 @@
-import { DDSketch } from '@datadog/sketches-js';
 import { z } from 'zod';
 import { errorMessage, RunStateError } from '../errors.js';
 import { ExactSum } from './exact-sum.js';
 import { GridHistogram, gridHistogramSchema, gridHistogramStateSchema } from './grid-histogram.js';
 import type { OutputSchema } from './output-schema.js';
+import { QuantileSketch, type Spread } from './quantile-sketch.js';
 
 /** The quantile sketch's relative accuracy: a quantile is within 1% of the exact one. */
 export const RELATIVE_ACCURACY = 0.01;
@@ -113,19 +113,13 @@ export const predictionProfileSchema = z.object({
 });
 export type PredictionProfile = z.output<typeof predictionProfileSchema>;
 
-type Sketch = DDSketch;
-type SketchStore = Sketch['store'];
-
-/** The base of the sketches' logarithmic buckets: a stored sketch's must be this release's, for their buckets to add up. */
-const GAMMA = newSketch().mapping.gamma;
-
 /**
  * Numbers seen: the sketch (which counts them and keeps min and max as it takes them), their
  * exact sum, and their exact counts while there are at most EXACT_VALUES distinct ones.
  */
 export class Numbers {
   constructor(
-    readonly sketch: Sketch = newSketch(),
+    readonly sketch: QuantileSketch = newSketch(),
     readonly sum: ExactSum = new ExactSum(),
     /** Count by value; null once more than EXACT_VALUES distinct values were seen. */
     private exact: Map<number, number> | null = new Map(),
@@ -138,7 +132,7 @@ export class Numbers {
   }
 
   add(value: number): void {
-    this.sketch.accept(value);
+    this.sketch.add(value);
     this.sum.add(value);
     if (this.exact !== null) this.countExactly(value, 1);
     this.grid?.add(value);
@@ -152,13 +146,7 @@ export class Numbers {
   }
 
   merge(other: Numbers): void {
-    const [into, from] = [this.sketch, other.sketch];
-    addBuckets(into.store, from.store);
-    addBuckets(into.negativeStore, from.negativeStore);
-    into.zeroCount += from.zeroCount;
-    into.count += from.count;
-    into.min = Math.min(into.min, from.min);
-    into.max = Math.max(into.max, from.max);
+    this.sketch.merge(other.sketch);
     for (const part of other.sum.parts()) this.sum.add(part);
     if (other.exact === null) this.exact = null;
     else for (const [value, n] of other.exact) if (this.exact !== null) this.countExactly(value, n);
@@ -174,13 +162,21 @@ export class Numbers {
   toJSON(): z.input<typeof numbersStateSchema> | null {
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
-    return { count, min, max, sum: this.sum.parts(), sketch: sketchText(bounded(this.sketch)), values: this.values(), grid: this.grid?.toJSON() ?? null };
+    return {
+      count,
+      min,
+      max,
+      sum: this.sum.parts(),
+      sketch: this.sketch.bounded(SKETCH_BUCKETS).toText(),
+      values: this.values(),
+      grid: this.grid?.toJSON() ?? null,
+    };
   }
 
   summary(): NumericSummary | null {
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
-    const sketch = bounded(this.sketch);
+    const sketch = this.sketch.bounded(SKETCH_BUCKETS);
     const values = this.values();
     // Sketch values are bucket midpoints, which may lie just past the exact ends.
     const clamp = (value: number) => Math.min(max, Math.max(min, value));
@@ -189,16 +185,11 @@ export class Numbers {
       min,
       max,
       mean: clamp(this.sum.value() / count),
-      quantiles: PROFILE_QUANTILES.map((p) => ({ p, value: values ? exactQuantile(values, count, p) : clamp(sketch.getValueAtQuantile(p)) })),
-      histogram: this.grid ? gridHistogram(this.grid, min, max) : spreadHistogram(min, max, count, sketchBuckets(sketch)),
+      quantiles: PROFILE_QUANTILES.map((p) => ({ p, value: values ? exactQuantile(values, count, p) : clamp(sketch.quantile(p)) })),
+      histogram: this.grid ? gridHistogram(this.grid, min, max) : spreadHistogram(min, max, count, sketch.buckets()),
       distribution: { grid: this.grid?.toJSON() ?? null, values },
     };
   }
-}
-
-/** A sketch as a done marker and a manifest keep it: its protobuf form, in base64. */
-function sketchText(sketch: Sketch): string {
-  return Buffer.from(sketch.toProto()).toString('base64');
 }
 
 /**
@@ -215,41 +206,8 @@ function exactQuantile(values: readonly [number, number][], count: number, p: nu
   return values[values.length - 1][0];
 }
 
-function newSketch(): Sketch {
-  return new DDSketch({ relativeAccuracy: RELATIVE_ACCURACY });
-}
-
-/**
- * Adds one sketch store's buckets to another's, those below `floor` to the bucket `floor`.
- * DDSketch's own merge (sketches-js 2.1.1) leaves the negative values out (DataDog/sketches-js#22),
- * and its collapsing stores count a collapsed bucket twice, so neither is used.
- */
-function addBuckets(into: SketchStore, from: SketchStore, floor = -Infinity): void {
-  from.bins.forEach((n, i) => {
-    if (n > 0) into.add(Math.max(floor, i + from.offset), n);
-  });
-}
-
-/**
- * The sketch with each store cut to its SKETCH_BUCKETS highest keys, the lower buckets counted in
- * the lowest kept. A key ends in max(key, top - SKETCH_BUCKETS + 1), top being the highest key of
- * all the values, however often it was cut before: so a run's sketch is the same whatever its segments.
- */
-function bounded(sketch: Sketch): Sketch {
-  const out = newSketch();
-  for (const store of ['store', 'negativeStore'] as const) {
-    const from = sketch[store];
-    let top = -Infinity;
-    from.bins.forEach((n, i) => {
-      if (n > 0) top = i + from.offset;
-    });
-    addBuckets(out[store], from, top - SKETCH_BUCKETS + 1);
-  }
-  out.zeroCount = sketch.zeroCount;
-  out.count = sketch.count;
-  out.min = sketch.min;
-  out.max = sketch.max;
-  return out;
+function newSketch(): QuantileSketch {
+  return QuantileSketch.empty(RELATIVE_ACCURACY);
 }
 
 /**
@@ -287,13 +245,6 @@ function gridHistogram(grid: GridHistogram, min: number, max: number): NumericSu
   return bins;
 }
 
-/** A count of values somewhere in [lo, hi] (a point where lo = hi). */
-interface Spread {
-  lo: number;
-  hi: number;
-  count: number;
-}
-
 /**
  * For runs with segments scored before 0.4, which kept no grid histogram: ranges of counted values
  * shared among equal-width bins over [min, max] (which are exact), a range's count going to the
@@ -328,17 +279,6 @@ function spreadHistogram(min: number, max: number, count: number, ranges: Iterab
   return bins;
 }
 
-/** A sketch's buckets as ranges: a key's bucket is (upper / gamma, upper], its value upper · 2 / (1 + gamma). */
-function* sketchBuckets(sketch: Sketch): Generator<Spread> {
-  const { mapping, store, negativeStore } = sketch;
-  const upper = (key: number) => (mapping.value(key) * (1 + mapping.gamma)) / 2;
-  for (let i = 0; i < store.bins.length; i++) yield { lo: upper(i + store.offset) / mapping.gamma, hi: upper(i + store.offset), count: store.bins[i] };
-  for (let i = 0; i < negativeStore.bins.length; i++) {
-    yield { lo: -upper(i + negativeStore.offset), hi: -upper(i + negativeStore.offset) / mapping.gamma, count: negativeStore.bins[i] };
-  }
-  yield { lo: 0, hi: 0, count: sketch.zeroCount };
-}
-
 /** A segment's numbers as its done marker keeps them: the sketch as protobuf (`toProto`), in base64. */
 export const numbersStateSchema = z
   .object({
@@ -357,24 +297,13 @@ export const numbersStateSchema = z
     grid: gridHistogramSchema.nullable().optional(),
   })
   .transform((state, ctx): Numbers => {
-    let sketch: Sketch;
+    let sketch: QuantileSketch;
     try {
-      sketch = DDSketch.fromProto(Buffer.from(state.sketch, 'base64'));
+      sketch = QuantileSketch.fromText(state.sketch, RELATIVE_ACCURACY, state);
     } catch (err) {
-      ctx.issues.push({ code: 'custom', message: `sketch: not a DDSketch (${errorMessage(err)})`, input: state.sketch });
+      ctx.issues.push({ code: 'custom', message: `sketch: ${errorMessage(err)}`, input: state.sketch });
       return z.NEVER;
     }
-    if (sketch.mapping.gamma !== GAMMA || sketch.count !== state.count) {
-      ctx.issues.push({
-        code: 'custom',
-        message: `sketch: not a DDSketch of ${state.count} values at relative accuracy ${RELATIVE_ACCURACY}`,
-        input: state.sketch,
-      });
-      return z.NEVER;
-    }
-    // The protobuf form keeps the buckets only.
-    sketch.min = state.min;
-    sketch.max = state.max;
     const exact = state.values ? new Map(state.values) : null;
     if (exact && [...exact.values()].reduce((a, n) => a + n, 0) !== state.count) {
       ctx.issues.push({ code: 'custom', message: `values: their counts do not add up to ${state.count}`, input: state.values });

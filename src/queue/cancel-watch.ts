@@ -1,4 +1,3 @@
-import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { cancelledError, type RunCancels } from './run-cancel.js';
 
@@ -69,7 +68,7 @@ export class CancelWatch {
       }
     } catch (err) {
       // Redis away: the next tick asks again.
-      this.log.debug({ err: errorMessage(err) }, 'could not ask for cancelled runs');
+      this.log.debug({ err }, 'could not ask for cancelled runs');
     } finally {
       this.asking = false;
     }

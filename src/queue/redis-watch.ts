@@ -1,4 +1,3 @@
-import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isConnectionError } from './queue-connection.js';
 import type { QueueConnection } from './queues.js';
@@ -34,10 +33,10 @@ export class RedisWatch {
 
   /** An 'error' event of a BullMQ worker or queue. */
   error(err: Error): void {
-    if (this.stopped) this.log.debug({ err: errorMessage(err) }, 'queue error while shutting down');
+    if (this.stopped) this.log.debug({ err }, 'queue error while shutting down');
     else if (this.waiting || this.redis.status !== 'ready') this.away(err);
-    else if (!isConnectionError(err)) this.log.error({ err: errorMessage(err) }, 'queue error (retrying)');
-    else this.log.debug({ err: errorMessage(err) }, 'connection error of a duplicated connection');
+    else if (!isConnectionError(err)) this.log.error({ err }, 'queue error (retrying)');
+    else this.log.debug({ err }, 'connection error of a duplicated connection');
   }
 
   /** From now on connection errors are expected (the shutdown drops the connections): nothing more is said. */
@@ -50,9 +49,9 @@ export class RedisWatch {
     const now = this.now();
     if (this.awaySince === undefined) {
       this.awaySince = now;
-      this.say('warn', { err: errorMessage(err) }, 'waiting for Redis');
+      this.say('warn', { err }, 'waiting for Redis');
     } else if (now - this.lastSaid >= WAITING_LOG_EVERY_MS) {
-      this.say('warn', { err: errorMessage(err), waitingSeconds: Math.round((now - this.awaySince) / 1000) }, 'still waiting for Redis');
+      this.say('warn', { err, waitingSeconds: Math.round((now - this.awaySince) / 1000) }, 'still waiting for Redis');
     }
   }
 

@@ -1,22 +1,12 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
-import { createRequire } from 'node:module';
-import type { Agent as UndiciAgent, buildConnector as UndiciConnector, Dispatcher } from 'undici';
 import { AbortedError, isAbortError } from '../errors.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { parseJsonBody } from './json-body.js';
+import { Agent, buildConnector, request, type UndiciAgent, type UndiciConnector } from './undici-parts.js';
 import { pickMembers, type PickedRow } from './json-members.js';
 import { modelPathName, type ModelRef } from './model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from './retry-policy.js';
 import { afterFailedAttempt, httpServiceError, ServiceError } from './service-error.js';
-
-// undici's parts, not its index: the index loads all of undici (fetch, WebSocket, caches, mocks),
-// 5.7 MiB of live heap that every full collection marks again, a quarter of a `score`'s live heap
-// on Node 24, where a CPU-bound run's full collections follow each other (measured: 6.45 MiB for
-// this module with the index, 3.2 without). The parts are what `undici.request` and `Agent` are.
-const requireUndici = createRequire(import.meta.url);
-const Agent = requireUndici('undici/lib/dispatcher/agent.js') as typeof UndiciAgent;
-const buildConnector = requireUndici('undici/lib/core/connect.js') as typeof UndiciConnector;
-const dispatch = requireUndici('undici/lib/api/api-request.js') as Dispatcher['request'];
 
 /** Request rows: their JSON texts (UTF-8 bytes, or a string) joined with commas, as the body's array holds them. */
 export type RowsJson = Buffer | string;
@@ -98,7 +88,8 @@ export class ServiceClient {
   /**
    * Describe's own pool. Describe is a GET with a body; after one, undici (7.x) opened a new
    * connection for every later request of its pool instead of reusing one, so a run paid a TCP
-   * handshake per predict. Kept apart, predicts reuse their connections.
+   * handshake per predict. Kept apart, predicts reuse their connections (pinned by
+   * test/unit/undici-behaviour.test.ts).
    */
   private readonly describeAgent: UndiciAgent;
   private readonly policy: RetryPolicy;
@@ -222,7 +213,8 @@ export class ServiceClient {
     // its own. Answers come in bunches: one immediate would read this answer before the request
     // that a later answer of the same bunch freed is written. A second immediate, queued while the
     // first runs, waits for the loop's next turn, after every immediate queued in this one (by
-    // hand, latency-bound: 95.2% of the ideal rate with one, 96.0% with two).
+    // hand, latency-bound: 95.2% of the ideal rate with one, 96.0% with two). Pinned by
+    // test/unit/undici-behaviour.test.ts.
     await setImmediate();
     await setImmediate();
     if (status >= 200 && status < 300) {
@@ -258,7 +250,7 @@ export class ServiceClient {
     try {
       // As undici.request(url, { dispatcher }) calls it.
       const url = new URL(this.base + path);
-      const res = await dispatch.call(op === 'describe' ? this.describeAgent : this.agent, {
+      const res = await request.call(op === 'describe' ? this.describeAgent : this.agent, {
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: op === 'describe' ? 'GET' : 'POST',

@@ -54,7 +54,7 @@ export async function pollDrops(deps: DropPollerDeps, signal?: AbortSignal): Pro
     } catch (err) {
       if (signal?.aborted) throw err;
       pass.failed.push({ prefix, error: errorMessage(err), code: errorCode(err) });
-      deps.log.warn({ prefix, err: errorMessage(err), code: errorCode(err) }, 'watch: polling this prefix failed; trying again at the next interval');
+      deps.log.warn({ prefix, err, code: errorCode(err) }, 'watch: polling this prefix failed; trying again at the next interval');
     }
   }
   return pass;
@@ -85,7 +85,7 @@ async function startNew(deps: DropPollerDeps, pipelines: readonly FileDropPipeli
         if (errorCode(err) === 'E_REDIS_UNAVAILABLE') throw err;
         pass.failed.push({ prefix: pipeline.trigger.prefix, location: object.location, error: errorMessage(err), code: errorCode(err) });
         deps.log.warn(
-          { pipeline: pipeline.name, location: object.location, err: errorMessage(err), code: errorCode(err) },
+          { pipeline: pipeline.name, location: object.location, err, code: errorCode(err) },
           'watch: could not start this file; trying again at the next interval',
         );
         continue;

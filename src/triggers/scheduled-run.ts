@@ -1,6 +1,5 @@
 import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { formatIssues, type RunOptionsInput } from '../config/run-options.js';
-import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { RunQueue } from '../queue/producer.js';
 import type { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
@@ -47,7 +46,7 @@ export function scheduledRunProcessor(runs: Pick<RunQueue, 'enqueue'>, log: Logg
       runLog.info({ input }, created ? 'scheduled run enqueued' : 'scheduled run enqueued before, by an earlier take of this firing; not again');
       return { runId, created, input };
     } catch (err) {
-      runLog.error({ err: errorMessage(err) }, 'scheduled run not enqueued');
+      runLog.error({ err }, 'scheduled run not enqueued');
       throw toQueueError(err);
     }
   };

@@ -81,7 +81,10 @@ describe('a worker started while Redis is not there', () => {
     await waitFor('3 s to pass', () => Date.now() - since > 3_000, 5_000);
     const log = w.log();
     expect(waitingLines(log)).toHaveLength(1);
-    expect(JSON.parse(waitingLines(log)[0])).toMatchObject({ redis: `redis://user:***@127.0.0.1:${port}`, err: `connect ECONNREFUSED 127.0.0.1:${port}` });
+    expect(JSON.parse(waitingLines(log)[0])).toMatchObject({
+      redis: `redis://user:***@127.0.0.1:${port}`,
+      err: { message: `connect ECONNREFUSED 127.0.0.1:${port}`, code: 'ECONNREFUSED' },
+    });
     expect(log).not.toContain('worker started');
     expect(log).not.toContain('queue error');
 

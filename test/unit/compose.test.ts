@@ -44,6 +44,7 @@ interface Service {
   volumes?: string[];
   ports?: (string | number)[];
   restart?: string;
+  pull_policy?: string;
   stop_grace_period?: string;
   deploy?: { replicas?: number };
   container_name?: string;
@@ -217,9 +218,21 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(services).sort()).toEqual(['mc', 'minio', 'redis', 'schedules', 'serve', 'simulator', 'watch', 'worker']);
   });
 
-  it('pins every image to a version tag, never latest', () => {
+  it("builds batch-scorer's image once, in the simulator service, which the other batch-scorer services run without pulling", () => {
+    const builders = Object.entries(services).filter(([, service]) => service.build !== undefined);
+    expect(builders.map(([name]) => name)).toEqual(['simulator']);
+    const { build, image } = services.simulator;
+    expect(build).toBe('.');
+    expect(image).toBe(compose['x-app-image']);
+    for (const name of APP_SERVICES) {
+      expect(services[name].image, name).toBe(image);
+      expect(services[name].pull_policy, name).toBe('never');
+    }
+  });
+
+  it('pins every pulled image to a version tag, never latest', () => {
     for (const [name, service] of Object.entries(services)) {
-      if (!service.image) continue;
+      if (!service.image || service.image === compose['x-app-image']) continue;
       const tag = /:([^/:]+)$/.exec(service.image)?.[1];
       expect(tag, `${name}: ${service.image} has no tag`).toBeDefined();
       expect(tag, `${name}: ${service.image}`).not.toMatch(/^(latest|stable|edge)$/);
@@ -371,7 +384,6 @@ describe('docker-compose.yml', () => {
 
   it('runs serve on all interfaces of its container with credentials, never --insecure', () => {
     const serve = services.serve;
-    expect(serve.build).toBe('.');
     expect(serve.command).toEqual(['serve', '--host', '0.0.0.0', '--port', '8080']);
     expect(commandText(serve)).not.toContain('--insecure');
     expect(Object.keys(envOf(serve))).toEqual(expect.arrayContaining(['API_TOKEN', 'DASHBOARD_USER', 'DASHBOARD_PASSWORD']));
@@ -403,7 +415,6 @@ describe('docker-compose.yml', () => {
 
   it('runs two workers with metrics on 9464 behind API_TOKEN, which wait for their dependencies and stop gracefully', () => {
     const worker = services.worker;
-    expect(worker.build).toBe('.');
     expect(worker.command).toEqual(['worker', '--metrics-port', '9464', '--metrics-host', '0.0.0.0']);
     const env = envOf(worker);
     expect(env).toMatchObject({
@@ -573,10 +584,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs watch every 30 s for storage without notifications, and schedule sync once', () => {
-    expect(services.watch.build).toBe('.');
     expect(services.watch.command).toEqual(['watch', '--interval', '30']);
     expect(services.watch.deploy?.replicas ?? 1).toBe(1);
-    expect(services.schedules.build).toBe('.');
     expect(services.schedules.command).toEqual(['schedule', 'sync']);
   });
 

@@ -26,7 +26,7 @@ describe('RedisWatch', () => {
     redis.emit('ready');
     await new Promise((resolve) => setImmediate(resolve));
     expect(messages()).toEqual(['waiting for Redis', 'still waiting for Redis', 'connected to Redis']);
-    expect(lines[0]).toMatchObject({ redis: 'redis://user:***@127.0.0.1:1', err: 'connect ECONNREFUSED 127.0.0.1:1' });
+    expect(lines[0]).toMatchObject({ redis: 'redis://user:***@127.0.0.1:1', err: { message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ECONNREFUSED' } });
     expect(lines[1]).toMatchObject({ waitingSeconds: 60 });
     expect(lines[2]).toMatchObject({ redis: 'redis://user:***@127.0.0.1:1', waitedSeconds: 90 });
     expect(JSON.stringify(lines)).not.toContain('s3cret');
