@@ -15,7 +15,7 @@ import { RequestBatchBuilder, type RequestBatch } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
 import { estimateRun } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
-import { batchIsFull, scoreBatch, type BatchScorer } from './score-batch.js';
+import { batchIsFull, scoreBatch, type SegmentScoring } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
 const range = z.object({ low: z.number(), expected: z.number(), high: z.number() });
@@ -110,7 +110,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const slots = Math.max(1, Math.min(Math.floor(batches.length / 2), canaryConcurrency));
     // The first wave's times, then the rest's, by the order the requests took their slots.
     const times: number[] = [];
-    const scorer: BatchScorer = {
+    const scoring: SegmentScoring = {
       client,
       model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
       envelope: options.envelope,
@@ -124,7 +124,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
       signal,
     };
     const canaryStarted = performance.now();
-    const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scorer, b.batch)))).flat();
+    const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scoring, b.batch)))).flat();
     const ms = performance.now() - canaryStarted;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
     // A canary too small for a second wave: its first requests' times stand for all (a pessimistic
@@ -160,7 +160,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
           canaryBatches: batches.length,
           canaryRows: outcomes.length,
           latencyMs: estimate.latencyMs,
-          canaryConcurrency: scorer.limit.concurrency,
+          canaryConcurrency: scoring.limit.concurrency,
           concurrency: estimate.concurrency,
           warmUpMs: Math.round(warmUpMs),
           fixedMs: Math.round(fixedMs),

@@ -20,7 +20,7 @@ import { RequestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
 import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
-import { batchIsFull, scoreBatch, type BatchScorer, type RowOutcome } from './score-batch.js';
+import { batchIsFull, scoreBatch, type SegmentScoring, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone, type SegmentDone } from './segment-done.js';
@@ -127,7 +127,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const kept = passThroughText
     ? (row: InputRow): InputRow => (row.record === undefined ? row : { index: row.index, line: row.line, text: row.text })
     : (row: InputRow) => row;
-  const scorer: BatchScorer = {
+  const scoring: SegmentScoring = {
     client: work.client,
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
     envelope: run.request.options.envelope,
@@ -153,7 +153,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const encoder = new RequestEncoder(
     run.sent,
     run.input.syntax === 'csv',
-    scorer.rowIdMember,
+    scoring.rowIdMember,
     {
       columns: file.columns,
       ...dialect,
@@ -193,7 +193,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (pending.length > 0 && pending[0].answered) await flushOne();
       else await Promise.race([work.readAhead.released(), ...(pending.length > 0 ? [pending[0].outcomes] : [])]);
     }
-    const sent = scoreBatch(scorer, batch.take());
+    const sent = scoreBatch(scoring, batch.take());
     const entry = { outcomes: held.length === 0 ? sent : sent.then((outcomes) => inPlace(outcomes, held)), turn: true, answered: false };
     entry.outcomes.then(() => (entry.answered = true), fail);
     pending.push(entry);
