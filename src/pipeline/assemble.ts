@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { NotFoundError, RunStateError, UsageError } from '../errors.js';
+import { NotFoundError, RunFolderError, UsageError } from '../errors.js';
 import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
@@ -167,7 +167,7 @@ const PARQUET_WRITE_ROWS = 1000;
 /** The Parquet output's columns, as fixed when the run was prepared. */
 function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
   const columns = run.output.parquetColumns;
-  if (!columns) throw new RunStateError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
+  if (!columns) throw new RunFolderError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
   return columns;
 }
 
@@ -175,7 +175,7 @@ function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
 function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
   return storage.read(part, { signal }).catch((err: unknown) => {
     throw err instanceof NotFoundError
-      ? new RunStateError(
+      ? new RunFolderError(
           `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
           err,
         )

@@ -10,7 +10,7 @@ import { predictionProfileSchema, type PredictionProfile } from './prediction-pr
 import type { InputFilePlan, InputPlan } from './plan.js';
 import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
 import { capReachedSchema, ExpiredError } from './run-caps.js';
-import { readRunFile } from './run-state.js';
+import { readRunFile } from './run-file.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 

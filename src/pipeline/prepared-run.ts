@@ -8,7 +8,7 @@ import { holdsFiles } from '../storage/storage.js';
 import { outputSchemaSchema } from './output-schema.js';
 import { inputPlanSchema } from './plan.js';
 import { runTriggerSchema } from './run-trigger.js';
-import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-state.js';
+import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-file.js';
 import { inputColumns } from './request-row.js';
 
 /** A location as stored (text), parsed once when read. */
