@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Envelope } from '../service/client.js';
 import type { Predictor } from './predictor.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
@@ -26,8 +26,8 @@ export interface SegmentScoring {
   /** The server echoed the member when the run was planned, so every answer row must carry it. */
   rowIdEchoed: boolean;
   schema: OutputSchema;
-  /** The process-wide limit on predict requests in flight. */
-  limit: RequestLimit;
+  /** The slots its predict requests take while in flight: the run's --concurrency in this process. */
+  slots: RequestSlots;
   counts: SegmentCounts;
   /** The segment's logger: retries are logged with its run and segment ids. */
   log: Logger;
@@ -57,13 +57,13 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
 /**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
  * halves until the failing rows stand alone; those are quarantined, the rest scored. The
- * concurrency limit wraps each request's exchange with the service, not the splitting (halves
+ * request slots wrap each request's exchange with the service, not the splitting (halves
  * never wait on their parent), nor the reading of an answer or a retry's wait.
  */
 export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): Promise<RowOutcome[]> {
   const { rows } = batch;
   const layout = answerLayout(scoring.schema, scoring.rowIdMember);
-  // The other model is asked at the same time, under the same limit: the input is read once.
+  // The other model is asked at the same time, in the same slots: the input is read once.
   const other = scoring.compare && askOther(scoring, scoring.compare, batch);
   let answer: PickedRow[];
   try {
@@ -98,7 +98,7 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
     log: scoring.log,
     // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
     slot: (exchange) =>
-      scoring.limit.run(async () => {
+      scoring.slots.run(async () => {
         observer?.requestStarted();
         try {
           return await exchange();
@@ -113,7 +113,7 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
     },
     onAttempt: ({ ms, error }) => {
       const outcome = predictOutcome(error);
-      scoring.limit.observe(loadOutcome(outcome), ms);
+      scoring.slots.observe(loadOutcome(outcome), ms);
       observer?.requestDone(outcome, ms / 1000);
     },
   });

@@ -6,7 +6,7 @@ import { csvRecord, type InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import type { Storage } from '../storage/storage-types.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
@@ -30,8 +30,8 @@ export interface SegmentWork {
   run: PreparedRun;
   storage: Storage;
   client: Predictor;
-  /** The process-wide limit on predict requests in flight. */
-  limit: RequestLimit;
+  /** The slots its predict requests take while in flight: the run's --concurrency in this process. */
+  slots: RequestSlots;
   /** The batches kept ahead of the writers, shared by the segments this process scores at once. */
   readAhead: ReadAhead;
   /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
@@ -65,15 +65,15 @@ export interface SegmentWork {
  * flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentDone> {
-  const { observer, limit } = work;
+  const { observer, slots } = work;
   if (!observer) return scoreSegmentParts(work, index);
-  observer.segmentStarted(limit);
+  observer.segmentStarted(slots);
   try {
     const counts = await scoreSegmentParts(work, index);
-    observer.segmentEnded(limit, 'scored');
+    observer.segmentEnded(slots, 'scored');
     return counts;
   } catch (err) {
-    observer.segmentEnded(limit, work.stopSignal?.aborted ? 'stopped' : 'failed');
+    observer.segmentEnded(slots, work.stopSignal?.aborted ? 'stopped' : 'failed');
     throw err;
   }
 }
@@ -135,7 +135,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     rowIdMember: run.model.rowIdMember ?? undefined,
     rowIdEchoed: run.model.rowIdEchoed,
     schema: run.schema,
-    limit: work.limit,
+    slots: work.slots,
     counts,
     log,
     signal,
@@ -269,7 +269,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const done = await writeSegmentDone(storage, run, index, {
     ...counts,
     ...work.facts,
-    slots: work.limit.concurrency,
+    slots: work.slots.concurrency,
     bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
     profile: profile.toJSON(),
     ...(comparison && { comparison: comparison.toJSON() }),
