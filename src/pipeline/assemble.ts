@@ -3,7 +3,7 @@ import { NotFoundError, RunFolderError, UsageError } from '../errors.js';
 import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
-import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { basename, formatLocation, type Location } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { OutputFileWriter } from './output-file.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -32,12 +32,12 @@ export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): Outpu
   if (!run.request.options.outputPerFile) return [{ stem: 'predictions', segments: input.segments.map((s) => s.index) }];
   const seen = new Map<string, string>();
   return input.files.map((file, i) => {
-    const stem = `predictions/${basename(parseLocation(file.location)).replace(INPUT_EXTENSIONS, '')}`;
+    const stem = `predictions/${basename(file.location).replace(INPUT_EXTENSIONS, '')}`;
     const other = seen.get(stem);
     if (other !== undefined) {
-      throw new UsageError(`--output-per-file: ${other} and ${file.location} would both write ${stem}; score them in separate runs`);
+      throw new UsageError(`--output-per-file: ${other} and ${formatLocation(file.location)} would both write ${stem}; score them in separate runs`);
     }
-    seen.set(stem, file.location);
+    seen.set(stem, formatLocation(file.location));
     return { stem, segments: input.segments.filter((s) => s.file === i).map((s) => s.index) };
   });
 }

@@ -4,6 +4,7 @@ import { processConcurrency, type RunOptions } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { predictBody } from '../service/client.js';
 import { AUTO_SLOTS, fixedSlots, maxConcurrency, type RequestSlots } from '../service/request-slots.js';
+import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { outputGroups } from './assemble.js';
 import { preflight } from './preflight.js';
@@ -145,7 +146,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,
-      files: run.input.files.map((f) => ({ location: f.location, rows: f.rows, format: f.syntax, gzip: f.gzip })),
+      files: run.input.files.map((f) => ({ location: formatLocation(f.location), rows: f.rows, format: f.syntax, gzip: f.gzip })),
       rows: run.input.rows,
       segments: run.input.segments.length,
       outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),

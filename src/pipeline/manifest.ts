@@ -171,7 +171,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
 /** A planned file as the manifest lists it. */
 function manifestInput(file: InputFilePlan): ManifestInput {
   return {
-    location: file.location,
+    location: formatLocation(file.location),
     etag: file.info.etag ?? null,
     size: file.info.size,
     mtime: file.info.mtimeMs !== undefined ? new Date(file.info.mtimeMs).toISOString() : null,

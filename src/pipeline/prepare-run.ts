@@ -367,7 +367,7 @@ export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 's
  */
 export function checkInputColumns(input: InputPlan, inputs: readonly string[] | undefined, strict: boolean): ColumnPlan {
   const plan = checkColumns(input.columns, inputs, strict, input.location);
-  for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, file.location);
+  for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, formatLocation(file.location));
   return plan;
 }
 

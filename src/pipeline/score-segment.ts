@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
 import type { RequestSlots } from '../service/request-slots.js';
 import type { Storage } from '../storage/storage-types.js';
+import { formatLocation } from '../storage/location.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
@@ -117,9 +118,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     passThroughText,
   });
   const file = run.input.files[segment.file];
-  const dialect = dialectForName(file.location, run.request.options);
+  const dialect = dialectForName(formatLocation(file.location), run.request.options);
   // Several files: a quarantined row names its file, since its row number counts through them all.
-  const quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? file.location : undefined, (text) => csvRecord(text, file.columns, dialect));
+  const quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? formatLocation(file.location) : undefined, (text) =>
+    csvRecord(text, file.columns, dialect),
+  );
   // A batch keeps of a row what writing its answer needs. Where the output is the rows' text as
   // read, that is the text and its place: the record (a CSV row's field strings, a JSON row's
   // values) then dies young. Kept until the answer, every young collection copied it and then
@@ -246,7 +249,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
       throw new InputError(
-        `${run.input.files[segment.file].location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
+        `${formatLocation(run.input.files[segment.file].location)}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
         'E_INPUT_CHANGED',
       );
     }
@@ -308,7 +311,7 @@ function writesRowsAsRead(run: PreparedRun, file: number): boolean {
   if (run.input.syntax === 'jsonl') return kept.length === run.input.columns.length;
   const { columns, location } = run.input.files[file];
   if (run.input.syntax !== 'csv' || kept.length !== columns.length || kept.some((c, i) => c !== columns[i])) return false;
-  const dialect = dialectForName(location, run.request.options);
+  const dialect = dialectForName(formatLocation(location), run.request.options);
   return dialect.delimiter === DEFAULT_DIALECT.delimiter && dialect.quote === DEFAULT_DIALECT.quote;
 }
 
