@@ -169,7 +169,7 @@ export class NotFoundError extends BatchScorerError {
  * damaged, not a run file, or written by a release this one cannot read. Trying again will not
  * help; the user must choose another run id or repair the folder (exit 2).
  */
-export class RunStateError extends BatchScorerError {
+export class RunFolderError extends BatchScorerError {
   constructor(message: string, cause?: unknown) {
     super('E_RUN_STATE', message, { cause });
   }

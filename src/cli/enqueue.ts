@@ -3,18 +3,17 @@ import { parseRunOptions } from '../config/run-options.js';
 import { loadSettings } from '../config/settings.js';
 import { action } from './action.js';
 import { createProgressBar } from './progress-bar.js';
-import { addPriorityFlag, addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
+import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
 import { formatRunStatus, resumable } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
-  addPriorityFlag(
-    addRunFlags(
-      program
-        .command('enqueue')
-        .description('put a run on the queue (REDIS_URL) and print its run id; --wait follows it')
-        .argument('<input>', `${INPUT_ARGUMENT} (local paths must be seen by the workers)`),
-    ),
+  addRunFlags(
+    program
+      .command('enqueue')
+      .description('put a run on the queue (REDIS_URL) and print its run id; --wait follows it')
+      .argument('<input>', `${INPUT_ARGUMENT} (local paths must be seen by the workers)`),
+    'enqueue',
   )
     .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result (1, E_RUN_LOST, if it vanishes from Redis)')
     .option('--json', 'print JSON lines instead of text')

@@ -1,5 +1,14 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { parseRunOptions, PREDICTION_MEMBERS, RUN_PRIORITIES, type RunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { z } from 'zod';
+import {
+  DEFAULT_CONCURRENCY,
+  optionFlag,
+  parseRunOptions,
+  PREDICTION_MEMBERS,
+  runOptionsSchema,
+  type RunOptions,
+  type RunOptionsInput,
+} from '../config/run-options.js';
 import type { Settings } from '../config/settings.js';
 import { excerpt } from '../text-excerpt.js';
 
@@ -34,75 +43,126 @@ const param = (value: string, previous: Record<string, unknown> = {}) => {
 export const INPUT_ARGUMENT =
   'input: a file, a folder or prefix ending in / (every file in it), or a glob such as s3://bucket/exports/part-*.csv.gz; local paths, file:///path or s3://bucket/key; CSV, TSV, JSON Lines (optionally .gz) or Parquet';
 
-/** The run option flags shared by `score` and `enqueue`. */
-export function addRunFlags(command: Command): Command {
-  return command
-    .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')
-    .requiredOption('--out <prefix>', 'where run folders go: a local folder or s3://bucket/prefix')
-    .option('--service <url>', 'Model Query Service base URL (env MODEL_SERVICE_URL; default http://127.0.0.1:47334)')
-    .addOption(new Option('--format <format>', "output format (default: the input's)").choices(['csv', 'jsonl', 'parquet']))
-    .option('--batch-size <rows>', 'rows per predict request (default 1000)', int('--batch-size'))
-    .option('--max-batch-bytes <bytes>', 'JSON bytes per predict request (default 4 MiB)', int('--max-batch-bytes'))
-    .option(
-      '--concurrency <n|auto>',
-      "predict requests in flight: score default 4; queued, the run's across its workers (unset: only the workers' own caps)",
-      (v) => (v === 'auto' ? 'auto' : int('--concurrency')(v)),
-    )
-    .option('--timeout <ms>', 'time limit per request (default 60000)', int('--timeout'))
-    .option('--retries <n>', 'retries of a request that failed for a passing reason (default 6)', int('--retries'))
-    .option('--max-error-rate <fraction>', 'share of rows that may be quarantined before the run fails (default 0.01)', fraction)
-    .option('--explain', 'keep <target>_explain in the output')
-    .addOption(
-      new Option('--envelope <envelope>', 'predict body: data ({"data": [...]}, the reference server) or array (bare array)').choices(['data', 'array']),
-    )
-    .option('--param <key=value>', 'predict params passed to the engine (repeatable; JSON values allowed)', param)
-    .option('--limit <rows>', 'score only the first N rows (a canary)', int('--limit'))
-    .option('--max-requests <n>', 'cap: predict calls in all, retries and resumes counted; past it the run ends expired', int('--max-requests'))
-    .option('--max-rows <n>', 'cap: rows sent to the model in all, resumes counted; past it the run ends expired', int('--max-rows'))
-    .option('--deadline <duration|time>', 'cap: stop sending at this time: 90s, 30m, 2h from the start, or 2026-11-26T06:00:00Z')
-    .option('--run-id <id>', "run id and folder name (default: time-based); an unfinished run's id resumes it")
-    .option('--strict-columns', "fail when the input lacks some of the model's input columns")
-    .option('--segment-rows <rows>', 'rows per segment, the unit of resuming and of queue work (default 20000)', int('--segment-rows'))
-    .option('--segments-at-once <n>', 'segments `score` works on at once (default 2; workers use their --segments)', int('--segments-at-once'))
-    .option('--row-id-member <name>', 'row id member the server echoes, proving each answer row (default auto: learnt when planning)')
-    .addOption(
-      new Option('--on-model-change <action>', 'a model retrained mid-run on a server without versions: fail the run (default) or warn').choices([
-        'fail',
-        'warn',
-      ]),
-    )
-    .option('--drift-warn <psi>', "flag the run when a column's PSI from its baseline run is above this (default 0.1)", psi('--drift-warn'))
-    .option('--drift-fail <psi>', 'fail the run (E_DRIFT, outputs kept, no _SUCCESS) when a PSI is above this (default: never)', psi('--drift-fail'))
-    .option('--baseline-run <id>', "measure drift against this run in the same --out (default: a pipeline's previous successful run)")
-    .option(
-      '--compare-model <project/model[.version]>',
-      "shadow scoring: send every batch to this model too and write comparison.json (under the run's --concurrency)",
-    )
-    .option('--keep-columns <names>', 'input columns to carry to the output, comma-separated (repeatable; default all)', names)
-    .option('--drop-columns <names>', 'input columns to leave out of the output, comma-separated (repeatable)', names)
-    .option(
-      '--prediction-columns <members>',
-      `prediction members to write, comma-separated, of ${PREDICTION_MEMBERS.join(', ')} (default all but explain)`,
-      names,
-    )
-    .option('--row-number', "write row_number first: the row's 1-based number in the input")
-    .option('--output-per-file', 'one output per input file, named after it, in predictions/')
-    .addOption(new Option('--compress <codec>', 'output compression (default gzip when every input is gzipped)').choices(['gzip', 'none']))
-    .option('--max-rows-per-file <rows>', 'cut the output into files of at most N rows: predictions-00000.csv, ...', int('--max-rows-per-file'))
-    .option('--delimiter <char>', 'CSV field delimiter, one character; tab or \\t for a tab (default , or a tab for .tsv)')
-    .option('--quote <char>', 'CSV quote character (default ")')
-    .option('--encoding <name>', "the input's text encoding: latin1, windows-1252, utf-16le, ... (default utf-8)")
-    .option('--output-encoding <name>', 'the text encoding of CSV and JSON Lines outputs (default utf-8)');
+/**
+ * How one run option is typed on the command line. Its flag is the field's name (optionFlag), its
+ * default is read from the schema: only what the schema cannot say is written here.
+ */
+interface RunFlag {
+  /** The value's name in help (`rows` for `<rows>`); none for a switch, which sets true. */
+  value?: string;
+  /** What the option does, in a few words; the default is added from the schema. */
+  help: string;
+  /** Turns the text typed after `flag` into the option's value; the schema then validates it. */
+  parse?: (flag: string) => (value: string, previous: never) => unknown;
+  /** What leaving an option without a schema default unset means ("the input's"). */
+  unset?: string;
+  /** The schema's default as help shows it, where the bare value would not read well (bytes as MiB). */
+  showDefault?: (value: never) => string;
+  /** On `enqueue` only: `score` runs in its own process, with no queue to go first in. */
+  queueOnly?: true;
 }
 
-/** `--priority`, on `enqueue` only: `score` runs in its own process, with no queue to go first in. */
-export function addPriorityFlag(command: Command): Command {
-  return command.addOption(
-    new Option(
-      '--priority <level>',
-      "how soon workers take the run's segments: high before normal before low, even those already waiting (default normal)",
-    ).choices(RUN_PRIORITIES),
-  );
+/**
+ * Every run option's flag, in the order help lists them. Keyed by the schema's fields, so an
+ * option added to the schema without a flag, or a flag without a field, does not compile.
+ */
+const RUN_FLAGS: { readonly [K in keyof RunOptions]-?: RunFlag } = {
+  service: { value: 'url', help: 'Model Query Service base URL, or env MODEL_SERVICE_URL' },
+  format: { value: 'format', help: 'output format', unset: "the input's" },
+  batchSize: { value: 'rows', help: 'rows per predict request', parse: int },
+  maxBatchBytes: { value: 'bytes', help: 'JSON bytes per predict request', parse: int, showDefault: (bytes: number) => `${bytes / 1024 / 1024} MiB` },
+  concurrency: {
+    value: 'n|auto',
+    help: `predict requests in flight: score default ${DEFAULT_CONCURRENCY}; queued, the run's across its workers (unset: only the workers' own caps)`,
+    parse: (flag) => (v) => (v === 'auto' ? 'auto' : int(flag)(v)),
+  },
+  timeout: { value: 'ms', help: 'time limit per request', parse: int },
+  retries: { value: 'n', help: 'retries of a request that failed for a passing reason', parse: int },
+  maxErrorRate: { value: 'fraction', help: 'share of rows that may be quarantined before the run fails', parse: () => fraction },
+  explain: { help: 'keep <target>_explain in the output' },
+  envelope: { value: 'envelope', help: 'predict body: data ({"data": [...]}, the reference server) or array (bare array)' },
+  params: { value: 'key=value', help: 'predict params passed to the engine (repeatable; JSON values allowed)', parse: () => param },
+  limit: { value: 'rows', help: 'score only the first N rows (a canary)', parse: int },
+  maxRequests: { value: 'n', help: 'cap: predict calls in all, retries and resumes counted; past it the run ends expired', parse: int },
+  maxRows: { value: 'n', help: 'cap: rows sent to the model in all, resumes counted; past it the run ends expired', parse: int },
+  deadline: { value: 'duration|time', help: 'cap: stop sending at this time: 90s, 30m, 2h from the start, or 2026-11-26T06:00:00Z' },
+  runId: { value: 'id', help: "run id and folder name; an unfinished run's id resumes it", unset: 'time-based' },
+  strictColumns: { help: "fail when the input lacks some of the model's input columns" },
+  segmentRows: { value: 'rows', help: 'rows per segment, the unit of resuming and of queue work', parse: int },
+  segmentsAtOnce: { value: 'n', help: 'segments `score` works on at once; workers use their --segments', parse: int },
+  rowIdMember: { value: 'name', help: 'row id member the server echoes, proving each answer row; auto: learnt when planning' },
+  onModelChange: { value: 'action', help: 'a model retrained mid-run on a server without versions: fail the run or warn' },
+  driftWarn: { value: 'psi', help: "flag the run when a column's PSI from its baseline run is above this", parse: psi },
+  driftFail: { value: 'psi', help: 'fail the run (E_DRIFT, outputs kept, no _SUCCESS) when a PSI is above this', parse: psi, unset: 'never' },
+  baselineRun: { value: 'id', help: 'measure drift against this run in the same --out', unset: "a pipeline's previous successful run" },
+  compareModel: {
+    value: 'project/model[.version]',
+    help: "shadow scoring: send every batch to this model too and write comparison.json (under the run's --concurrency)",
+  },
+  keepColumns: { value: 'names', help: 'input columns to carry to the output, comma-separated (repeatable)', parse: () => names, unset: 'all' },
+  dropColumns: { value: 'names', help: 'input columns to leave out of the output, comma-separated (repeatable)', parse: () => names },
+  predictionColumns: {
+    value: 'members',
+    help: `prediction members to write, comma-separated, of ${PREDICTION_MEMBERS.join(', ')}`,
+    parse: () => names,
+    unset: 'all but explain',
+  },
+  rowNumber: { help: "write row_number first: the row's 1-based number in the input" },
+  outputPerFile: { help: 'one output per input file, named after it, in predictions/' },
+  compress: { value: 'codec', help: 'output compression', unset: 'gzip when every input is gzipped' },
+  maxRowsPerFile: { value: 'rows', help: 'cut the output into files of at most N rows: predictions-00000.csv, ...', parse: int },
+  delimiter: { value: 'char', help: 'CSV field delimiter, one character; tab or \\t for a tab', unset: ', or a tab for .tsv' },
+  quote: { value: 'char', help: 'CSV quote character' },
+  encoding: { value: 'name', help: "the input's text encoding: latin1, windows-1252, utf-16le, ..." },
+  outputEncoding: { value: 'name', help: 'the text encoding of CSV and JSON Lines outputs' },
+  priority: { value: 'level', help: "how soon workers take the run's segments: high before normal before low, even those already waiting", queueOnly: true },
+};
+
+/** The run options' defaults, as the schema fills them in. */
+const SCHEMA_DEFAULTS: Partial<RunOptions> = runOptionsSchema.parse({});
+
+/** The run option fields `command` has a flag for. */
+export function runFlagFields(command: 'score' | 'enqueue'): (keyof RunOptions)[] {
+  return (Object.keys(RUN_FLAGS) as (keyof RunOptions)[]).filter((field) => command === 'enqueue' || !RUN_FLAGS[field].queueOnly);
+}
+
+/** The flags of `score` and `enqueue`: the model, the output and every run option (`--priority` on `enqueue` only). */
+export function addRunFlags(command: Command, name: 'score' | 'enqueue'): Command {
+  command
+    .requiredOption('--model <project/model[.version]>', 'the model to score with, e.g. mindsdb/home_rentals_model or mindsdb/home_rentals_model.2')
+    .requiredOption('--out <prefix>', 'where run folders go: a local folder or s3://bucket/prefix');
+  for (const field of runFlagFields(name)) command.addOption(runFlagOption(field));
+  return command;
+}
+
+/** The commander option of one run option: flag and value name, help with its default, parser and choices. */
+function runFlagOption(field: keyof RunOptions): Option {
+  const spec = RUN_FLAGS[field];
+  const flag = optionFlag(field);
+  const option = new Option(spec.value ? `${flag} <${spec.value}>` : flag, `${spec.help}${defaultNote(field, spec)}`);
+  // Each parser takes the previous value of its own kind (a repeatable flag's list so far).
+  if (spec.parse) option.argParser(spec.parse(flag) as (value: string, previous: unknown) => unknown);
+  const choices = enumChoices(runOptionsSchema.shape[field]);
+  if (choices) option.choices(choices);
+  return option;
+}
+
+/**
+ * ` (default: X)`, X the schema's default or what unset means; nothing for an option without one,
+ * a switch (off unless given) or `--param` (no params unless given).
+ */
+function defaultNote(field: keyof RunOptions, spec: RunFlag): string {
+  const value = SCHEMA_DEFAULTS[field];
+  if (spec.unset !== undefined) return ` (default: ${spec.unset})`;
+  if (value === undefined || typeof value === 'boolean' || typeof value === 'object') return '';
+  return ` (default: ${spec.showDefault ? spec.showDefault(value as never) : String(value)})`;
+}
+
+/** The values an enum option takes, read from its schema through optional and default; undefined for any other. */
+function enumChoices(schema: z.ZodType): readonly string[] | undefined {
+  if (schema instanceof z.ZodEnum) return schema.options as string[];
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodDefault) return enumChoices(schema.def.innerType as z.ZodType);
+  return undefined;
 }
 
 /** A comma-separated list, repeatable: `--keep-columns a,b --keep-columns c`. */
@@ -110,51 +170,17 @@ function names(value: string, previous: string[] = []): string[] {
   return [...previous, ...value.split(',').map((n) => n.trim())];
 }
 
-const RUN_FLAG_KEYS = [
-  'service',
-  'format',
-  'batchSize',
-  'maxBatchBytes',
-  'concurrency',
-  'timeout',
-  'retries',
-  'maxErrorRate',
-  'explain',
-  'envelope',
-  'params',
-  'limit',
-  'maxRequests',
-  'maxRows',
-  'deadline',
-  'runId',
-  'strictColumns',
-  'segmentRows',
-  'rowIdMember',
-  'segmentsAtOnce',
-  'priority',
-  'onModelChange',
-  'driftWarn',
-  'driftFail',
-  'baselineRun',
-  'compareModel',
-  'keepColumns',
-  'dropColumns',
-  'predictionColumns',
-  'rowNumber',
-  'outputPerFile',
-  'compress',
-  'maxRowsPerFile',
-  'delimiter',
-  'quote',
-  'encoding',
-  'outputEncoding',
-] as const;
+/** Where commander keeps a flag's value: `--max-error-rate` under maxErrorRate, `--param` under param. */
+function flagAttribute(field: keyof RunOptions): string {
+  return optionFlag(field)
+    .slice(2)
+    .replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+}
 
 /** The run options set by flags over settings (environment and config files); schema defaults not filled in. */
 export function runOptionsInputFromFlags(flags: Record<string, unknown>, settings: Settings): RunOptionsInput {
-  const given: RunOptionsInput = {};
-  const renamed: Record<string, unknown> = { ...flags, params: flags.param };
-  for (const key of RUN_FLAG_KEYS) if (renamed[key] !== undefined) (given as Record<string, unknown>)[key] = renamed[key];
+  const given: Record<string, unknown> = {};
+  for (const field of Object.keys(RUN_FLAGS) as (keyof RunOptions)[]) if (flags[flagAttribute(field)] !== undefined) given[field] = flags[flagAttribute(field)];
   return { ...settings.runDefaults, ...given };
 }
 

@@ -29,7 +29,10 @@ import { directWebhooks } from './webhooks.js';
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export function registerScore(program: Command): void {
-  addRunFlags(program.command('score').description('score a file in this process (no Redis needed) into <out>/<runId>/').argument('<input>', INPUT_ARGUMENT))
+  addRunFlags(
+    program.command('score').description('score a file in this process (no Redis needed) into <out>/<runId>/').argument('<input>', INPUT_ARGUMENT),
+    'score',
+  )
     .option('--json', 'print one JSON summary line on stdout')
     .option(
       '--shutdown-timeout <ms>',

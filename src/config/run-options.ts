@@ -51,7 +51,8 @@ const oneCharacter = z
 
 /**
  * The options of one run: flags on `score` and `enqueue`, fields of job data and of
- * `jobs/*.yaml`. Every default lives here and nowhere else.
+ * `jobs/*.yaml`. Every default lives here and nowhere else: the flags, their help's defaults and
+ * their choices are derived from this schema (src/cli/run-flags.ts).
  */
 export const runOptionsSchema = z
   .object({

@@ -9,7 +9,7 @@ import { comparisonSchema, type Comparison } from '../pipeline/model-comparison.
 import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-record.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
-import { readRunFile } from '../pipeline/run-state.js';
+import { readRunFile } from '../pipeline/run-file.js';
 import { runEnded, type RunQueue, type RunQueueState, type RunStatus } from '../queue/producer.js';
 import { RETENTION, segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';

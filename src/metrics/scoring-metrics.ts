@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../pipeline/scoring-observer.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import { outcomeCounter } from './registry.js';
 
 /** Predict latency buckets, in seconds: from a fast local model to the default 60 s time limit and beyond. */
@@ -10,7 +10,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
  * The metrics of the scoring a process does (a worker), registered in `registry`, and the
  * observer that feeds them. Everything counts work done: a segment scored again after a crash
  * counts again. `maxConcurrency` is the process's own bound on requests in flight (a worker's
- * `--concurrency`), which the limits of its segments together never pass.
+ * `--concurrency`), which the slots of its segments together never pass.
  */
 export function scoringMetrics(registry: Registry, options: { maxConcurrency: number }): ScoringObserver {
   const registers = [registry];
@@ -49,26 +49,26 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
     'Segments this process stopped working on, by outcome: scored, failed, or stopped (shutdown, a lost lock).',
     ['scored', 'failed', 'stopped'] satisfies SegmentOutcome[],
   );
-  // The limits of the segments in progress, each with how many of its segments are in progress:
-  // the segments of one run share one limit.
-  const limits = new Map<RequestLimit, number>();
+  // The slots of the segments in progress, each with how many of its segments are in progress:
+  // the segments of one run share their slots.
+  const segmentSlots = new Map<RequestSlots, number>();
   new Gauge({
     name: 'batch_scorer_predict_concurrency_limit',
     help: 'Predict requests this process may have in flight now: the limits of the runs it is scoring (their --concurrency, or what auto found), at most the worker --concurrency; 0 while idle.',
     registers,
     collect() {
       let sum = 0;
-      for (const limit of limits.keys()) sum += limit.concurrency;
+      for (const slots of segmentSlots.keys()) sum += slots.concurrency;
       this.set(Math.min(sum, options.maxConcurrency));
     },
   });
 
   return {
-    segmentStarted: (limit) => void limits.set(limit, (limits.get(limit) ?? 0) + 1),
-    segmentEnded: (limit, outcome) => {
-      const left = (limits.get(limit) ?? 1) - 1;
-      if (left > 0) limits.set(limit, left);
-      else limits.delete(limit);
+    segmentStarted: (slots) => void segmentSlots.set(slots, (segmentSlots.get(slots) ?? 0) + 1),
+    segmentEnded: (slots, outcome) => {
+      const left = (segmentSlots.get(slots) ?? 1) - 1;
+      if (left > 0) segmentSlots.set(slots, left);
+      else segmentSlots.delete(slots);
       segments.inc({ outcome });
     },
     requestStarted: () => inFlight.inc(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { runFiles } from '../pipeline/prepared-run.js';
-import { readRunFile, writeRunFile } from '../pipeline/run-state.js';
+import { readRunFile, writeRunFile } from '../pipeline/run-file.js';
 import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 

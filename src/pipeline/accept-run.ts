@@ -3,7 +3,7 @@ import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { readManifest, type Manifest } from './manifest.js';
 import { runFiles } from './prepared-run.js';
-import { writeRunFile } from './run-state.js';
+import { writeRunFile } from './run-file.js';
 
 /** The most of `accepted.by` a manifest keeps: a name, not a document. */
 export const ACCEPTED_BY_CHARS = 200;

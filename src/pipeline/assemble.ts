@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
-import { NotFoundError, RunStateError, UsageError } from '../errors.js';
+import { NotFoundError, RunFolderError, UsageError } from '../errors.js';
 import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { createRowWriter } from '../formats/row-writer.js';
-import { basename, formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { basename, formatLocation, type Location } from '../storage/location.js';
 import { TOOL } from '../version.js';
 import { OutputFileWriter } from './output-file.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -32,12 +32,12 @@ export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): Outpu
   if (!run.request.options.outputPerFile) return [{ stem: 'predictions', segments: input.segments.map((s) => s.index) }];
   const seen = new Map<string, string>();
   return input.files.map((file, i) => {
-    const stem = `predictions/${basename(parseLocation(file.location)).replace(INPUT_EXTENSIONS, '')}`;
+    const stem = `predictions/${basename(file.location).replace(INPUT_EXTENSIONS, '')}`;
     const other = seen.get(stem);
     if (other !== undefined) {
-      throw new UsageError(`--output-per-file: ${other} and ${file.location} would both write ${stem}; score them in separate runs`);
+      throw new UsageError(`--output-per-file: ${other} and ${formatLocation(file.location)} would both write ${stem}; score them in separate runs`);
     }
-    seen.set(stem, file.location);
+    seen.set(stem, formatLocation(file.location));
     return { stem, segments: input.segments.filter((s) => s.file === i).map((s) => s.index) };
   });
 }
@@ -167,7 +167,7 @@ const PARQUET_WRITE_ROWS = 1000;
 /** The Parquet output's columns, as fixed when the run was prepared. */
 function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
   const columns = run.output.parquetColumns;
-  if (!columns) throw new RunStateError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
+  if (!columns) throw new RunFolderError(`run ${run.runId} has no Parquet columns in its run.json; start the run anew`);
   return columns;
 }
 
@@ -175,7 +175,7 @@ function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
 function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
   return storage.read(part, { signal }).catch((err: unknown) => {
     throw err instanceof NotFoundError
-      ? new RunStateError(
+      ? new RunFolderError(
           `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
           err,
         )

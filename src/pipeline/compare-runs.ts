@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BatchScorerError, RunStateError } from '../errors.js';
+import { BatchScorerError, RunFolderError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { formatLocation, type Location } from '../storage/location.js';
@@ -80,7 +80,7 @@ async function readSucceededRun(storage: Storage, folder: Location, which: strin
     throw refused(`run ${which} (${runId}) has no _SUCCESS in ${where}; only runs that succeeded are compared`);
   const parsed = succeededManifestSchema.safeParse(manifest);
   if (!parsed.success)
-    throw new RunStateError(`run ${which} (${runId}): ${where}/manifest.json cannot be read as a succeeded run's (${parsed.error.issues[0].message})`);
+    throw new RunFolderError(`run ${which} (${runId}): ${where}/manifest.json cannot be read as a succeeded run's (${parsed.error.issues[0].message})`);
   if (!manifest.profile) throw refused(`run ${which} (${runId}) has no prediction profile (its release kept none): it cannot be compared`);
   return { which, runId, folder, manifest: parsed.data, profile: manifest.profile };
 }
@@ -140,7 +140,7 @@ async function compareRows(storage: Storage, a: SucceededRun, b: SucceededRun, s
     for await (const chunk of readOutputRows(storage, a.folder, a.manifest.outputs, a.manifest.options.outputEncoding, signal)) {
       for (const recordA of chunk) {
         const recordB = await rowsB.next();
-        if (recordB === undefined) throw new RunStateError(`run B's outputs end before run A's, at row ${position + 1}: were they changed after the run?`);
+        if (recordB === undefined) throw new RunFolderError(`run B's outputs end before run A's, at row ${position + 1}: were they changed after the run?`);
         if (!accumulator) {
           // Whether a target has an interval is seen in A's columns: its first row has them all.
           intervals = targets.map((t) => `${t.a.column}_min` in recordA && `${t.a.column}_max` in recordA);
@@ -154,7 +154,7 @@ async function compareRows(storage: Storage, a: SucceededRun, b: SucceededRun, s
       }
     }
     if ((await rowsB.next()) !== undefined)
-      throw new RunStateError(`run B's outputs have more rows than run A's ${position}: were they changed after the run?`);
+      throw new RunFolderError(`run B's outputs have more rows than run A's ${position}: were they changed after the run?`);
   } finally {
     await rowsB.close();
   }

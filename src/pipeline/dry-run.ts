@@ -3,7 +3,8 @@ import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { processConcurrency, type RunOptions } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { predictBody } from '../service/client.js';
-import { AUTO_LIMIT, fixedLimit, maxConcurrency, type RequestLimit } from '../service/request-limit.js';
+import { AUTO_SLOTS, fixedSlots, maxConcurrency, type RequestSlots } from '../service/request-slots.js';
+import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { outputGroups } from './assemble.js';
 import { preflight } from './preflight.js';
@@ -15,7 +16,7 @@ import { RequestBatchBuilder, type RequestBatch } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
 import { estimateRun } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
-import { batchIsFull, scoreBatch, type BatchScorer } from './score-batch.js';
+import { batchIsFull, scoreBatch, type SegmentScoring } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
 
 const range = z.object({ low: z.number(), expected: z.number(), high: z.number() });
@@ -110,7 +111,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const slots = Math.max(1, Math.min(Math.floor(batches.length / 2), canaryConcurrency));
     // The first wave's times, then the rest's, by the order the requests took their slots.
     const times: number[] = [];
-    const scorer: BatchScorer = {
+    const scoring: SegmentScoring = {
       client,
       model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
       envelope: options.envelope,
@@ -118,13 +119,13 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
       rowIdMember,
       rowIdEchoed: run.model.rowIdEchoed,
       schema: run.schema,
-      limit: timedLimit(fixedLimit(slots), (i, ms) => (times[i] = ms)),
+      slots: timedSlots(fixedSlots(slots), (i, ms) => (times[i] = ms)),
       counts,
       log,
       signal,
     };
     const canaryStarted = performance.now();
-    const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scorer, b.batch)))).flat();
+    const outcomes = (await Promise.all(batches.map((b) => scoreBatch(scoring, b.batch)))).flat();
     const ms = performance.now() - canaryStarted;
     const scored = outcomes.filter((o) => 'predictions' in o).length;
     // A canary too small for a second wave: its first requests' times stand for all (a pessimistic
@@ -145,7 +146,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,
-      files: run.input.files.map((f) => ({ location: f.location, rows: f.rows, format: f.syntax, gzip: f.gzip })),
+      files: run.input.files.map((f) => ({ location: formatLocation(f.location), rows: f.rows, format: f.syntax, gzip: f.gzip })),
       rows: run.input.rows,
       segments: run.input.segments.length,
       outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
@@ -160,7 +161,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
           canaryBatches: batches.length,
           canaryRows: outcomes.length,
           latencyMs: estimate.latencyMs,
-          canaryConcurrency: scorer.limit.concurrency,
+          canaryConcurrency: scoring.slots.concurrency,
           concurrency: estimate.concurrency,
           warmUpMs: Math.round(warmUpMs),
           fixedMs: Math.round(fixedMs),
@@ -211,7 +212,7 @@ function assumptions(options: RunOptions, samples: number): string[] {
     'no retries: the service answers every request, at the latency the canary met',
     'the rest of the input has rows like its first ones (bytes per row)',
     processConcurrency(options) === 'auto'
-      ? `concurrency auto climbs from ${AUTO_LIMIT.initial} by one slot per round trip to ${AUTO_LIMIT.max}, meeting no overload`
+      ? `concurrency auto climbs from ${AUTO_SLOTS.initial} by one slot per round trip to ${AUTO_SLOTS.max}, meeting no overload`
       : `concurrency ${processConcurrency(options)} kept busy throughout`,
     'writing the output is quick next to scoring (it is not measured)',
     ...(samples < 4 ? [`only ${samples} latency samples: the range is a rough one`] : []),
@@ -220,24 +221,24 @@ function assumptions(options: RunOptions, samples: number): string[] {
 }
 
 /**
- * A limit that times each exchange while it holds its slot: the time a request keeps a slot from
+ * Slots that time each exchange while it holds its slot: the time a request keeps a slot from
  * the next one, which is what the run's duration adds up (not the wait for a slot, nor the reading
  * of the answer after it). `onTime` hears the exchange's number, by the order slots were taken.
  */
-function timedLimit(limit: RequestLimit, onTime: (index: number, ms: number) => void): RequestLimit {
+function timedSlots(slots: RequestSlots, onTime: (index: number, ms: number) => void): RequestSlots {
   let taken = 0;
   return {
     run: (fn, signal) =>
-      limit.run(async () => {
+      slots.run(async () => {
         const index = taken++;
         const started = performance.now();
         const result = await fn();
         onTime(index, performance.now() - started);
         return result;
       }, signal),
-    observe: (outcome, ms) => limit.observe(outcome, ms),
+    observe: (outcome, ms) => slots.observe(outcome, ms),
     get concurrency() {
-      return limit.concurrency;
+      return slots.concurrency;
     },
   };
 }

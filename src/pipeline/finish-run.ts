@@ -11,7 +11,7 @@ import { buildManifest, readManifest, type Manifest, type ManifestParts, type Qu
 import { FinishedSegments } from './finished-segments.js';
 import { readPreparedRun, runFiles, type PreparedRun } from './prepared-run.js';
 import { ownsRunFolder } from './run-folder-claim.js';
-import { requireRunFile, writeRunFile } from './run-state.js';
+import { requireRunFile, writeRunFile } from './run-file.js';
 import type { SegmentFacts } from './segment-counts.js';
 import { removeWorkFiles } from './work-files.js';
 import { namedBaseline, type FindBaseline } from './drift-baseline.js';

@@ -1,4 +1,4 @@
-import { BatchScorerError, RunStateError } from '../errors.js';
+import { BatchScorerError, RunFolderError } from '../errors.js';
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { ComparisonAccumulator } from './model-comparison.js';
@@ -87,7 +87,7 @@ export class FinishedSegments {
       this.profiles.add(next.profile, this.folded);
       if (this.comparison) {
         if (!next.comparison) {
-          throw new RunStateError(
+          throw new RunFolderError(
             `segment ${this.folded}'s done marker has no comparison with ${this.run.compare!.requested}: delete it to score the segment again, then resume the run`,
           );
         }

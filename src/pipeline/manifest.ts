@@ -10,7 +10,7 @@ import { predictionProfileSchema, type PredictionProfile } from './prediction-pr
 import type { InputFilePlan, InputPlan } from './plan.js';
 import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
 import { capReachedSchema, ExpiredError } from './run-caps.js';
-import { readRunFile } from './run-state.js';
+import { readRunFile } from './run-file.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 
@@ -171,7 +171,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
 /** A planned file as the manifest lists it. */
 function manifestInput(file: InputFilePlan): ManifestInput {
   return {
-    location: file.location,
+    location: formatLocation(file.location),
     etag: file.info.etag ?? null,
     size: file.info.size,
     mtime: file.info.mtimeMs !== undefined ? new Date(file.info.mtimeMs).toISOString() : null,

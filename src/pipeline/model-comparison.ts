@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RunStateError } from '../errors.js';
+import { RunFolderError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { excerpt } from '../text-excerpt.js';
 import { ExactSum } from './exact-sum.js';
@@ -238,7 +238,7 @@ export class ComparisonAccumulator {
   merge(segment: SegmentComparison, index: number): void {
     const names = segment.targets.map((t) => t.target);
     if (names.join('\0') !== this.targets.map((t) => t.target).join('\0')) {
-      throw new RunStateError(
+      throw new RunFolderError(
         `segment ${index}'s done marker compares the targets ${names.join(', ') || '(none)'}, not the run's (${this.targets.map((t) => t.target).join(', ')}): was it edited? Delete it to score the segment again, then resume the run`,
       );
     }

@@ -1,4 +1,4 @@
-import { NotFoundError, RunStateError } from '../errors.js';
+import { NotFoundError, RunFolderError } from '../errors.js';
 import { isGzip, isParquet, detectSyntax } from '../formats/input-format.js';
 import { readParquetLayout, readParquetRows } from '../formats/parquet-input.js';
 import { parseCsvHeader, parseRows } from '../formats/row-parser.js';
@@ -7,7 +7,7 @@ import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, joinLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { gunzip, rangeRead } from './input-bytes.js';
-import { missingRunFile } from './run-state.js';
+import { missingRunFile } from './run-file.js';
 import type { OutputFile } from './manifest.js';
 
 /**
@@ -27,7 +27,7 @@ export async function* readOutputRows(
   for (const output of outputs) {
     // Names come from the manifest: only files of the run folder itself are read.
     if (output.file.split('/').some((part) => part === '..' || part === '')) {
-      throw new RunStateError(`the manifest of ${formatLocation(folder)} lists an output "${output.file}" outside its folder: was it edited?`);
+      throw new RunFolderError(`the manifest of ${formatLocation(folder)} lists an output "${output.file}" outside its folder: was it edited?`);
     }
     const location = joinLocation(folder, output.file);
     const rows = readFile(storage, location, output.file, encoding, signal);
@@ -37,7 +37,7 @@ export async function* readOutputRows(
       yield chunk;
     }
     if (count !== output.rows) {
-      throw new RunStateError(`${formatLocation(location)} has ${count} rows where its manifest says ${output.rows}: was it changed after the run?`);
+      throw new RunFolderError(`${formatLocation(location)} has ${count} rows where its manifest says ${output.rows}: was it changed after the run?`);
     }
   }
 }
@@ -85,7 +85,7 @@ async function* splitRows(bytes: AsyncIterable<Buffer>, syntax: 'csv' | 'jsonl',
     index += raws.length;
     raws = [];
     return rows.map((row) => {
-      if (row.record === undefined) throw new RunStateError(`${where}: line ${row.line} cannot be read (${row.problem}): was it changed after the run?`);
+      if (row.record === undefined) throw new RunFolderError(`${where}: line ${row.line} cannot be read (${row.problem}): was it changed after the run?`);
       return row.record;
     });
   };

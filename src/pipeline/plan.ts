@@ -12,7 +12,7 @@ import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { Utf8Check } from '../formats/utf8-check.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { excerpt } from '../text-excerpt.js';
-import { formatLocation, type Location } from '../storage/location.js';
+import { formatLocation, storedLocationSchema, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
 import { drainedWrite } from './drained-write.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
@@ -44,7 +44,8 @@ const objectInfoSchema = z.object({ size: z.int().min(0), etag: z.string().optio
 
 /** One file of a run's input: its identity, shape and rows. */
 const inputFileSchema = z.object({
-  location: z.string(),
+  /** Where the file is: text in run.json, a parsed location once read. */
+  location: storedLocationSchema,
   info: objectInfoSchema,
   /** sha256 of the stored bytes; null with --limit, which stops reading early. */
   sha256: z.string().nullable(),
@@ -60,7 +61,7 @@ const inputFileSchema = z.object({
    * encoding would cut characters, so segments read the copy. Runs planned by 0.3.0 and before
    * staged only other encodings; their gzipped segments inflate the file from its start.
    */
-  staged: z.object({ location: z.string(), info: objectInfoSchema }).optional(),
+  staged: z.object({ location: storedLocationSchema, info: objectInfoSchema }).optional(),
 });
 export type InputFilePlan = z.output<typeof inputFileSchema>;
 
@@ -94,6 +95,18 @@ export const inputPlanSchema = z.preprocess((stored) => {
   return { ...one, files: [{ ...one, location: one.location }] };
 }, currentInputPlanSchema);
 export type InputPlan = z.output<typeof currentInputPlanSchema>;
+
+/** The plan as `_work/run.json` stores it: its files' locations as text, which inputPlanSchema parses again. */
+export function storedInputPlan(plan: InputPlan): z.input<typeof currentInputPlanSchema> {
+  return {
+    ...plan,
+    files: plan.files.map(({ staged, ...file }) => ({
+      ...file,
+      location: formatLocation(file.location),
+      ...(staged && { staged: { ...staged, location: formatLocation(staged.location) } }),
+    })),
+  };
+}
 
 /** Distinct keys a JSON Lines file may have: columns, not data (a key per row would be a bug upstream). */
 const MAX_JSONL_KEYS = 10_000;
@@ -150,7 +163,7 @@ export async function planInput(storage: Storage, location: Location, options: P
     const first = files[0];
     if (first && planned.plan.syntax !== first.syntax) {
       throw new InputError(
-        `${planned.plan.location} is ${planned.plan.syntax} where ${first.location} is ${first.syntax}: the files of one run must share a format`,
+        `${formatLocation(planned.plan.location)} is ${planned.plan.syntax} where ${formatLocation(first.location)} is ${first.syntax}: the files of one run must share a format`,
       );
     }
     if (planned.plan.syntax === 'jsonl') {
@@ -178,12 +191,14 @@ function sameColumns(first: InputFilePlan, file: InputFilePlan, types?: Record<s
     const what = [missing.length > 0 && `lacks ${excerpt(missing.join(', '))}`, extra.length > 0 && `has ${excerpt(extra.join(', '))} besides`]
       .filter(Boolean)
       .join(' and ');
-    throw new InputError(`${file.location} ${what} the columns of ${first.location}: the files of one run must have the same columns`);
+    throw new InputError(
+      `${formatLocation(file.location)} ${what} the columns of ${formatLocation(first.location)}: the files of one run must have the same columns`,
+    );
   }
   const differs = first.columns.find((c) => types?.[c] !== fileTypes?.[c]);
   if (differs !== undefined) {
     throw new InputError(
-      `${file.location}: column ${excerpt(differs)} is ${fileTypes?.[differs]} where ${first.location} has ${types?.[differs]}; the files of one run must have the same types`,
+      `${formatLocation(file.location)}: column ${excerpt(differs)} is ${fileTypes?.[differs]} where ${formatLocation(first.location)} has ${types?.[differs]}; the files of one run must have the same types`,
     );
   }
 }
@@ -224,7 +239,7 @@ async function planFile(
       const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name);
       const rows = planRowGroups(layout.rowGroups, fileIndex, firstRow, options, segments);
       const plan: InputFilePlan = {
-        location: name,
+        location: file.location,
         info,
         sha256: options.limit === undefined ? hash.digest('hex') : null,
         syntax: 'parquet',
@@ -249,7 +264,7 @@ async function planFile(
     const copy = staged ? new PassThrough() : undefined;
     const copyWritten = staged && copy ? storage.write(staged, copy, { signal: options.signal }) : undefined;
     copyWritten?.catch(() => undefined);
-    const grown = options.onSegment && !gzip && utf8 ? growingPlan(inputName, name, info, segments, options.onSegment) : undefined;
+    const grown = options.onSegment && !gzip && utf8 ? growingPlan(inputName, file.location, info, segments, options.onSegment) : undefined;
     let text;
     try {
       text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy && copyWritten && { stream: copy, written: copyWritten }, grown);
@@ -261,14 +276,14 @@ async function planFile(
       throw err;
     }
     const plan: InputFilePlan = {
-      location: name,
+      location: file.location,
       info,
       sha256: text.complete ? hash.digest('hex') : null,
       syntax: text.syntax,
       gzip,
       columns: text.columns,
       rows: text.rows,
-      ...(staged && { staged: { location: formatLocation(staged), info: await storage.stat(staged, options.signal) } }),
+      ...(staged && { staged: { location: staged, info: await storage.stat(staged, options.signal) } }),
     };
     return { plan };
   } finally {
@@ -282,7 +297,7 @@ async function planFile(
  */
 function growingPlan(
   location: string,
-  name: string,
+  file: Location,
   info: ObjectInfo,
   all: readonly SegmentPlan[],
   onSegment: (sofar: InputPlan) => void,
@@ -291,7 +306,7 @@ function growingPlan(
   return (closed, columns) => {
     sofar ??= {
       location,
-      files: [{ location: name, info, sha256: null, syntax: 'csv', gzip: false, columns, rows: 0 }],
+      files: [{ location: file, info, sha256: null, syntax: 'csv', gzip: false, columns, rows: 0 }],
       syntax: 'csv',
       columns,
       rows: 0,

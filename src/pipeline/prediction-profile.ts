@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorMessage, RunStateError } from '../errors.js';
+import { errorMessage, RunFolderError } from '../errors.js';
 import { ExactSum } from './exact-sum.js';
 import { GridHistogram, gridHistogramSchema, gridHistogramStateSchema } from './grid-histogram.js';
 import type { OutputSchema } from './output-schema.js';
@@ -499,7 +499,7 @@ export class ProfileAccumulator {
     const mismatch = (what: string, stored: readonly { target: string }[], ours: readonly TargetProfile[]) => {
       const names = stored.map((t) => t.target);
       if (names.join('\0') === ours.map((t) => t.target).join('\0')) return;
-      throw new RunStateError(
+      throw new RunFolderError(
         `segment ${index}'s done marker profiles the ${what} ${names.join(', ') || '(none)'}, not the run's (${ours.map((t) => t.target).join(', ')}): was it edited? Delete it to score the segment again, then resume the run`,
       );
     };

@@ -13,7 +13,7 @@ import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js'
 import { modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';
 import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
-import { writeRunFile } from './run-state.js';
+import { writeRunFile } from './run-file.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
@@ -367,7 +367,7 @@ export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 's
  */
 export function checkInputColumns(input: InputPlan, inputs: readonly string[] | undefined, strict: boolean): ColumnPlan {
   const plan = checkColumns(input.columns, inputs, strict, input.location);
-  for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, file.location);
+  for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, formatLocation(file.location));
   return plan;
 }
 

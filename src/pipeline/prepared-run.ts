@@ -1,25 +1,14 @@
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
 import { PARQUET_VALUE_TYPES } from '../formats/parquet-input.js';
-import { errorMessage } from '../errors.js';
-import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
+import { formatLocation, joinLocation, parseLocation, storedLocationSchema, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { holdsFiles } from '../storage/storage.js';
 import { outputSchemaSchema } from './output-schema.js';
-import { inputPlanSchema } from './plan.js';
+import { inputPlanSchema, storedInputPlan } from './plan.js';
 import { runTriggerSchema } from './run-trigger.js';
-import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-state.js';
+import { missingRunFile, readRunFile, requireRunFile, writeRunFile } from './run-file.js';
 import { inputColumns } from './request-row.js';
-
-/** A location as stored (text), parsed once when read. */
-const storedLocation = z.string().transform((text, ctx): Location => {
-  try {
-    return parseLocation(text);
-  } catch (err) {
-    ctx.issues.push({ code: 'custom', message: errorMessage(err), input: text });
-    return z.NEVER;
-  }
-});
 
 /**
  * The model as asked (`project/model[.version]`), and as resolved at the run's start, with the
@@ -71,7 +60,7 @@ const preparedRunSchema = z
   .object({
     runId: z.string(),
     /** The run folder, `<out>/<runId>`: text in run.json, a parsed location once read. */
-    folder: storedLocation,
+    folder: storedLocationSchema,
     createdAt: z.string(),
     /** Fingerprint of what the user asked (input, model, options); a re-used run id must match it. */
     request: storedRequestSchema,
@@ -148,9 +137,9 @@ export function loadPreparedRun(storage: Storage, folder: Location, signal?: Abo
   return requireRunFile(storage, runFiles.prepared(folder), preparedRunSchema, signal);
 }
 
-/** Stores `_work/run.json`, with its folder as text. */
+/** Stores `_work/run.json`, with its folder and its input files' locations as text. */
 export function writePreparedRun(storage: Storage, run: PreparedRun, signal?: AbortSignal): Promise<unknown> {
-  const stored: z.input<typeof preparedRunSchema> = { ...run, folder: formatLocation(run.folder) };
+  const stored: z.input<typeof preparedRunSchema> = { ...run, folder: formatLocation(run.folder), input: storedInputPlan(run.input) };
   return writeRunFile(storage, runFiles.prepared(run.folder), stored, { signal });
 }
 

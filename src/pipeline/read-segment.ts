@@ -4,7 +4,7 @@ import { readParquetRows } from '../formats/parquet-input.js';
 import { parseRows, type InputRow } from '../formats/row-parser.js';
 import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { isUtf8 } from '../formats/text-encoding.js';
-import { parseLocation } from '../storage/location.js';
+import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { inputBytes, rangeRead } from './input-bytes.js';
 import type { InputPlan } from './plan.js';
@@ -33,13 +33,17 @@ export async function* readSegment(
   const segment = input.segments[index];
   const file = input.files[segment.file];
   const source = file.staged ?? file;
-  const location = parseLocation(source.location);
   let next = segment.firstRow;
   if (file.syntax === 'parquet') {
     let line = segment.firstLine;
     const groups = { first: segment.start, count: segment.end - segment.start };
     let left = segment.rows;
-    for await (const records of readParquetRows(rangeRead(storage, location, file.info, signal), file.info.size, file.location, groups)) {
+    for await (const records of readParquetRows(
+      rangeRead(storage, source.location, file.info, signal),
+      file.info.size,
+      formatLocation(file.location),
+      groups,
+    )) {
       // --limit may end a segment inside its last row group.
       const taken = records.length > left ? records.slice(0, left) : records;
       left -= taken.length;
@@ -48,7 +52,7 @@ export async function* readSegment(
     }
     return;
   }
-  const csvDialect = dialectForName(file.location, dialect);
+  const csvDialect = dialectForName(formatLocation(file.location), dialect);
   const splitter = new RowSplitter(file.syntax, segment.start, segment.firstLine, csvDialect);
   let rows: RawRow[] = [];
   const collect = (r: RawRow) => rows.push(r);
@@ -61,12 +65,12 @@ export async function* readSegment(
     rows = [];
     return out;
   };
-  for await (const chunk of inputBytes(storage, { location, info: source.info, gzip, ...(encoding && { encoding }) }, segment, signal)) {
+  for await (const chunk of inputBytes(storage, { location: source.location, info: source.info, gzip, ...(encoding && { encoding }) }, segment, signal)) {
     splitter.push(chunk, collect);
     if (rows.length > 0) yield parsed();
   }
   if (splitter.end(collect).unterminatedQuoteLine !== undefined) {
-    throw new InputError(`${file.location}: segment ${index} ends inside a quoted field; the input changed during the run`, 'E_INPUT_CHANGED');
+    throw new InputError(`${formatLocation(file.location)}: segment ${index} ends inside a quoted field; the input changed during the run`, 'E_INPUT_CHANGED');
   }
   if (rows.length > 0) yield parsed();
 }

@@ -5,7 +5,7 @@ import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Predictor } from './predictor.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { readRunFile, writeRunFile } from './run-state.js';
+import { readRunFile, writeRunFile } from './run-file.js';
 
 /** The caps a run may reach, as the manifest names them. */
 export type CapKind = 'max-requests' | 'max-rows' | 'deadline';

@@ -1,4 +1,4 @@
-import { AUTO_LIMIT } from '../service/request-limit.js';
+import { AUTO_SLOTS } from '../service/request-slots.js';
 
 /** A figure as a range: `low <= expected <= high`. */
 export interface Range {
@@ -56,8 +56,8 @@ export interface RunEstimate {
  *   (connections opened, code compiled), and a mean of a few samples would carry that into every
  *   wave of the run.
  * - Requests go in waves of the concurrency: duration = fixed costs + the first wave as the
- *   canary's took + the other waves x latency. `auto` is assumed to climb from AUTO_LIMIT.initial
- *   by a slot per round trip to AUTO_LIMIT.max (a service that never refuses), so its waves grow
+ *   canary's took + the other waves x latency. `auto` is assumed to climb from AUTO_SLOTS.initial
+ *   by a slot per round trip to AUTO_SLOTS.max (a service that never refuses), so its waves grow
  *   as it does.
  * - The fixed costs and the first wave were measured once: they are taken at half to twice their time.
  *
@@ -145,25 +145,25 @@ export function percentile(sorted: readonly number[], q: number): number {
 
 /**
  * Round trips `requests` requests take at this concurrency: ceil(requests / N) for a fixed N; for
- * `auto`, one round at each level from AUTO_LIMIT.initial up, a slot more each round (it adds one
- * after as many answers as it has slots), then rounds at AUTO_LIMIT.max.
+ * `auto`, one round at each level from AUTO_SLOTS.initial up, a slot more each round (it adds one
+ * after as many answers as it has slots), then rounds at AUTO_SLOTS.max.
  */
 export function requestWaves(requests: number, concurrency: number | 'auto'): number {
   if (concurrency !== 'auto') return Math.ceil(requests / concurrency);
-  let [left, level, waves] = [requests, Math.min(AUTO_LIMIT.initial, AUTO_LIMIT.max), 0];
-  while (left > 0 && level < AUTO_LIMIT.max) {
+  let [left, level, waves] = [requests, Math.min(AUTO_SLOTS.initial, AUTO_SLOTS.max), 0];
+  while (left > 0 && level < AUTO_SLOTS.max) {
     left -= level;
     waves++;
     level++;
   }
-  return waves + Math.ceil(Math.max(0, left) / AUTO_LIMIT.max);
+  return waves + Math.ceil(Math.max(0, left) / AUTO_SLOTS.max);
 }
 
 /** The requests in flight the run reaches: N, or the level `auto` has climbed to by its last round. */
 export function concurrencyReached(requests: number, concurrency: number | 'auto'): number {
   if (concurrency !== 'auto') return concurrency;
-  let [left, level] = [requests - AUTO_LIMIT.initial, Math.min(AUTO_LIMIT.initial, AUTO_LIMIT.max)];
-  while (left > 0 && level < AUTO_LIMIT.max) left -= ++level;
+  let [left, level] = [requests - AUTO_SLOTS.initial, Math.min(AUTO_SLOTS.initial, AUTO_SLOTS.max)];
+  while (left > 0 && level < AUTO_SLOTS.max) left -= ++level;
   return level;
 }
 

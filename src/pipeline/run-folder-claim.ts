@@ -5,7 +5,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { readTextIfExists } from '../storage/storage.js';
 import { runFiles, storedRequestSchema } from './prepared-run.js';
 import type { RunRequest } from './run-request.js';
-import { readRunFile, runFileText } from './run-state.js';
+import { readRunFile, runFileText } from './run-file.js';
 
 /**
  * `_work/claim.json`: the run that made the folder and what it was asked, written before anything

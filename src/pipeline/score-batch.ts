@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import type { Envelope } from '../service/client.js';
 import type { Predictor } from './predictor.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import { formatModelRef, type ModelRef } from '../service/model-ref.js';
 import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
@@ -14,8 +14,8 @@ import { echoesRowId } from './request-row.js';
 import { loadOutcome, predictOutcome, type ScoringObserver } from './scoring-observer.js';
 import type { SegmentCounts } from './segment-counts.js';
 
-/** What scoring a batch needs; shared by every batch of a segment. */
-export interface BatchScorer {
+/** What scoring a segment's batches needs, the same for each of them (a dry run's canary batches are one such segment). */
+export interface SegmentScoring {
   client: Predictor;
   /** The model, pinned to the run's version. */
   model: ModelRef;
@@ -26,8 +26,8 @@ export interface BatchScorer {
   /** The server echoed the member when the run was planned, so every answer row must carry it. */
   rowIdEchoed: boolean;
   schema: OutputSchema;
-  /** The process-wide limit on predict requests in flight. */
-  limit: RequestLimit;
+  /** The slots its predict requests take while in flight: the run's --concurrency in this process. */
+  slots: RequestSlots;
   counts: SegmentCounts;
   /** The segment's logger: retries are logged with its run and segment ids. */
   log: Logger;
@@ -57,29 +57,29 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
 /**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
  * halves until the failing rows stand alone; those are quarantined, the rest scored. The
- * concurrency limit wraps each request's exchange with the service, not the splitting (halves
+ * request slots wrap each request's exchange with the service, not the splitting (halves
  * never wait on their parent), nor the reading of an answer or a retry's wait.
  */
-export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Promise<RowOutcome[]> {
+export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): Promise<RowOutcome[]> {
   const { rows } = batch;
-  const layout = answerLayout(scorer.schema, scorer.rowIdMember);
-  // The other model is asked at the same time, under the same limit: the input is read once.
-  const other = scorer.compare && askOther(scorer, scorer.compare, batch);
+  const layout = answerLayout(scoring.schema, scoring.rowIdMember);
+  // The other model is asked at the same time, in the same slots: the input is read once.
+  const other = scoring.compare && askOther(scoring, scoring.compare, batch);
   let answer: PickedRow[];
   try {
-    answer = await predictBatch(scorer, scorer.model, batch, layout);
+    answer = await predictBatch(scoring, scoring.model, batch, layout);
   } catch (err) {
     await other;
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
     if (rows.length === 1) {
       return [{ row: rows[0], error: { status: err.status, title: err.title, detail: err.detail ?? err.message } }];
     }
-    scorer.counts.splits++;
+    scoring.counts.splits++;
     const half = Math.ceil(rows.length / 2);
-    const [a, b] = await Promise.all([scoreBatch(scorer, batch.slice(0, half)), scoreBatch(scorer, batch.slice(half, rows.length))]);
+    const [a, b] = await Promise.all([scoreBatch(scoring, batch.slice(0, half)), scoreBatch(scoring, batch.slice(half, rows.length))]);
     return [...a, ...b];
   }
-  const outcomes = merge(scorer, layout, rows, answer as unknown[][]);
+  const outcomes = merge(scoring, layout, rows, answer as unknown[][]);
   if (other) {
     const theirs = await other;
     for (let i = 0; i < outcomes.length; i++) outcomes[i].other = theirs ? (theirs[i] as unknown[]) : null;
@@ -88,32 +88,32 @@ export async function scoreBatch(scorer: BatchScorer, batch: RequestBatch): Prom
 }
 
 /** One predict request of a batch to `model`, its answer checked against the rows sent. */
-function predictBatch(scorer: BatchScorer, model: ModelRef, batch: RequestBatch, layout: AnswerLayout): Promise<PickedRow[]> {
-  scorer.counts.requests++;
-  const { observer } = scorer;
-  return scorer.client.predictMembers(model, batch.body(), layout.members, {
-    envelope: scorer.envelope,
-    params: scorer.params,
-    signal: scorer.signal,
-    log: scorer.log,
+function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBatch, layout: AnswerLayout): Promise<PickedRow[]> {
+  scoring.counts.requests++;
+  const { observer } = scoring;
+  return scoring.client.predictMembers(model, batch.body(), layout.members, {
+    envelope: scoring.envelope,
+    params: scoring.params,
+    signal: scoring.signal,
+    log: scoring.log,
     // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
     slot: (exchange) =>
-      scorer.limit.run(async () => {
+      scoring.slots.run(async () => {
         observer?.requestStarted();
         try {
           return await exchange();
         } finally {
           observer?.requestEnded();
         }
-      }, scorer.signal),
-    check: (answer) => checkAlignment(scorer, layout, batch.rows, answer),
+      }, scoring.signal),
+    check: (answer) => checkAlignment(scoring, layout, batch.rows, answer),
     onRetry: () => {
-      scorer.counts.retries++;
+      scoring.counts.retries++;
       observer?.retry();
     },
     onAttempt: ({ ms, error }) => {
       const outcome = predictOutcome(error);
-      scorer.limit.observe(loadOutcome(outcome), ms);
+      scoring.slots.observe(loadOutcome(outcome), ms);
       observer?.requestDone(outcome, ms / 1000);
     },
   });
@@ -123,15 +123,15 @@ function predictBatch(scorer: BatchScorer, model: ModelRef, batch: RequestBatch,
  * The other model's answer to the batch, or null where it failed (its rows are then not compared):
  * shadow scoring never fails the run it watches. A stop (an aborted signal) still stops it.
  */
-async function askOther(scorer: BatchScorer, compare: NonNullable<BatchScorer['compare']>, batch: RequestBatch): Promise<PickedRow[] | null> {
+async function askOther(scoring: SegmentScoring, compare: NonNullable<SegmentScoring['compare']>, batch: RequestBatch): Promise<PickedRow[] | null> {
   const { members } = compare;
-  const layout: AnswerLayout = { members, columns: [], intervals: [], rowId: scorer.rowIdMember === undefined ? undefined : members.length - 1 };
+  const layout: AnswerLayout = { members, columns: [], intervals: [], rowId: scoring.rowIdMember === undefined ? undefined : members.length - 1 };
   try {
-    return await predictBatch(scorer, compare.model, batch, layout);
+    return await predictBatch(scoring, compare.model, batch, layout);
   } catch (err) {
     // A cap reached stops the run's sending, the other model's too: its rows would not be compared as a run that never stopped compares them.
-    if (scorer.signal?.aborted || errorCode(err) === 'E_EXPIRED') throw err;
-    scorer.log.warn({ err, model: formatModelRef(compare.model) }, 'the compared model did not answer a batch: its rows are not compared');
+    if (scoring.signal?.aborted || errorCode(err) === 'E_EXPIRED') throw err;
+    scoring.log.warn({ err, model: formatModelRef(compare.model) }, 'the compared model did not answer a batch: its rows are not compared');
     return null;
   }
 }
@@ -170,12 +170,12 @@ function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): An
  * attempt stops the run (E_ALIGNMENT), since a silent shift would put one row's prediction on
  * another. Not an overload: `--concurrency auto` does not back off for it.
  */
-function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: PickedRow[]): void {
+function checkAlignment(scoring: SegmentScoring, layout: AnswerLayout, rows: readonly InputRow[], answer: PickedRow[]): void {
   const span = () => `rows ${rows[0].index + 1}-${rows[rows.length - 1].index + 1}`;
   if (answer.length !== rows.length) {
     throw new ServiceError('bad-answer', `the model answered ${answer.length} rows for the ${rows.length} sent (${span()})`);
   }
-  const id = scorer.rowIdMember;
+  const id = scoring.rowIdMember;
   for (let i = 0; i < rows.length; i++) {
     const a = answer[i];
     if (a instanceof NotAnObject) {
@@ -183,7 +183,7 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
     }
     if (layout.rowId === undefined) continue;
     const echoed = a[layout.rowId];
-    if (!scorer.rowIdEchoed && (echoed === undefined || echoed === null)) continue;
+    if (!scoring.rowIdEchoed && (echoed === undefined || echoed === null)) continue;
     if (!echoesRowId(echoed, rows[i].index)) {
       const what =
         echoed === undefined || echoed === null
@@ -195,11 +195,11 @@ function checkAlignment(scorer: BatchScorer, layout: AnswerLayout, rows: readonl
 }
 
 /** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
-function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): ScoredRow[] {
+function merge(scoring: SegmentScoring, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): ScoredRow[] {
   const { rowId, columns, intervals } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
-  if (rowId === undefined) scorer.counts.unechoedRows += rows.length;
-  else if (!scorer.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scorer.counts.unechoedRows++;
+  if (rowId === undefined) scoring.counts.unechoedRows += rows.length;
+  else if (!scoring.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scoring.counts.unechoedRows++;
   // Where the output columns are the first members read, in order (as for most models), an answer
   // row's array becomes the row's predictions, cut to them: no second array per row.
   const inPlace = columns.every((member, c) => member === c);
@@ -212,7 +212,7 @@ function merge(scorer: BatchScorer, layout: AnswerLayout, rows: readonly InputRo
       const min = a[interval[1]];
       const max = a[interval[2]];
       if (typeof value === 'number' && typeof min === 'number' && typeof max === 'number' && !(min <= value && value <= max)) {
-        scorer.counts.intervalViolations++;
+        scoring.counts.intervalViolations++;
       }
     }
     // Otherwise sized once: an array grown by push starts with room for 17 values, and one lives per row until it is written.

@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
-import { createRequestLimit, maxConcurrency } from '../service/request-limit.js';
+import { createRequestSlots, maxConcurrency } from '../service/request-slots.js';
 import type { Storage } from '../storage/storage-types.js';
 import { MemoryErrorBudget, quarantineAllowance } from './error-budget.js';
 import { finishRun, recordFailure } from './finish-run.js';
@@ -102,15 +102,15 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       },
       () => undefined, // Thrown by started.segments.
     );
-    const limit = createRequestLimit(processConcurrency(request.options));
+    const slots = createRequestSlots(processConcurrency(request.options));
     // More than one segment at once keeps the pipe full across a segment's end.
     const segments = pLimit(run.request.options.segmentsAtOnce);
     const work = {
       run,
       storage,
       client,
-      limit,
-      readAhead: new ReadAhead(() => limit.concurrency, run.request.options.batchSize),
+      slots,
+      readAhead: new ReadAhead(() => slots.concurrency, run.request.options.batchSize),
       budget,
       caps,
       log,

@@ -6,8 +6,9 @@ import { csvRecord, type InputRow } from '../formats/row-parser.js';
 import { createRowWriter, type WriterRow } from '../formats/row-writer.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import type { Storage } from '../storage/storage-types.js';
+import { formatLocation } from '../storage/location.js';
 import { DEFAULT_DIALECT, dialectForName } from '../formats/csv-dialect.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
@@ -20,7 +21,7 @@ import { RequestEncoder } from './request-row.js';
 import type { InputSyntax } from './plan.js';
 import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
-import { batchIsFull, scoreBatch, type BatchScorer, type RowOutcome } from './score-batch.js';
+import { batchIsFull, scoreBatch, type SegmentScoring, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone, type SegmentDone } from './segment-done.js';
@@ -30,8 +31,8 @@ export interface SegmentWork {
   run: PreparedRun;
   storage: Storage;
   client: Predictor;
-  /** The process-wide limit on predict requests in flight. */
-  limit: RequestLimit;
+  /** The slots its predict requests take while in flight: the run's --concurrency in this process. */
+  slots: RequestSlots;
   /** The batches kept ahead of the writers, shared by the segments this process scores at once. */
   readAhead: ReadAhead;
   /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
@@ -65,15 +66,15 @@ export interface SegmentWork {
  * flat however large the file.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentDone> {
-  const { observer, limit } = work;
+  const { observer, slots } = work;
   if (!observer) return scoreSegmentParts(work, index);
-  observer.segmentStarted(limit);
+  observer.segmentStarted(slots);
   try {
     const counts = await scoreSegmentParts(work, index);
-    observer.segmentEnded(limit, 'scored');
+    observer.segmentEnded(slots, 'scored');
     return counts;
   } catch (err) {
-    observer.segmentEnded(limit, work.stopSignal?.aborted ? 'stopped' : 'failed');
+    observer.segmentEnded(slots, work.stopSignal?.aborted ? 'stopped' : 'failed');
     throw err;
   }
 }
@@ -117,9 +118,11 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     passThroughText,
   });
   const file = run.input.files[segment.file];
-  const dialect = dialectForName(file.location, run.request.options);
+  const dialect = dialectForName(formatLocation(file.location), run.request.options);
   // Several files: a quarantined row names its file, since its row number counts through them all.
-  const quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? file.location : undefined, (text) => csvRecord(text, file.columns, dialect));
+  const quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? formatLocation(file.location) : undefined, (text) =>
+    csvRecord(text, file.columns, dialect),
+  );
   // A batch keeps of a row what writing its answer needs. Where the output is the rows' text as
   // read, that is the text and its place: the record (a CSV row's field strings, a JSON row's
   // values) then dies young. Kept until the answer, every young collection copied it and then
@@ -127,7 +130,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const kept = passThroughText
     ? (row: InputRow): InputRow => (row.record === undefined ? row : { index: row.index, line: row.line, text: row.text })
     : (row: InputRow) => row;
-  const scorer: BatchScorer = {
+  const scoring: SegmentScoring = {
     client: work.client,
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
     envelope: run.request.options.envelope,
@@ -135,7 +138,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     rowIdMember: run.model.rowIdMember ?? undefined,
     rowIdEchoed: run.model.rowIdEchoed,
     schema: run.schema,
-    limit: work.limit,
+    slots: work.slots,
     counts,
     log,
     signal,
@@ -153,7 +156,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const encoder = new RequestEncoder(
     run.sent,
     run.input.syntax === 'csv',
-    scorer.rowIdMember,
+    scoring.rowIdMember,
     {
       columns: file.columns,
       ...dialect,
@@ -193,7 +196,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (pending.length > 0 && pending[0].answered) await flushOne();
       else await Promise.race([work.readAhead.released(), ...(pending.length > 0 ? [pending[0].outcomes] : [])]);
     }
-    const sent = scoreBatch(scorer, batch.take());
+    const sent = scoreBatch(scoring, batch.take());
     const entry = { outcomes: held.length === 0 ? sent : sent.then((outcomes) => inPlace(outcomes, held)), turn: true, answered: false };
     entry.outcomes.then(() => (entry.answered = true), fail);
     pending.push(entry);
@@ -246,7 +249,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     while (pending.length > 0) await flushOne();
     if (counts.rowsIn !== segment.rows) {
       throw new InputError(
-        `${run.input.files[segment.file].location}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
+        `${formatLocation(run.input.files[segment.file].location)}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
         'E_INPUT_CHANGED',
       );
     }
@@ -269,7 +272,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const done = await writeSegmentDone(storage, run, index, {
     ...counts,
     ...work.facts,
-    slots: work.limit.concurrency,
+    slots: work.slots.concurrency,
     bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
     profile: profile.toJSON(),
     ...(comparison && { comparison: comparison.toJSON() }),
@@ -308,7 +311,7 @@ function writesRowsAsRead(run: PreparedRun, file: number): boolean {
   if (run.input.syntax === 'jsonl') return kept.length === run.input.columns.length;
   const { columns, location } = run.input.files[file];
   if (run.input.syntax !== 'csv' || kept.length !== columns.length || kept.some((c, i) => c !== columns[i])) return false;
-  const dialect = dialectForName(location, run.request.options);
+  const dialect = dialectForName(formatLocation(location), run.request.options);
   return dialect.delimiter === DEFAULT_DIALECT.delimiter && dialect.quote === DEFAULT_DIALECT.quote;
 }
 

@@ -1,4 +1,4 @@
-import type { RequestLimit, RequestOutcome } from '../service/request-limit.js';
+import type { RequestSlots, RequestOutcome } from '../service/request-slots.js';
 import type { ServiceError } from '../service/service-error.js';
 
 /**
@@ -17,11 +17,11 @@ export type SegmentOutcome = 'scored' | 'failed' | 'stopped';
  * twice; the manifest's counts do not come from it. Calls must be cheap and must not throw.
  */
 export interface ScoringObserver {
-  /** A segment starts under this request limit; the limits of the segments in progress bound the process's requests. */
-  segmentStarted(limit: RequestLimit): void;
-  /** The segment that started under `limit` ended. */
-  segmentEnded(limit: RequestLimit, outcome: SegmentOutcome): void;
-  /** A predict call took a slot of its limit; its attempts and the waits between them happen inside the slot. */
+  /** A segment starts under these request slots; the slots of the segments in progress bound the process's requests. */
+  segmentStarted(slots: RequestSlots): void;
+  /** The segment that started under `slots` ended. */
+  segmentEnded(slots: RequestSlots, outcome: SegmentOutcome): void;
+  /** A predict call took one of its slots; its attempts and the waits between them happen inside the slot. */
   requestStarted(): void;
   /** The predict call gave its slot back. */
   requestEnded(): void;
@@ -40,7 +40,7 @@ export function predictOutcome(error: ServiceError | undefined): PredictOutcome 
   return error.kind === 'bad-rows' || error.kind === 'bad-answer' ? error.kind : 'failed';
 }
 
-/** What an attempt says about the service's load, as a request limit learns it. */
+/** What an attempt says about the service's load, as request slots learn it. */
 export function loadOutcome(outcome: PredictOutcome): RequestOutcome {
   return outcome === 'answered' || outcome === 'overloaded' ? outcome : 'failed';
 }

@@ -4,7 +4,7 @@ import type { Storage } from '../storage/storage-types.js';
 import { segmentComparisonSchema } from './model-comparison.js';
 import { segmentProfileSchema } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
-import { readRunFile, writeRunFile } from './run-state.js';
+import { readRunFile, writeRunFile } from './run-file.js';
 import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 
 /**

@@ -3,7 +3,7 @@
  * queue prefix's hash tag:
  *
  * - `state`, a hash: `level` (the slots the fleet may hold: the run's --concurrency, or where
- *   `auto` got to), `used` (slots held now), and `auto`'s rules' own state (AdaptiveLimit's fields);
+ *   `auto` got to), `used` (slots held now), and `auto`'s rules' own state (AdaptiveSlots's fields);
  * - `held`, a hash: slots held per holder (a worker process, in one epoch of its lease);
  * - `leases`, a sorted set: each holder's lease end (Redis's clock, ms);
  * - `queue`, a list: one holder per request waiting for a slot, first come first served.
@@ -110,7 +110,7 @@ return pump()
 `;
 
 /**
- * `--concurrency auto` for the fleet: AdaptiveLimit.observe's rules (see request-limit.ts; a test
+ * `--concurrency auto` for the fleet: AdaptiveSlots.observe's rules (see request-slots.ts; a test
  * holds the two to the same answers), applied to attempts of any worker in the order they come.
  * ARGV[5..7] min, max, PROBE_AFTER_MS; then per attempt its outcome, ms ('' when unknown) and
  * when it ended (the worker's ms). Answers the level, after handing out the slots it added.

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { AUTO_LIMIT, PROBE_AFTER_MS, type RequestLimit, type RequestOutcome } from '../service/request-limit.js';
+import { AUTO_SLOTS, PROBE_AFTER_MS, type RequestSlots, type RequestOutcome } from '../service/request-slots.js';
 import { ACQUIRE, ADAPT, LEAVE, RELEASE, RENEW } from './fleet-budget-scripts.js';
 import type { RedisClient } from './queue-connection.js';
 
@@ -39,7 +39,7 @@ export class FleetBudgets {
   /** Names this process in the budgets: its holders and its grants list. */
   private readonly token = randomBytes(8).toString('hex');
   /** The budgets holding or awaiting slots now, by state key: renewed, and woken by grants. */
-  private readonly active = new Map<string, FleetLimit>();
+  private readonly active = new Map<string, FleetSlots>();
   private connections?: { commands: RedisClient & BudgetCommands; blocking: RedisClient };
   private renewal?: NodeJS.Timeout;
   private closed = false;
@@ -57,10 +57,10 @@ export class FleetBudgets {
   }
 
   /** The budget of one run generation (`id`): `concurrency` slots for the fleet, or `auto`'s shared level. */
-  limit(id: string, concurrency: number | 'auto'): FleetLimit {
+  budget(id: string, concurrency: number | 'auto'): FleetSlots {
     const state = `${this.prefix}:budget:${id}`;
     // One per budget while it holds or awaits slots: grants find their budget by its key.
-    return this.active.get(state) ?? new FleetLimit(this, state, concurrency);
+    return this.active.get(state) ?? new FleetSlots(this, state, concurrency);
   }
 
   /** A new holder name for this process. */
@@ -77,8 +77,8 @@ export class FleetBudgets {
   }
 
   /** Keeps a budget renewed and reachable by grants while it holds or awaits slots. */
-  track(limit: FleetLimit): void {
-    this.active.set(limit.state, limit);
+  track(budget: FleetSlots): void {
+    this.active.set(budget.state, budget);
   }
 
   /** Opens the budgets' connections on first use: most worker processes never score a run with a budget. */
@@ -113,18 +113,18 @@ export class FleetBudgets {
         const cut = entry.indexOf('\n');
         const holder = entry.slice(0, cut);
         const state = entry.slice(cut + 1);
-        const limit = this.active.get(state);
+        const budget = this.active.get(state);
         // Only a budget that awaits a slot is granted one; a stray grant goes back at once.
-        if (limit) limit.granted(holder);
+        if (budget) budget.granted(holder);
         else this.call('budgetRelease', state, holder, 1).catch((err: unknown) => this.log.warn({ err }, 'could not give back a slot of a fleet budget'));
       }
     }
   }
 
   private renew(): void {
-    for (const [state, limit] of this.active) {
-      if (limit.idle) this.active.delete(state);
-      else limit.renew();
+    for (const [state, budget] of this.active) {
+      if (budget.idle) this.active.delete(state);
+      else budget.renew();
     }
   }
 
@@ -132,11 +132,11 @@ export class FleetBudgets {
   async close(): Promise<void> {
     if (this.closed) return;
     const connections = this.connections;
-    const limits = [...this.active.values()];
-    if (connections?.commands.status === 'ready') await Promise.all(limits.map((l) => l.leave()));
+    const held = [...this.active.values()];
+    if (connections?.commands.status === 'ready') await Promise.all(held.map((l) => l.leave()));
     this.closed = true;
     clearInterval(this.renewal);
-    for (const l of limits) l.stop();
+    for (const l of held) l.stop();
     if (!connections) return;
     connections.blocking.disconnect();
     if (connections.commands.status === 'ready') await connections.commands.quit();
@@ -157,10 +157,10 @@ interface Waiter {
 }
 
 /**
- * One run generation's fleet-wide budget as this process sees it: a RequestLimit whose slots are
+ * One run generation's fleet-wide budget as this process sees it: a RequestSlots whose slots are
  * shared through Redis with every worker scoring the run.
  */
-export class FleetLimit implements RequestLimit {
+export class FleetSlots implements RequestSlots {
   private epoch = 0;
   private holder: string;
   /** Slots held and requests queued in Redis, per holder: what this process owes the budget. */
@@ -178,7 +178,7 @@ export class FleetLimit implements RequestLimit {
     private readonly asked: number | 'auto',
   ) {
     this.holder = budgets.holder(this.epoch);
-    this.initial = asked === 'auto' ? Math.min(AUTO_LIMIT.initial, AUTO_LIMIT.max) : asked;
+    this.initial = asked === 'auto' ? Math.min(AUTO_SLOTS.initial, AUTO_SLOTS.max) : asked;
     this.level = this.initial;
   }
 
@@ -216,7 +216,7 @@ export class FleetLimit implements RequestLimit {
     const batch = this.observations;
     this.observations = [];
     this.budgets
-      .call('budgetAdapt', this.state, this.holder, this.initial, AUTO_LIMIT.min, AUTO_LIMIT.max, PROBE_AFTER_MS, ...batch)
+      .call('budgetAdapt', this.state, this.holder, this.initial, AUTO_SLOTS.min, AUTO_SLOTS.max, PROBE_AFTER_MS, ...batch)
       .then(
         (level) => this.heard(level),
         (err: unknown) => this.log.warn({ err }, 'could not tell the fleet budget how requests went'),

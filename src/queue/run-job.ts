@@ -12,7 +12,7 @@ import { prepareRun } from '../pipeline/prepare-run.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
 import { checkRunFolder, readClaimedRequest } from '../pipeline/run-folder-claim.js';
-import { requireRunFile } from '../pipeline/run-state.js';
+import { requireRunFile } from '../pipeline/run-file.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';

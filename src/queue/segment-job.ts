@@ -78,7 +78,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           run,
           storage: ctx.storage,
           client: cappedPredictor(ctx.clientFor(run.request.options), caps),
-          limit: ctx.limitFor(run, generation),
+          slots: ctx.slotsFor(run, generation),
           readAhead: ctx.readAheadFor(run, generation),
           budget: runBudget,
           caps,

@@ -9,7 +9,7 @@ import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import { ReadAhead } from '../pipeline/read-ahead.js';
 import { runServiceClient } from '../pipeline/run-client.js';
 import type { ServiceClient } from '../service/client.js';
-import type { RequestLimit } from '../service/request-limit.js';
+import type { RequestSlots } from '../service/request-slots.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { CancelWatch } from './cancel-watch.js';
@@ -30,7 +30,7 @@ const REMEMBERED_RUNS = 64;
 
 /**
  * What a worker process shares between the jobs it runs: storage, service clients, the
- * process-wide request limit, the runs' fleet budgets, prepared runs, progress, cancellations, and the shutdown signal.
+ * process-wide request slots, the runs' fleet budgets, prepared runs, progress, cancellations, and the shutdown signal.
  */
 export class WorkerContext {
   readonly progress: RunProgressStore;
@@ -49,8 +49,8 @@ export class WorkerContext {
   readonly findBaseline: FindBaseline;
   /** When the segments worker takes its next segment (see SegmentIntake). */
   readonly segmentIntake: SegmentIntake;
-  private readonly processLimit;
-  private readonly runLimits = new Map<string, RequestLimit>();
+  private readonly processGate;
+  private readonly runSlots = new Map<string, RequestSlots>();
   private readonly readAheads = new Map<string, ReadAhead>();
   private readonly clients = new Map<string, ServiceClient>();
   private readonly runs = new Map<string, Promise<PreparedRun>>();
@@ -70,7 +70,7 @@ export class WorkerContext {
     this.cancelWatch = new CancelWatch(this.cancels, log);
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
-    this.processLimit = pLimit(options.concurrency);
+    this.processGate = pLimit(options.concurrency);
     this.budgets = new FleetBudgets(redis, queue.prefix, log);
     this.segmentIntake = new SegmentIntake(options.segments, log);
     this.findBaseline = pipelineBaseline(storage, new PipelineRuns(redis, queue.prefix));
@@ -89,19 +89,19 @@ export class WorkerContext {
 
   /**
    * A run's --concurrency, shared by every worker scoring it (FleetBudgets), inside this process's
-   * limit: a request needs a slot of both. A run that sets none has this process's limit alone.
+   * own --concurrency slots: a request needs a slot of both. A run that sets none has this process's alone.
    * The process slot is taken first: a fleet slot, scarce, is never held by a request waiting
    * here, and a process asks Redis for at most its own --concurrency slots at once. Per run job
    * generation, as the prepared run is: a resumed run may have another --concurrency.
    */
-  limitFor(run: PreparedRun, generation: number): RequestLimit {
-    return remember(this.runLimits, `${run.runId}.${generation}`, () => {
+  slotsFor(run: PreparedRun, generation: number): RequestSlots {
+    return remember(this.runSlots, `${run.runId}.${generation}`, () => {
       const processSlots = this.options.concurrency;
       const asked = run.request.options.concurrency;
-      if (asked === undefined) return { run: (fn) => this.processLimit(fn), observe: () => {}, concurrency: processSlots };
-      const fleet = this.budgets.limit(`${run.runId}.${generation}`, asked);
+      if (asked === undefined) return { run: (fn) => this.processGate(fn), observe: () => {}, concurrency: processSlots };
+      const fleet = this.budgets.budget(`${run.runId}.${generation}`, asked);
       return {
-        run: (fn, signal) => this.processLimit(() => fleet.run(fn, signal)),
+        run: (fn, signal) => this.processGate(() => fleet.run(fn, signal)),
         observe: (outcome, ms) => fleet.observe(outcome, ms),
         get concurrency() {
           return Math.min(fleet.concurrency, processSlots);
@@ -112,8 +112,8 @@ export class WorkerContext {
 
   /** The batches this process's segments of a run keep ahead of their writers, shared by them (see ReadAhead). */
   readAheadFor(run: PreparedRun, generation: number): ReadAhead {
-    const limit = this.limitFor(run, generation);
-    return remember(this.readAheads, `${run.runId}.${generation}`, () => new ReadAhead(() => limit.concurrency, run.request.options.batchSize));
+    const slots = this.slotsFor(run, generation);
+    return remember(this.readAheads, `${run.runId}.${generation}`, () => new ReadAhead(() => slots.concurrency, run.request.options.batchSize));
   }
 
   /** The prepared run (`_work/run.json`), read once per process and run job generation. */

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { UsageError } from '../errors.js';
+import { z } from 'zod';
+import { errorMessage, UsageError } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
 
 /**
@@ -47,6 +48,20 @@ export function parseLocation(text: string): Location {
   }
   throw new UsageError(`location '${excerpt(text)}' has an unsupported scheme '${excerpt(scheme)}://': ${SUPPORTED}`);
 }
+
+/**
+ * A location as files and job data store it (text, formatLocation's), parsed once by the schema
+ * that reads them, so code past the read sees only Location objects. Whoever writes the value
+ * back formats it again: the stored form stays text.
+ */
+export const storedLocationSchema = z.string().transform((text, ctx): Location => {
+  try {
+    return parseLocation(text);
+  } catch (err) {
+    ctx.issues.push({ code: 'custom', message: errorMessage(err), input: text });
+    return z.NEVER;
+  }
+});
 
 export function formatLocation(loc: Location): string {
   return loc.kind === 's3' ? `s3://${loc.bucket}/${loc.key}` : loc.path;

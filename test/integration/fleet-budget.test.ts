@@ -9,7 +9,7 @@ import { AbortedError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { FleetBudgets } from '../../src/queue/fleet-budget.js';
 import { ADAPT } from '../../src/queue/fleet-budget-scripts.js';
-import { AdaptiveLimit, AUTO_LIMIT, PROBE_AFTER_MS, type RequestOutcome } from '../../src/service/request-limit.js';
+import { AdaptiveSlots, AUTO_SLOTS, PROBE_AFTER_MS, type RequestOutcome } from '../../src/service/request-slots.js';
 import { dropPrefix, REDIS_URL, uniquePrefix, waitFor } from '../helpers/queue.js';
 
 /** A request held until the test lets it go, counting how many are in flight across every process. */
@@ -64,7 +64,7 @@ describe('fleet budgets (real Redis)', () => {
   });
 
   it('holds a run to its --concurrency across processes, and serves every waiting request', async () => {
-    const limits = processes(4).map((b) => b.limit('run-a.1', 3));
+    const limits = processes(4).map((b) => b.budget('run-a.1', 3));
     const g = gate();
     const done = Promise.all(limits.flatMap((l) => Array.from({ length: 10 }, () => l.run(g.request))));
     for (let ended = 0; ended < 40; ended++) {
@@ -79,7 +79,7 @@ describe('fleet budgets (real Redis)', () => {
   it('serves every one of many more requests than slots, ending as soon as they start', async () => {
     // A grant, read on its own connection, may come before the answer that queued its request:
     // none may be lost (a request left waiting for ever would time this test out).
-    const [limit] = processes(1).map((b) => b.limit('run-r.1', 8));
+    const [limit] = processes(1).map((b) => b.budget('run-r.1', 8));
     const g = gate();
     let left = 20_000;
     await Promise.all(
@@ -91,7 +91,7 @@ describe('fleet budgets (real Redis)', () => {
   });
 
   it('a request that stops waiting fails as aborted, and the slot it would have had goes on', async () => {
-    const [a, b] = processes(2).map((p) => p.limit('run-b.1', 1));
+    const [a, b] = processes(2).map((p) => p.budget('run-b.1', 1));
     const g = gate();
     const first = a.run(g.request);
     await waitFor('the first request in flight', () => g.inFlight === 1, 10_000, 5);
@@ -118,11 +118,11 @@ describe('fleet budgets (real Redis)', () => {
     opened.push({ close: () => Promise.resolve(redis.disconnect()) });
     const leases = `${prefix}:budget:run-i.1:leases`;
     const g = gate();
-    await a.limit('run-i.1', 2).run(g.passing);
+    await a.budget('run-i.1', 2).run(g.passing);
     const [, until] = await redis.zrange(leases, 0, 0, 'WITHSCORES');
     await waitFor('the idle lease to run out', async () => Number((await redis.time())[0]) * 1000 > Number(until) + 100, 5_000);
     // Taking a slot first forgets the holder of 0 slots whose lease ran out.
-    await b.limit('run-i.1', 2).run(g.passing);
+    await b.budget('run-i.1', 2).run(g.passing);
     await b.close();
     expect(await redis.zcard(leases)).toBe(0);
   });
@@ -136,13 +136,13 @@ describe('fleet budgets (real Redis)', () => {
       import { Redis } from 'ioredis';
       import { FleetBudgets } from ${JSON.stringify(module)};
       import { silentLogger } from ${JSON.stringify(logModule)};
-      const limit = new FleetBudgets(new Redis(${JSON.stringify(REDIS_URL)}), ${JSON.stringify(prefix)}, silentLogger, 600).limit('run-c.1', 2);
+      const limit = new FleetBudgets(new Redis(${JSON.stringify(REDIS_URL)}), ${JSON.stringify(prefix)}, silentLogger, 600).budget('run-c.1', 2);
       let held = 0;
       for (let i = 0; i < 2; i++) limit.run(() => { if (++held === 2) console.log('holding'); return new Promise(() => {}); });
     `;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() });
     await once(child.stdout, 'data');
-    const [survivor] = processes(1, 600).map((b) => b.limit('run-c.1', 2));
+    const [survivor] = processes(1, 600).map((b) => b.budget('run-c.1', 2));
     child.kill('SIGKILL');
     await once(child, 'close');
     const g = gate();
@@ -153,7 +153,7 @@ describe('fleet budgets (real Redis)', () => {
     await both;
   });
 
-  it('auto: the Lua rules move the level as AdaptiveLimit does, attempt by attempt', async () => {
+  it('auto: the Lua rules move the level as AdaptiveSlots does, attempt by attempt', async () => {
     prefix = uniquePrefix();
     const redis = new Redis(REDIS_URL);
     opened.push({ close: () => Promise.resolve(redis.disconnect()) });
@@ -166,10 +166,10 @@ describe('fleet budgets (real Redis)', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(attempt, { maxLength: 60 }), fc.integer({ min: 1, max: 6 }), async (attempts, batch) => {
         let now = 1_000_000;
-        const limit = new AdaptiveLimit(AUTO_LIMIT, () => now);
+        const limit = new AdaptiveSlots(AUTO_SLOTS, () => now);
         const state = `${prefix}:budget:prop-${run++}`;
         const keys = [state, `${state}:held`, `${state}:leases`, `${state}:queue`];
-        const initial = Math.min(AUTO_LIMIT.initial, AUTO_LIMIT.max);
+        const initial = Math.min(AUTO_SLOTS.initial, AUTO_SLOTS.max);
         for (let i = 0; i < attempts.length; i += batch) {
           const args: (string | number)[] = [];
           for (const a of attempts.slice(i, i + batch)) {
@@ -177,7 +177,7 @@ describe('fleet budgets (real Redis)', () => {
             limit.observe(a.outcome, a.ms);
             if (a.outcome !== 'failed') args.push(a.outcome, a.ms ?? '', now);
           }
-          const level = await redis.eval(ADAPT, 4, ...keys, `${prefix}:g:`, 1000, 'h/0', initial, AUTO_LIMIT.min, AUTO_LIMIT.max, PROBE_AFTER_MS, ...args);
+          const level = await redis.eval(ADAPT, 4, ...keys, `${prefix}:g:`, 1000, 'h/0', initial, AUTO_SLOTS.min, AUTO_SLOTS.max, PROBE_AFTER_MS, ...args);
           expect(level).toBe(limit.concurrency);
         }
       }),

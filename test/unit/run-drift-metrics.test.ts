@@ -6,7 +6,7 @@ import { collectRunDrift } from '../../src/metrics/run-drift.js';
 import type { Drift } from '../../src/pipeline/drift.js';
 import { buildManifest } from '../../src/pipeline/manifest.js';
 import { runFiles } from '../../src/pipeline/prepared-run.js';
-import { writeRunFile } from '../../src/pipeline/run-state.js';
+import { writeRunFile } from '../../src/pipeline/run-file.js';
 import type { RunListOptions, RunStatus } from '../../src/queue/producer.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { parseSamples, promtoolCheck } from '../helpers/metrics.js';

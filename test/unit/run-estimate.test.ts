@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AUTO_LIMIT } from '../../src/service/request-limit.js';
+import { AUTO_SLOTS } from '../../src/service/request-slots.js';
 import {
   canaryBytesPerRow,
   concurrencyReached,
@@ -129,7 +129,7 @@ describe('the estimate’s parts', () => {
   it('requestWaves: ceil(requests / N), or auto’s climb a slot a round trip to its ceiling', () => {
     expect(requestWaves(10, 4)).toBe(3);
     expect(requestWaves(0, 4)).toBe(0);
-    expect(AUTO_LIMIT).toMatchObject({ initial: 2, max: 16 });
+    expect(AUTO_SLOTS).toMatchObject({ initial: 2, max: 16 });
     // 2 + 3 + 4 = 9 requests in three rounds, the tenth in a fourth.
     expect(requestWaves(9, 'auto')).toBe(3);
     expect(requestWaves(10, 'auto')).toBe(4);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createMetricsRegistry } from '../../src/metrics/registry.js';
 import { scoringMetrics } from '../../src/metrics/scoring-metrics.js';
 import { loadOutcome, predictOutcome } from '../../src/pipeline/scoring-observer.js';
-import { fixedLimit } from '../../src/service/request-limit.js';
+import { fixedSlots } from '../../src/service/request-slots.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
 import { noteMissing, PROMTOOL } from '../helpers/tools.js';
@@ -40,8 +40,8 @@ describe('scoring metrics', () => {
     const registry = createMetricsRegistry();
     const observer = scoringMetrics(registry, { maxConcurrency: 6 });
     const limit = async () => sample(parseSamples(await registry.metrics()), 'batch_scorer_predict_concurrency_limit');
-    const runA = fixedLimit(4);
-    const runB = fixedLimit(3);
+    const runA = fixedSlots(4);
+    const runB = fixedSlots(3);
     expect(await limit()).toBe(0);
     // Two segments of one run share its limit: counted once.
     observer.segmentStarted(runA);

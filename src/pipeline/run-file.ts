@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { formatIssues } from '../config/run-options.js';
-import { errorMessage, RunStateError } from '../errors.js';
+import { errorMessage, RunFolderError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage, WriteOptions } from '../storage/storage-types.js';
 import { readTextIfExists } from '../storage/storage.js';
@@ -44,21 +44,21 @@ export async function readRunFile<T>(storage: Storage, loc: Location, schema: z.
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new RunStateError(`${where} is damaged: it is not JSON (${errorMessage(err)}); ${REMEDY}`, err);
+    throw new RunFolderError(`${where} is damaged: it is not JSON (${errorMessage(err)}); ${REMEDY}`, err);
   }
   const stamp = stampSchema.safeParse(json);
-  if (!stamp.success) throw new RunStateError(`${where} is not a batch-scorer run file (${problems(stamp.error)}); ${REMEDY}`);
+  if (!stamp.success) throw new RunFolderError(`${where} is not a batch-scorer run file (${problems(stamp.error)}); ${REMEDY}`);
   const { schemaVersion, tool } = stamp.data;
   const writer = `${tool?.name ?? TOOL.name} ${tool?.version ?? (schemaVersion === undefined ? UNVERSIONED_RELEASE : 'of unknown version')}`;
   const origin =
     schemaVersion === undefined ? `taken as written by ${writer} (it has no schemaVersion)` : `written by ${writer} (schema version ${schemaVersion})`;
   const versions = `${where}: ${origin}, this is ${TOOL.name} ${TOOL.version}`;
   if (schemaVersion !== undefined && schemaVersion > SCHEMA_VERSION) {
-    throw new RunStateError(`${versions}, which reads schema versions up to ${SCHEMA_VERSION}: resume the run with ${writer} or later, or ${REMEDY}`);
+    throw new RunFolderError(`${versions}, which reads schema versions up to ${SCHEMA_VERSION}: resume the run with ${writer} or later, or ${REMEDY}`);
   }
   const content = schema.safeParse(json);
   if (content.success) return content.data;
-  throw new RunStateError(`${versions}; it cannot be read (${problems(content.error)}): was it edited or damaged? ${REMEDY}`);
+  throw new RunFolderError(`${versions}; it cannot be read (${problems(content.error)}): was it edited or damaged? ${REMEDY}`);
 }
 
 /** A run file that must exist: its absence is E_RUN_STATE (the run folder lost it), never "no such input". */
@@ -69,8 +69,8 @@ export async function requireRunFile<T>(storage: Storage, loc: Location, schema:
 }
 
 /** The error for a run file that should be there and is not. */
-export function missingRunFile(loc: Location): RunStateError {
-  return new RunStateError(`${formatLocation(loc)} is missing from its run folder: was it deleted? ${REMEDY}`);
+export function missingRunFile(loc: Location): RunFolderError {
+  return new RunFolderError(`${formatLocation(loc)} is missing from its run folder: was it deleted? ${REMEDY}`);
 }
 
 /** Writes a run file, stamped with this release and its schema version; `pretty` for files people read. */

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { loadPreparedRun } from '../../src/pipeline/prepared-run.js';
-import { SCHEMA_VERSION } from '../../src/pipeline/run-state.js';
+import { SCHEMA_VERSION } from '../../src/pipeline/run-file.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
