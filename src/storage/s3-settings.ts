@@ -17,8 +17,14 @@ function configError(message: string): BatchScorerError {
   return new BatchScorerError('E_CONFIG', message);
 }
 
+/**
+ * S3_REGION (else AWS_REGION), S3_ENDPOINT and S3_FORCE_PATH_STYLE, each only when set: a region
+ * defaulted here would hide a config file's `s3.region` (s3ClientConfig supplies us-east-1 last).
+ */
 export function s3SettingsFromEnv(env: NodeJS.ProcessEnv = process.env): S3Settings {
-  const settings: S3Settings = { region: env.S3_REGION || env.AWS_REGION || 'us-east-1' };
+  const settings: S3Settings = {};
+  const region = env.S3_REGION || env.AWS_REGION;
+  if (region) settings.region = region;
   const endpoint = env.S3_ENDPOINT;
   if (endpoint) {
     if (!URL.canParse(endpoint) || !/^https?:$/.test(new URL(endpoint).protocol)) {
