@@ -77,7 +77,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   {
     name: 'S3_REGION',
     meaning: 'The S3 region.',
-    default: '`AWS_REGION`, else us-east-1',
+    default: '`AWS_REGION`, else `s3.region`, else us-east-1',
     configKey: 's3.region',
     secret: false,
   },
