@@ -153,7 +153,8 @@ export class WorkerContext {
    * BullMQ cannot move it either, and says so as a queue error.
    */
   lockLost(jobLog: Logger, lost: AbortSignal): Error {
-    jobLog.warn({ reason: String(lost.reason) }, 'lock lost: job stopped, its outcome left to whoever holds it now');
+    const why = lost.reason instanceof Error ? { err: lost.reason } : { reason: String(lost.reason) };
+    jobLog.warn(why, 'lock lost: job stopped, its outcome left to whoever holds it now');
     return new AbortedError(String(lost.reason));
   }
 

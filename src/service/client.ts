@@ -190,7 +190,7 @@ export class ServiceClient {
         if (next !== 'again') throw next;
         const delayMs = retryDelayMs(this.policy, attempt, err.retryAfterMs);
         options.onRetry?.({ attempt, delayMs, error: err });
-        log.debug({ op, attempt, delayMs, code: err.code, status: err.status, reason: err.message }, 'retrying service call');
+        log.debug({ op, attempt, delayMs, status: err.status, err }, 'retrying service call');
         await sleep(delayMs, undefined, { signal: options.signal }).catch((cause: unknown) => {
           throw new AbortedError(`${op}: cancelled while waiting to retry`, cause);
         });

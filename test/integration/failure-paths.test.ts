@@ -169,8 +169,10 @@ describe('one logger passed down', () => {
     const retries = r.stderr
       .split('\n')
       .filter((l) => l.includes('retrying service call'))
-      .map((l) => JSON.parse(l) as { runId?: string; segment?: number; op: string });
+      .map((l) => JSON.parse(l) as { runId?: string; segment?: number; op: string; err?: { code?: string; stack?: string } });
     expect(retries.length).toBeGreaterThan(0);
+    // Each keeps the error it retries: its code and stack, not only its message.
+    expect(retries.every((l) => /^E_[A-Z_]+$/.test(l.err?.code ?? '') && typeof l.err?.stack === 'string')).toBe(true);
     const predicts = retries.filter((l) => l.op === 'predict' && l.segment !== undefined);
     expect(predicts.length).toBeGreaterThan(0);
     expect(retries.every((l) => l.runId === 'lg')).toBe(true);
