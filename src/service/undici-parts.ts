@@ -2,7 +2,8 @@ import { createRequire } from 'node:module';
 import type { Agent as UndiciAgent, buildConnector as UndiciConnector, Dispatcher } from 'undici';
 
 // The one place undici is loaded: the service client takes it from here. What the client relies on
-// of undici's behaviour (when a request reaches its socket, which pool a describe needs) is pinned
+// of undici's behaviour (when a request reaches its socket, which pool a describe needs, the error
+// codes the retry policy names) is pinned
 // by test/unit/undici-behaviour.test.ts, which fails, saying which, when an upgrade changes it.
 //
 // undici's parts, not its index: the index loads all of undici (fetch, WebSocket, caches, mocks),

@@ -1,11 +1,12 @@
 // What the service client relies on of undici, through src/service/undici-parts.ts, checked
 // against a real local HTTP server: an undici upgrade that changes any of it fails here, saying
 // what in client.ts to look at again.
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo, Socket } from 'node:net';
 import { setImmediate as immediate } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
 import { Agent, buildConnector, request, type UndiciAgent } from '../../src/service/undici-parts.js';
 
 const server = createServer((req, res) => {
@@ -95,5 +96,77 @@ describe('undici, as the service client uses it', () => {
     } finally {
       await Promise.all([predicts.agent.close(), mixed.agent.close()]);
     }
+  });
+});
+
+// The retry policy (src/service/retry-policy.ts) knows failures by undici's error codes: a code
+// renamed by an upgrade would turn a passing network fault into a failed run.
+describe("undici's error codes, as the retry policy names them", () => {
+  /** The code of the error a request to `at` fails with, through an Agent with `options`. */
+  async function failureCode(at: string, options: ConstructorParameters<typeof Agent>[0] = {}): Promise<string> {
+    const agent = new Agent(options);
+    try {
+      const res = await request.call(agent, { origin: at, path: '/', method: 'POST', body: '{}' });
+      await res.body.arrayBuffer();
+      throw new Error('the request did not fail');
+    } catch (err) {
+      return (err as { code: string }).code;
+    } finally {
+      await agent.close();
+    }
+  }
+
+  /** A server answering each request as `answer` does, for the length of `body`. */
+  async function withServer(answer: (res: ServerResponse, socket: Socket) => void, body: (at: string) => Promise<void>): Promise<void> {
+    const misbehaving = createServer((req, res) => req.resume().on('end', () => answer(res, req.socket)));
+    await new Promise<void>((resolve) => misbehaving.listen(0, '127.0.0.1', resolve));
+    try {
+      await body(`http://127.0.0.1:${(misbehaving.address() as AddressInfo).port}`);
+    } finally {
+      misbehaving.closeAllConnections();
+      await new Promise<void>((resolve) => misbehaving.close(() => resolve()));
+    }
+  }
+
+  const known = (code: string) => DEFAULT_RETRY_POLICY.errorCodes.includes(code);
+
+  it('a socket closed before the answer: UND_ERR_SOCKET, retried', async () => {
+    await withServer(
+      (_res, socket) => socket.destroy(),
+      async (at) => {
+        const code = await failureCode(at);
+        expect(code).toBe('UND_ERR_SOCKET');
+        expect(known(code)).toBe(true);
+      },
+    );
+  });
+
+  it('no answer within headersTimeout, or a body that stalls past bodyTimeout: UND_ERR_HEADERS_TIMEOUT and UND_ERR_BODY_TIMEOUT, retried', async () => {
+    await withServer(
+      () => undefined,
+      async (at) => {
+        const code = await failureCode(at, { headersTimeout: 100 });
+        expect(code).toBe('UND_ERR_HEADERS_TIMEOUT');
+        expect(known(code)).toBe(true);
+      },
+    );
+    await withServer(
+      (res) => res.writeHead(200, { 'content-type': 'application/json' }).write('{"data":'),
+      async (at) => {
+        const code = await failureCode(at, { bodyTimeout: 100 });
+        expect(code).toBe('UND_ERR_BODY_TIMEOUT');
+        expect(known(code)).toBe(true);
+      },
+    );
+  });
+
+  it('nothing listening: ECONNREFUSED, which the policy counts as unreachable', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const at = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const code = await failureCode(at);
+    expect(code).toBe('ECONNREFUSED');
+    expect(DEFAULT_RETRY_POLICY.unreachableCodes).toContain(code);
   });
 });
