@@ -29,15 +29,22 @@ const CLOSE_CONNECTIONS_MS = 2_000;
 
 /** What `serve` is started with: the command builds these from its flags and settings, a test from its own. */
 export interface ServeOptions {
+  /** Interface to listen on (`--host`). */
   host: string;
+  /** Port to listen on (`--port`, else PORT); 0 picks a free one. */
   port: number;
   /** On close, how long requests in flight may take to finish before their connections are cut. */
   shutdownTimeoutMs: number;
+  /** The Redis and key prefix of the queues the workers take runs from. */
   queue: QueueConfig;
+  /** The API's bearer token and the dashboard's login; without any, every route is open. */
   credentials: Credentials;
+  /** Where run folders (manifests, outputs for the run pages) are read from. */
   storage: Storage;
   log: Logger;
+  /** The registry `/metrics` serves; serve adds the queue depths, run outcomes and drift to it. */
   metrics: Registry;
+  /** Let dashboard users retry, remove, pause and clean jobs (`--queue-actions`); read-only otherwise. */
   queueActions?: boolean;
   /** The pipelines of `jobs/*.yaml` (none: `POST /events/s3` ignores every event). */
   pipelines?: readonly Pipeline[];

@@ -29,6 +29,7 @@ export const runSubmissionSchema = z
   })
   .strict();
 
+/** A run's state as the queue sees it (see RUN_QUEUE_STATES), in answers and the `GET /runs` filter. */
 export const runQueueStateSchema = z.enum(RUN_QUEUE_STATES);
 
 /** `GET /runs` query. */

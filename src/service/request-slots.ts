@@ -6,8 +6,8 @@ export type RequestOutcome = 'answered' | 'overloaded' | 'failed';
 /** Bounds the predict requests in flight; the adaptive kind also learns from how they went. */
 export interface RequestSlots {
   /**
-   * Runs a request when a slot is free. Slots shared with other processes stops
-   * waiting when `signal` aborts (AbortedError); a local one lets the request start and fail.
+   * Runs a request when a slot is free. Slots shared with other processes stop waiting
+   * when `signal` aborts (AbortedError); local ones let the request start and fail.
    */
   run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
   /**
@@ -34,7 +34,7 @@ export const PROBE_AFTER_MS = 30_000;
 /**
  * `--concurrency auto`: finds what the service sustains and stays there. It starts at 2 and adds a
  * slot after every `concurrency` attempts answered in a row (one per round trip), as TCP does. An
- * overload (429, 503, no answer in time, a reset) marks the level it met as the service's ceiling:
+ * overload (429, 503, 504, no answer in time, a reset) marks the level it met as the service's ceiling:
  * the level steps one slot below it and holds there, trying the ceiling again only after
  * PROBE_AFTER_MS, since each overload costs a Retry-After wait that holds up the rows behind it.
  * An overload soon after another (within ten round trips) is a service that got slower, not a
