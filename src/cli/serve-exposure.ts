@@ -14,7 +14,7 @@ export function exposureRefusal(host: string, credentials: Credentials, policy: 
   }
   const open = openSettings(policy);
   if (open.length === 0) return undefined;
-  return `--host ${host} is reachable beyond this machine, and ${open.join(', ')} ${open.length === 1 ? 'is' : 'are'} not set, so a caller with the token could make runs read, write or call anything this machine's processes can reach: set ${open.length === 1 ? 'it' : 'them'} (see "Deploying safely" in README), or pass --insecure to serve without a policy`;
+  return `--host ${host} is reachable beyond this machine, and ${open.join(', ')} ${open.length === 1 ? 'is' : 'are'} not set, so a caller with the token could make runs read, write or call anything this machine's processes can reach: set ${open.length === 1 ? 'it' : 'them'} (see docs/deploying.md), or pass --insecure to serve without a policy`;
 }
 
 /** What runs may do under a policy that leaves these settings unset: the warning `serve` logs once at start. */

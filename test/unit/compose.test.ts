@@ -369,7 +369,7 @@ describe('docker-compose.yml', () => {
     expect(interpolate(envOf(services.worker).AWS_ACCESS_KEY_ID, { ...env, MINIO_ROOT_USER: 'me' })).toBe('me');
     for (const secret of SECRETS) {
       const without = { ...env, [secret]: '' };
-      expect(() => stringsIn(compose).map((s) => interpolate(s, without))).toThrow(new RegExp(`${secret} is missing.*README`));
+      expect(() => stringsIn(compose).map((s) => interpolate(s, without))).toThrow(new RegExp(`${secret} is missing.*docs/deploying.md`));
     }
   });
 
