@@ -1,4 +1,5 @@
 import { DDSketch } from '@datadog/sketches-js';
+import { errorMessage } from '../errors.js';
 
 // The one place DDSketch (@datadog/sketches-js) is used. Its protobuf form is what done markers
 // and manifests keep, so a sketch written by an earlier release must still read: the library stays,
@@ -42,7 +43,7 @@ export class QuantileSketch {
     try {
       sketch = DDSketch.fromProto(Buffer.from(text, 'base64'));
     } catch (err) {
-      throw new Error(`not a DDSketch (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+      throw new Error(`not a DDSketch (${errorMessage(err)})`, { cause: err });
     }
     if (sketch.mapping.gamma !== QuantileSketch.empty(relativeAccuracy).gamma || sketch.count !== exact.count) {
       throw new Error(`not a DDSketch of ${exact.count} values at relative accuracy ${relativeAccuracy}`);
