@@ -22,7 +22,7 @@ import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
-import { serviceClientFactory } from '../pipeline/run-client.js';
+import { serviceClientFactory } from '../app/service-clients.js';
 import { directWebhooks } from './webhooks.js';
 
 /** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */

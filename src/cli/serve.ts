@@ -13,7 +13,7 @@ import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
 import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
-import { serviceClientFactory } from '../pipeline/run-client.js';
+import { serviceClientFactory } from '../app/service-clients.js';
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { serviceClientFactory } from '../app/service-clients.js';
 import { loadSettings } from '../config/settings.js';
 import { errorMessage, UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
@@ -121,7 +122,7 @@ export function registerWorker(program: Command): void {
             segments: flags.segments,
             shutdownTimeoutMs: flags.shutdownTimeout,
             lockDurationMs: flags.lockDuration,
-            tokens: settings.serviceTokens,
+            predictors: serviceClientFactory(settings.serviceTokens),
             policy: settings.policy,
             runDefaults: settings.runDefaults,
             observer,

@@ -7,8 +7,7 @@ import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import { ReadAhead } from '../pipeline/read-ahead.js';
-import { runServiceClient } from '../pipeline/run-client.js';
-import type { ServiceClient } from '../service/client.js';
+import type { OwnPredictor } from '../pipeline/predictor.js';
 import type { RequestSlots } from '../service/request-slots.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -52,7 +51,7 @@ export class WorkerContext {
   private readonly processGate;
   private readonly runSlots = new Map<string, RequestSlots>();
   private readonly readAheads = new Map<string, ReadAhead>();
-  private readonly clients = new Map<string, ServiceClient>();
+  private readonly clients = new Map<string, OwnPredictor>();
   private readonly runs = new Map<string, Promise<PreparedRun>>();
 
   constructor(
@@ -77,11 +76,11 @@ export class WorkerContext {
   }
 
   /** One client (keep-alive pool) per service, time limit and retry count. */
-  clientFor(o: RunOptions): ServiceClient {
+  clientFor(o: RunOptions): OwnPredictor {
     const key = JSON.stringify([o.service, o.timeout, o.retries]);
     let client = this.clients.get(key);
     if (!client) {
-      client = runServiceClient(o, { tokens: this.options.tokens ?? new Map(), connections: this.options.concurrency, log: this.log });
+      client = this.options.predictors(o, this.options.concurrency, this.log);
       this.clients.set(key, client);
     }
     return client;

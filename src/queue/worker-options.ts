@@ -1,7 +1,7 @@
 import type { Processor } from 'bullmq';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
-import type { ServiceTokens } from '../config/service-tokens.js';
+import type { PredictorFactory } from '../pipeline/predictor.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 
@@ -27,8 +27,11 @@ export interface WorkerOptions {
   shutdownTimeoutMs: number;
   /** BullMQ lock duration in ms: a killed worker's segments go back to the queue after about this long. */
   lockDurationMs: number;
-  /** The bearer tokens of service origins (see tokenFor); never logged. None: no service gets one. */
-  tokens?: ServiceTokens;
+  /**
+   * Builds the service client of a run's options (with its origin's token, never logged); the
+   * worker keeps one per service, time limit and retry count.
+   */
+  predictors: PredictorFactory;
   /**
    * What runs may read, write and call, checked before a run job or segment job reads or sends
    * anything (the storage given to the worker should be guarded by it too). None: everything.
@@ -47,4 +50,10 @@ export interface WorkerOptions {
   listener?: RunListener;
 }
 
-export const DEFAULT_WORKER_OPTIONS: WorkerOptions = { concurrency: 4, segments: 2, shutdownTimeoutMs: 30_000, lockDurationMs: 30_000 };
+/** The worker's defaults: what its flags default to. */
+export const DEFAULT_WORKER_OPTIONS: Pick<WorkerOptions, 'concurrency' | 'segments' | 'shutdownTimeoutMs' | 'lockDurationMs'> = {
+  concurrency: 4,
+  segments: 2,
+  shutdownTimeoutMs: 30_000,
+  lockDurationMs: 30_000,
+};

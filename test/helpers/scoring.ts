@@ -18,7 +18,7 @@ import { csvLine, RENTAL_COLUMNS, rentalRow, rentalsCsv } from '../../src/simula
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
-import { serviceClientFactory } from '../../src/pipeline/run-client.js';
+import { serviceClientFactory } from '../../src/app/service-clients.js';
 
 /** A temp folder removed by `cleanup`. */
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {

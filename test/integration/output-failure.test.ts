@@ -28,7 +28,7 @@ describe('staged copies', () => {
       encoding: 'utf-8',
       stage: () => parseLocation(staged),
     });
-    expect(plan.files[0]).toMatchObject({ gzip: true, rows: 5000, staged: { location: staged } });
+    expect(plan.files[0]).toMatchObject({ gzip: true, rows: 5000, staged: { location: parseLocation(staged) } });
     const copy = await readFile(staged, 'utf8');
     expect(copy).toBe(text);
     expect(plan.segments).toHaveLength(5);

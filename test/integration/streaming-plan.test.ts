@@ -14,7 +14,7 @@ import type { ReadOptions, Storage } from '../../src/storage/storage-types.js';
 import { waitFor } from '../helpers/queue.js';
 import { rejection } from '../helpers/rejection.js';
 import { score, startSimulator, useRentalsInput } from '../helpers/scoring.js';
-import { serviceClientFactory } from '../../src/pipeline/run-client.js';
+import { serviceClientFactory } from '../../src/app/service-clients.js';
 
 // Planning a CSV goes on while its first segments are scored (see startRun). To see that without
 // timing luck, planning's read of the input is held after its first bytes until the test lets it

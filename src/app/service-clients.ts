@@ -3,14 +3,18 @@ import { tokenFor, type ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import type { PredictorFactory } from './predictor.js';
+import type { PredictorFactory } from '../pipeline/predictor.js';
+
+// Wiring: the one place a run's options become a ServiceClient. Commands hand the factory to the
+// pipeline (scoreRun's predictorFor) and to workers (WorkerOptions.predictors), which never build
+// a client themselves.
 
 /**
  * The Model Query Service client a run's options ask for: its service, time limit and retries,
  * with `connections` kept alive (as many as requests may be in flight) and the token of that
  * service's origin, if it has one (see tokenFor), never logged.
  */
-export function runServiceClient(
+function runServiceClient(
   options: Pick<RunOptions, 'service' | 'timeout' | 'retries'>,
   ctx: { tokens: ServiceTokens; connections: number; log: Logger },
 ): ServiceClient {
