@@ -8,6 +8,7 @@ import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { dryRun } from '../pipeline/dry-run.js';
 import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
+import { listenRefusal } from './listen-refusal.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
@@ -79,10 +80,7 @@ export function registerServe(program: Command): void {
               { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens) },
             ),
         }).catch((err: unknown) => {
-          const code = (err as { code?: string }).code;
-          if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
-            throw new UsageError(`cannot listen on ${flags.host}:${flags.port ?? settings.port} (${code}): choose another --host or --port`, { cause: err });
-          throw err;
+          throw listenRefusal(err, 'serve', flags.host, flags.port ?? settings.port, 'choose another --host or --port');
         });
         await runUntilSignal(log, async () => {
           await serving.close();

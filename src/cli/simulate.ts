@@ -5,6 +5,7 @@ import { formatIssues } from '../config/run-options.js';
 import { createLogger } from '../log.js';
 import { simulatorOptionsSchema } from '../simulator/options.js';
 import { action } from './action.js';
+import { listenRefusal } from './listen-refusal.js';
 
 const num = (v: string) => Number(v);
 
@@ -37,7 +38,9 @@ export function registerSimulate(program: Command): void {
         if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error, 'flags')}`);
         const log = createLogger({ name: 'simulator' });
         const { createSimulator } = await import('../simulator/server.js');
-        const simulator = await createSimulator(parsed.data, log);
+        const simulator = await createSimulator(parsed.data, log).catch((err: unknown) => {
+          throw listenRefusal(err, 'simulate', parsed.data.host, parsed.data.port, 'choose another --port (0 picks a free one) or --host');
+        });
         process.stdout.write(`simulator listening on ${simulator.url}\n`);
         await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
         await simulator.close();

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { serviceClientFactory } from '../app/service-clients.js';
 import { loadSettings } from '../config/settings.js';
-import { errorMessage, UsageError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
 import { lineageListener } from '../lineage/lineage-listener.js';
 import { createLogger, type Logger } from '../log.js';
@@ -10,6 +10,7 @@ import type { ScoringObserver } from '../pipeline/scoring-observer.js';
 import { redisTarget } from '../queue/redis-target.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { Releasers } from '../shutdown-steps.js';
+import { listenRefusal } from './listen-refusal.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
@@ -65,9 +66,7 @@ async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number
   const registry = createMetricsRegistry();
   const observer = scoringMetrics(registry, { maxConcurrency: concurrency });
   const server = await startMetricsServer({ host, port, registry, credentials: { token }, log }).catch((err: unknown) => {
-    throw new UsageError(`worker: --metrics-port ${port}: cannot listen on ${host}:${port} (${errorMessage(err)}); choose another port or --metrics-host`, {
-      cause: err,
-    });
+    throw listenRefusal(err, `worker: --metrics-port ${port}`, host, port, 'choose another --metrics-port or --metrics-host');
   });
   releasers.add('metrics server', () => server.close());
   return observer;

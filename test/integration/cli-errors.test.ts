@@ -178,3 +178,30 @@ describe('Ctrl-C during score', () => {
     });
   }
 });
+
+describe('a port another process holds', () => {
+  it('simulate and serve exit 2 naming the address, the reason and what to change', async () => {
+    const { createServer } = await import('node:net');
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const simulate = await runCli(['simulate', '--port', String(port)]);
+      expect([simulate.code, simulate.stderr.trimEnd().split('\n').at(-1)]).toEqual([
+        2,
+        expect.stringMatching(
+          new RegExp(`^batch-scorer: simulate: cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\): choose another --port .*\\[E_USAGE\\]$`),
+        ),
+      ]);
+      const serve = await runCli(['serve', '--port', String(port)], { REDIS_URL: process.env.REDIS_URL });
+      expect([serve.code, serve.stderr.trimEnd().split('\n').at(-1)]).toEqual([
+        2,
+        expect.stringMatching(
+          new RegExp(`^batch-scorer: serve: cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\): choose another --host or --port \\[E_USAGE\\]$`),
+        ),
+      ]);
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+  });
+});
