@@ -87,8 +87,6 @@ export const segmentJobDataSchema = z.object({
 });
 /** A segment job's data as written to Redis (its folder as text, formatLocation's). */
 export type SegmentJobData = z.input<typeof segmentJobDataSchema>;
-/** A segment job's data as a worker reads it. */
-export type SegmentJob = z.output<typeof segmentJobDataSchema>;
 
 /**
  * A job's data read through its queue's schema, at the worker's door, so code past it sees
