@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import { directNotifier } from '../notify/direct-notifier.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import { notifyConfig } from '../notify/notify-config.js';
-import type { WebhookDelivery } from '../notify/webhook-delivery.js';
+import type { StoredWebhookDelivery } from '../notify/webhook-delivery.js';
 import { redisConnection, type QueueConfig } from '../queue/queues.js';
 import type { AlsoProcessed } from '../queue/worker-options.js';
 import type { Storage } from '../storage/storage-types.js';
@@ -25,7 +25,7 @@ export async function queuedWebhooks(
   const [{ Queue }, { NOTIFICATIONS_QUEUE, queuedNotifier }] = await Promise.all([import('bullmq'), import('../notify/queued-notifier.js')]);
   // A worker's connection: an add waits out a Redis outage instead of failing (the delivery would be lost).
   const connection = redisConnection(queue, 'worker');
-  const notifications = new Queue<WebhookDelivery>(NOTIFICATIONS_QUEUE, { connection, prefix: queue.prefix });
+  const notifications = new Queue<StoredWebhookDelivery>(NOTIFICATIONS_QUEUE, { connection, prefix: queue.prefix });
   const { listener, processor } = queuedNotifier(notifications, config, storage, log);
   // Closed by the worker's shutdown once it takes no more jobs.
   const close = async () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { runFiles } from '../pipeline/prepared-run.js';
 import { readRunFile, writeRunFile } from '../pipeline/run-file.js';
-import { formatLocation, joinLocation, parseLocation, type Location } from '../storage/location.js';
+import { formatLocation, joinLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 
 /**
@@ -36,10 +36,9 @@ const recordsFolder = (folder: Location) => joinLocation(folder, 'notifications'
  * Writes a delivery's record into its run folder, when the run has written its manifest there: a
  * run refused before it made its folder (a missing input) must not get one made by its webhook.
  */
-export async function recordDelivery(storage: Storage, folder: string, record: DeliveryRecord): Promise<void> {
-  const loc = parseLocation(folder);
-  if (!(await storage.exists(runFiles.manifest(loc)))) return;
-  await writeRunFile(storage, joinLocation(recordsFolder(loc), `${record.deliveryId}.json`), record, { pretty: true });
+export async function recordDelivery(storage: Storage, folder: Location, record: DeliveryRecord): Promise<void> {
+  if (!(await storage.exists(runFiles.manifest(folder)))) return;
+  await writeRunFile(storage, joinLocation(recordsFolder(folder), `${record.deliveryId}.json`), record, { pretty: true });
 }
 
 /** The delivery records of a run folder, in name order (at most RECORDS_READ). */

@@ -4,7 +4,7 @@ import type { RunListener } from '../pipeline/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery, type AttemptContext } from './delivery-attempt.js';
 import type { NotifyConfig } from './notify-config.js';
-import { deliveriesOf, type WebhookDelivery } from './webhook-delivery.js';
+import { deliveriesOf, webhookDeliverySchema, type WebhookDelivery } from './webhook-delivery.js';
 import { WEBHOOK_TIMEOUT_MS } from './webhook-post.js';
 
 /** `score`'s bounds: three attempts, 1 s then 2 s apart, all within 15 s of the run's end. */
@@ -26,7 +26,8 @@ export function directNotifier(config: NotifyConfig, storage: Storage, log: Logg
       runStarted: () => undefined,
       runEnded: (manifest) => {
         const deadline = Date.now() + DIRECT_BUDGET_MS;
-        for (const delivery of deliveriesOf(manifest, config)) pending.push(deliver(delivery, deadline, ctx));
+        // Read as the queue's worker reads it: the manifest's folder text becomes the location it records in.
+        for (const delivery of deliveriesOf(manifest, config)) pending.push(deliver(webhookDeliverySchema.parse(delivery), deadline, ctx));
       },
     },
     settled: async () => {

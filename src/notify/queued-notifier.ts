@@ -1,10 +1,11 @@
 import { UnrecoverableError, type Processor, type Queue } from 'bullmq';
+import { formatIssues } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery } from './delivery-attempt.js';
 import type { NotifyConfig } from './notify-config.js';
-import { deliveriesOf, type WebhookDelivery } from './webhook-delivery.js';
+import { deliveriesOf, webhookDeliverySchema, type StoredWebhookDelivery } from './webhook-delivery.js';
 
 /** Webhook deliveries: one job per run end and target, its id the delivery's. */
 export const NOTIFICATIONS_QUEUE = 'notifications';
@@ -30,11 +31,11 @@ export const NOTIFICATION_JOB_OPTS = {
  * answer was lost is sent again, with the same X-Batch-Scorer-Delivery.
  */
 export function queuedNotifier(
-  notifications: Queue<WebhookDelivery>,
+  notifications: Queue<StoredWebhookDelivery>,
   config: NotifyConfig,
   storage: Storage,
   log: Logger,
-): { listener: RunListener; processor: Processor<WebhookDelivery> } {
+): { listener: RunListener; processor: Processor<StoredWebhookDelivery> } {
   const notifyLog = log.child({ queue: NOTIFICATIONS_QUEUE });
   notifications.on('error', (err) => notifyLog.warn({ err }, 'notifications queue error'));
   const listener: RunListener = {
@@ -47,10 +48,13 @@ export function queuedNotifier(
       }
     },
   };
-  const processor: Processor<WebhookDelivery> = async (job) => {
+  const processor: Processor<StoredWebhookDelivery> = async (job) => {
     const number = job.attemptsMade + 1;
     const last = () => number >= (job.opts.attempts ?? 1);
-    const result = await attemptDelivery(job.data, { number, last }, { secret: config.secret, storage, log: notifyLog });
+    const read = webhookDeliverySchema.safeParse(job.data);
+    // Job data of another release, or written by hand: failed at once, naming what does not fit.
+    if (!read.success) throw new UnrecoverableError(`delivery job ${job.id} cannot be read (${formatIssues(read.error)}) [E_USAGE]`);
+    const result = await attemptDelivery(read.data, { number, last }, { secret: config.secret, storage, log: notifyLog });
     if (result.verdict === 'delivered') return { status: result.status };
     const why = `webhook answered ${result.status ?? result.error}`;
     throw result.verdict === 'give-up' ? new UnrecoverableError(`${why}: not tried again`) : new Error(why);

@@ -29,7 +29,11 @@ export function verdictOf(status: number): AttemptVerdict {
 }
 
 /** One attempt: the body POSTed, signed now, with the delivery's id; no answer within `timeoutMs` is a passing failure. */
-export async function postWebhook(delivery: WebhookDelivery, secret: string, timeoutMs: number = WEBHOOK_TIMEOUT_MS): Promise<AttemptResult> {
+export async function postWebhook(
+  delivery: Pick<WebhookDelivery, 'id' | 'url' | 'body'>,
+  secret: string,
+  timeoutMs: number = WEBHOOK_TIMEOUT_MS,
+): Promise<AttemptResult> {
   try {
     const answer = await fetch(delivery.url, {
       method: 'POST',

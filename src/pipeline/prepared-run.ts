@@ -92,7 +92,9 @@ export function sentInputColumns(run: PreparedRun): string[] {
 
 /** Where a run keeps its files: the run folder and its `_work` area (removed once assembled). */
 export const runFiles = {
-  folder: (out: string, runId: string): Location => joinLocation(parseLocation(out), runId),
+  folder: (out: string, runId: string): Location => runFiles.folderIn(parseLocation(out), runId),
+  /** The run folder under an output root already parsed (read from stored text by its schema). */
+  folderIn: (out: Location, runId: string): Location => joinLocation(out, runId),
   /** Made first, only where no file is (see run-folder-claim.ts): what makes the folder this run's. */
   claim: (folder: Location) => joinLocation(folder, '_work', 'claim.json'),
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),

@@ -1,6 +1,10 @@
 import { hostname } from 'node:os';
-import { runOptionsSchema, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
+import { z } from 'zod';
+import { formatIssues, runOptionsSchema, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
+import { UsageError } from '../errors.js';
+import { runFiles } from '../pipeline/prepared-run.js';
 import type { RunTrigger } from '../pipeline/run-trigger.js';
+import { storedLocationSchema, type Location } from '../storage/location.js';
 import { QueueCluster } from './queue-cluster.js';
 import { QueueRedis } from './queue-redis.js';
 import { redisTarget } from './redis-target.js';
@@ -23,9 +27,11 @@ export interface QueueConfig {
 }
 
 /**
- * A run job's data: what was asked, plus where the run got to, so a retried or resumed job goes
- * on from there. Options hold only what the enqueuer set; the worker fills in its own defaults
- * (its MODEL_SERVICE_URL and config files), so producers need not know the deployment.
+ * A run job's data as written to Redis: what was asked, plus where the run got to, so a retried or
+ * resumed job goes on from there. Options hold only what the enqueuer set; the worker fills in its
+ * own defaults (its MODEL_SERVICE_URL and config files), so producers need not know the deployment.
+ * `request` stays text: it is the request as typed (its input may be a glob), and the run folder's
+ * claim and run.json store it so; the run folder it names is parsed once, by runJobDataSchema.
  */
 export interface RunJobData {
   runId: string;
@@ -36,17 +42,62 @@ export interface RunJobData {
   plannedAt?: number;
 }
 
+/** A run job's data as a worker reads it (runJobDataSchema): its run folder, `<out>/<runId>`, parsed. */
+export type RunJob = RunJobData & { folder: Location };
+
+const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * How a worker reads a run job's data (see readJobData). Job data may come from any producer that
+ * can write to Redis, or from another release: its options are checked where its defaults are
+ * known (askedRequest), its trigger is carried as it came (status reads it leniently).
+ */
+export const runJobDataSchema: z.ZodType<RunJob, RunJobData> = z
+  .object({
+    runId: z.string().min(1),
+    request: z.object({
+      input: z.string(),
+      model: z.string(),
+      out: z.string(),
+      options: z.custom<RunOptionsInput>(isObject, 'must be an object'),
+      trigger: z.custom<RunTrigger>().optional(),
+    }),
+    step: z.enum(['score', 'assemble']).optional(),
+    startedAt: z.string().optional(),
+    plannedAt: z.number().optional(),
+  })
+  .transform((data, ctx) => {
+    const out = storedLocationSchema.safeParse(data.request.out);
+    if (out.success) return { ...data, folder: runFiles.folderIn(out.data, data.runId) };
+    for (const issue of out.error.issues) ctx.issues.push({ code: 'custom', message: issue.message, input: data.request.out, path: ['request', 'out'] });
+    return z.NEVER;
+  });
+
 /** A segment job's data: small, since segment results live in storage, not in Redis. */
-export interface SegmentJobData {
-  runId: string;
-  /** The run folder, where `_work/run.json` says everything else. */
-  folder: string;
-  index: number;
+export const segmentJobDataSchema = z.object({
+  runId: z.string().min(1),
+  /** The run folder, where `_work/run.json` says everything else: text in Redis, a location once read. */
+  folder: storedLocationSchema,
+  index: z.int().min(0),
   /**
    * The run job's creation time: a run enqueued again (a resume, maybe with a higher
    * --max-error-rate) may have rewritten `_work/run.json`, so workers read it again per generation.
    */
-  generation: number;
+  generation: z.number(),
+});
+/** A segment job's data as written to Redis (its folder as text, formatLocation's). */
+export type SegmentJobData = z.input<typeof segmentJobDataSchema>;
+
+/**
+ * A job's data read through its queue's schema, at the worker's door, so code past it sees
+ * checked values (locations parsed) and never re-parses text. Data that does not fit (written by
+ * hand, or by a release that wrote another shape) is E_USAGE naming each field, never passed on
+ * to fail obscurely; E_USAGE is not retriable, so the job fails at once.
+ */
+export function readJobData<T>(schema: z.ZodType<T, unknown>, job: { id?: string; queueName: string; data: unknown }): T {
+  const read = schema.safeParse(job.data);
+  if (read.success) return read.data;
+  throw new UsageError(`job ${job.id ?? '?'} of queue ${job.queueName}: its data cannot be read (${formatIssues(read.error)})`);
 }
 
 /**

@@ -16,7 +16,18 @@ import { requireRunFile } from '../pipeline/run-file.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
 import { formatLocation, type Location } from '../storage/location.js';
-import { ATTEMPTS, JOB_PRIORITY, RETENTION, WORKER_ID, runPriority, segmentJobId, type RunJobData } from './queues.js';
+import {
+  ATTEMPTS,
+  JOB_PRIORITY,
+  RETENTION,
+  WORKER_ID,
+  runJobDataSchema,
+  runPriority,
+  segmentJobId,
+  type RunJob,
+  type RunJobData,
+  type SegmentJobData,
+} from './queues.js';
 import { cancelledError } from './run-cancel.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
@@ -29,13 +40,13 @@ import type { WorkerContext } from './worker-context.js';
  */
 export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
   return async (job, token, lost) => {
-    const data = job.data;
+    const data = await ctx.readJob(job, token, runJobDataSchema);
+    const { folder } = data;
     const cancel = ctx.cancelWatch.follow(data.runId);
     const signal = ctx.jobSignal(cancel.signal, lost);
     const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
     let plannedAt = data.plannedAt;
-    const folder = runFiles.folder(data.request.out, data.runId);
     let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
     try {
@@ -52,7 +63,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Another's folder is refused before any of its files is read as this run's.
       await checkRunFolder(ctx.storage, folder, data.runId, signal);
       request = await effectiveRequest(ctx, data, asked);
-      const succeeded = await alreadySucceeded(ctx, request, data.runId);
+      const succeeded = await alreadySucceeded(ctx, request, data.runId, folder);
       if (succeeded) {
         await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
         // A new job for a run an earlier job finished (and metrics counted): counted once, not again.
@@ -87,7 +98,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
             `planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`,
           );
           plannedAt = Date.now();
-          await job.updateData({ ...data, step: 'score', startedAt, plannedAt });
+          // The data as it came, keys of other releases kept: only the step moves on.
+          await job.updateData({ ...job.data, step: 'score', startedAt, plannedAt });
         }
         if (todo.length > 0) {
           signal.throwIfAborted();
@@ -97,7 +109,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           await ctx.segmentsQueue.addBulk(
             todo.map((index) => ({
               name: 'segment',
-              data: { runId, folder: formatLocation(folder), index, generation: job.timestamp },
+              data: { runId, folder: formatLocation(folder), index, generation: job.timestamp } satisfies SegmentJobData,
               opts: {
                 jobId: segmentJobId(runId, job.timestamp, index),
                 parent: { id: job.id!, queue: job.queueQualifiedName },
@@ -110,7 +122,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
           );
           if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
         }
-        await job.updateData({ ...data, step: 'assemble', startedAt, plannedAt });
+        await job.updateData({ ...job.data, step: 'assemble', startedAt, plannedAt });
       }
       // The cancel handshake: the step says `assemble` before the marker is read here, and cancel()
       // writes the marker before it reads the step; so either this sees the cancel, or cancel()
@@ -195,7 +207,7 @@ async function expiredQueuedRun(
 }
 
 /** The enqueuer's request, its options over this worker's defaults. */
-function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
+function askedRequest(ctx: WorkerContext, data: RunJob): RunRequest {
   return { ...data.request, options: parseRunOptions({ ...ctx.options.runDefaults, ...data.request.options }, `run ${data.runId} options`) };
 }
 
@@ -206,8 +218,8 @@ function askedRequest(ctx: WorkerContext, data: RunJobData): RunRequest {
  * it; output-neutral options the enqueuer set (a higher --max-error-rate for a resume) take effect,
  * and its caps, set or not (see CAP_OPTIONS).
  */
-async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: RunRequest): Promise<RunRequest> {
-  const folder = runFiles.folder(data.request.out, data.runId);
+async function effectiveRequest(ctx: WorkerContext, data: RunJob, request: RunRequest): Promise<RunRequest> {
+  const { folder } = data;
   const stored = (await readPreparedRun(ctx.storage, folder))?.request ?? (await readClaimedRequest(ctx.storage, folder));
   if (!stored) return request;
   const set = [...new Set([...Object.keys(data.request.options), ...CAP_OPTIONS])].filter((k) => k !== 'runId') as (keyof RunOptions)[];
@@ -218,10 +230,10 @@ async function effectiveRequest(ctx: WorkerContext, data: RunJobData, request: R
 /**
  * The manifest of a run that already succeeded: its job was retried after `_SUCCESS` was
  * written, or its id enqueued again after the job was removed. It is not run twice; the same id
- * asking for something else is refused.
+ * asking for something else is refused. `folder` is the job's run folder, which `request` names
+ * too (effectiveRequest keeps a stored request only when it asks for the same output).
  */
-async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: string): Promise<Manifest | undefined> {
-  const folder = runFiles.folder(request.out, runId);
+async function alreadySucceeded(ctx: WorkerContext, request: RunRequest, runId: string, folder: Location): Promise<Manifest | undefined> {
   if (!(await ctx.storage.exists(runFiles.success(folder)))) return undefined;
   const manifest = await requireRunFile(ctx.storage, runFiles.manifest(folder), succeededManifestSchema);
   const asked = { input: manifest.input.location, out: request.out, model: manifest.model.requested, options: manifest.options };

@@ -8,8 +8,7 @@ import { quarantineAllowance } from '../pipeline/error-budget.js';
 import { capLimits, cappedPredictor } from '../pipeline/run-caps.js';
 import { scoreSegment } from '../pipeline/score-segment.js';
 import { readSegmentDone } from '../pipeline/segment-done.js';
-import { parseLocation } from '../storage/location.js';
-import { WORKER_ID, type SegmentJobData } from './queues.js';
+import { segmentJobDataSchema, WORKER_ID, type SegmentJobData } from './queues.js';
 import { RunErrorBudget } from './run-error-budget.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
@@ -18,8 +17,7 @@ import type { WorkerContext } from './worker-context.js';
 /** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
-    const { runId, index, generation } = job.data;
-    const folder = parseLocation(job.data.folder);
+    const { runId, folder, index, generation } = await ctx.readJob(job, token, segmentJobDataSchema);
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
     let run: PreparedRun | undefined;
     const onFinal = async (e: Error) => {

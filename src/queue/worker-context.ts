@@ -1,6 +1,7 @@
 import { DelayedError, Job, Queue } from 'bullmq';
 import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
+import type { z } from 'zod';
 import type { RunOptions } from '../config/run-options.js';
 import { AbortedError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -13,7 +14,7 @@ import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { CancelWatch } from './cancel-watch.js';
 import { FleetBudgets } from './fleet-budget.js';
-import { RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import { readJobData, RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 import { RunCapsStore } from './run-caps-store.js';
@@ -171,6 +172,18 @@ export class WorkerContext {
     jobLog.error({ err, code: errorCode(err), attempt: job.attemptsMade + 1 }, 'job failed');
     if (isFinalFailure(mapped, job.attemptsMade, job.opts.attempts)) await onFinal(err as Error);
     return mapped;
+  }
+
+  /**
+   * A job's data read through its queue's schema (see readJobData). Data that does not fit fails
+   * the job at once, logged; no run is told: it may name none, or one it cannot be trusted with.
+   */
+  async readJob<T>(job: Job, token: string | undefined, schema: z.ZodType<T, unknown>): Promise<T> {
+    try {
+      return readJobData(schema, job);
+    } catch (err) {
+      throw await this.failJob(job, token, err, this.log.child({ jobId: job.id }), async () => {});
+    }
   }
 
   /** Closes the queues, fleet budgets and service clients (the Redis connection is the caller's). */

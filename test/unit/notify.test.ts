@@ -9,11 +9,12 @@ import { notificationsSection } from '../../src/http/notifications-section.js';
 import type { DeliveryRecord } from '../../src/notify/delivery-record.js';
 import { notifyConfig, targetsOf } from '../../src/notify/notify-config.js';
 import { runEvents } from '../../src/notify/notify-events.js';
-import { deliveriesOf, deliveryId } from '../../src/notify/webhook-delivery.js';
+import { deliveriesOf, deliveryId, webhookDeliverySchema } from '../../src/notify/webhook-delivery.js';
 import { webhookBody } from '../../src/notify/webhook-body.js';
 import { verdictOf } from '../../src/notify/webhook-post.js';
 import { webhookSignature } from '../../src/notify/webhook-signature.js';
 import { buildManifest, type Manifest } from '../../src/pipeline/manifest.js';
+import { formatLocation } from '../../src/storage/location.js';
 import type { Drift } from '../../src/pipeline/drift.js';
 import { loadPipelines } from '../../src/triggers/pipelines.js';
 
@@ -153,6 +154,18 @@ describe('run events and targets', () => {
     expect(d.id).toBe(id);
     expect(JSON.parse(d.body)).toMatchObject({ deliveryId: id, runId: m.runId });
     expect(d.body).not.toContain('token');
+  });
+
+  it('a delivery keeps its run folder as the manifest’s text in job data, and is read with it parsed', () => {
+    const m = failedRun();
+    const [stored] = deliveriesOf(m, notifyConfig({ urls: [TOKEN_URL], secret: SECRET })!);
+    expect(stored.folder).toBe('/out/nightly-20261126T0200Z');
+    const read = webhookDeliverySchema.parse(JSON.parse(JSON.stringify(stored)));
+    expect(read.folder).toEqual({ kind: 'file', path: '/out/nightly-20261126T0200Z' });
+    expect({ ...read, folder: read.folder && formatLocation(read.folder) }).toEqual(stored);
+    expect(webhookDeliverySchema.parse({ ...stored, folder: null }).folder).toBe(null);
+    const bad = webhookDeliverySchema.safeParse({ ...stored, folder: 'ftp://host/out' });
+    expect(bad.error?.issues.map((i) => i.path)).toEqual([['folder']]);
   });
 
   it('2xx is delivered; 408, 429 and 5xx are tried again; other statuses (4xx, redirects) are given up', () => {
