@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { basename, formatLocation, type Location } from '../storage/location.js';
@@ -23,6 +24,15 @@ const MARKERS = [runFiles.claim, runFiles.prepared, runFiles.manifest];
 /** Files a refusal names: enough to recognise the folder by. */
 const FILES_SHOWN = 3;
 
+/**
+ * How long a folder that holds no file yet is not empty is watched before it is refused, and how
+ * often it is looked at: a claim is written to a half-written file first (local storage), so a run
+ * of the same id starting at that moment sees a folder with nothing in it but that, for the
+ * milliseconds the write takes. A FIFO, or a half-written file a crash left, stays, and is refused.
+ */
+const CLAIM_WRITE_MS = 2_000;
+const CLAIM_LOOK_MS = 25;
+
 /** Another's folder: a few of the files in it, and the marker that names another run, if one does. */
 interface Foreign {
   files: string[];
@@ -46,12 +56,12 @@ export async function claimRunFolder(
   request: RunRequest,
   signal?: AbortSignal,
 ): Promise<RunRequest | undefined> {
-  let found = await standing(storage, folder, runId, signal);
+  let found = await settledStanding(storage, folder, runId, signal);
   if (found === 'empty') {
     const claim = runFileText({ runId, request, claimedAt: new Date().toISOString() }, true);
     if (await makeClaim(storage, folder, claim, signal)) return undefined;
     // Another run of this id made its claim between the look and the write: whose it is decides.
-    found = await standing(storage, folder, runId, signal);
+    found = await settledStanding(storage, folder, runId, signal);
   }
   if (found === 'empty') {
     throw new BatchScorerError(
@@ -101,6 +111,20 @@ async function standing(storage: Storage, folder: Location, runId: string, signa
     if (id !== undefined) otherRun ??= basename(marker(folder));
   }
   return { files, ...(otherRun !== undefined && { otherRun }) };
+}
+
+/**
+ * The folder's standing once no claim is being written in it: a folder holding nothing but
+ * entries that are no files (see CLAIM_WRITE_MS) is looked at again until it changes or the time is up.
+ */
+async function settledStanding(storage: Storage, folder: Location, runId: string, signal?: AbortSignal): Promise<'own' | 'empty' | Foreign> {
+  const deadline = Date.now() + CLAIM_WRITE_MS;
+  for (;;) {
+    const found = await standing(storage, folder, runId, signal);
+    const nothingYet = typeof found === 'object' && found.files.length === 0 && found.otherRun === undefined;
+    if (!nothingYet || Date.now() >= deadline) return found;
+    await sleep(CLAIM_LOOK_MS, undefined, { signal });
+  }
 }
 
 /**
