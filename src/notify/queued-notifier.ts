@@ -1,11 +1,12 @@
 import { UnrecoverableError, type Processor, type Queue } from 'bullmq';
-import { formatIssues } from '../config/run-options.js';
 import type { Logger } from '../log.js';
+import { readJobData } from '../queue/queues.js';
+import { toQueueError } from '../queue/to-queue-error.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery } from './delivery-attempt.js';
 import type { NotifyConfig } from './notify-config.js';
-import { deliveriesOf, webhookDeliverySchema, type StoredWebhookDelivery } from './webhook-delivery.js';
+import { deliveriesOf, webhookDeliverySchema, type StoredWebhookDelivery, type WebhookDelivery } from './webhook-delivery.js';
 
 /** Webhook deliveries: one job per run end and target, its id the delivery's. */
 export const NOTIFICATIONS_QUEUE = 'notifications';
@@ -51,10 +52,14 @@ export function queuedNotifier(
   const processor: Processor<StoredWebhookDelivery> = async (job) => {
     const number = job.attemptsMade + 1;
     const last = () => number >= (job.opts.attempts ?? 1);
-    const read = webhookDeliverySchema.safeParse(job.data);
-    // Job data of another release, or written by hand: failed at once, naming what does not fit.
-    if (!read.success) throw new UnrecoverableError(`delivery job ${job.id} cannot be read (${formatIssues(read.error)}) [E_USAGE]`);
-    const result = await attemptDelivery(read.data, { number, last }, { secret: config.secret, storage, log: notifyLog });
+    let delivery: WebhookDelivery;
+    try {
+      // Job data of another release, or written by hand: failed at once (E_USAGE), naming what does not fit.
+      delivery = readJobData(webhookDeliverySchema, job);
+    } catch (err) {
+      throw toQueueError(err);
+    }
+    const result = await attemptDelivery(delivery, { number, last }, { secret: config.secret, storage, log: notifyLog });
     if (result.verdict === 'delivered') return { status: result.status };
     const why = `webhook answered ${result.status ?? result.error}`;
     throw result.verdict === 'give-up' ? new UnrecoverableError(`${why}: not tried again`) : new Error(why);
