@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
-import { useQueueFixture } from '../helpers/queue.js';
+import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
 
 // The "done when": --max-requests 50 on a run of 200 requests (20,000 rows in batches of
@@ -129,6 +129,9 @@ describe('caps on queued runs', () => {
     await f.setup({ rateLimitRate: 0.1, retryAfterSeconds: 0, seed: 11 });
     f.worker(['--concurrency', '4']);
     f.worker(['--concurrency', '4']);
+    // Both take segments from the start: a worker still starting when they are queued could find
+    // them all taken by the other, which then spends the 50 calls alone.
+    await waitFor('both workers to start', () => f.workers.every((w) => w.log().includes('worker started')), 30_000);
     const out = join(tmp.dir, 'queued');
     const enqueued = await runCli(['enqueue', input, '--model', MODEL, '--out', out, '--run-id', 'q', ...SHAPE, '--max-requests', '50', '--wait'], f.env());
     expect(enqueued.code).toBe(1);
