@@ -10,7 +10,7 @@ import type { Storage } from '../storage/storage-types.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import type { SegmentCounts } from './segment-counts.js';
-import type { SegmentDone } from './segment-done.js';
+import { piecesOf, type SegmentDone } from './segment-done.js';
 
 /** An output of the run and the segments whose rows it holds: `predictions`, or one per input file. */
 export interface OutputGroup {
@@ -63,7 +63,7 @@ export async function assembleOutputs(
     await concatenateParts(
       storage,
       runFiles.errors(folder),
-      run.input.segments.map((s) => runFiles.segmentErrors(folder, s.index)),
+      run.input.segments.flatMap((s) => piecesOf(done[s.index], (piece) => runFiles.segmentErrors(folder, s.index, piece))),
       { rows: counts.rowsQuarantined, sizeHint: errorsBytes, signal },
     ),
   );
@@ -75,7 +75,7 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
   const { folder, output } = run;
   const format = run.outputFormat;
   const extension = `${format}${output.compress === 'gzip' ? '.gz' : ''}`;
-  const parts = group.segments.map((i) => runFiles.segmentPart(folder, i, format));
+  const parts = group.segments.flatMap((i) => piecesOf(done[i], (piece) => runFiles.segmentPart(folder, i, format, piece)));
   const rows = group.segments.reduce((n, i) => n + done[i].rowsScored, 0);
   const { maxRowsPerFile: maxRows, outputEncoding: encoding } = run.request.options;
   const open = (name: string) => new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', encoding, signal });

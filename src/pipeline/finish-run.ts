@@ -96,7 +96,7 @@ export async function finishRun(
   await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   if (!moved) await storage.write(runFiles.success(folder), '', { signal });
   // The outputs are complete from here on (a drifted run's wait only for acceptance); leftover parts are litter, not a failure.
-  await removeWorkFiles(storage, run).catch((err: unknown) => {
+  await removeWorkFiles(storage, run, finished.done).catch((err: unknown) => {
     log.warn({ err, folder: formatLocation(folder) }, 'could not remove the files of _work; they may be deleted by hand');
   });
   if (moved) throw moved;

@@ -1,7 +1,7 @@
 import { basename, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { concatenateParts } from './assemble.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { runFiles, segmentErrorsPiece, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import { readSegmentsDone } from './segment-done.js';
 
@@ -27,13 +27,13 @@ export interface KeptQuarantine {
  */
 export async function keepQuarantinedRows(storage: Storage, run: PreparedRun): Promise<KeptQuarantine> {
   const { folder } = run;
-  const indexes = new Map(run.input.segments.map((s) => [basename(runFiles.segmentErrors(folder, s.index)), s.index]));
-  const parts: { location: Location; index: number }[] = [];
+  const parts: { location: Location; index: number; piece: number }[] = [];
   for await (const { location } of storage.list(runFiles.segmentsFolder(folder))) {
-    const index = indexes.get(basename(location));
-    if (index !== undefined) parts.push({ location, index });
+    const named = segmentErrorsPiece(basename(location));
+    if (named && named.index < run.input.segments.length) parts.push({ location, ...named });
   }
-  parts.sort((a, b) => a.index - b.index);
+  // A segment stopped on a cap and resumed has its rows in pieces, in order.
+  parts.sort((a, b) => a.index - b.index || a.piece - b.piece);
   const bySegment = run.input.segments.map(() => 0);
   await concatenateParts(
     storage,

@@ -102,14 +102,21 @@ export const runFiles = {
   /** What a run scored by `score` used of its caps by the end of its last attempt (see run-caps.ts). */
   caps: (folder: Location) => joinLocation(folder, '_work', 'caps.json'),
   segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),
-  /** A segment's scored rows, in the output's text format or, for Parquet, as `values` lines. */
-  segmentPart: (folder: Location, index: number, format: OutputFormat) =>
-    joinLocation(folder, '_work', 'segments', `${pad(index)}.${format === 'parquet' ? 'values.jsonl' : format}`),
+  /**
+   * A segment's scored rows, in the output's text format or, for Parquet, as `values` lines. A
+   * segment stopped on a cap and then resumed has more than one piece: piece 0 holds its first
+   * rows, each later piece goes on from where the one before stopped (see segment-prefix.ts).
+   */
+  segmentPart: (folder: Location, index: number, format: OutputFormat, piece = 0) =>
+    joinLocation(folder, '_work', 'segments', `${pieceName(index, piece)}.${format === 'parquet' ? 'values.jsonl' : format}`),
   /** UTF-8 copies of input files in other encodings, made when the run is planned. */
   stagedInput: (folder: Location, file: number) => joinLocation(folder, '_work', 'inputs', `${pad(file)}.txt`),
-  segmentErrors: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.errors.jsonl`),
+  /** A segment's quarantined rows, a file per piece as its scored rows. */
+  segmentErrors: (folder: Location, index: number, piece = 0) => joinLocation(folder, '_work', 'segments', `${pieceName(index, piece)}.errors.jsonl`),
   /** Written last by a segment: its counts, and the proof it finished. */
   segmentDone: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.done.json`),
+  /** Written by a segment stopped on a cap: the rows its pieces hold, for its resume to go on after (see segment-prefix.ts). */
+  segmentPrefix: (folder: Location, index: number) => joinLocation(folder, '_work', 'segments', `${pad(index)}.prefix.json`),
   /** An output file of the run folder, by name (`predictions.csv.gz`, `part-00001.jsonl`). */
   output: (folder: Location, name: string) => joinLocation(folder, name),
   errors: (folder: Location) => joinLocation(folder, 'errors.jsonl'),
@@ -147,4 +154,15 @@ export function writePreparedRun(storage: Storage, run: PreparedRun, signal?: Ab
 
 function pad(index: number): string {
   return String(index).padStart(5, '0');
+}
+
+/** A segment's file name for its piece: `00003` for piece 0 (the only one of most segments), `00003.1` after. */
+function pieceName(index: number, piece: number): string {
+  return piece === 0 ? pad(index) : `${pad(index)}.${piece}`;
+}
+
+/** The segment and piece of a file name `runFiles.segmentErrors` makes (`00003.errors.jsonl`, `00003.1.errors.jsonl`); undefined for any other name. */
+export function segmentErrorsPiece(name: string): { index: number; piece: number } | undefined {
+  const m = /^(\d{5,})(?:\.(\d+))?\.errors\.jsonl$/.exec(name);
+  return m ? { index: Number(m[1]), piece: m[2] === undefined ? 0 : Number(m[2]) } : undefined;
 }

@@ -24,7 +24,8 @@ export type CapUsage = z.output<typeof capUsageSchema>;
 /**
  * The manifest's `cap` of an expired run: the cap it reached (its limit: a count, or the deadline
  * as an ISO time) and how far the run got: predict calls and rows sent, all its attempts and
- * resumes together, and the segments it finished (kept for a resume) with their scored rows.
+ * resumes together, the rows scored and kept for a resume (in its finished segments and the
+ * prefixes of the others, see segment-prefix.ts), and its finished segments.
  */
 export const capReachedSchema = z.object({
   kind: z.enum(['max-requests', 'max-rows', 'deadline']),
@@ -45,7 +46,7 @@ export type CapReached = z.output<typeof capReachedSchema>;
  * segments: each predict attempt (retries too, planning's probe too) and each batch's rows are
  * taken from it before they are sent. Once a cap is reached, every take is refused with
  * ExpiredError and nothing more is sent: requests in flight finish, the segments they belong to
- * stop, and the run ends `expired`. Direct mode keeps it in memory (MemoryRunCaps); queue mode on
+ * stop keeping the rows they scored (see segment-prefix.ts), and the run ends `expired`. Direct mode keeps it in memory (MemoryRunCaps); queue mode on
  * Redis, shared by every worker, taken atomically.
  */
 export interface RunCaps {
@@ -102,15 +103,15 @@ export function runExpired(runId: string, cap: CapReached): ExpiredError {
   const higher = kind === 'deadline' ? 'a later --deadline' : `a higher ${CAP_FLAGS[kind]}`;
   return new ExpiredError(
     kind,
-    `run ${runId} expired: ${what} ${after}; ${n(r.rowsScored)} of ${n(r.rowsTotal)} rows scored in ${r.segmentsDone} of ${r.segmentsTotal} finished segments; resume it with ${higher} (or none)`,
+    `run ${runId} expired: ${what} ${after}; ${n(r.rowsScored)} of ${n(r.rowsTotal)} rows scored and kept, ${r.segmentsDone} of ${r.segmentsTotal} segments finished; resume it with ${higher} (or none)`,
     cap,
   );
 }
 
 /**
  * The error of a run stopped on `kind`: its cap as `options` set it, what the run sent (`usage`,
- * every attempt together) and what it keeps (`kept`: the segments finished and the rows scored in
- * them), of the plan's rows and segments (none when it stopped before planning).
+ * every attempt together) and what it keeps (`kept`: the segments finished, and the rows scored in
+ * them and in the others' prefixes), of the plan's rows and segments (none when it stopped before planning).
  */
 export function expiredRun(
   runId: string,

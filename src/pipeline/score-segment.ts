@@ -25,6 +25,7 @@ import { batchIsFull, scoreBatch, type SegmentScoring, type RowOutcome } from '.
 import type { ScoringObserver } from './scoring-observer.js';
 import { emptyCounts, type SegmentFacts } from './segment-counts.js';
 import { writeSegmentDone, type SegmentDone } from './segment-done.js';
+import { joinPieces, readSegmentPrefix, writeSegmentPrefix, type SegmentMarker } from './segment-prefix.js';
 
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
 export interface SegmentWork {
@@ -63,7 +64,8 @@ export interface SegmentWork {
  * Scores one segment into `_work/segments/`: its predictions in input order, its quarantined rows,
  * and last its counts and prediction profile, whose presence marks the segment done (answered, so
  * that the run need not read it back). A batch is sent only with a read-ahead turn, so memory stays
- * flat however large the file.
+ * flat however large the file. Stopped on a cap, it keeps the rows it scored as a prefix of the
+ * segment (see segment-prefix.ts), and goes on after them when the run is resumed.
  */
 export async function scoreSegment(work: SegmentWork, index: number): Promise<SegmentDone> {
   const { observer, slots } = work;
@@ -84,6 +86,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const segment = run.input.segments[index];
   if (!segment) throw new BatchScorerError('E_USAGE', `run ${run.runId} has no segment ${index}`);
   const { folder } = run;
+  // What the segment's earlier pieces keep (it was stopped on a cap): this piece goes on after them.
+  const before = await readSegmentPrefix(storage, folder, index, work.signal);
+  const piece = before?.pieces ?? 0;
+  // Its rows are done: the run's progress counts them as it counts a finished segment's.
+  if (before) work.onRows?.(before.rowsIn);
+  // This piece's counts, profile and comparison; joined with the earlier pieces' in the markers.
   const counts = emptyCounts();
   const profile = new ProfileAccumulator(run.schema, sentInputColumns(run));
   const comparison = run.compare ? new ComparisonAccumulator(run.schema) : undefined;
@@ -106,8 +114,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const errorsOut = new PassThrough();
   // The quarantined rows outlive a failure, this segment's or a sibling's: the part is completed,
   // never cancelled with the rows, so a run that fails on its error threshold keeps what it found.
-  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index), errorsOut, { signal: work.stopSignal });
-  const writes = Promise.all([storage.write(runFiles.segmentPart(folder, index, run.outputFormat), rowsOut, { signal }), errorsWrite]);
+  const errorsWrite = storage.write(runFiles.segmentErrors(folder, index, piece), errorsOut, { signal: work.stopSignal });
+  const writes = Promise.all([storage.write(runFiles.segmentPart(folder, index, run.outputFormat, piece), rowsOut, { signal }), errorsWrite]);
   writes.catch(fail);
 
   const passThroughText = writesRowsAsRead(run, segment.file);
@@ -153,16 +161,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   // Where rows are written as read, a CSV row in plain RFC 4180 is sent from its text: no record is made.
   const fromText = passThroughText && file.syntax === 'csv';
   // It keeps each row's values as it encodes them, for the input profile.
-  const encoder = new RequestEncoder(
-    run.sent,
-    run.input.syntax === 'csv',
-    scoring.rowIdMember,
-    {
-      columns: file.columns,
-      ...dialect,
-    },
-    true,
-  );
+  const newEncoder = () => new RequestEncoder(run.sent, run.input.syntax === 'csv', scoring.rowIdMember, { columns: file.columns, ...dialect }, true);
+  const encoder = newEncoder();
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (an entry of
   // malformed rows alone holds none) and has its answer.
   const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
@@ -173,9 +173,12 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   let malformed: MalformedRow[] = [];
 
   const flushOne = async () => {
-    const { outcomes, turn } = pending.shift()!;
+    const { outcomes, turn } = pending[0];
+    // A batch that failed stays first in line: what a cap keeps ends before it (see keepScored).
+    const answered = await outcomes;
+    pending.shift();
     try {
-      await write(await outcomes);
+      await write(answered);
     } finally {
       if (turn) work.readAhead.release();
     }
@@ -219,13 +222,52 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await Promise.all([drainedWrite(rowsOut, writer.lines(scored), writes), drainedWrite(errorsOut, errors, errorsWrite)]);
     // Told after every batch, not only one with quarantined rows: a segment without any must
     // also stop once its siblings have taken the run past its allowance.
-    const over = work.budget.report(index, counts.rowsQuarantined);
+    const over = work.budget.report(index, (before?.rowsQuarantined ?? 0) + counts.rowsQuarantined);
     work.onRows?.(outcomes.length);
     if (over) throw errorRateExceeded(run);
   };
 
+  // The marker of what this piece wrote, joined with the earlier pieces'.
+  const marker = (written: [{ bytes: number }, { bytes: number }], profileJson: SegmentMarker['profile']): SegmentMarker => {
+    counts.connectionsOpened = work.client.takeConnectionsOpened();
+    return joinPieces(run, index, before, {
+      ...counts,
+      ...work.facts,
+      slots: work.slots.concurrency,
+      bytes: { rows: written[0].bytes, errors: written[1].bytes },
+      profile: profileJson,
+      ...(comparison && { comparison: comparison.toJSON() }),
+    });
+  };
+  // Stopped on a cap once every batch sent is answered: the batches answered before the first
+  // that was not (its retry refused by the cap) are the rows after the earlier pieces, written as
+  // this piece and kept. False where they could not be: the segment is then scored again from there.
+  const keepScored = async (): Promise<boolean> => {
+    try {
+      while (pending.length > 0 && pending[0].answered) await flushOne();
+      rowsOut.end();
+      errorsOut.end();
+      const written = await writes;
+      // Nothing scored since the earlier pieces: they stay as they are.
+      if (counts.rowsScored + counts.rowsQuarantined === 0) return true;
+      counts.rowsIn = counts.rowsScored + counts.rowsQuarantined;
+      // The running profile counted each row's inputs as it was encoded, rows read past the kept ones too.
+      const inputs = await inputsProfile(work, index, { skip: before?.rowsIn ?? 0, rows: counts.rowsIn }, newEncoder, fromText, signal);
+      await writeSegmentPrefix(storage, folder, index, marker(written, { ...profile.toJSON(), inputs }));
+      log.info({ rows: (before?.rowsIn ?? 0) + counts.rowsIn, piece }, 'segment stopped on a cap; its scored rows are kept');
+      return true;
+    } catch (err) {
+      log.warn({ err }, 'could not keep the rows a segment stopped on a cap scored');
+      return false;
+    }
+  };
+
+  // The rows the earlier pieces hold are read past, not sent.
+  let skip = before?.rowsIn ?? 0;
   try {
-    for await (const rows of readSegment(storage, run.input, index, run.request.options, signal, fromText)) {
+    for await (const chunk of readSegment(storage, run.input, index, run.request.options, signal, fromText)) {
+      const rows = skip === 0 ? chunk : chunk.slice(Math.min(skip, chunk.length));
+      skip -= chunk.length - rows.length;
       for (const row of rows) {
         counts.rowsIn++;
         if (row.problem !== undefined) {
@@ -247,9 +289,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await submit();
     work.onSent?.();
     while (pending.length > 0) await flushOne();
-    if (counts.rowsIn !== segment.rows) {
+    if ((before?.rowsIn ?? 0) + counts.rowsIn !== segment.rows) {
       throw new InputError(
-        `${formatLocation(run.input.files[segment.file].location)}: segment ${index} held ${counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
+        `${formatLocation(run.input.files[segment.file].location)}: segment ${index} held ${(before?.rowsIn ?? 0) + counts.rowsIn} rows where planning counted ${segment.rows}; the input changed during the run`,
         'E_INPUT_CHANGED',
       );
     }
@@ -258,25 +300,20 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await writes;
   } catch (err) {
     fail(err);
-    if (failure instanceof ExpiredError) await Promise.allSettled(pending.map((p) => p.outcomes));
+    let kept = false;
+    if (failure instanceof ExpiredError) {
+      await Promise.allSettled(pending.map((p) => p.outcomes));
+      if (!work.signal?.aborted) kept = await keepScored();
+    }
     abort.abort();
-    rowsOut.destroy();
+    if (!kept) rowsOut.destroy();
     errorsOut.end();
     await Promise.allSettled([writes, errorsWrite, ...pending.map((p) => p.outcomes)]);
     // The turns of batches never written go back, for the segments still scoring.
     for (const p of pending.splice(0)) if (p.turn) work.readAhead.release();
     throw failure;
   }
-  const [rowsWritten, errorsWritten] = await writes;
-  counts.connectionsOpened = work.client.takeConnectionsOpened();
-  const done = await writeSegmentDone(storage, run, index, {
-    ...counts,
-    ...work.facts,
-    slots: work.slots.concurrency,
-    bytes: { rows: rowsWritten.bytes, errors: errorsWritten.bytes },
-    profile: profile.toJSON(),
-    ...(comparison && { comparison: comparison.toJSON() }),
-  });
+  const done = await writeSegmentDone(storage, run, index, marker(await writes, profile.toJSON()));
   log.debug({ counts }, 'segment scored');
   return done;
 }
@@ -332,4 +369,34 @@ function errorLines(syntax: InputSyntax, file: string | undefined, reread: (text
     const rest = JSON.stringify({ status: error.status ?? null, title: error.title ?? null, detail: error.detail });
     return `{"row":${row.index + 1},${where}"line":${row.line},"input":${input(row)},${rest.slice(1)}\n`;
   };
+}
+
+/**
+ * The input profile of segment `index`'s rows after its first `skip`, `rows` of them, read again:
+ * what the piece a cap stopped keeps. The running profile counts each row's inputs as it is
+ * encoded, before it is sent, so it also holds the rows read past the last batch kept.
+ */
+async function inputsProfile(
+  work: SegmentWork,
+  index: number,
+  range: { skip: number; rows: number },
+  newEncoder: () => RequestEncoder,
+  fromText: boolean,
+  signal: AbortSignal,
+): Promise<ReturnType<ProfileAccumulator['toJSON']>['inputs']> {
+  const { run, storage } = work;
+  const profile = new ProfileAccumulator(run.schema, sentInputColumns(run));
+  const encoder = newEncoder();
+  const end = range.skip + range.rows;
+  let at = 0;
+  read: for await (const chunk of readSegment(storage, run.input, index, run.request.options, signal, fromText)) {
+    for (const row of chunk) {
+      if (at >= end) break read;
+      if (at++ < range.skip || row.problem !== undefined) continue;
+      if (row.record) encoder.encode(row.record, row.index);
+      else encoder.encodeText(row.text!, row.index);
+      profile.addInputs(encoder.values!);
+    }
+  }
+  return profile.toJSON().inputs;
 }

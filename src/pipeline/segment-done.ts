@@ -13,13 +13,18 @@ import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
  * prediction profile of its scored rows (null in done markers of releases that kept none).
  * Its presence is what makes a segment done.
  */
-const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
+export const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
   bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
   profile: segmentProfileSchema.nullable().default(null),
   /** Shadow scoring's comparison of the segment's rows (see ComparisonAccumulator); absent without --compare-model. */
   comparison: segmentComparisonSchema.optional(),
   /** Requests the segment's process allowed in flight when it ended: where `--concurrency auto` got to (absent before 0.4.0). */
   slots: z.int().min(1).optional(),
+  /**
+   * The files its rows are in, pieces 0 to pieces - 1 (see runFiles.segmentPart): more than one
+   * for a segment stopped on a cap and resumed (absent in markers of releases before: one).
+   */
+  pieces: z.int().min(1).default(1),
 });
 export type SegmentDone = z.output<typeof segmentDoneSchema>;
 
@@ -61,4 +66,9 @@ export async function readSegmentsDone(
 /** The indexes of the segments whose done marker is missing: what is left to score. */
 export function unfinished(run: PreparedRun, done: readonly (SegmentDone | undefined)[]): number[] {
   return run.input.segments.filter((_, i) => done[i] === undefined).map((s) => s.index);
+}
+
+/** A done segment's files of one kind, one per piece in order: `file` names a piece's (see runFiles.segmentPart). */
+export function piecesOf(done: Pick<SegmentDone, 'pieces'>, file: (piece: number) => Location): Location[] {
+  return Array.from({ length: done.pieces }, (_, piece) => file(piece));
 }

@@ -1,12 +1,14 @@
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
+import { piecesOf, type SegmentDone } from './segment-done.js';
 
 /**
  * The names, below `_work`, of every file a prepared run writes there: its claim, run.json and
- * caps.json, the staged copies of its inputs, and each segment's part, quarantined rows and done marker.
+ * caps.json, the staged copies of its inputs, and each segment's parts and quarantined rows (a file
+ * of each per piece, see `done`), done marker and prefix marker.
  */
-export function workFileNames(run: PreparedRun): Set<string> {
+export function workFileNames(run: PreparedRun, done: readonly Pick<SegmentDone, 'pieces'>[]): Set<string> {
   const { folder } = run;
   const work = formatLocation(runFiles.work(folder));
   const below = (loc: Location) => formatLocation(loc).slice(work.length + 1);
@@ -16,9 +18,10 @@ export function workFileNames(run: PreparedRun): Set<string> {
     runFiles.caps(folder),
     ...run.input.files.map((_, i) => runFiles.stagedInput(folder, i)),
     ...run.input.segments.flatMap((s) => [
-      runFiles.segmentPart(folder, s.index, run.outputFormat),
-      runFiles.segmentErrors(folder, s.index),
+      ...piecesOf(done[s.index], (piece) => runFiles.segmentPart(folder, s.index, run.outputFormat, piece)),
+      ...piecesOf(done[s.index], (piece) => runFiles.segmentErrors(folder, s.index, piece)),
       runFiles.segmentDone(folder, s.index),
+      runFiles.segmentPrefix(folder, s.index),
     ]),
   ];
   return new Set(files.map(below));
@@ -28,7 +31,7 @@ export function workFileNames(run: PreparedRun): Set<string> {
  * Removes a succeeded run's `_work` area by the names of the files the run wrote there (never a
  * recursive delete): a file someone else put in `_work` stays, and so does the folder holding it.
  */
-export function removeWorkFiles(storage: Storage, run: PreparedRun): Promise<void> {
-  const names = workFileNames(run);
+export function removeWorkFiles(storage: Storage, run: PreparedRun, done: readonly Pick<SegmentDone, 'pieces'>[]): Promise<void> {
+  const names = workFileNames(run, done);
   return storage.removeFiles(runFiles.work(run.folder), (name) => names.has(name));
 }

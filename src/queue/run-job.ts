@@ -15,6 +15,7 @@ import { checkRunFolder, readClaimedRequest } from '../pipeline/run-folder-claim
 import { requireRunFile } from '../pipeline/run-file.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
+import { keptSoFar } from '../pipeline/segment-prefix.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import {
   ATTEMPTS,
@@ -193,7 +194,7 @@ async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Lo
   return toQueueError(error);
 }
 
-/** The error of a queued run stopped on `kind`, with how far it got: the calls and rows every worker sent, the segments finished. */
+/** The error of a queued run stopped on `kind`, with how far it got: the calls and rows every worker sent, what its segments keep. */
 async function expiredQueuedRun(
   ctx: WorkerContext,
   runId: string,
@@ -201,8 +202,7 @@ async function expiredQueuedRun(
   asked: { options: Parameters<typeof capLimit>[1] },
   kind: CapKind,
 ): Promise<ExpiredError> {
-  const done = run ? (await readSegmentsDone(ctx.storage, run)).filter((d) => d !== undefined) : [];
-  const kept = { segments: done.length, rows: sumCounts(done).rowsScored };
+  const kept = run ? await keptSoFar(ctx.storage, run) : { segments: 0, rows: 0 };
   return expiredRun(runId, kind, run?.request.options ?? asked.options, await ctx.caps.usage(runId), kept, run);
 }
 

@@ -12,7 +12,8 @@ import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring
 // The issue's "done when": --max-requests 50 on a run of 200 requests (20,000 rows in batches of
 // 100) sends 50 predict calls at most, retries counted, ends expired (E_EXPIRED, no _SUCCESS),
 // and resumed without the cap gives the bytes of a run that never stopped; through `score` and
-// through two worker processes sharing the cap.
+// through two worker processes sharing the cap. The rows scored before the cap are kept, in
+// finished segments and the others' prefixes: a resume sends only the rows not kept.
 
 const ROWS = 20_000;
 /** Ten segments of twenty batches: segments finish before the cap, and are kept. */
@@ -54,7 +55,7 @@ describe('caps on `score`', () => {
     const capped = await runCli([...args, '--max-requests', '50']);
     expect(capped.code).toBe(1);
     expect(capped.stderr).toMatch(
-      /^batch-scorer: run r expired: --max-requests 50 reached after 50 predict calls; [\d,]+ of 20,000 rows scored in \d+ of 10 finished segments; resume it with a higher --max-requests \(or none\) \[E_EXPIRED\]$/m,
+      /^batch-scorer: run r expired: --max-requests 50 reached after 50 predict calls; [\d,]+ of 20,000 rows scored and kept, \d+ of 10 segments finished; resume it with a higher --max-requests \(or none\) \[E_EXPIRED\]$/m,
     );
     // The resume it advises goes on without the cap the run used up.
     expect(capped.stderr).toMatch(/; resume: batch-scorer score \S+ --model \S+ --out \S+ --service \S+ --run-id r --batch-size 100 --segment-rows 2000$/m);
@@ -66,12 +67,18 @@ describe('caps on `score`', () => {
     // Every call taken was sent, and answered: the batches in flight when the cap was reached finished.
     expect(manifest.cap!.reached).toMatchObject({ requests: 50, rowsTotal: ROWS, segmentsTotal: 10 });
     expect(sim.stats.predictRequests).toBe(50);
-    // The segments finished before the cap are kept: 20 batches each, some retried, of 49 calls after the probe.
-    expect(manifest.cap!.reached.segmentsDone).toBeGreaterThanOrEqual(1);
-    expect(manifest.cap!.reached.rowsScored).toBe(manifest.cap!.reached.segmentsDone * 2000);
+    // The segments finished before the cap are kept (20 batches each, some retried, of 49 calls
+    // after the probe), and so are the batches the others had answered.
+    const { rowsScored, segmentsDone } = manifest.cap!.reached;
+    expect(segmentsDone).toBeGreaterThanOrEqual(1);
+    expect(rowsScored).toBeGreaterThan(segmentsDone * 2000);
+    expect(rowsScored % 100).toBe(0);
 
+    // The resume sends each row not kept once, and none of those kept.
+    const sent = sim.stats.predictRows;
     const resumed = await runCli(args);
     expect(resumed.code).toBe(0);
+    expect(sim.stats.predictRows - sent).toBe(ROWS - rowsScored);
     expect(await predictions(out, 'r')).toBe(whole);
     expect(await manifestOf(out, 'r')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });
   });
@@ -149,17 +156,22 @@ describe('caps on queued runs', () => {
     const status = await runCli(['status', 'q'], f.env());
     expect(status.stdout).toMatch(/^q {2}expired .*\n {2}resume: batch-scorer resume q/);
 
-    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most.
+    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most, and keeps more rows.
+    const kept = manifest.cap!.reached.rowsScored;
     expect((await runCli(['resume', 'q', '--max-requests', '70'], f.env())).code).toBe(0);
     const again = await f.finished('q');
     expect(again.state).toBe('expired');
     expect(again.failedReason).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
     expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(70);
+    const keptAfter = (await manifestOf(out, 'q')).cap!.reached.rowsScored;
+    expect(keptAfter).toBeGreaterThan(kept);
 
-    // Resumed without a cap: uncapped.
+    // Resumed without a cap: uncapped, it sends each row not kept once.
+    const sent = f.sim.stats.predictRows;
     const resumed = await runCli(['resume', 'q'], f.env());
     expect(resumed.code).toBe(0);
     expect((await f.finished('q')).state).toBe('completed');
+    expect(f.sim.stats.predictRows - sent).toBe(ROWS - keptAfter);
     expect(await predictions(out, 'q')).toBe(whole);
     expect(await manifestOf(out, 'q')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });
   });

@@ -114,7 +114,7 @@ describe("a run's caps in one process", () => {
       reached: { requests: 50, rowsSent: 5000, rowsScored: 4000, rowsTotal: 20_000, segmentsDone: 2, segmentsTotal: 10 },
     });
     expect(err.message).toBe(
-      'run r1 expired: --max-requests 50 reached after 50 predict calls; 4,000 of 20,000 rows scored in 2 of 10 finished segments; resume it with a higher --max-requests (or none)',
+      'run r1 expired: --max-requests 50 reached after 50 predict calls; 4,000 of 20,000 rows scored and kept, 2 of 10 segments finished; resume it with a higher --max-requests (or none)',
     );
     expect(err.exitCode).toBe(1);
     expect(err.retriable).toBe(false);

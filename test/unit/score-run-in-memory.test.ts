@@ -236,7 +236,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect((await runFolder(storage, 'aborted'))['predictions.csv']).toBe(whole['predictions.csv']);
   });
 
-  it('stops at --max-requests, planning and retries counted, keeps its finished segments, and resumes to the same bytes', async () => {
+  it('stops at --max-requests, planning and retries counted, keeps every row it scored, and resumes to the same bytes', async () => {
     const storage = await storageWith();
     await score(storage, 'whole');
     const whole = await runFolder(storage, 'whole');
@@ -246,7 +246,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     const err = await failure(score(storage, 'capped', { maxRequests: 11, segmentsAtOnce: 1 }, { service: capped }));
     expect(err.code).toBe('E_EXPIRED');
     expect(err.message).toBe(
-      'run capped expired: --max-requests 11 reached after 11 predict calls; 300 of 1,000 rows scored in 1 of 4 finished segments; resume it with a higher --max-requests (or none)',
+      'run capped expired: --max-requests 11 reached after 11 predict calls; 450 of 1,000 rows scored and kept, 1 of 4 segments finished; resume it with a higher --max-requests (or none)',
     );
     // The batches in flight when the cap was reached are answered: every call taken reached the service.
     expect(capped.stats).toMatchObject({ predictRequests: 11, overloads: 1, closed: 1 });
@@ -255,27 +255,40 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(JSON.parse(files['manifest.json'])).toMatchObject({
       state: 'expired',
       error: { code: 'E_EXPIRED' },
-      cap: { kind: 'max-requests', limit: 11, reached: { requests: 11, rowsScored: 300, rowsTotal: ROWS, segmentsDone: 1, segmentsTotal: 4 } },
+      cap: { kind: 'max-requests', limit: 11, reached: { requests: 11, rowsScored: 450, rowsTotal: ROWS, segmentsDone: 1, segmentsTotal: 4 } },
     });
+    // Segment 1 stopped after its first three batches: they are kept as its first piece.
+    const segmentFile = (name: string) => storage.readText(parseLocation(`${OUT}/capped/_work/segments/${name}`));
+    const first = Buffer.byteLength(await segmentFile('00001.csv'));
+    expect(first).toBeGreaterThan(0);
+    expect(JSON.parse(await segmentFile('00001.prefix.json'))).toMatchObject({ rowsIn: 150, rowsScored: 150, pieces: 1, bytes: { rows: first } });
 
     // The caps count the run's earlier attempts: at 11 already, a resume capped at 11 sends nothing.
     const none = fakeService();
     expect((await failure(score(storage, 'capped', { maxRequests: 11 }, { service: none }))).code).toBe('E_EXPIRED');
     expect(none.stats.predictRequests).toBe(0);
-    // At 13, it sends two more.
+    // At 13, it sends two more, segment 1's next two batches, kept as its second piece: every resume makes progress.
     const two = fakeService();
-    expect((await failure(score(storage, 'capped', { maxRequests: 13 }, { service: two }))).code).toBe('E_EXPIRED');
-    expect(two.stats.predictRequests).toBe(2);
+    const again = await failure(score(storage, 'capped', { maxRequests: 13, segmentsAtOnce: 1 }, { service: two }));
+    expect(again.message).toContain('; 550 of 1,000 rows scored and kept, 1 of 4 segments finished;');
+    expect(two.stats).toMatchObject({ predictRequests: 2, predictRows: 100 });
+    const second = Buffer.byteLength(await segmentFile('00001.1.csv'));
+    expect(JSON.parse(await segmentFile('00001.prefix.json'))).toMatchObject({ rowsIn: 250, pieces: 2, bytes: { rows: first + second } });
 
-    // Resumed without a cap: uncapped, it scores the rest (segment 0 kept) to the bytes of a run never stopped.
+    // Resumed without a cap: uncapped, it scores the rest, no row a second time, to the bytes of a run never stopped.
     const rest = fakeService();
     const manifest = await score(storage, 'capped', {}, { service: rest });
     expect(manifest).toMatchObject({ state: 'succeeded', counts: { rowsIn: ROWS, rowsScored: ROWS } });
     expect(manifest.cap).toBeUndefined();
-    expect(rest.stats.predictRequests).toBe(14);
+    expect(rest.stats).toMatchObject({ predictRequests: 9, predictRows: ROWS - 550 });
     const resumed = await runFolder(storage, 'capped');
     expect(resumed['predictions.csv']).toBe(whole['predictions.csv']);
     expect(resumed['errors.jsonl']).toBe(whole['errors.jsonl']);
+    // Its profile, inputs too, is the one run never stopped: each piece's rows counted once.
+    const wholeManifest = JSON.parse(whole['manifest.json']) as Manifest;
+    expect(manifest.profile).toEqual(wholeManifest.profile);
+    // Its pieces and prefix markers are removed with the rest of _work.
+    expect(storage.keys().filter((key) => key.includes('/capped/_work/segments/'))).toEqual([]);
   });
 
   it('stops at --max-rows (rows sent, not read) and at a --deadline already past, and resumes to the same bytes', async () => {
@@ -285,12 +298,12 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
 
     const rows = fakeService();
     const err = await failure(score(storage, 'rows', { maxRows: 420, segmentsAtOnce: 1 }, { service: rows }));
-    expect(err.message).toMatch(/^run rows expired: --max-rows 420 reached after 400 rows sent; 300 of 1,000 rows scored in 1 of 4 finished segments/);
+    expect(err.message).toMatch(/^run rows expired: --max-rows 420 reached after 400 rows sent; 400 of 1,000 rows scored and kept, 1 of 4 segments finished/);
     // The probe's row, then eight batches of 50: a ninth would go past 420.
     expect(rows.stats.predictRows).toBe(1 + 400);
     expect(JSON.parse((await runFolder(storage, 'rows'))['manifest.json'])).toMatchObject({
       state: 'expired',
-      cap: { kind: 'max-rows', limit: 420, reached: { requests: 9, rowsSent: 400, rowsScored: 300, segmentsDone: 1 } },
+      cap: { kind: 'max-rows', limit: 420, reached: { requests: 9, rowsSent: 400, rowsScored: 400, segmentsDone: 1 } },
     });
     await score(storage, 'rows');
     expect((await runFolder(storage, 'rows'))['predictions.csv']).toBe(whole['predictions.csv']);
