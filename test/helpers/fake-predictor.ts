@@ -1,3 +1,4 @@
+import { EventEmitter, once } from 'node:events';
 import { setImmediate as turn } from 'node:timers/promises';
 import type { OwnPredictor, PredictorFactory } from '../../src/pipeline/predictor.js';
 import { predictBody, type CallOptions, type Envelope, type PredictOptions, type RowsJson } from '../../src/service/client.js';
@@ -25,6 +26,11 @@ export interface FakeServiceOptions {
   overloadsAfter?: number;
   /** Hears each predict attempt as it reaches the engine, before it is answered (a test stops a run from here). */
   onPredict?: (attempt: { rows: number; number: number }) => void;
+  /**
+   * A retry waits until the engine has had this many predict attempts, as a real backoff lets the
+   * batches after it go first; without it a retry goes at once.
+   */
+  retryAfterPredicts?: number;
 }
 
 /** What the fake service was asked, as the simulator's stats count it. */
@@ -48,12 +54,18 @@ export interface FakeServiceStats {
  */
 export function fakeService(options: FakeServiceOptions = {}): { predictorFor: PredictorFactory; stats: FakeServiceStats } {
   const stats: FakeServiceStats = { describeRequests: 0, predictRequests: 0, predictRows: 0, overloads: 0, made: 0, closed: 0 };
-  const state = { overloadsLeft: options.overloads ?? 0 };
+  const state: FakeState = { overloadsLeft: options.overloads ?? 0, predicted: new EventEmitter() };
   const predictorFor: PredictorFactory = (runOptions) => {
     stats.made++;
     return new FakePredictor({ ...DEFAULT_RETRY_POLICY, retries: runOptions.retries }, options, stats, state);
   };
   return { predictorFor, stats };
+}
+
+/** What the predictors of one fake service share: the overloads left, and an event per predict attempt (its number). */
+interface FakeState {
+  overloadsLeft: number;
+  predicted: EventEmitter;
 }
 
 class FakePredictor implements OwnPredictor {
@@ -64,7 +76,7 @@ class FakePredictor implements OwnPredictor {
     private readonly policy: RetryPolicy,
     private readonly options: FakeServiceOptions,
     private readonly stats: FakeServiceStats,
-    private readonly state: { overloadsLeft: number },
+    private readonly state: FakeState,
   ) {}
 
   async describe(ref: ModelRef, body: object, options: CallOptions = {}): Promise<unknown> {
@@ -123,6 +135,8 @@ class FakePredictor implements OwnPredictor {
         const next = afterFailedAttempt(err, attempt, this.policy.retries, err.kind === 'bad-rows' ? engineFailures++ : engineFailures);
         if (next !== 'again') throw next;
         options.onRetry?.({ attempt, delayMs: 0, error: err });
+        const after = this.options.retryAfterPredicts;
+        if (after !== undefined && this.stats.predictRequests < after) await once(this.state.predicted, String(after), { signal: options.signal });
       }
     }
   }
@@ -132,6 +146,7 @@ class FakePredictor implements OwnPredictor {
     await turn();
     signal?.throwIfAborted();
     const number = ++this.stats.predictRequests;
+    this.state.predicted.emit(String(number));
     const rows = readPredictRows(body, this.options.envelope ?? 'data');
     this.options.onPredict?.({ rows: Array.isArray(rows) ? rows.length : 0, number });
     signal?.throwIfAborted();
