@@ -207,7 +207,12 @@ async function quarantineSample(storage: Storage, folder: Location, marks: Segme
   for (const [index, mark] of marks.entries()) {
     if (rows.length >= QUARANTINE_SAMPLE) break;
     if (!mark.done || mark.quarantined === 0) continue;
-    rows.push(...((await firstLines(storage, runFiles.segmentErrors(folder, index), QUARANTINE_SAMPLE - rows.length)) ?? []));
+    // A segment a cap stopped and a resume finished has its rows in pieces, each with its own file.
+    for (let piece = 0; rows.length < QUARANTINE_SAMPLE; piece++) {
+      const lines = await firstLines(storage, runFiles.segmentErrors(folder, index, piece), QUARANTINE_SAMPLE - rows.length);
+      if (lines === undefined) break;
+      rows.push(...lines);
+    }
   }
   return rows.length > 0 ? { rows: rows.map(quarantinedRow), from: 'the segments scored so far' } : undefined;
 }

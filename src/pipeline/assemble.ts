@@ -176,7 +176,7 @@ function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promi
   return storage.read(part, { signal }).catch((err: unknown) => {
     throw err instanceof NotFoundError
       ? new RunFolderError(
-          `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
+          `${formatLocation(part)} is missing, though its segment's done marker is there: was it deleted? Delete that done marker (and the segment's .prefix.json, if there is one) to score the segment again, then resume the run`,
           err,
         )
       : err;

@@ -23,8 +23,8 @@ import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
 import { batchIsFull, scoreBatch, type SegmentScoring, type RowOutcome } from './score-batch.js';
 import type { ScoringObserver } from './scoring-observer.js';
-import { emptyCounts, type SegmentFacts } from './segment-counts.js';
-import { writeSegmentDone, type SegmentDone } from './segment-done.js';
+import { addCounts, emptyCounts, type SegmentCounts, type SegmentFacts } from './segment-counts.js';
+import { readSegmentDone, writeSegmentDone, type SegmentDone } from './segment-done.js';
 import { joinPieces, readSegmentPrefix, writeSegmentPrefix, type SegmentMarker } from './segment-prefix.js';
 
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
@@ -138,7 +138,8 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const kept = passThroughText
     ? (row: InputRow): InputRow => (row.record === undefined ? row : { index: row.index, line: row.line, text: row.text })
     : (row: InputRow) => row;
-  const scoring: SegmentScoring = {
+  // Each batch is given counts of its own (see `pending`).
+  const scoring: Omit<SegmentScoring, 'counts'> = {
     client: work.client,
     model: { project: run.model.project, model: run.model.name, version: run.model.resolvedVersion ?? undefined },
     envelope: run.request.options.envelope,
@@ -147,7 +148,6 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     rowIdEchoed: run.model.rowIdEchoed,
     schema: run.schema,
     slots: work.slots,
-    counts,
     log,
     signal,
     observer: work.observer,
@@ -164,8 +164,10 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const newEncoder = () => new RequestEncoder(run.sent, run.input.syntax === 'csv', scoring.rowIdMember, { columns: file.columns, ...dialect }, true);
   const encoder = newEncoder();
   // Batches sent and not yet written, in order: whether each holds a read-ahead turn (an entry of
-  // malformed rows alone holds none) and has its answer.
-  const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean }[] = [];
+  // malformed rows alone holds none) and has its answer, and what its answer counted (requests,
+  // retries, splits, rows without their id...), added to the segment's counts once it is written,
+  // so that a piece a cap stopped counts only the batches it keeps.
+  const pending: { outcomes: Promise<RowOutcome[]>; turn: boolean; answered: boolean; counts?: SegmentCounts }[] = [];
   const batch = new RequestBatchBuilder();
   // The malformed rows met while the batch is built, each at its place among the batch's rows.
   // They go with the batch rather than end it: ended, one in 40 cut batches of 1000 to 39 rows,
@@ -176,9 +178,10 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     const { outcomes, turn } = pending[0];
     // A batch that failed stays first in line: what a cap keeps ends before it (see keepScored).
     const answered = await outcomes;
-    pending.shift();
+    const entry = pending.shift()!;
     try {
       await write(answered);
+      if (entry.counts) addCounts(counts, entry.counts);
     } finally {
       if (turn) work.readAhead.release();
     }
@@ -199,8 +202,14 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (pending.length > 0 && pending[0].answered) await flushOne();
       else await Promise.race([work.readAhead.released(), ...(pending.length > 0 ? [pending[0].outcomes] : [])]);
     }
-    const sent = scoreBatch(scoring, batch.take());
-    const entry = { outcomes: held.length === 0 ? sent : sent.then((outcomes) => inPlace(outcomes, held)), turn: true, answered: false };
+    const answerCounts = emptyCounts();
+    const sent = scoreBatch({ ...scoring, counts: answerCounts }, batch.take());
+    const entry = {
+      outcomes: held.length === 0 ? sent : sent.then((outcomes) => inPlace(outcomes, held)),
+      turn: true,
+      answered: false,
+      counts: answerCounts,
+    };
     entry.outcomes.then(() => (entry.answered = true), fail);
     pending.push(entry);
     // Answers that came in meanwhile free their slots now, not after the rest of the chunk is encoded.
@@ -245,6 +254,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   const keepScored = async (): Promise<boolean> => {
     try {
       while (pending.length > 0 && pending[0].answered) await flushOne();
+      // A queue attempt that lost its job may find a newer one has finished the segment: its
+      // piece 0, whole, must not be replaced by this one's (storage makes a file whole at its end).
+      if (await readSegmentDone(storage, folder, index, signal)) return false;
       rowsOut.end();
       errorsOut.end();
       const written = await writes;

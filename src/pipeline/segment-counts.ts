@@ -32,8 +32,13 @@ export function emptyCounts(): SegmentCounts {
 /** The counts of several segments, added up (extra fields of done markers are left out). */
 export function sumCounts(segments: readonly SegmentCounts[]): SegmentCounts {
   const total = emptyCounts();
-  for (const counts of segments) for (const key of Object.keys(total) as (keyof SegmentCounts)[]) total[key] += counts[key];
+  for (const counts of segments) addCounts(total, counts);
   return total;
+}
+
+/** Adds `counts` into `total`, field by field. */
+export function addCounts(total: SegmentCounts, counts: Readonly<SegmentCounts>): void {
+  for (const key of Object.keys(total) as (keyof SegmentCounts)[]) total[key] += counts[key];
 }
 
 /** Who scored a segment in queue mode, kept in its done marker for the manifest's queue facts. */

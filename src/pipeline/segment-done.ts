@@ -39,8 +39,8 @@ export async function writeSegmentDone(storage: Storage, run: PreparedRun, index
 }
 
 /** A segment's done marker, or undefined while it is not done. */
-export function readSegmentDone(storage: Storage, folder: Location, index: number): Promise<SegmentDone | undefined> {
-  return readRunFile(storage, runFiles.segmentDone(folder, index), segmentDoneSchema);
+export function readSegmentDone(storage: Storage, folder: Location, index: number, signal?: AbortSignal): Promise<SegmentDone | undefined> {
+  return readRunFile(storage, runFiles.segmentDone(folder, index), segmentDoneSchema, signal);
 }
 
 /**

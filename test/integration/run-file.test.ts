@@ -235,7 +235,7 @@ describe('a missing file is the run folder’s, or the input’s, and says which
     const err = await failure(resume('part'));
     expect(err.code).toBe('E_RUN_STATE');
     expect(err.message).toBe(
-      `${part} is missing, though its segment's done marker is there: was it deleted? Delete that done marker to score the segment again, then resume the run`,
+      `${part} is missing, though its segment's done marker is there: was it deleted? Delete that done marker (and the segment's .prefix.json, if there is one) to score the segment again, then resume the run`,
     );
     await rm(marker);
     expect((await resume('part')).counts!.rowsScored).toBe(ROWS);

@@ -291,25 +291,30 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(storage.keys().filter((key) => key.includes('/capped/_work/segments/'))).toEqual([]);
   });
 
-  it('keeps only the batches answered before one the cap left unanswered, and resumes from there to the same bytes', async () => {
+  it('keeps only the batches answered before one the cap left unanswered, and resumes from there to the same bytes and counts', async () => {
     const storage = await storageWith();
-    await score(storage, 'whole');
+    // A service that echoes no row id: every answer row is counted as aligned by position.
+    const echoesNone = { rowIdMember: 'none' };
+    const wholeManifest = await score(storage, 'whole', {}, { service: fakeService(echoesNone) });
     const whole = await runFolder(storage, 'whole');
 
     // The probe, then segment 0's six batches, its third answered 503: its retry waits for the
     // three after it, then is the eighth call, refused by the cap, as the segment's last batch is
     // written.
-    const capped = fakeService({ overloads: 1, overloadsAfter: 3, retryAfterPredicts: 7 });
+    const capped = fakeService({ ...echoesNone, overloads: 1, overloadsAfter: 3, retryAfterPredicts: 7 });
     const err = await failure(score(storage, 'gap', { maxRequests: 7, concurrency: 4, segmentsAtOnce: 1 }, { service: capped }));
     expect(err.code).toBe('E_EXPIRED');
     expect(capped.stats).toMatchObject({ predictRequests: 7, overloads: 1, predictRows: 1 + 5 * 50 });
     // Rows 0 to 99 and 150 to 299 were answered, rows 100 to 149 were not: the first 100 are kept.
     expect(err.message).toContain('; 100 of 1,000 rows scored and kept, 0 of 4 segments finished;');
 
-    const rest = fakeService();
-    await score(storage, 'gap', {}, { service: rest });
+    const rest = fakeService(echoesNone);
+    const resumed = await score(storage, 'gap', {}, { service: rest });
     expect(rest.stats.predictRows).toBe(ROWS - 100);
     expect((await runFolder(storage, 'gap'))['predictions.csv']).toBe(whole['predictions.csv']);
+    // The batches answered past the gap counted nothing: the counts are those of a run never stopped.
+    expect(resumed.counts).toEqual(wholeManifest.counts);
+    expect(resumed.counts).toMatchObject({ requests: 20, retries: 0, unechoedRows: ROWS });
   });
 
   it('stops at --max-rows (rows sent, not read) and at a --deadline already past, and resumes to the same bytes', async () => {
