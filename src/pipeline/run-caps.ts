@@ -46,8 +46,9 @@ export type CapReached = z.output<typeof capReachedSchema>;
  * segments: each predict attempt (retries too, planning's probe too) and each batch's rows are
  * taken from it before they are sent. Once a cap is reached, every take is refused with
  * ExpiredError and nothing more is sent: requests in flight finish, the segments they belong to
- * stop keeping the rows they scored (see segment-prefix.ts), and the run ends `expired`. Direct mode keeps it in memory (MemoryRunCaps); queue mode on
- * Redis, shared by every worker, taken atomically.
+ * stop keeping the rows they scored (see segment-prefix.ts), and the run ends `expired`. Direct
+ * mode keeps it in memory (MemoryRunCaps); queue mode on Redis, shared by every worker, taken
+ * atomically.
  */
 export interface RunCaps {
   /** Takes one predict attempt; refused (ExpiredError) at --max-requests, past the deadline, or once the run expired. */

@@ -175,15 +175,15 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
   let malformed: MalformedRow[] = [];
 
   const flushOne = async () => {
-    const { outcomes, turn } = pending[0];
+    const entry = pending[0];
     // A batch that failed stays first in line: what a cap keeps ends before it (see keepScored).
-    const answered = await outcomes;
-    const entry = pending.shift()!;
+    const answered = await entry.outcomes;
+    pending.shift();
     try {
       await write(answered);
       if (entry.counts) addCounts(counts, entry.counts);
     } finally {
-      if (turn) work.readAhead.release();
+      if (entry.turn) work.readAhead.release();
     }
   };
   const submit = async () => {

@@ -6,7 +6,7 @@ import { ProfileAccumulator, segmentProfileSchema } from './prediction-profile.j
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';
 import { segmentCountsSchema, sumCounts } from './segment-counts.js';
-import { READS_AT_ONCE, readSegmentsDone, segmentDoneSchema, type SegmentDone } from './segment-done.js';
+import { READS_AT_ONCE, readSegmentsDone, segmentDoneSchema, unfinished, type SegmentDone } from './segment-done.js';
 
 /**
  * What a segment stopped on a cap keeps: its first `rowsIn` rows, scored or quarantined, in its
@@ -70,7 +70,7 @@ export function joinPieces(run: PreparedRun, index: number, before: SegmentPrefi
  */
 export async function keptSoFar(storage: Storage, run: PreparedRun, signal?: AbortSignal): Promise<{ segments: number; rows: number }> {
   const done = await readSegmentsDone(storage, run, (d) => ({ ...d, profile: null, comparison: undefined }));
-  const open = run.input.segments.filter((s) => done[s.index] === undefined).map((s) => s.index);
+  const open = unfinished(run, done);
   let rows = done.reduce((n, d) => n + (d?.rowsScored ?? 0), 0);
   for (let first = 0; first < open.length; first += READS_AT_ONCE) {
     const prefixes = await Promise.all(open.slice(first, first + READS_AT_ONCE).map((i) => readSegmentPrefix(storage, run.folder, i, signal)));
