@@ -6,6 +6,7 @@ import type { Storage } from '../storage/storage-types.js';
 import type { Predictor } from './predictor.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';
+import { keptSoFar } from './segment-prefix.js';
 
 /** The caps a run may reach, as the manifest names them. */
 export type CapKind = 'max-requests' | 'max-rows' | 'deadline';
@@ -111,17 +112,19 @@ export function runExpired(runId: string, cap: CapReached): ExpiredError {
 
 /**
  * The error of a run stopped on `kind`: its cap as `options` set it, what the run sent (`usage`,
- * every attempt together) and what it keeps (`kept`: the segments finished, and the rows scored in
- * them and in the others' prefixes), of the plan's rows and segments (none when it stopped before planning).
+ * every attempt together) and what it keeps, read from `storage` (the segments finished, and the
+ * rows scored in them and in the others' prefixes, see keptSoFar), of the plan's rows and segments
+ * (none when it stopped before planning).
  */
-export function expiredRun(
+export async function expiredRun(
+  storage: Storage,
   runId: string,
   kind: CapKind,
   options: Parameters<typeof capLimit>[1],
   usage: CapUsage,
-  kept: { segments: number; rows: number },
   run: PreparedRun | undefined,
-): ExpiredError {
+): Promise<ExpiredError> {
+  const kept = run ? await keptSoFar(storage, run) : { segments: 0, rows: 0 };
   return runExpired(runId, {
     kind,
     limit: capLimit(kind, options),

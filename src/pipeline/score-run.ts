@@ -18,7 +18,6 @@ import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress
 import { ReadAhead } from './read-ahead.js';
 import { capLimits, cappedPredictor, ExpiredError, expiredRun, MemoryRunCaps, readCapUsage, writeCapUsage } from './run-caps.js';
 import { scoreSegment } from './score-segment.js';
-import { keptSoFar } from './segment-prefix.js';
 import { readSegmentDone, readSegmentsDone } from './segment-done.js';
 
 /** How far a run got: its folder claimed (a failure is recorded there), then its plan made (a resume goes on from it). */
@@ -185,16 +184,10 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     let err = isAbortError(caught) && !(caught instanceof BatchScorerError) ? new AbortedError(`run ${runId} cancelled`, caught) : caught;
     // Stopped on a cap (planning's probe may meet it too): the run's error says which, and how far it got.
     if (caught instanceof ExpiredError && !caught.cap) {
-      const stopped = run;
-      // What its segments keep (finished, or stopped with rows scored): how far the run got.
-      const kept = stopped ? keptSoFar(storage, stopped) : Promise.resolve({ segments: 0, rows: 0 });
-      err = await kept.then(
-        (k) => expiredRun(runId, caught.kind, request.options, caps.usage, k, stopped),
-        (e: unknown) => {
-          log.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
-          return caught;
-        },
-      );
+      err = await expiredRun(storage, runId, caught.kind, request.options, caps.usage, run).catch((e: unknown) => {
+        log.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
+        return caught;
+      });
     }
     // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
     // resume from: a run that failed before its plan (its probe's calls) starts afresh.

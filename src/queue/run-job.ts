@@ -15,7 +15,6 @@ import { checkRunFolder, readClaimedRequest } from '../pipeline/run-folder-claim
 import { requireRunFile } from '../pipeline/run-file.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
-import { keptSoFar } from '../pipeline/segment-prefix.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import {
   ATTEMPTS,
@@ -202,8 +201,7 @@ async function expiredQueuedRun(
   asked: { options: Parameters<typeof capLimit>[1] },
   kind: CapKind,
 ): Promise<ExpiredError> {
-  const kept = run ? await keptSoFar(ctx.storage, run) : { segments: 0, rows: 0 };
-  return expiredRun(runId, kind, run?.request.options ?? asked.options, await ctx.caps.usage(runId), kept, run);
+  return expiredRun(ctx.storage, runId, kind, run?.request.options ?? asked.options, await ctx.caps.usage(runId), run);
 }
 
 /** The enqueuer's request, its options over this worker's defaults. */
