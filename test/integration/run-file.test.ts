@@ -1,36 +1,21 @@
 import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import { loadPreparedRun } from '../../src/pipeline/prepared-run.js';
 import { SCHEMA_VERSION } from '../../src/pipeline/run-file.js';
-import type { Simulator } from '../../src/simulator/server.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { TOOL } from '../../src/version.js';
 import { runCli } from '../helpers/cli.js';
 import { rejection } from '../helpers/rejection.js';
-import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, useRentalsInput, useScoringFixture } from '../helpers/scoring.js';
 
 const ROWS = 2_000;
 /** Five segments of 400 rows. */
 const OPTIONS = { segmentRows: 400, batchSize: 50 };
-let sim: Simulator;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let input: string;
-let out: string;
-
-beforeAll(async () => {
-  sim = await startSimulator();
-  tmp = await tempDir();
-  input = join(tmp.dir, 'rentals.csv');
-  out = join(tmp.dir, 'out');
-  await writeRentals(input, ROWS);
-});
-afterAll(async () => {
-  await sim.close();
-  await tmp.cleanup();
-});
+const f = useScoringFixture();
+const files = useRentalsInput(ROWS);
 
 const failure = (p: Promise<unknown>) => rejection(p, BatchScorerError);
 const readJson = async (file: string) => JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
@@ -41,11 +26,11 @@ const writeJson = (file: string, value: unknown) => writeFile(file, JSON.stringi
  * segment 3's rows are written, so that write fails after segments 0 and 1 are done. The folder
  * is removed afterwards, so the run can resume. Returns the run folder.
  */
-async function failedRun(runId: string, file = input): Promise<string> {
-  const folder = join(out, runId);
+async function failedRun(runId: string, file = files.input): Promise<string> {
+  const folder = join(f.out, runId);
   const blocker = join(folder, '_work', 'segments', '00003.csv');
   await mkdir(join(blocker, 'x'), { recursive: true });
-  const err = await failure(score(file, out, { service: sim.url, runId, ...OPTIONS }));
+  const err = await failure(score(file, f.out, { service: f.sim.url, runId, ...OPTIONS }));
   expect(err.code).toBe('E_STORAGE_REFUSED');
   expect(err.message).toContain('00003.csv');
   await rm(blocker, { recursive: true });
@@ -60,7 +45,7 @@ async function doneMarkers(folder: string): Promise<string[]> {
   return done.map((f) => join(segments, f));
 }
 
-const resume = (runId: string, file = input) => score(file, out, { service: sim.url, runId, ...OPTIONS });
+const resume = (runId: string, file = files.input) => score(file, f.out, { service: f.sim.url, runId, ...OPTIONS });
 
 describe('run files carry a schema version and the release that wrote them', () => {
   it('stamps run.json, done markers and the manifest with schemaVersion and tool', async () => {
@@ -77,7 +62,7 @@ describe('run files carry a schema version and the release that wrote them', () 
 
 describe('a run folder written by batch-scorer 0.1.0', () => {
   it('resumes to predictions byte-identical to an uninterrupted run', async () => {
-    await score(input, out, { service: sim.url, runId: 'clean', ...OPTIONS });
+    await score(files.input, f.out, { service: f.sim.url, runId: 'clean', ...OPTIONS });
     const folder = await failedRun('old');
     // 0.1.0 wrote the same content without schemaVersion and, in run.json and done markers, without tool.
     const markers = await doneMarkers(folder);
@@ -86,12 +71,12 @@ describe('a run folder written by batch-scorer 0.1.0', () => {
       expect([schemaVersion, tool]).toEqual([SCHEMA_VERSION, TOOL]);
       await writeJson(file, content);
     }
-    const before = sim.stats.predictRows;
+    const before = f.sim.stats.predictRows;
     const m = await resume('old');
     expect(m.state).toBe('succeeded');
     // Only the segments without a done marker were scored again.
-    expect(sim.stats.predictRows - before).toBe(ROWS - markers.length * OPTIONS.segmentRows);
-    expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(out, 'clean', 'predictions.csv')));
+    expect(f.sim.stats.predictRows - before).toBe(ROWS - markers.length * OPTIONS.segmentRows);
+    expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(f.out, 'clean', 'predictions.csv')));
     expect(await readJson(join(folder, 'manifest.json'))).toMatchObject({ schemaVersion: SCHEMA_VERSION, tool: TOOL });
   });
 
@@ -109,7 +94,7 @@ describe('a run folder written by batch-scorer 0.1.0', () => {
 
 describe('the prediction profile of a resumed run', () => {
   it('merges the profiles of the segments finished before with the new ones: the same as an uninterrupted run', async () => {
-    const clean = await score(input, out, { service: sim.url, runId: 'profile-clean', ...OPTIONS });
+    const clean = await score(files.input, f.out, { service: f.sim.url, runId: 'profile-clean', ...OPTIONS });
     await failedRun('profile-resumed');
     const m = await resume('profile-resumed');
     expect(m.profile?.targets[0]).toMatchObject({ target: 'rental_price', count: ROWS });
@@ -151,8 +136,8 @@ describe('a damaged or foreign run file is refused with E_RUN_STATE naming it', 
     const folder = await failedRun('cli-garbage');
     await writeFile(join(folder, '_work', 'run.json'), '\u0000\u0001garbage');
     const r = await runCli(
-      ['score', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--run-id', 'cli-garbage', '--segment-rows', '400', '--batch-size', '50'],
-      { MODEL_SERVICE_URL: sim.url },
+      ['score', files.input, '--model', 'mindsdb/home_rentals_model', '--out', f.out, '--run-id', 'cli-garbage', '--segment-rows', '400', '--batch-size', '50'],
+      { MODEL_SERVICE_URL: f.sim.url },
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`batch-scorer: ${join(folder, '_work', 'run.json')} is damaged: it is not JSON`);
@@ -219,12 +204,12 @@ describe('a missing file is the run folder’s, or the input’s, and says which
     const folder = await failedRun('replanned');
     const runJson = join(folder, '_work', 'run.json');
     await rm(runJson);
-    const before = sim.stats.describeRequests;
+    const before = f.sim.stats.describeRequests;
     const err = await failure(resume('replanned'));
     expect(err.code).toBe('E_RUN_STATE');
     expect(err.message).toMatch(new RegExp(`^${runJson} is missing from its run folder: was it deleted\\?`));
     // Not prepared again: a new describe could pin another model version than the finished segments used.
-    expect(sim.stats.describeRequests).toBe(before);
+    expect(f.sim.stats.describeRequests).toBe(before);
   });
 
   it('a segment part deleted before assembly: E_RUN_STATE naming it', async () => {
@@ -242,8 +227,8 @@ describe('a missing file is the run folder’s, or the input’s, and says which
   });
 
   it('the input deleted before a resume: E_INPUT_NOT_FOUND naming the input, exit 2', async () => {
-    const copy = join(tmp.dir, 'copy.csv');
-    await copyFile(input, copy);
+    const copy = join(f.dir, 'copy.csv');
+    await copyFile(files.input, copy);
     await failedRun('gone', copy);
     await rm(copy);
     const err = await failure(resume('gone', copy));
