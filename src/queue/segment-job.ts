@@ -57,8 +57,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     if ((await ctx.progress.overBudget(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
       return { skipped: 'run failed' };
     }
-    // Nor those of a run that reached a cap: it sends nothing more.
-    if (await ctx.caps.expired(runId)) return { skipped: 'run expired' };
+    // Nor those of a run that reached a cap: it sends nothing more. Logged as a segment stopped
+    // by the cap logs it, so a worker's log says it stopped for the cap whichever it met.
+    if (await ctx.caps.expired(runId)) {
+      jobLog.info({ rows: 0 }, 'stopped: the run reached a cap');
+      return { skipped: 'run expired' };
+    }
     const cancel = ctx.cancelWatch.follow(runId);
     let rows = 0;
     let reporting: Promise<void> | undefined;

@@ -140,7 +140,13 @@ describe('caps on queued runs', () => {
     // them all taken by the other, which then spends the 50 calls alone.
     await waitFor('both workers to start', () => f.workers.every((w) => w.log().includes('worker started')), 30_000);
     const out = join(tmp.dir, 'queued');
-    const enqueued = await runCli(['enqueue', input, '--model', MODEL, '--out', out, '--run-id', 'q', ...SHAPE, '--max-requests', '50', '--wait'], f.env());
+    // Two segments of 100 batches: a worker takes its next segment only once it has sent every
+    // batch of the one it holds, so each holds one, and neither can finish it within 50 calls.
+    const twoSegments = ['--batch-size', '100', '--segment-rows', '10000'];
+    const enqueued = await runCli(
+      ['enqueue', input, '--model', MODEL, '--out', out, '--run-id', 'q', ...twoSegments, '--max-requests', '50', '--wait'],
+      f.env(),
+    );
     expect(enqueued.code).toBe(1);
     const expired = await f.finished('q');
     expect(expired.state).toBe('expired');
@@ -149,14 +155,16 @@ describe('caps on queued runs', () => {
     expect(f.sim.stats.faults.rateLimited).toBeGreaterThan(0);
     expect(existsSync(join(out, 'q', '_SUCCESS'))).toBe(false);
     const manifest = await manifestOf(out, 'q');
-    expect(manifest).toMatchObject({ state: 'expired', cap: { kind: 'max-requests', limit: 50, reached: { requests: 50, segmentsTotal: 10 } } });
+    expect(manifest).toMatchObject({ state: 'expired', cap: { kind: 'max-requests', limit: 50, reached: { requests: 50, segmentsTotal: 2 } } });
     // Both workers were scoring when the cap was reached: it was theirs together.
     for (const w of f.workers) expect(w.log()).toContain('stopped: the run reached a cap');
     expect((await f.queue.list({ state: 'expired' })).map((r) => r.runId)).toEqual(['q']);
     const status = await runCli(['status', 'q'], f.env());
     expect(status.stdout).toMatch(/^q {2}expired .*\n {2}resume: batch-scorer resume q/);
 
-    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most, and keeps more rows.
+    // Resumed with a higher cap: it counts on from the 50 calls sent, so 20 more at most, and
+    // loses none of the rows kept (that it keeps more is shown without chance in the unit tests:
+    // here a segment whose first batch meets a 429 may have its retry refused by the cap).
     const kept = manifest.cap!.reached.rowsScored;
     expect((await runCli(['resume', 'q', '--max-requests', '70'], f.env())).code).toBe(0);
     const again = await f.finished('q');
@@ -164,7 +172,7 @@ describe('caps on queued runs', () => {
     expect(again.failedReason).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
     expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(70);
     const keptAfter = (await manifestOf(out, 'q')).cap!.reached.rowsScored;
-    expect(keptAfter).toBeGreaterThan(kept);
+    expect(keptAfter).toBeGreaterThanOrEqual(kept);
 
     // Resumed without a cap: uncapped, it sends each row not kept once.
     const sent = f.sim.stats.predictRows;
