@@ -70,7 +70,7 @@ export const ERROR_CATALOGUE = {
     status: 409,
     exit: 1,
     retriable: false,
-    hint: 'the run reached a cap (--max-requests, --max-rows or --deadline) and kept the segments it finished: resume it with a higher cap, or none',
+    hint: 'the run reached a cap (--max-requests, --max-rows or --deadline) and kept every row it scored: resume it with a higher cap, or none',
   },
   E_ERROR_RATE: { status: 422, exit: 1, retriable: false, hint: 'more rows were quarantined than --max-error-rate allows: see errors.jsonl' },
   E_ALIGNMENT: { status: 502, exit: 1, retriable: false, hint: 'answers did not line up with the rows sent, on every attempt' },
