@@ -8,6 +8,7 @@ import * as prettier from 'prettier';
 import { z } from 'zod';
 import { commandPath } from '../src/cli/action.js';
 import { buildProgram } from '../src/cli/program.js';
+import { formatLimit, LIMITS, type LimitName } from '../src/config/limits.js';
 import { ENV_SETTINGS } from '../src/config/settings-catalogue.js';
 import { configFileSchema } from '../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
@@ -31,12 +32,42 @@ export async function referenceDocs(root: string): Promise<Map<string, string>> 
     ['errors.md', errorsReference()],
   ]);
   const formatted = new Map<string, string>();
-  for (const [name, text] of files) {
-    const file = path.join(root, REFERENCE_DIR, name);
+  const all: [string, string][] = [...[...files].map(([name, text]): [string, string] => [`${REFERENCE_DIR}/${name}`, text]), [LIMITS_DOC, limitsReference()]];
+  for (const [name, text] of all) {
+    const file = path.join(root, name);
     const options = await prettier.resolveConfig(file);
-    formatted.set(`${REFERENCE_DIR}/${name}`, await prettier.format(text, { ...options, filepath: file }));
+    formatted.set(name, await prettier.format(text, { ...options, filepath: file }));
   }
   return formatted;
+}
+
+/** The page of bounds, beside the guides rather than among the references. */
+export const LIMITS_DOC = 'docs/limits.md';
+
+/** docs/limits.md: every bound on a size a peer controls, from LIMITS. */
+function limitsReference(): string {
+  return [
+    '# Limits',
+    '',
+    NOTICE,
+    '',
+    'Every size a peer controls (a model service, an input file, whoever submits a run or writes to Redis) has a bound. Each is a deployment setting, an environment variable of the processes (`serve`, `worker`, `score`), never a run option: whoever submits a run cannot raise it. A bound passed ends as the last column says: a submission answers a 4xx, a run fails with an error code naming the setting, a row is quarantined and the run goes on; nothing partial is left as if complete.',
+    '',
+    table(
+      ['setting', 'default', 'bounds', 'past it'],
+      (Object.entries(LIMITS) as [LimitName, (typeof LIMITS)[LimitName]][]).map(([name, spec]) => [
+        code(spec.setting),
+        formatLimit(name, spec.default),
+        spec.bounds,
+        spec.past,
+      ]),
+    ),
+    '',
+    "Byte settings take a number of bytes, or one with `KiB`, `MiB` or `GiB` (`MAX_ANSWER_BYTES=256MiB`). A value below a bound's smallest, or not a number, stops the process at start with `E_CONFIG` naming the variable.",
+    '',
+    'What Redis writers can and cannot do is in [Deploying](deploying.md). Limits of other kinds, and known gaps, are in [Known gaps](known-gaps.md).',
+    '',
+  ].join('\n');
 }
 
 /** Text for a Markdown table cell: pipes escaped, lines joined. */

@@ -103,6 +103,12 @@ export const ERROR_CATALOGUE = {
     hint: 'the model service refused our credentials: check MODEL_SERVICE_TOKEN or SERVICE_TOKENS',
   },
   E_RATE_LIMITED: { status: 429, exit: 1, retriable: true, hint: 'too many failed attempts to authenticate from this client: wait as Retry-After says' },
+  E_LIMIT: {
+    status: 422,
+    exit: 1,
+    retriable: false,
+    hint: 'a size passed a bound of the deployment (docs/limits.md): the message names the setting that raises it',
+  },
   E_BAD_ROWS: { status: 422, exit: 1, retriable: false, hint: 'the engine failed on the rows of this request' },
   E_ABORTED: { status: 503, exit: 1, retriable: true, hint: 'the operation was cancelled (a signal, a shutdown): it may be done again' },
   E_INTERNAL: { status: 500, exit: 1, retriable: false, hint: 'a bug to report, with the log at LOG_LEVEL=debug' },

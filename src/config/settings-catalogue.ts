@@ -1,3 +1,5 @@
+import { formatLimit, LIMITS, type LimitName } from './limits.js';
+
 /** One environment variable batch-scorer reads: what it means, its default, and whether it holds a secret. */
 export interface EnvSetting {
   /** The variable's name, e.g. `REDIS_URL`. */
@@ -177,4 +179,11 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
     secret: true,
     commands: ['simulate'],
   },
+  // The bounds on sizes peers control, declared in LIMITS (docs/limits.md says what each does past it).
+  ...(Object.entries(LIMITS) as [LimitName, (typeof LIMITS)[LimitName]][]).map(([name, spec]) => ({
+    name: spec.setting,
+    meaning: `${spec.bounds} See [limits](../limits.md).`,
+    default: formatLimit(name, spec.default),
+    secret: false,
+  })),
 ];

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
+import { limitsFromEnv, type Limits } from './limits.js';
 import { redisUrlSchema } from './redis-url.js';
 import { lineageSettingsFromEnv, type LineageSettings } from './lineage-settings.js';
 import { inputKind } from '../storage/input-files.js';
@@ -70,6 +71,8 @@ export interface Settings {
   lineage?: LineageSettings;
   /** NOTIFY_URLS, NOTIFY_SECRET (never logged) and PUBLIC_URL: the webhooks told of every run's end (see src/notify/). */
   notify: NotifySettings;
+  /** MAX_ANSWER_BYTES and the other bounds on sizes peers control (see LIMITS in limits.ts). */
+  limits: Limits;
 }
 
 /** The notification settings of a process (see notifyFromEnv); src/notify/ tells run ends with them. */
@@ -103,6 +106,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     jobsDir: env.JOBS_DIR || 'jobs',
     lineage: lineageSettingsFromEnv(env),
     notify: notifyFromEnv(env),
+    limits: limitsFromEnv(env),
   };
 }
 

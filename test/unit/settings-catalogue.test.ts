@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../../src/config/limits.js';
 import { ENV_SETTINGS } from '../../src/config/settings-catalogue.js';
 
 const src = path.resolve(import.meta.dirname, '../../src');
@@ -23,6 +24,8 @@ function variablesRead(): Map<string, string[]> {
       for (const [, name] of text.matchAll(pattern)) read.set(name, [...(read.get(name) ?? []), path.relative(src, file)]);
     }
   }
+  // limitsFromEnv reads each bound's variable by its name in LIMITS.
+  for (const { setting } of Object.values(LIMITS)) read.set(setting, [...(read.get(setting) ?? []), 'config/limits.ts']);
   return read;
 }
 

@@ -1,0 +1,214 @@
+import { BatchScorerError } from '../errors.js';
+
+/**
+ * One bound on a size a peer controls (a model's answers, an input's bytes, a submission): what it
+ * bounds, the environment variable that sets it, its default, and what happens past it.
+ * docs/limits.md is generated from LIMITS, and ENV_SETTINGS lists each variable from it, so a bound
+ * is declared here once. Bounds are deployment settings, never run options: whoever submits a run
+ * cannot raise them.
+ */
+export interface LimitSpec {
+  /** The environment variable that sets it, e.g. `MAX_ANSWER_BYTES`. */
+  setting: string;
+  /** What applies when the variable is unset. */
+  default: number;
+  /** How the value reads: `bytes` also takes a KiB, MiB or GiB suffix (`64MiB`). */
+  unit: 'bytes' | 'count' | 'ratio' | 'seconds';
+  /** The smallest value the setting takes. */
+  min: number;
+  /** What it bounds, in a sentence (Markdown). */
+  bounds: string;
+  /** What happens past it: a submission's 4xx, a run's E_* code, or a row's quarantine (Markdown). */
+  past: string;
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+/**
+ * Below this, an answer is never refused for its ratio to the request (a one-row batch of a
+ * model that explains itself answers many times the row's bytes).
+ */
+export const ANSWER_FLOOR_BYTES = 1 * MiB;
+
+/** Every bound on a size a peer controls, by the name code reads it under (see LimitSpec). */
+export const LIMITS = {
+  answerBytes: {
+    setting: 'MAX_ANSWER_BYTES',
+    default: 64 * MiB,
+    unit: 'bytes',
+    min: 1 * KiB,
+    bounds: "A predict answer's bytes, whatever the batch.",
+    past: 'the run fails `E_LIMIT`: the answer is read no further',
+  },
+  answerRatio: {
+    setting: 'MAX_ANSWER_RATIO',
+    default: 64,
+    unit: 'ratio',
+    min: 1,
+    bounds: `A predict answer's bytes per byte of its request (answers below ${ANSWER_FLOOR_BYTES / MiB} MiB are never refused for it).`,
+    past: 'the run fails `E_LIMIT`: the answer is read no further',
+  },
+  answerDepth: {
+    setting: 'MAX_ANSWER_DEPTH',
+    default: 64,
+    unit: 'count',
+    min: 4,
+    bounds: 'How deep arrays and objects nest in a predict answer.',
+    past: 'the run fails `E_LIMIT`, before the answer is parsed',
+  },
+  describeBytes: {
+    setting: 'MAX_DESCRIBE_BYTES',
+    default: 16 * MiB,
+    unit: 'bytes',
+    min: 1 * KiB,
+    bounds: "A describe answer's bytes (stored as the run's `describe.json`).",
+    past: 'the run fails `E_LIMIT` before it plans',
+  },
+  segments: {
+    setting: 'MAX_SEGMENTS',
+    default: 10_000,
+    unit: 'count',
+    min: 1,
+    bounds: "Segments in one run, and so the smallest `--segment-rows` (`segmentRows`) a file's rows allow.",
+    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows`; a run fails `E_LIMIT` while it plans, before any segment job is added',
+  },
+  fieldBytes: {
+    setting: 'MAX_FIELD_BYTES',
+    default: 1 * MiB,
+    unit: 'bytes',
+    min: 64,
+    bounds: "One field's bytes in a CSV or JSON Lines row.",
+    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on',
+  },
+  rowBytes: {
+    setting: 'MAX_ROW_BYTES',
+    default: 4 * MiB,
+    unit: 'bytes',
+    min: 256,
+    bounds: "One row's bytes in a CSV or JSON Lines file.",
+    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on',
+  },
+  inflatedBytes: {
+    setting: 'MAX_INFLATED_BYTES',
+    default: 64 * GiB,
+    unit: 'bytes',
+    min: 1 * MiB,
+    bounds: "A gzipped input file's bytes once inflated.",
+    past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
+  },
+  inflationRatio: {
+    setting: 'MAX_INFLATION_RATIO',
+    default: 200,
+    unit: 'ratio',
+    min: 1,
+    bounds: "A gzipped input file's inflated bytes per compressed byte (files inflating to less than 64 MiB are never refused for it).",
+    past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
+  },
+  stagingFreeBytes: {
+    setting: 'MIN_STAGING_FREE_BYTES',
+    default: 1 * GiB,
+    unit: 'bytes',
+    min: 0,
+    bounds:
+      'Free disk space a local staged copy (of a gzipped or non-UTF-8 input) must leave: checked before staging, against the size gzip declares, and while it is written.',
+    past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
+  },
+  parquetFooterBytes: {
+    setting: 'MAX_PARQUET_FOOTER_BYTES',
+    default: 16 * MiB,
+    unit: 'bytes',
+    min: 1 * KiB,
+    bounds: "A Parquet file's footer (its metadata) bytes.",
+    past: 'the run fails `E_LIMIT`, before the footer is read',
+  },
+  parquetRowGroups: {
+    setting: 'MAX_PARQUET_ROW_GROUPS',
+    default: 20_000,
+    unit: 'count',
+    min: 1,
+    bounds: 'Row groups in one Parquet file.',
+    past: 'the run fails `E_LIMIT`, before any row is read',
+  },
+  dryRunSeconds: {
+    setting: 'MAX_DRY_RUN_SECONDS',
+    default: 30,
+    unit: 'seconds',
+    min: 1,
+    bounds: 'The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server.',
+    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+  },
+  dryRunBytes: {
+    setting: 'MAX_DRY_RUN_BYTES',
+    default: 1 * GiB,
+    unit: 'bytes',
+    min: 1 * MiB,
+    bounds: 'The input bytes a dry run submitted to `serve` may read (inflated bytes counted).',
+    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+  },
+  idempotencyKeys: {
+    setting: 'MAX_IDEMPOTENCY_KEYS',
+    default: 100_000,
+    unit: 'count',
+    min: 1,
+    bounds: '`Idempotency-Key`s `serve` remembers (each for 24 h).',
+    past: 'the oldest keys are forgotten first, as if their 24 h had passed',
+  },
+} as const satisfies Record<string, LimitSpec>;
+
+/** A bound's name in LIMITS. */
+export type LimitName = keyof typeof LIMITS;
+
+/** The bounds a process applies: each LIMITS entry's value. */
+export type Limits = { readonly [K in LimitName]: number };
+
+/** Every bound at its default. */
+export const DEFAULT_LIMITS: Limits = Object.fromEntries(Object.entries(LIMITS).map(([name, spec]) => [name, spec.default])) as Limits;
+
+const BYTE_SUFFIXES: Record<string, number> = { '': 1, b: 1, kib: KiB, kb: KiB, k: KiB, mib: MiB, mb: MiB, m: MiB, gib: GiB, gb: GiB, g: GiB };
+
+/** Reads each bound's variable, or takes its default; a bad value is E_CONFIG naming the variable. */
+export function limitsFromEnv(env: NodeJS.ProcessEnv): Limits {
+  const limits: Record<string, number> = {};
+  for (const [name, spec] of Object.entries(LIMITS) as [LimitName, LimitSpec][]) {
+    const text = env[spec.setting]?.trim();
+    limits[name] = text ? limitValue(spec, text) : spec.default;
+  }
+  return limits as Limits;
+}
+
+function limitValue(spec: LimitSpec, text: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(text);
+  const scale = match && (spec.unit === 'bytes' ? BYTE_SUFFIXES[match[2]!.toLowerCase()] : match[2] === '' ? 1 : undefined);
+  const value = match && scale !== undefined && scale !== null ? Math.floor(Number(match[1]) * scale) : NaN;
+  if (!(value >= spec.min) || !Number.isSafeInteger(value)) {
+    const form = spec.unit === 'bytes' ? 'a number of bytes, with KiB, MiB or GiB if you like (e.g. 64MiB)' : 'a number';
+    throw new BatchScorerError('E_CONFIG', `${spec.setting} must be ${form} of at least ${spec.min}; it is "${text.slice(0, 40)}"`);
+  }
+  return value;
+}
+
+/** A bound's value as docs and messages show it: `64 MiB`, `10,000`, `30 s`. */
+export function formatLimit(name: LimitName, value: number): string {
+  const { unit } = LIMITS[name];
+  if (unit === 'seconds') return `${value} s`;
+  if (unit !== 'bytes') return value.toLocaleString('en-US');
+  for (const [suffix, size] of [
+    ['GiB', GiB],
+    ['MiB', MiB],
+    ['KiB', KiB],
+  ] as const) {
+    if (value >= size && value % size === 0) return `${value / size} ${suffix}`;
+  }
+  return `${value.toLocaleString('en-US')} bytes`;
+}
+
+/**
+ * The error of a size past its bound: E_LIMIT, naming the setting that raises it (a submission
+ * answers its 4xx status from the catalogue, a run fails with it).
+ */
+export function limitError(name: LimitName, value: number, what: string): BatchScorerError {
+  const { setting } = LIMITS[name];
+  return new BatchScorerError('E_LIMIT', `${what} passes ${setting} (${formatLimit(name, value)}): raise ${setting} if this is expected`);
+}
