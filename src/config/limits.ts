@@ -180,7 +180,7 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv): Limits {
 
 function limitValue(spec: LimitSpec, text: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(text);
-  const scale = match && (spec.unit === 'bytes' ? BYTE_SUFFIXES[match[2]!.toLowerCase()] : match[2] === '' ? 1 : undefined);
+  const scale = match && (spec.unit === 'bytes' ? BYTE_SUFFIXES[match[2].toLowerCase()] : match[2] === '' ? 1 : undefined);
   const value = match && scale !== undefined && scale !== null ? Math.floor(Number(match[1]) * scale) : NaN;
   if (!(value >= spec.min) || !Number.isSafeInteger(value)) {
     const form = spec.unit === 'bytes' ? 'a number of bytes, with KiB, MiB or GiB if you like (e.g. 64MiB)' : 'a number';
