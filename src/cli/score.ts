@@ -83,6 +83,7 @@ export function registerScore(program: Command): void {
               storage,
               log,
               predictorFor: serviceClientFactory(settings.serviceTokens),
+              limits: settings.limits,
               signal: interrupt.signal,
               onProgress: bar.update,
               onStage: (reached) => (stage = reached),
@@ -129,6 +130,7 @@ async function dryRunCommand(request: RunRequest, settings: Settings, json: bool
       storage,
       log: createLogger({ level: settings.logLevel }),
       predictorFor: serviceClientFactory(settings.serviceTokens),
+      limits: settings.limits,
       signal: interrupt.signal,
     });
     process.stdout.write(json ? `${JSON.stringify({ dryRun: true, ...report })}\n` : formatDryRun(report));

@@ -123,6 +123,7 @@ export function registerWorker(program: Command): void {
             lockDurationMs: flags.lockDuration,
             predictors: serviceClientFactory(settings.serviceTokens),
             policy: settings.policy,
+            limits: settings.limits,
             runDefaults: settings.runDefaults,
             observer,
             // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).

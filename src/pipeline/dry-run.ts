@@ -1,3 +1,4 @@
+import type { Limits } from '../config/limits.js';
 import { z } from 'zod';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
 import { processConcurrency, type RunOptions } from '../config/run-options.js';
@@ -75,6 +76,8 @@ export interface DryRunContext {
   /** Builds the run's predictor (see serviceClientFactory). */
   predictorFor: PredictorFactory;
   signal?: AbortSignal;
+  /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
+  limits?: Limits;
 }
 
 /**
@@ -103,7 +106,7 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   const canaryConcurrency = Math.min(CANARY_BATCHES / 2, maxConcurrency(concurrency));
   const client = ctx.predictorFor(options, canaryConcurrency, log);
   try {
-    const run = await planRun(request, 'dry-run', { storage, client, log, signal });
+    const run = await planRun(request, 'dry-run', { storage, client, log, signal, ...(ctx.limits && { limits: ctx.limits }) });
     const fixedMs = performance.now() - started;
     const rowIdMember = run.model.rowIdMember ?? undefined;
     const batches = await canaryBatches(storage, run, signal);

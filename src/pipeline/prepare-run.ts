@@ -1,3 +1,4 @@
+import type { Limits } from '../config/limits.js';
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
@@ -27,6 +28,8 @@ export interface PrepareContext {
   client: Predictor;
   log: Logger;
   signal?: AbortSignal;
+  /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
+  limits?: Limits;
   /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */
   onClaimed?: () => void;
 }

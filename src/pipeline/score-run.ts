@@ -1,3 +1,4 @@
+import type { Limits } from '../config/limits.js';
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
@@ -35,6 +36,8 @@ export interface DirectRunContext {
   onStage?: (stage: RunStage) => void;
   /** Hears the run start (once its folder is claimed) and end (see RunListener). */
   listener?: RunListener;
+  /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
+  limits?: Limits;
 }
 
 /**
@@ -65,7 +68,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       ctx.onStage?.('claimed');
       ctx.listener?.runStarted({ runId, request, folder, startedAt });
     };
-    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed });
+    const started = await startRun(request, runId, { storage, client, log, signal, onClaimed, ...(ctx.limits && { limits: ctx.limits }) });
     ctx.onStage?.('planned');
     const plannedAt = Date.now();
     run = started.run;

@@ -80,7 +80,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Planning's probe is a predict call like any other: taken from the run's caps.
       const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
       const client = cappedPredictor(ctx.clientFor(request.options), caps);
-      run = await prepareRun(request, data.runId, { storage: ctx.storage, client, log: jobLog, signal });
+      run = await prepareRun(request, data.runId, {
+        storage: ctx.storage,
+        client,
+        log: jobLog,
+        signal,
+        ...(ctx.options.limits && { limits: ctx.options.limits }),
+      });
       // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
       // the run fails here, once the last one has: errors.jsonl and every count are then taken
       // while nothing writes any more. Likewise once it reached a cap: it ends expired.

@@ -1,3 +1,4 @@
+import type { Limits } from '../config/limits.js';
 import type { Processor } from 'bullmq';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
@@ -37,6 +38,8 @@ export interface WorkerOptions {
    * anything (the storage given to the worker should be guarded by it too). None: everything.
    */
   policy?: DeploymentPolicy;
+  /** The deployment's bounds on sizes peers control (see LIMITS), applied to every run and segment job; DEFAULT_LIMITS when absent. */
+  limits?: Limits;
   /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */
   runDefaults?: RunOptionsInput;
   /** Hears the scoring of segments: the worker's metrics, with `--metrics-port`. */
