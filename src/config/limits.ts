@@ -32,6 +32,9 @@ const GiB = 1024 * MiB;
  */
 export const ANSWER_FLOOR_BYTES = 1 * MiB;
 
+/** Below this, a gzipped input is never refused for its inflation ratio (see `inflationRatio`). */
+export const INFLATION_FLOOR_BYTES = 64 * MiB;
+
 /** Every bound on a size a peer controls, by the name code reads it under (see LimitSpec). */
 export const LIMITS = {
   answerBytes: {
@@ -72,7 +75,7 @@ export const LIMITS = {
     unit: 'count',
     min: 1,
     bounds: "Segments in one run, and so the smallest `--segment-rows` (`segmentRows`) a file's rows allow.",
-    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows`; a run fails `E_LIMIT` while it plans, before any segment job is added',
+    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows` (and `enqueue` exits 1 so), before any job exists, when its rows can be counted within the dry-run bounds; otherwise the run fails `E_LIMIT` while it plans, before any segment job is added',
   },
   fieldBytes: {
     setting: 'MAX_FIELD_BYTES',
@@ -136,23 +139,25 @@ export const LIMITS = {
     default: 30,
     unit: 'seconds',
     min: 1,
-    bounds: 'The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server.',
-    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+    bounds:
+      "The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server; also the time `serve` and `enqueue` spend counting a submission's rows for `MAX_SEGMENTS`.",
+    past: 'the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a count stops, and the run is planned as usual',
   },
   dryRunBytes: {
     setting: 'MAX_DRY_RUN_BYTES',
     default: 1 * GiB,
     unit: 'bytes',
     min: 1 * MiB,
-    bounds: 'The input bytes a dry run submitted to `serve` may read (inflated bytes counted).',
-    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+    bounds:
+      "The input bytes a dry run submitted to `serve` may read as it plans (inflated bytes counted); also what `serve` and `enqueue` may read counting a submission's rows for `MAX_SEGMENTS`.",
+    past: 'the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a count stops, and the run is planned as usual',
   },
   idempotencyKeys: {
     setting: 'MAX_IDEMPOTENCY_KEYS',
     default: 100_000,
     unit: 'count',
     min: 1,
-    bounds: '`Idempotency-Key`s `serve` remembers (each for 24 h).',
+    bounds: '`Idempotency-Key`s `serve` remembers (each for 24 h), counted in Redis across every `serve` of the deployment.',
     past: 'the oldest keys are forgotten first, as if their 24 h had passed',
   },
 } as const satisfies Record<string, LimitSpec>;

@@ -15,6 +15,7 @@ import { excerpt } from '../text-excerpt.js';
 import { formatLocation, storedLocationSchema, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
 import { drainedWrite } from './drained-write.js';
+import { tooManySegments } from './segment-bound.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
 
 /**
@@ -138,6 +139,13 @@ export interface PlanOptions {
    * no more of the input whatever its size. Planning stops with its rejection.
    */
   holdAfterFirst?: Promise<unknown>;
+  /** Segments the input may make at most (MAX_SEGMENTS): planning stops at the first one past it, E_LIMIT. */
+  maxSegments?: number;
+  /**
+   * Hears the bytes planning reads, as it reads them: a text file's once inflated and decoded, a
+   * Parquet file's as stored. What it throws stops planning (a dry run's budget, see WorkBudget).
+   */
+  onBytes?: (bytes: number) => void;
 }
 
 /**
@@ -235,9 +243,10 @@ async function planFile(
     const head: Buffer = first.done ? Buffer.alloc(0) : first.value;
     if (isParquet(name, head)) {
       // The footer says it all; the bytes are still read once, for the sha256 the manifest keeps (not with --limit).
-      if (options.limit === undefined) for await (const _chunk of hashed);
+      options.onBytes?.(head.length);
+      if (options.limit === undefined) for await (const chunk of hashed) options.onBytes?.(chunk.length);
       const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name);
-      const rows = planRowGroups(layout.rowGroups, fileIndex, firstRow, options, segments);
+      const rows = planRowGroups(name, layout.rowGroups, fileIndex, firstRow, options, segments);
       const plan: InputFilePlan = {
         location: file.location,
         info,
@@ -324,7 +333,14 @@ function growingPlan(
 }
 
 /** Parquet segments: whole row groups, about `segmentRows` rows each (a row group is never split). */
-function planRowGroups(groups: readonly { rows: number }[], file: number, firstRow: number, options: PlanOptions, segments: SegmentPlan[]): number {
+function planRowGroups(
+  name: string,
+  groups: readonly { rows: number }[],
+  file: number,
+  firstRow: number,
+  options: PlanOptions,
+  segments: SegmentPlan[],
+): number {
   const limit = options.limit ?? Infinity;
   let rows = 0;
   let current: SegmentPlan | undefined;
@@ -332,6 +348,7 @@ function planRowGroups(groups: readonly { rows: number }[], file: number, firstR
     if (rows >= limit) break;
     const take = Math.min(group.rows, limit - rows);
     if (!current || current.rows >= options.segmentRows) {
+      if (segments.length === options.maxSegments) throw tooManySegments(name, options, firstRow + rows + take);
       current = { index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: g, end: g, firstLine: rows + 1 };
       segments.push(current);
     }
@@ -384,6 +401,7 @@ async function planText(
       return;
     }
     if (rows % options.segmentRows === 0) {
+      if (segments.length === options.maxSegments) throw tooManySegments(name, options, firstRow + rows + 1);
       // The segment before ends where this one starts: its rows are whole, their bytes checked.
       if (grown && syntax === 'csv' && columns && segments.length > mine) {
         segments[segments.length - 1].end = row.offset;
@@ -400,6 +418,7 @@ async function planText(
   let heard = false;
   let hold = grown && options.holdAfterFirst;
   for await (const chunk of bytes) {
+    options.onBytes?.(chunk.length);
     let data = chunk;
     if (!splitter) {
       const binary = describeBinary(chunk, options.encoding);

@@ -1,4 +1,4 @@
-import type { Limits } from '../config/limits.js';
+import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
@@ -30,6 +30,8 @@ export interface PrepareContext {
   signal?: AbortSignal;
   /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
   limits?: Limits;
+  /** Hears the input bytes planning reads (see PlanOptions.onBytes): what it throws stops planning. */
+  onInputBytes?: (bytes: number) => void;
   /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */
   onClaimed?: () => void;
 }
@@ -170,7 +172,7 @@ async function planAgain(run: PreparedRun, ctx: PrepareContext, segments: Segmen
   try {
     segments.release(stored.segments.length);
     const input = await planInput(ctx.storage, parseLocation(run.request.input), {
-      ...planOptions(run.request.options),
+      ...planOptions(run.request.options, ctx.limits),
       stage: (file) => runFiles.stagedInput(run.folder, file),
       signal: ctx.signal,
       onSegment: (sofar) => {
@@ -233,8 +235,9 @@ async function beginRun(
   hold.catch(() => undefined); // Planning stops with it.
 
   const whole = planInput(storage, parseLocation(request.input), {
-    ...planOptions(request.options),
+    ...planOptions(request.options, ctx.limits),
     ...(writes.stage && { stage: writes.stage }),
+    ...(ctx.onInputBytes && { onBytes: ctx.onInputBytes }),
     signal,
     ...(segments && {
       onSegment: (sofar: InputPlan) => {
@@ -358,10 +361,10 @@ async function compareModel(requested: string, schema: OutputSchema, ctx: Prepar
   return { requested, project: ref.project, name: ref.model, requestedVersion: ref.version ?? null, resolvedVersion: ref.version ?? facts.version ?? null };
 }
 
-/** How the input is planned, from the run's options. */
-export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 'signal'> {
+/** How the input is planned, from the run's options, within the deployment's bounds. */
+export function planOptions(options: RunOptions, limits: Limits = DEFAULT_LIMITS): Omit<PlanOptions, 'stage' | 'signal'> {
   const { segmentRows, limit, delimiter, quote, encoding } = options;
-  return { segmentRows, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
+  return { segmentRows, maxSegments: limits.segments, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
 }
 
 /**
