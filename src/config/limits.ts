@@ -75,7 +75,7 @@ export const LIMITS = {
     unit: 'count',
     min: 1,
     bounds: "Segments in one run, and so the smallest `--segment-rows` (`segmentRows`) a file's rows allow.",
-    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows` (and `enqueue` exits 1 so), before any job exists, when its rows can be counted within the dry-run bounds; otherwise the run fails `E_LIMIT` while it plans, before any segment job is added',
+    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows` (`enqueue` and `score` exit 1 so), before any job exists, when it can be checked within the dry-run bounds; otherwise the run fails `E_LIMIT` while it plans, before any segment job is added',
   },
   fieldBytes: {
     setting: 'MAX_FIELD_BYTES',
@@ -140,8 +140,8 @@ export const LIMITS = {
     unit: 'seconds',
     min: 1,
     bounds:
-      "The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server; also the time `serve` and `enqueue` spend counting a submission's rows for `MAX_SEGMENTS`.",
-    past: 'the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a count stops, and the run is planned as usual',
+      "The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server; also the time `serve`, `enqueue` and `score` spend checking an input's segments against `MAX_SEGMENTS`.",
+    past: "the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a check stops, and the run's planning checks instead",
   },
   dryRunBytes: {
     setting: 'MAX_DRY_RUN_BYTES',
@@ -149,8 +149,8 @@ export const LIMITS = {
     unit: 'bytes',
     min: 1 * MiB,
     bounds:
-      "The input bytes a dry run submitted to `serve` may read as it plans (inflated bytes counted); also what `serve` and `enqueue` may read counting a submission's rows for `MAX_SEGMENTS`.",
-    past: 'the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a count stops, and the run is planned as usual',
+      "The input bytes a dry run submitted to `serve` may read as it plans (inflated bytes counted); also what `serve`, `enqueue` and `score` may read checking an input's segments against `MAX_SEGMENTS`.",
+    past: "the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a check stops, and the run's planning checks instead",
   },
   idempotencyKeys: {
     setting: 'MAX_IDEMPOTENCY_KEYS',

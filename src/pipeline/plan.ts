@@ -348,7 +348,7 @@ function planRowGroups(
     if (rows >= limit) break;
     const take = Math.min(group.rows, limit - rows);
     if (!current || current.rows >= options.segmentRows) {
-      if (segments.length === options.maxSegments) throw tooManySegments(name, options, firstRow + rows + take);
+      if (segments.length === options.maxSegments) throw tooManySegments(name, options.segmentRows, segments.length, firstRow + rows + take, true);
       current = { index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: g, end: g, firstLine: rows + 1 };
       segments.push(current);
     }
@@ -401,7 +401,7 @@ async function planText(
       return;
     }
     if (rows % options.segmentRows === 0) {
-      if (segments.length === options.maxSegments) throw tooManySegments(name, options, firstRow + rows + 1);
+      if (segments.length === options.maxSegments) throw tooManySegments(name, options.segmentRows, segments.length, firstRow + rows + 1);
       // The segment before ends where this one starts: its rows are whole, their bytes checked.
       if (grown && syntax === 'csv' && columns && segments.length > mine) {
         segments[segments.length - 1].end = row.offset;

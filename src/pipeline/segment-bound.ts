@@ -28,38 +28,40 @@ export function minimumSegmentRows(fileRows: readonly number[], maxSegments: num
   return low;
 }
 
+/** E_LIMIT of an input past MAX_SEGMENTS: a class of its own, so a check that plans can tell it from planning's other refusals. */
+export class SegmentsPastBound extends BatchScorerError {
+  constructor(what: string, maxSegments: number, fits: string | undefined) {
+    const { setting } = LIMITS.segments;
+    const remedy =
+      fits === undefined
+        ? `it has more files with rows than that, and each makes one segment at least: split the run, or raise ${setting}`
+        : `choose a --segment-rows (segmentRows) of ${fits}, or raise ${setting}`;
+    super('E_LIMIT', `${what}, past ${setting} (${formatLimit('segments', maxSegments)}): ${remedy}`);
+  }
+}
+
 /**
- * Planning's refusal of an input that makes more than `maxSegments` segments, found by row
- * `rowsSoFar` (1-based, in the whole input): planning stops there, so the smallest `segmentRows`
- * that fits is known only to be more than rowsSoFar / maxSegments.
+ * Planning's refusal of an input whose `maxSegments` segments are made by row `rowsSoFar` (1-based,
+ * in the whole input) while rows go on: planning stops there, so the smallest `segmentRows` that
+ * fits is known only to be more than rowsSoFar / maxSegments; of Parquet (`rowGroups`), whose
+ * row groups are never split, only to be more than `segmentRows`.
  */
-export function tooManySegments(name: string, options: { segmentRows: number; maxSegments?: number }, rowsSoFar: number): BatchScorerError {
-  const max = options.maxSegments ?? LIMITS.segments.default;
-  const atLeast = Math.ceil(rowsSoFar / max);
-  return segmentsRefused(
-    `${name}: its first ${rowsSoFar.toLocaleString('en-US')} rows already make more than ${formatLimit('segments', max)} segments of --segment-rows ${options.segmentRows}`,
-    max,
+export function tooManySegments(name: string, segmentRows: number, maxSegments: number, rowsSoFar: number, rowGroups = false): SegmentsPastBound {
+  const atLeast = rowGroups ? segmentRows + 1 : Math.ceil(rowsSoFar / maxSegments);
+  return new SegmentsPastBound(
+    `${name}: its first ${rowsSoFar.toLocaleString('en-US')} rows already make more than ${formatLimit('segments', maxSegments)} segments of --segment-rows ${segmentRows}`,
+    maxSegments,
     `at least ${atLeast.toLocaleString('en-US')} (more if the input has many more rows)`,
   );
 }
 
 /** The refusal of an input whose rows are counted: `fileRows` make more than `maxSegments` segments at `segmentRows`. */
-export function segmentsPastBound(name: string, fileRows: readonly number[], segmentRows: number, maxSegments: number): BatchScorerError {
+export function segmentsPastBound(name: string, fileRows: readonly number[], segmentRows: number, maxSegments: number): SegmentsPastBound {
   const minimum = minimumSegmentRows(fileRows, maxSegments);
   const rows = fileRows.reduce((n, r) => n + r, 0).toLocaleString('en-US');
-  return segmentsRefused(
+  return new SegmentsPastBound(
     `${name}: its ${rows} rows make ${segmentsOf(fileRows, segmentRows).toLocaleString('en-US')} segments of --segment-rows ${segmentRows}`,
     maxSegments,
     minimum === undefined ? undefined : `${minimum.toLocaleString('en-US')} or more`,
   );
-}
-
-/** E_LIMIT naming MAX_SEGMENTS and the `segmentRows` that would fit (`fits`), or that none does. */
-function segmentsRefused(what: string, maxSegments: number, fits: string | undefined): BatchScorerError {
-  const { setting } = LIMITS.segments;
-  const remedy =
-    fits === undefined
-      ? `it has more files with rows than that, and each makes one segment at least: split the run, or raise ${setting}`
-      : `choose a --segment-rows (segmentRows) of ${fits}, or raise ${setting}`;
-  return new BatchScorerError('E_LIMIT', `${what}, past ${setting} (${formatLimit('segments', maxSegments)}): ${remedy}`);
 }

@@ -1,12 +1,11 @@
 import { INFLATION_FLOOR_BYTES, type Limits } from '../config/limits.js';
 import type { RunOptions } from '../config/run-options.js';
-import type { BatchScorerError } from '../errors.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, Storage } from '../storage/storage-types.js';
 import { planInput } from './plan.js';
 import { planOptions } from './prepare-run.js';
-import { segmentsOf, segmentsPastBound } from './segment-bound.js';
+import { segmentsOf, segmentsPastBound, SegmentsPastBound } from './segment-bound.js';
 import { dryRunBudget, withinBudget } from './work-budget.js';
 
 /** What checkSegments found: the input fits MAX_SEGMENTS, or it could not tell (and why). */
@@ -20,17 +19,18 @@ const COUNTING = "counting an input's rows for MAX_SEGMENTS";
  * at the run's `segmentRows`: E_LIMIT naming the smallest `segmentRows` that fits. First by its
  * files' bytes alone (a row takes 2 bytes at least, a line feed and a character; a gzipped file
  * inflates to at most MAX_INFLATION_RATIO times its bytes, or 64 MiB, and MAX_INFLATED_BYTES):
- * if even that many rows fit, nothing is read. Otherwise its rows are counted as planning counts
- * them, within a dry run's budget (MAX_DRY_RUN_SECONDS, MAX_DRY_RUN_BYTES), writing nothing.
- * Whatever stops the count (the budget, an input the count cannot read) leaves it undecided: the
- * run's planning refuses it then, before any segment job is added. A Parquet input past the bound
- * by its rows is undecided too: its row groups, never split, decide its segments.
+ * if even that many rows fit, nothing is read. Otherwise the input is planned as its run would
+ * plan it, writing nothing, within a dry run's budget (MAX_DRY_RUN_SECONDS, MAX_DRY_RUN_BYTES):
+ * planning stops at the first segment past the bound, and the rows are then counted to name the
+ * smallest `segmentRows` (or, if the budget does not let them be, the least planning could tell).
+ * Whatever else stops it (the budget, an input this process cannot read) leaves it undecided:
+ * the run's planning refuses it then, before any segment job is added.
  */
 export async function checkSegments(storage: Storage, input: Location, options: RunOptions, limits: Limits, signal?: AbortSignal): Promise<SegmentCheck> {
-  let verdict: SegmentCheck | { refused: BatchScorerError };
+  let verdict: SegmentCheck | { refused: SegmentsPastBound };
   try {
     verdict = await withinBudget(dryRunBudget(limits), COUNTING, signal, (budgeted, onBytes) =>
-      countedVerdict(storage, input, options, limits, budgeted, onBytes),
+      plannedVerdict(storage, input, options, limits, budgeted, onBytes),
     );
   } catch (err) {
     return { fits: false, undecided: (err as Error).message };
@@ -39,24 +39,34 @@ export async function checkSegments(storage: Storage, input: Location, options: 
   return verdict;
 }
 
-/** checkSegments' work, within its budget: the bound by bytes, then by rows counted. */
-async function countedVerdict(
+/** checkSegments' work, within its budget: the bound by bytes, then the input planned, then its rows counted. */
+async function plannedVerdict(
   storage: Storage,
   input: Location,
   options: RunOptions,
   limits: Limits,
   signal: AbortSignal,
   onBytes: (bytes: number) => void,
-): Promise<SegmentCheck | { refused: BatchScorerError }> {
+): Promise<SegmentCheck | { refused: SegmentsPastBound }> {
   const files = await listInputFiles(storage, input, signal);
   const most = files.map((f) => rowsAtMost(f, limits, options.limit));
   if (most.every((rows) => rows !== undefined) && segmentsOf(most, options.segmentRows) <= limits.segments) return { fits: true };
-  // One segment a file: its rows are what is counted.
-  const plan = await planInput(storage, input, { ...planOptions(options), segmentRows: Number.MAX_SAFE_INTEGER, maxSegments: undefined, onBytes, signal });
-  const rows = plan.files.map((f) => f.rows);
-  if (segmentsOf(rows, options.segmentRows) <= limits.segments) return { fits: true };
-  if (plan.syntax === 'parquet') return { fits: false, undecided: 'a Parquet input: its row groups, never split, decide its segments' };
-  return { refused: segmentsPastBound(formatLocation(input), rows, options.segmentRows, limits.segments) };
+  try {
+    await planInput(storage, input, { ...planOptions(options, limits), onBytes, signal });
+    return { fits: true };
+  } catch (err) {
+    if (!(err instanceof SegmentsPastBound)) throw err;
+    // One segment a file: every row counted, if the budget left lets them be.
+    const counted = await planInput(storage, input, {
+      ...planOptions(options),
+      segmentRows: Number.MAX_SAFE_INTEGER,
+      maxSegments: undefined,
+      onBytes,
+      signal,
+    }).catch(() => undefined);
+    const rows = counted?.syntax === 'parquet' ? undefined : counted?.files.map((f) => f.rows);
+    return { refused: rows ? segmentsPastBound(formatLocation(input), rows, options.segmentRows, limits.segments) : err };
+  }
 }
 
 /**

@@ -74,12 +74,16 @@ describe('segments per run (MAX_SEGMENTS)', () => {
     expect(await s.stop()).toBe(0);
   });
 
-  it('enqueue refuses it too, and a worker planning a run job added directly fails it E_LIMIT before adding any segment job', async () => {
+  it('enqueue and score refuse it too, and a worker planning a run job added directly fails it E_LIMIT before adding any segment job', async () => {
     await f.setup();
     const cli = await runCli(['enqueue', files.input, '--model', MODEL, '--out', join(files.dir, 'out'), '--segment-rows', '1', '--run-id', 'cli'], f.env());
     expect(cli.code).toBe(1);
     expect(cli.stderr).toMatch(/past MAX_SEGMENTS \(10,000\): choose a --segment-rows \(segmentRows\) of 10 or more.*\[E_LIMIT\]/);
     expect(await jobsOf('cli')).toEqual({ total: 0, keys: [] });
+    // score likewise, before its run has a folder.
+    const scored = await runCli(['score', files.input, '--model', MODEL, '--out', join(files.dir, 'scored'), '--segment-rows', '1'], f.env());
+    expect([scored.code, scored.stderr]).toEqual([1, expect.stringMatching(/of 10 or more, or raise MAX_SEGMENTS \[E_LIMIT\]/)]);
+    await expect(stat(join(files.dir, 'scored'))).rejects.toMatchObject({ code: 'ENOENT' });
 
     // Past the producer's check (a producer of another release, or one that could not count): the worker's planning refuses it.
     await f.queue.enqueue({ input: files.input, model: MODEL, out: join(files.dir, 'out'), options: { runId: 'forged', segmentRows: 1 } });
@@ -138,7 +142,7 @@ describe("a dry run's work on the server", () => {
     expect(await s.stop()).toBe(0);
   });
 
-  it('stops past MAX_DRY_RUN_BYTES, inflated bytes counted; a segment count it cannot finish leaves the run to its planning', async () => {
+  it('stops past MAX_DRY_RUN_BYTES, inflated bytes counted; a segment check it cannot finish leaves the run to its planning', async () => {
     await f.setup();
     const dir = join(files.dir, 'dry-bytes');
     await mkdir(dir, { recursive: true });
@@ -161,8 +165,14 @@ describe("a dry run's work on the server", () => {
     }
     expect(await readdir(dir)).toEqual(['rows.csv.gz']);
 
-    // The segments of segmentRows 1 cannot be counted within 1 MiB: the submission is taken, for the worker's planning to refuse.
-    const taken = await post(s.url, submission('uncounted', 1));
+    // Within 1 MiB, segmentRows 1 passes MAX_SEGMENTS by row 10,001, but its rows cannot all be counted: the least it can tell.
+    const early = await post(s.url, submission('early', 1));
+    expect([early.status, early.json.message]).toEqual([
+      422,
+      expect.stringMatching(/first 10,001 rows already make more than 10,000 segments.* of at least 2 /),
+    ]);
+    // segmentRows 9 would pass it by row 90,001, beyond 1 MiB: undecided, the submission is taken, for the worker's planning to refuse.
+    const taken = await post(s.url, submission('uncounted', 9));
     expect([taken.status, taken.json.runId]).toEqual([201, 'uncounted']);
     expect(await s.stop()).toBe(0);
     expect(s.stderr()).toMatch(/MAX_DRY_RUN_BYTES.*segments not counted before queuing/);

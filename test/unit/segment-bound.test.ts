@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -5,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 import { parseRunOptions } from '../../src/config/run-options.js';
 import { BatchScorerError } from '../../src/errors.js';
+import { createParquetOutput } from '../../src/formats/parquet-output.js';
 import { planInput } from '../../src/pipeline/plan.js';
 import { minimumSegmentRows, segmentsOf } from '../../src/pipeline/segment-bound.js';
 import { checkSegments } from '../../src/pipeline/segment-check.js';
@@ -87,7 +89,18 @@ describe('checkSegments and planning against MAX_SEGMENTS', () => {
       );
     }
     expect(await checkSegments(storage, parseLocation(csv), options(100), limits)).toEqual({ fits: true });
-    expect(reads()).toBe(3);
+    // Planned (stopping at the bound), then counted, for each refusal; planned once for the fit.
+    expect(reads()).toBe(5);
+  });
+
+  it('names the least segmentRows planning could tell when the budget left does not let the rows be counted', async () => {
+    const big = join(tmp.dir, 'big.csv');
+    await writeFile(big, `a,b\n${Array.from({ length: 20_000 }, (_, i) => `${i},x`).join('\n')}\n`);
+    // Local files are read 64 KiB at a time: planning stops within the first, counting needs them all.
+    const refused = await rejection(checkSegments(createStorage(), parseLocation(big), options(1), { ...limits, dryRunBytes: 100 * 1024 }), BatchScorerError);
+    expect(refused.message).toMatch(
+      /its first 11 rows already make more than 10 segments of --segment-rows 1, .*of at least 2 \(more if the input has many more rows\)/,
+    );
   });
 
   it('leaves it undecided past the dry-run bounds, or for an input it cannot read', async () => {
@@ -110,5 +123,23 @@ describe('checkSegments and planning against MAX_SEGMENTS', () => {
     );
     // At the bound exactly, it plans.
     expect((await planInput(storage, parseLocation(csv), { segmentRows: 100, maxSegments: 10, quote: '"', encoding: 'utf-8' })).segments).toHaveLength(10);
+  });
+
+  it('decides a Parquet input by its row groups, never split', async () => {
+    const write = async (name: string, rows: number, rowGroupRows: number) => {
+      const path = join(tmp.dir, name);
+      const output = createParquetOutput(createWriteStream(path), [{ name: 'a', type: 'int64' }], { rowGroupRows });
+      await output.writeRows(Array.from({ length: rows }, (_, i) => [i]));
+      await output.end();
+      return parseLocation(path);
+    };
+    const storage = createStorage();
+    // 1,000 rows in one row group: one segment, whatever segmentRows.
+    expect(await checkSegments(storage, await write('one-group.parquet', 1000, 1000), options(1), limits)).toEqual({ fits: true });
+    // 30 row groups of one row: 30 segments at 1, 10 at 3.
+    const groups = await write('groups.parquet', 30, 1);
+    const refused = await rejection(checkSegments(storage, groups, options(1), limits), BatchScorerError);
+    expect(refused.message).toMatch(/its first 11 rows already make more than 10 segments of --segment-rows 1, .*of at least 2 /);
+    expect(await checkSegments(storage, groups, options(3), limits)).toEqual({ fits: true });
   });
 });
