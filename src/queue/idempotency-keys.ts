@@ -33,10 +33,11 @@ export type EnqueueAnswer = z.output<typeof answerSchema>;
 const recordSchema = z.union([z.object({ hash: z.string(), answer: answerSchema }), z.object({ hash: z.string(), reservation: z.string() })]);
 
 /**
- * Lua: indexes a key (its hash, `member`) by the time Redis says (in ms, after the newest), in the sorted set `keys`,
- * forgetting first what passed `horizon` ms ago (its key expired already), then the oldest keys,
- * deleted with their entries, until `max` are left; the key just indexed is never one of them.
- * The other keys are named from `base` and the member, on the prefix's hash slot as KEYS are.
+ * Lua: indexes a key (its hash, `member`) in the sorted set `keys` by the time Redis says (in ms,
+ * after the newest), forgetting first what passed `horizon` ms ago (its key expired already),
+ * then the oldest keys, deleted with their entries, until `max` are left; the key just indexed is
+ * never one of them. The other keys are named from `base` and the member, on the prefix's hash
+ * slot as KEYS are.
  */
 const INDEX = `
 local function index(keys, member, max, horizon, base)
