@@ -150,6 +150,16 @@ describe('the row bounds a run was planned with', () => {
   }, 60_000);
 });
 
+describe('a CSV header past a bound', () => {
+  it('fails the run E_LIMIT naming the setting, since the rows have no columns without it', async () => {
+    const input = join(tmp.dir, 'wide-header.csv');
+    await writeFile(input, `${RENTAL_COLUMNS.join(',')},${'h'.repeat(100)}\n${csvLine([...rentalRow(0), 'v'])}`);
+    const r = await score(input, 'wide-header', { MAX_FIELD_BYTES: '64' });
+    await expectFailedWithLimit(r, 'wide-header', 'MAX_FIELD_BYTES');
+    expect(r.stderr).toContain("wide-header.csv: the header row's field of 100 bytes passes MAX_FIELD_BYTES (64 bytes)");
+  }, 60_000);
+});
+
 describe('a gzip bomb', () => {
   it('fails E_LIMIT naming MAX_INFLATION_RATIO, leaves no staged copy and no _SUCCESS, under 400 MiB', async () => {
     const input = join(tmp.dir, 'bomb.csv.gz');
@@ -196,6 +206,7 @@ describe('Parquet footers', () => {
     await file.write(end, 0, 8, 4 + footer);
     await file.close();
     const r = await score(input, 'footer');
+    console.log(`a footer declaring ${footer} bytes: peak RSS ${r.peakRssMiB.toFixed(0)} MiB`);
     await expectFailedWithLimit(r, 'footer', 'MAX_PARQUET_FOOTER_BYTES');
     expect(r.stderr).toContain(`its footer of ${footer.toLocaleString('en-US')} bytes passes MAX_PARQUET_FOOTER_BYTES (16 MiB)`);
     expect(r.peakRssMiB).toBeLessThan(PEAK_RSS_MIB);
