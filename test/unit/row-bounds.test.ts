@@ -94,6 +94,16 @@ describe('RowSplitter bounds', () => {
     expect(rows[3].over!.rowBytes).toBe(manyKeys.length);
   });
 
+  it('reads past a JSON Lines line longer than the row bound in many chunks, naming its longest string', () => {
+    const line = JSON.stringify({ id: 7, note: 'é'.repeat(1500), tags: Array.from({ length: 400 }, (_, i) => `t${i}`) });
+    const parts = ['{"id":6}\n', ...line.match(/.{1,300}/gs)!, '\n{"id":8}'];
+    const rows = split(parts, 'jsonl', bounds);
+    expect(rows.map((r) => r.over?.bound)).toEqual([undefined, 'field', undefined]);
+    expect(rows[1].over).toMatchObject({ rowBytes: Buffer.byteLength(line), fieldBytes: 3000 });
+    expect(rows[1].text().startsWith('{"id":7,"note":"é')).toBe(true);
+    expect(rows[2].text()).toBe('{"id":8}');
+  });
+
   it('reads past a 64 MiB field with a 1 MiB bound, holding about the bound', () => {
     const splitter = new RowSplitter('csv', 0, 1, undefined, { maxFieldBytes: 1 << 20, maxRowBytes: 4 << 20 });
     const rows: RawRow[] = [];
