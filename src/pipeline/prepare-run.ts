@@ -1,4 +1,4 @@
-import type { Limits } from '../config/limits.js';
+import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
@@ -16,6 +16,7 @@ import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-file.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
+import { rowBounds } from './input-bounds.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { SegmentFeed } from './segment-feed.js';
@@ -171,6 +172,9 @@ async function planAgain(run: PreparedRun, ctx: PrepareContext, segments: Segmen
     segments.release(stored.segments.length);
     const input = await planInput(ctx.storage, parseLocation(run.request.input), {
       ...planOptions(run.request.options),
+      // Planned again with the bounds it began with, so its rows are what they were.
+      limits: ctx.limits ?? DEFAULT_LIMITS,
+      ...(stored.rowBounds && { rowBounds: stored.rowBounds }),
       stage: (file) => runFiles.stagedInput(run.folder, file),
       signal: ctx.signal,
       onSegment: (sofar) => {
@@ -232,8 +236,11 @@ async function beginRun(
   });
   hold.catch(() => undefined); // Planning stops with it.
 
+  const limits = ctx.limits ?? DEFAULT_LIMITS;
   const whole = planInput(storage, parseLocation(request.input), {
     ...planOptions(request.options),
+    limits,
+    rowBounds: rowBounds(limits),
     ...(writes.stage && { stage: writes.stage }),
     signal,
     ...(segments && {
