@@ -27,6 +27,20 @@ export function excerpt(text: string, maxBytes: number = VALUE_BYTES): string {
   if (text.length * 3 <= maxBytes) return text;
   const total = Buffer.byteLength(text, 'utf8');
   if (total <= maxBytes) return text;
+  return cut(text, total, maxBytes);
+}
+
+/**
+ * `excerpt` of a text of which only `beginning` was kept (a row too long to hold): its UTF-8 took
+ * `totalBytes` in all, which the marker counts from. A character cut at the beginning's end is dropped.
+ */
+export function excerptOfBeginning(beginning: string, totalBytes: number, maxBytes: number = VALUE_BYTES): string {
+  const whole = beginning.endsWith('\uFFFD') ? beginning.slice(0, -1) : beginning;
+  return totalBytes <= maxBytes ? whole : cut(whole, totalBytes, maxBytes);
+}
+
+/** The longest beginning of `text` that fits in `maxBytes` with the marker of a text of `total` bytes, and the marker. */
+function cut(text: string, total: number, maxBytes: number): string {
   // N is at most `total`, so a marker written with `total` is at least as long as the real one.
   const room = maxBytes - Buffer.byteLength(marker(total));
   let bytes = 0;

@@ -37,7 +37,7 @@ export function registerCompare(program: Command): void {
         try {
           const a = runFiles.folder(flags.out, runA);
           const b = runFiles.folder(flags.outB ?? flags.out, runB);
-          const result = await compareRuns(storage, a, b);
+          const result = await compareRuns(storage, a, b, undefined, settings.limits);
           const json = JSON.stringify(result, null, 2);
           if (flags.write !== undefined) await storage.write(parseLocation(flags.write), `${json}\n`);
           process.stdout.write(`${flags.json ? json : formatComparison(result)}\n`);

@@ -26,14 +26,14 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
+/** Below this, a gzipped input is never refused for its inflation ratio (a small file of one repeated value inflates far). */
+export const INFLATION_FLOOR_BYTES = 64 * MiB;
+
 /**
  * Below this, an answer is never refused for its ratio to the request (a one-row batch of a
  * model that explains itself answers many times the row's bytes).
  */
 export const ANSWER_FLOOR_BYTES = 1 * MiB;
-
-/** Below this, a gzipped input is never refused for its inflation ratio (see `inflationRatio`). */
-export const INFLATION_FLOOR_BYTES = 64 * MiB;
 
 /** Every bound on a size a peer controls, by the name code reads it under (see LimitSpec). */
 export const LIMITS = {
@@ -82,23 +82,23 @@ export const LIMITS = {
     default: 1 * MiB,
     unit: 'bytes',
     min: 64,
-    bounds: "One field's bytes in a CSV or JSON Lines row.",
-    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on',
+    bounds: "One field's bytes in a CSV or JSON Lines row, as written (a CSV field with its quotes; in JSON Lines, one string, a key or a value).",
+    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on (a CSV header past it fails the run `E_LIMIT`)',
   },
   rowBytes: {
     setting: 'MAX_ROW_BYTES',
     default: 4 * MiB,
     unit: 'bytes',
     min: 256,
-    bounds: "One row's bytes in a CSV or JSON Lines file.",
-    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on',
+    bounds: "One row's bytes in a CSV or JSON Lines file, without its line ending: about the most of a row reading holds.",
+    past: 'the row is quarantined (in `errors.jsonl`, with an excerpt); the run goes on (a CSV header past it fails the run `E_LIMIT`)',
   },
   inflatedBytes: {
     setting: 'MAX_INFLATED_BYTES',
     default: 64 * GiB,
     unit: 'bytes',
     min: 1 * MiB,
-    bounds: "A gzipped input file's bytes once inflated.",
+    bounds: "A gzipped input file's bytes once inflated (and a gzipped output's, read by `compare`).",
     past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
   },
   inflationRatio: {
@@ -106,7 +106,7 @@ export const LIMITS = {
     default: 200,
     unit: 'ratio',
     min: 1,
-    bounds: "A gzipped input file's inflated bytes per compressed byte (files inflating to less than 64 MiB are never refused for it).",
+    bounds: `A gzipped input file's inflated bytes per compressed byte of the whole file (files inflating to at most ${INFLATION_FLOOR_BYTES / MiB} MiB are never refused for it).`,
     past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
   },
   stagingFreeBytes: {
@@ -115,8 +115,8 @@ export const LIMITS = {
     unit: 'bytes',
     min: 0,
     bounds:
-      'Free disk space a local staged copy (of a gzipped or non-UTF-8 input) must leave: checked before staging, against the size gzip declares, and while it is written.',
-    past: 'the run fails `E_LIMIT`; its partial staged copy is removed',
+      'Free disk space a local staged copy (of a gzipped or non-UTF-8 input) must leave: checked before staging, against the size gzip declares (a lower bound: it is mod 4 GiB), and every 64 MiB written. Staging into S3 is not checked.',
+    past: 'the run fails `E_LIMIT`, before the copy is begun or with its partial copy removed',
   },
   parquetFooterBytes: {
     setting: 'MAX_PARQUET_FOOTER_BYTES',
@@ -132,7 +132,7 @@ export const LIMITS = {
     unit: 'count',
     min: 1,
     bounds: 'Row groups in one Parquet file.',
-    past: 'the run fails `E_LIMIT`, before any row is read',
+    past: 'the run fails `E_LIMIT`, before the footer is parsed or any row read',
   },
   dryRunSeconds: {
     setting: 'MAX_DRY_RUN_SECONDS',

@@ -1,5 +1,6 @@
 import type { AsyncBuffer, FileMetaData, ParquetParsers, SchemaElement, SchemaTree } from 'hyparquet';
 import { BatchScorerError, InputError, errorMessage } from '../errors.js';
+import { readFooter, type ParquetBounds } from './parquet-footer.js';
 
 /**
  * Reads bytes [start, end) of the file (end exclusive). The caller supplies it over a local file or
@@ -43,10 +44,11 @@ const CODECS = new Set(['UNCOMPRESSED', 'SNAPPY']);
 /**
  * Reads the file's footer (ranged reads of its end only) and answers its columns and row groups.
  * Throws InputError naming `name` for a file that is not Parquet, a column whose type this tool
- * cannot read (nested, list, map, time of day, interval...), or a codec hyparquet cannot decode.
+ * cannot read (nested, list, map, time of day, interval...), or a codec hyparquet cannot decode,
+ * and `bounds.refuse`'s error for a footer past them, before it is read or parsed.
  */
-export async function readParquetLayout(read: RangeRead, size: number, name: string): Promise<ParquetLayout> {
-  const { columns, metadata } = await openParquet(read, size, name);
+export async function readParquetLayout(read: RangeRead, size: number, name: string, bounds?: ParquetBounds): Promise<ParquetLayout> {
+  const { columns, metadata } = await openParquet(read, size, name, bounds);
   const rowGroups = metadata.row_groups.map((group) => ({ rows: Number(group.num_rows) }));
   return { columns: columns.map(({ name, type }) => ({ name, type })), rowGroups, rows: rowGroups.reduce((sum, group) => sum + group.rows, 0) };
 }
@@ -65,7 +67,8 @@ export async function readParquetLayout(read: RangeRead, size: number, name: str
  * times; json → the parsed value; binary → base64; a null → null.
  *
  * Each call reads the footer again (one ranged read of the file's end): a call is meant to cover a
- * work unit of one or more row groups, not one row.
+ * work unit of one or more row groups, not one row. The footer is not bounded here: it is the
+ * one `readParquetLayout` read within its bounds, the file's identity checked by `read`.
  */
 export async function* readParquetRows(
   read: RangeRead,
@@ -181,18 +184,15 @@ function hyparquet(): Promise<typeof import('hyparquet')> {
 /** Errors of the caller's `read` itself (network, permissions): passed on as they are, never taken for bad input. */
 const readFailures = new WeakSet<object>();
 
-async function openParquet(read: RangeRead, size: number, name: string): Promise<OpenParquet> {
+async function openParquet(read: RangeRead, size: number, name: string, bounds?: ParquetBounds): Promise<OpenParquet> {
   // 4 bytes of leading magic, 4 of footer length and 4 of trailing magic: anything shorter cannot be Parquet.
   if (size < 12) throw new InputError(`${name}: not a Parquet file (${size} bytes is too short for one)`);
   const file = asyncBuffer(read, size, name);
-  const { parquetMetadataAsync, parquetSchema } = await hyparquet();
+  const { parquetMetadata, parquetSchema } = await hyparquet();
   let metadata: FileMetaData;
   try {
-    metadata = await parquetMetadataAsync(file, { initialFetchSize: FOOTER_GUESS });
+    metadata = parquetMetadata(await readFooter(file, name, FOOTER_GUESS, bounds));
   } catch (err) {
-    if (errorMessage(err).includes('PAR1')) {
-      throw new InputError(`${name}: not a Parquet file (it does not end with the PAR1 magic bytes), or a Parquet file cut short`);
-    }
     throw asInputError(err, `${name}: the Parquet footer cannot be read`);
   }
   const schema = parquetSchema(metadata);

@@ -1,9 +1,9 @@
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
-import { excerpt } from '../text-excerpt.js';
+import { excerpt, excerptOfBeginning } from '../text-excerpt.js';
 import { DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
 import { nestedDeeperThan } from './json-depth.js';
-import type { RawRow, RowSyntax } from './row-splitter.js';
+import type { RawRow, RowOver, RowSyntax } from './row-splitter.js';
 
 /**
  * RFC 4180 as papaparse reads it, in the file's dialect. The delimiter is always given, since
@@ -71,6 +71,9 @@ export function jsonKeys(row: RawRow): string[] | undefined {
  * most with quotes) and that has as many fields as the header is left as its text, without a
  * record: a reader that can take its values from the text (the request encoder) saves making an
  * object and a string per field.
+ *
+ * A row that passed a bound of the splitter's (`over`) is not read: it has the problem
+ * `overProblem` tells, and the excerpt of its beginning as its text.
  */
 export function parseRows(
   rows: readonly RawRow[],
@@ -79,6 +82,29 @@ export function parseRows(
   syntax: RowSyntax,
   dialect: CsvDialect = DEFAULT_DIALECT,
   unquotedAsText = false,
+  overProblem: (over: RowOver) => string = tooLong,
+): InputRow[] {
+  if (!rows.some((row) => row.over)) return parseReadRows(rows, firstIndex, header, syntax, dialect, unquotedAsText);
+  return rows.map((row, i) => {
+    const index = firstIndex + i;
+    if (!row.over) return parseReadRows([row], index, header, syntax, dialect, unquotedAsText)[0];
+    return { index, line: row.line, text: excerptOfBeginning(row.text(), row.over.rowBytes), problem: overProblem(row.over) };
+  });
+}
+
+/** What a row past a bound is said to be, where the caller does not name the setting that set it. */
+function tooLong(over: RowOver): string {
+  return over.bound === 'field' ? `a field of ${over.fieldBytes} bytes is longer than ${over.limit}` : `its ${over.rowBytes} bytes are more than ${over.limit}`;
+}
+
+/** parseRows of rows that are all read (none `over`). */
+function parseReadRows(
+  rows: readonly RawRow[],
+  firstIndex: number,
+  header: readonly string[],
+  syntax: RowSyntax,
+  dialect: CsvDialect,
+  unquotedAsText: boolean,
 ): InputRow[] {
   const texts = rows.map((r) => r.text());
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));

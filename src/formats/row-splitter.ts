@@ -8,9 +8,32 @@
  * safe for UTF-8: the bytes of the delimiter and quote (ASCII, see CsvDialect), CR and LF never
  * occur inside a multi-byte character. Other encodings are decoded to UTF-8 before splitting.
  */
+import { VALUE_BYTES } from '../text-excerpt.js';
 import { checkDialect, DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
+import { CR, FieldMeter, FIELD_START, LF, QUOTE_IN_QUOTED, QUOTED, UNQUOTED } from './field-meter.js';
 
 export type RowSyntax = 'csv' | 'jsonl';
+
+/**
+ * The most bytes one field and one row may take (a field and a row as FieldMeter measures them,
+ * the row without its line ending). A row past either is still cut where it ends, exactly as
+ * without bounds, so bounds never move a row; it comes as its beginning only, marked `over`.
+ */
+export interface RowBounds {
+  maxFieldBytes: number;
+  maxRowBytes: number;
+}
+
+/** Why a row was not kept: its longest field's bytes, or else its own, passed its bound. */
+export interface RowOver {
+  bound: 'field' | 'row';
+  /** The bound passed (`maxFieldBytes` or `maxRowBytes`). */
+  limit: number;
+  /** The row's bytes, without its line ending. */
+  rowBytes: number;
+  /** Its longest field's bytes. */
+  fieldBytes: number;
+}
 
 /**
  * One row: where its bytes are (without line ending), where it started, and on which physical
@@ -22,6 +45,7 @@ export class RawRow {
    * @param chunk the buffer holding the row's bytes, from `start` to `end`
    * @param offset offset of the row's first byte, counted from the start of the splitter's stream
    * @param line 1-based physical line the row starts on
+   * @param over set when the row passed a bound: its bytes are then only its beginning
    */
   constructor(
     private readonly chunk: Buffer,
@@ -29,6 +53,7 @@ export class RawRow {
     private readonly end: number,
     readonly offset: number,
     readonly line: number,
+    readonly over?: RowOver,
   ) {}
 
   /** The row's bytes (a view of the chunk). */
@@ -42,14 +67,6 @@ export class RawRow {
   }
 }
 
-const LF = 0x0a;
-const CR = 0x0d;
-
-const FIELD_START = 0;
-const UNQUOTED = 1;
-const QUOTED = 2;
-const QUOTE_IN_QUOTED = 3;
-
 export class RowSplitter {
   private state = FIELD_START;
   private carry: Buffer[] = [];
@@ -58,6 +75,9 @@ export class RowSplitter {
   private line: number;
   private rowLine: number;
   private quoteLine = 0;
+  private carryBytes = 0;
+  /** The row being read past once longer than a row may be: its measure, and its beginning, kept. */
+  private long: { meter: FieldMeter; beginning: Buffer } | undefined;
   // The dialect as byte values: the loop compares numbers, not strings.
   private readonly delimiter: number;
   private readonly quote: number;
@@ -67,12 +87,14 @@ export class RowSplitter {
    * @param startOffset offset of the stream's first byte in the whole file (for ranged reads)
    * @param startLine physical line of the stream's first byte
    * @param dialect the CSV delimiter and quote (ignored for JSON Lines); throws when checkDialect would
+   * @param bounds the most a field and a row may take; none: rows of any length are held whole
    */
   constructor(
     private readonly syntax: RowSyntax,
     startOffset = 0,
     startLine = 1,
     dialect: CsvDialect = DEFAULT_DIALECT,
+    private readonly bounds?: RowBounds,
   ) {
     checkDialect(dialect);
     this.delimiter = dialect.delimiter.charCodeAt(0);
@@ -90,8 +112,8 @@ export class RowSplitter {
    */
   push(chunk: Buffer, onRow: (row: RawRow) => void): void {
     const csv = this.syntax === 'csv';
-    let rowStart = 0;
-    let i = 0;
+    let rowStart = this.long ? this.readPastLong(chunk, onRow) : 0;
+    let i = rowStart;
     let nextQuote = csv ? chunk.indexOf(this.quote) : -1;
     while (i < chunk.length) {
       if (this.state !== QUOTED) {
@@ -115,8 +137,51 @@ export class RowSplitter {
         }
       }
     }
-    if (rowStart < chunk.length) this.carry.push(chunk.subarray(rowStart));
+    if (rowStart < chunk.length) this.keep(chunk.subarray(rowStart));
     this.position += chunk.length;
+  }
+
+  /** Holds the start of a row the chunk does not end; a row longer than a row may be is read past instead. */
+  private keep(part: Buffer): void {
+    this.carry.push(part);
+    this.carryBytes += part.length;
+    // One byte more than the bound: a CR before the line feed is not the row's.
+    if (this.bounds === undefined || this.carryBytes <= this.bounds.maxRowBytes + 1) return;
+    const meter = this.meter();
+    for (const held of this.carry) meter.read(held, 0);
+    // A copy: the chunks held go.
+    this.long = { meter, beginning: Buffer.concat(this.carry, Math.min(this.carryBytes, VALUE_BYTES)) };
+    this.carry = [];
+    this.carryBytes = 0;
+  }
+
+  /** Reads the long row on to its end, if the chunk holds it, and emits its beginning; answers where the next row starts. */
+  private readPastLong(chunk: Buffer, onRow: (row: RawRow) => void): number {
+    const { meter, beginning } = this.long!;
+    const lf = meter.read(chunk, 0);
+    this.line = this.rowLine + meter.quotedLines;
+    if (lf === -1) return chunk.length;
+    this.long = undefined;
+    onRow(this.overRow(beginning, this.overOf(meter)!));
+    return this.nextRow(lf);
+  }
+
+  /** The row passing a bound that started at `carryStart`, as its beginning. */
+  private overRow(beginning: Buffer, over: RowOver): RawRow {
+    return new RawRow(beginning, 0, beginning.length, this.carryStart, this.rowLine, over);
+  }
+
+  private meter(): FieldMeter {
+    return new FieldMeter(this.syntax, this.delimiter, this.quote);
+  }
+
+  /** Which bound, if any, a row the meter read to its end passes. */
+  private overOf(meter: FieldMeter): RowOver | undefined {
+    const { maxFieldBytes, maxRowBytes } = this.bounds!;
+    const fieldBytes = meter.longestField;
+    const rowBytes = meter.rowBytes;
+    if (fieldBytes > maxFieldBytes) return { bound: 'field', limit: maxFieldBytes, rowBytes, fieldBytes };
+    return rowBytes > maxRowBytes ? { bound: 'row', limit: maxRowBytes, rowBytes, fieldBytes } : undefined;
   }
 
   /** Reads one byte of CSV; answers whether it is the line feed that ends the row. */
@@ -148,6 +213,11 @@ export class RowSplitter {
   /** Emits the row ending at the line feed at `lf`; answers where the next row starts. */
   private endRow(chunk: Buffer, rowStart: number, lf: number, onRow: (row: RawRow) => void): number {
     this.emit(chunk, rowStart, lf, onRow);
+    return this.nextRow(lf);
+  }
+
+  /** Starts the row after the line feed at `lf` of the chunk being read; answers where it starts. */
+  private nextRow(lf: number): number {
     this.line++;
     this.state = FIELD_START;
     this.carryStart = this.position + lf + 1;
@@ -160,6 +230,13 @@ export class RowSplitter {
    * field was opened and never closed, or undefined when the stream ended cleanly.
    */
   end(onRow: (row: RawRow) => void): { unterminatedQuoteLine?: number } {
+    if (this.long) {
+      const { meter, beginning } = this.long;
+      if (meter.inQuotes) return { unterminatedQuoteLine: this.rowLine + meter.quoteOpenedAfter };
+      this.long = undefined;
+      onRow(this.overRow(beginning, this.overOf(meter)!));
+      return {};
+    }
     if (this.state === QUOTED) return { unterminatedQuoteLine: this.quoteLine };
     this.emit(Buffer.alloc(0), 0, 0, onRow);
     return {};
@@ -175,9 +252,20 @@ export class RowSplitter {
       chunk = Buffer.concat([...this.carry, chunk.subarray(start, end)]);
       [start, end] = [0, chunk.length];
       this.carry = [];
+      this.carryBytes = 0;
     }
+    const over = this.bounds && end - start > Math.min(this.bounds.maxFieldBytes, this.bounds.maxRowBytes) ? this.measure(chunk, start, end) : undefined;
     if (end > start && chunk[end - 1] === CR) end--;
     if (end === start) return;
-    onRow(new RawRow(chunk, start, end, this.carryStart, this.rowLine));
+    // A row passing a bound keeps a copy of its beginning, not the chunk it is in.
+    if (over) onRow(this.overRow(Buffer.from(chunk.subarray(start, Math.min(end, start + VALUE_BYTES))), over));
+    else onRow(new RawRow(chunk, start, end, this.carryStart, this.rowLine));
+  }
+
+  /** Which bound, if any, the row of bytes `start` to `end` (its CR still on) passes. */
+  private measure(chunk: Buffer, start: number, end: number): RowOver | undefined {
+    const meter = this.meter();
+    meter.read(chunk.subarray(start, end), 0);
+    return this.overOf(meter);
   }
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Limits } from '../config/limits.js';
 import { BatchScorerError, RunFolderError } from '../errors.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
@@ -48,13 +49,13 @@ interface SucceededRun {
   profile: PredictionProfile;
 }
 
-/** Compares run B (folder `b`) with run A (folder `a`); both must have succeeded. */
-export async function compareRuns(storage: Storage, a: Location, b: Location, signal?: AbortSignal): Promise<RunComparison> {
+/** Compares run B (folder `b`) with run A (folder `a`); both must have succeeded. Outputs are read within `limits` (default DEFAULT_LIMITS). */
+export async function compareRuns(storage: Storage, a: Location, b: Location, signal?: AbortSignal, limits?: Limits): Promise<RunComparison> {
   const runA = await readSucceededRun(storage, a, 'A', signal);
   const runB = await readSucceededRun(storage, b, 'B', signal);
   const runs = { a: shown(runA), b: shown(runB) };
   const why = differentInputs(runA, runB);
-  if (why === undefined) return { mode: 'rows', ...(await compareRows(storage, runA, runB, signal)), runs };
+  if (why === undefined) return { mode: 'rows', ...(await compareRows(storage, runA, runB, signal, limits)), runs };
   const baseline = { runId: runA.runId, finishedAt: runA.manifest.finishedAt, chosen: 'named' as const, profile: runA.profile };
   const drift = computeDrift(runB.profile, baseline, COMPARE_THRESHOLDS);
   // Stable: columns of one PSI keep the profile's order (targets, then inputs).
@@ -122,7 +123,7 @@ interface ComparedTarget {
 }
 
 /** Both runs' outputs streamed side by side, their rows matched by position, into a ComparisonAccumulator. */
-async function compareRows(storage: Storage, a: SucceededRun, b: SucceededRun, signal?: AbortSignal): Promise<Comparison> {
+async function compareRows(storage: Storage, a: SucceededRun, b: SucceededRun, signal?: AbortSignal, limits?: Limits): Promise<Comparison> {
   const targets: ComparedTarget[] = a.profile.targets.flatMap((ta) => {
     const tb = b.profile.targets.find((t) => t.target === ta.target);
     return tb
@@ -132,12 +133,12 @@ async function compareRows(storage: Storage, a: SucceededRun, b: SucceededRun, s
   // Every prediction column of A (a target's column and its suffixed ones) is left out of the input shown.
   const predictionColumns = a.profile.targets.map((t) => t.column);
   const isPrediction = (key: string) => key === ROW_NUMBER_COLUMN || predictionColumns.some((c) => key === c || key.startsWith(`${c}_`));
-  const rowsB = new RowCursor(readOutputRows(storage, b.folder, b.manifest.outputs, b.manifest.options.outputEncoding, signal));
+  const rowsB = new RowCursor(readOutputRows(storage, b.folder, b.manifest.outputs, b.manifest.options.outputEncoding, signal, limits));
   let accumulator: ComparisonAccumulator | undefined;
   let intervals: boolean[] = [];
   let position = 0;
   try {
-    for await (const chunk of readOutputRows(storage, a.folder, a.manifest.outputs, a.manifest.options.outputEncoding, signal)) {
+    for await (const chunk of readOutputRows(storage, a.folder, a.manifest.outputs, a.manifest.options.outputEncoding, signal, limits)) {
       for (const recordA of chunk) {
         const recordB = await rowsB.next();
         if (recordB === undefined) throw new RunFolderError(`run B's outputs end before run A's, at row ${position + 1}: were they changed after the run?`);

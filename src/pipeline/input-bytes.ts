@@ -4,6 +4,7 @@ import { BatchScorerError, InputError, NotFoundError } from '../errors.js';
 import { decodeToUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ObjectInfo, Storage } from '../storage/storage-types.js';
+import type { InflationCap } from './input-bounds.js';
 
 /** Where to read: the file, its identity at planning (so a changed file is noticed), its compression and encoding. */
 export interface InputSource {
@@ -21,7 +22,8 @@ const READ_RESUMES = 3;
  * The decompressed, UTF-8 bytes of `[start, end)` of an input. Plain files are read by range (an
  * S3 ranged GET); gzip has no random access, nor has a range of UTF-8 in a file of another
  * encoding, so such a file is inflated and decoded from its start and the bytes before `start`
- * are dropped (a run reads a staged UTF-8 copy instead; a dry run reads the file itself).
+ * are dropped (a run reads a staged UTF-8 copy instead; a dry run reads the file itself). Inflating
+ * stops at `range.end`, within the bytes planning inflated under its cap (see inflationCap).
  */
 export async function* inputBytes(storage: Storage, source: InputSource, range: { start: number; end: number }, signal?: AbortSignal): AsyncGenerator<Buffer> {
   if (range.end <= range.start) return;
@@ -75,13 +77,22 @@ export function inputMissing(err: unknown): never {
   throw err instanceof NotFoundError ? new InputError(err.message, 'E_INPUT_NOT_FOUND') : err;
 }
 
-/** Inflates a gzip stream, naming the file when the data is not valid gzip. */
-export async function* gunzip(raw: Readable, name: string): AsyncGenerator<Buffer> {
+/**
+ * Inflates a gzip stream, naming the file when the data is not valid gzip. Past `cap`, it stops
+ * with the cap's error: the bytes are counted as they come, so no more than a chunk past it is
+ * ever inflated.
+ */
+export async function* gunzip(raw: Readable, name: string, cap?: InflationCap): AsyncGenerator<Buffer> {
   const inflate = createGunzip();
   raw.on('error', (err) => inflate.destroy(err));
   raw.pipe(inflate);
+  let inflated = 0;
   try {
-    for await (const chunk of inflate as AsyncIterable<Buffer>) yield chunk;
+    for await (const chunk of inflate as AsyncIterable<Buffer>) {
+      inflated += chunk.length;
+      if (cap && inflated > cap.bytes) throw cap.refuse();
+      yield chunk;
+    }
   } catch (err) {
     if ((err as { code?: string }).code?.startsWith('Z_')) throw new InputError(`${name}: not valid gzip data (${(err as Error).message})`);
     throw err;

@@ -1,3 +1,4 @@
+import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
 import { NotFoundError, RunFolderError } from '../errors.js';
 import { isGzip, isParquet, detectSyntax } from '../formats/input-format.js';
 import { readParquetLayout, readParquetRows } from '../formats/parquet-input.js';
@@ -6,6 +7,7 @@ import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { formatLocation, joinLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { inflationCap, parquetBounds } from './input-bounds.js';
 import { gunzip, rangeRead } from './input-bytes.js';
 import { missingRunFile } from './run-file.js';
 import type { OutputFile } from './manifest.js';
@@ -15,7 +17,8 @@ import type { OutputFile } from './manifest.js';
  * time: each file is streamed (CSV and JSON Lines inflated and decoded as they come, Parquet a
  * row group at a time), never held whole. Rows are objects keyed by column: CSV values are the
  * text written ('' for a missing value), JSON Lines and Parquet values as typed. A file missing,
- * with a malformed row, or with other rows than the manifest says is E_RUN_STATE.
+ * with a malformed row, or with other rows than the manifest says is E_RUN_STATE. Gzipped files
+ * are inflated, and Parquet footers read, within `limits`, as inputs are.
  */
 export async function* readOutputRows(
   storage: Storage,
@@ -23,6 +26,7 @@ export async function* readOutputRows(
   outputs: readonly OutputFile[],
   encoding: string,
   signal?: AbortSignal,
+  limits: Limits = DEFAULT_LIMITS,
 ): AsyncGenerator<Record<string, unknown>[]> {
   for (const output of outputs) {
     // Names come from the manifest: only files of the run folder itself are read.
@@ -30,7 +34,7 @@ export async function* readOutputRows(
       throw new RunFolderError(`the manifest of ${formatLocation(folder)} lists an output "${output.file}" outside its folder: was it edited?`);
     }
     const location = joinLocation(folder, output.file);
-    const rows = readFile(storage, location, output.file, encoding, signal);
+    const rows = readFile(storage, location, output.file, encoding, limits, signal);
     let count = 0;
     for await (const chunk of rows) {
       count += chunk.length;
@@ -47,6 +51,7 @@ async function* readFile(
   location: Location,
   name: string,
   encoding: string,
+  limits: Limits,
   signal?: AbortSignal,
 ): AsyncGenerator<Record<string, unknown>[]> {
   const where = formatLocation(location);
@@ -55,14 +60,14 @@ async function* readFile(
   });
   if (isParquet(name, Buffer.alloc(0))) {
     const read = rangeRead(storage, location, info, signal);
-    const layout = await readParquetLayout(read, info.size, where);
+    const layout = await readParquetLayout(read, info.size, where, parquetBounds(limits));
     yield* readParquetRows(read, info.size, where, { first: 0, count: layout.rowGroups.length });
     return;
   }
   const syntax = detectSyntax(name, Buffer.alloc(0));
   const raw = await storage.read(location, { expect: info, signal });
   try {
-    const inflated = isGzip(name, Buffer.alloc(0)) ? gunzip(raw, where) : (raw as AsyncIterable<Buffer>);
+    const inflated = isGzip(name, Buffer.alloc(0)) ? gunzip(raw, where, inflationCap(limits, info.size, where)) : (raw as AsyncIterable<Buffer>);
     const bytes = isUtf8(encoding) ? inflated : decodeToUtf8(inflated, encoding);
     yield* splitRows(bytes, syntax, where);
   } finally {

@@ -1,22 +1,24 @@
 import { createHash } from 'node:crypto';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { z } from 'zod';
+import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
 import { InputError } from '../errors.js';
 import { describeBinary } from '../formats/binary-sniff.js';
 import { dialectForName, type CsvDialect } from '../formats/csv-dialect.js';
 import { detectSyntax, isGzip, isParquet } from '../formats/input-format.js';
 import { PARQUET_VALUE_TYPES, readParquetLayout, type ParquetValueType } from '../formats/parquet-input.js';
 import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
-import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
+import { RowSplitter, type RawRow, type RowBounds } from '../formats/row-splitter.js';
 import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
 import { Utf8Check } from '../formats/utf8-check.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { excerpt } from '../text-excerpt.js';
 import { formatLocation, storedLocationSchema, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
-import { drainedWrite } from './drained-write.js';
+import { inflationCap, parquetBounds, rowOverError } from './input-bounds.js';
 import { tooManySegments } from './segment-bound.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
+import { expectedSize, StagedCopy } from './staged-copy.js';
 
 /**
  * A slice of the input that one worker scores on its own: whole rows of one file, as a byte range
@@ -84,6 +86,14 @@ const currentInputPlanSchema = z.object({
    * the rest unknown, so a resume plans the input again and checks it finds the same segments.
    */
   planning: z.literal(true).optional(),
+  /**
+   * The bounds on one field's and one row's bytes (MAX_FIELD_BYTES, MAX_ROW_BYTES) the input was
+   * planned with: every segment is read with them, whatever the settings of the process reading
+   * it, so a row is quarantined for its size alike on every worker and after a resume. (Bounds
+   * never move a row's end, so the segments are the same with any.) Absent in runs planned by
+   * 0.3.0 and before, which are read without bounds, as they were planned.
+   */
+  rowBounds: z.object({ maxFieldBytes: z.int().min(1), maxRowBytes: z.int().min(1) }).optional(),
 });
 
 /**
@@ -123,6 +133,13 @@ export interface PlanOptions {
   stage?: (file: number) => Location;
   signal?: AbortSignal;
   /**
+   * The deployment's bounds on gzip inflation, staging space, Parquet footers and segments (past
+   * MAX_SEGMENTS planning stops at the first segment too many, E_LIMIT); DEFAULT_LIMITS when absent.
+   */
+  limits?: Limits;
+  /** The bounds on a field's and a row's bytes, kept in the plan (see `rowBounds` there); none: rows of any length. */
+  rowBounds?: RowBounds;
+  /**
    * Hears the plan so far each time planning finds a segment's end, before planning ends, so the
    * segments found can be scored meanwhile: the same object each time, grown (its segments and
    * rows; `planning` set, no sha256), to be read and never changed. Only for an input of one CSV
@@ -139,8 +156,6 @@ export interface PlanOptions {
    * no more of the input whatever its size. Planning stops with its rejection.
    */
   holdAfterFirst?: Promise<unknown>;
-  /** Segments the input may make at most (MAX_SEGMENTS): planning stops at the first one past it, E_LIMIT. */
-  maxSegments?: number;
   /**
    * Hears the bytes planning reads, as it reads them: a text file's once inflated and decoded, a
    * Parquet file's as stored. What it throws stops planning (a dry run's budget, see WorkBudget).
@@ -186,7 +201,16 @@ export async function planInput(storage: Storage, location: Location, options: P
     files.push(planned.plan);
     rows += planned.plan.rows;
   }
-  return { location: name, files, syntax: files[0].syntax, columns: columns ?? [], ...(types && { types }), rows, segments };
+  return {
+    location: name,
+    files,
+    syntax: files[0].syntax,
+    columns: columns ?? [],
+    ...(types && { types }),
+    rows,
+    segments,
+    ...(options.rowBounds && { rowBounds: options.rowBounds }),
+  };
 }
 
 /** The files of one run must have the same columns (in any order) and, in Parquet, the same types. */
@@ -230,6 +254,7 @@ async function planFile(
     ...(file.etag !== undefined && { etag: file.etag }),
     ...(file.mtimeMs !== undefined && { mtimeMs: file.mtimeMs }),
   };
+  const limits = options.limits ?? DEFAULT_LIMITS;
   const raw = await storage.read(file.location, { expect: info, signal: options.signal }).catch(inputMissing);
   const hash = createHash('sha256');
   const hashed = (async function* () {
@@ -245,7 +270,7 @@ async function planFile(
       // The footer says it all; the bytes are still read once, for the sha256 the manifest keeps (not with --limit).
       options.onBytes?.(head.length);
       if (options.limit === undefined) for await (const chunk of hashed) options.onBytes?.(chunk.length);
-      const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name);
+      const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name, parquetBounds(limits));
       const rows = planRowGroups(name, layout.rowGroups, fileIndex, firstRow, options, segments);
       const plan: InputFilePlan = {
         location: file.location,
@@ -263,25 +288,24 @@ async function planFile(
       if (!first.done) yield head;
       yield* hashed;
     })();
-    const inflated = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name) : rest;
+    const inflated = gzip ? gunzip(Readable.from(rest, { objectMode: false }), name, inflationCap(limits, info.size, name)) : rest;
     const utf8 = isUtf8(options.encoding);
     const bytes = utf8 ? inflated : decodeToUtf8(inflated, options.encoding);
     // gzip has no random access and a range of another encoding may cut a character: either is
     // staged as it is read here, so each segment reads its own byte range instead of inflating
     // (or decoding) the file from its start, which cost segments x file.
     const staged = (gzip || !utf8) && options.stage ? options.stage(fileIndex) : undefined;
-    const copy = staged ? new PassThrough() : undefined;
-    const copyWritten = staged && copy ? storage.write(staged, copy, { signal: options.signal }) : undefined;
-    copyWritten?.catch(() => undefined);
-    const grown = options.onSegment && !gzip && utf8 ? growingPlan(inputName, file.location, info, segments, options.onSegment) : undefined;
+    const copy = staged
+      ? await StagedCopy.start(storage, staged, name, () => expectedSize(storage, file.location, info, gzip, options.signal), limits, options.signal)
+      : undefined;
+    const grown = options.onSegment && !gzip && utf8 ? growingPlan(inputName, file.location, info, segments, options.onSegment, options.rowBounds) : undefined;
     let text;
+    let stagedInfo: ObjectInfo | undefined;
     try {
-      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy && copyWritten && { stream: copy, written: copyWritten }, grown);
-      copy?.end();
-      await copyWritten;
+      text = await planText(name, bytes, fileIndex, firstRow, options, segments, copy, grown);
+      stagedInfo = await copy?.end();
     } catch (err) {
-      copy?.destroy();
-      await copyWritten?.catch(() => undefined);
+      await copy?.abandon();
       throw err;
     }
     const plan: InputFilePlan = {
@@ -292,7 +316,7 @@ async function planFile(
       gzip,
       columns: text.columns,
       rows: text.rows,
-      ...(staged && { staged: { location: staged, info: await storage.stat(staged, options.signal) } }),
+      ...(staged && stagedInfo && { staged: { location: staged, info: stagedInfo } }),
     };
     return { plan };
   } finally {
@@ -310,6 +334,7 @@ function growingPlan(
   info: ObjectInfo,
   all: readonly SegmentPlan[],
   onSegment: (sofar: InputPlan) => void,
+  rowBounds: RowBounds | undefined,
 ): (closed: number, columns: string[]) => void {
   let sofar: InputPlan | undefined;
   return (closed, columns) => {
@@ -321,6 +346,7 @@ function growingPlan(
       rows: 0,
       segments: [],
       planning: true,
+      ...(rowBounds && { rowBounds }),
     };
     while (sofar.segments.length < closed) {
       const segment = all[sofar.segments.length];
@@ -342,13 +368,14 @@ function planRowGroups(
   segments: SegmentPlan[],
 ): number {
   const limit = options.limit ?? Infinity;
+  const maxSegments = (options.limits ?? DEFAULT_LIMITS).segments;
   let rows = 0;
   let current: SegmentPlan | undefined;
   for (const [g, group] of groups.entries()) {
     if (rows >= limit) break;
     const take = Math.min(group.rows, limit - rows);
     if (!current || current.rows >= options.segmentRows) {
-      if (segments.length === options.maxSegments) throw tooManySegments(name, options.segmentRows, segments.length, firstRow + rows + take, true);
+      if (segments.length === maxSegments) throw tooManySegments(name, options.segmentRows, maxSegments, firstRow + rows + take, true);
       current = { index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: g, end: g, firstLine: rows + 1 };
       segments.push(current);
     }
@@ -362,7 +389,7 @@ function planRowGroups(
 /**
  * One pass over a text file's UTF-8 bytes: checks they are UTF-8 with balanced quotes, reads the
  * header (CSV) or collects the keys of every row (JSON Lines), and cuts the rows into segments.
- * `copy`, when given, receives the bytes read (a staged copy of a file in another encoding).
+ * `copy`, when given, receives the bytes read (a staged copy of a file gzipped or in another encoding).
  * `grown`, when given, hears of each CSV segment whose end is found before the file's end.
  */
 async function planText(
@@ -372,7 +399,7 @@ async function planText(
   firstRow: number,
   options: PlanOptions,
   segments: SegmentPlan[],
-  copy?: { stream: PassThrough; written: Promise<unknown> },
+  copy?: StagedCopy,
   grown?: (closed: number, columns: string[]) => void,
 ): Promise<{ syntax: 'csv' | 'jsonl'; columns: string[]; rows: number; complete: boolean }> {
   const utf8 = new Utf8Check();
@@ -383,15 +410,18 @@ async function planText(
   let rows = 0;
   let limitEnd: number | undefined;
   const limit = options.limit ?? Infinity;
+  const maxSegments = (options.limits ?? DEFAULT_LIMITS).segments;
   const seen = new Set<string>();
   const onRow = (row: RawRow) => {
     if (syntax === 'csv' && !columns) {
+      if (row.over) throw rowOverError(row.over, `${name}: the header row`);
       columns = parseCsvHeader(row, name, dialect);
       return;
     }
     if (syntax === 'jsonl' && rows < limit) {
       columns ??= [];
-      for (const key of jsonKeys(row) ?? []) if (!seen.has(key)) columns.push((seen.add(key), key));
+      // A row past a bound is quarantined when read: its beginning alone names no keys.
+      for (const key of (!row.over && jsonKeys(row)) || []) if (!seen.has(key)) columns.push((seen.add(key), key));
       if (columns.length > MAX_JSONL_KEYS) {
         throw new InputError(`${name}: more than ${MAX_JSONL_KEYS} distinct keys by line ${row.line}; JSON Lines rows must share a set of columns`);
       }
@@ -401,7 +431,7 @@ async function planText(
       return;
     }
     if (rows % options.segmentRows === 0) {
-      if (segments.length === options.maxSegments) throw tooManySegments(name, options.segmentRows, segments.length, firstRow + rows + 1);
+      if (segments.length === maxSegments) throw tooManySegments(name, options.segmentRows, maxSegments, firstRow + rows + 1);
       // The segment before ends where this one starts: its rows are whole, their bytes checked.
       if (grown && syntax === 'csv' && columns && segments.length > mine) {
         segments[segments.length - 1].end = row.offset;
@@ -426,11 +456,11 @@ async function planText(
       syntax = detectSyntax(name, chunk);
       dialect = dialectForName(name, options);
       const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-      splitter = new RowSplitter(syntax, bom, 1, dialect);
+      splitter = new RowSplitter(syntax, bom, 1, dialect, options.rowBounds);
       data = chunk.subarray(bom);
       offset = bom;
     }
-    if (copy) await drainedWrite(copy.stream, chunk, copy.written);
+    if (copy) await copy.write(chunk);
     const bad = utf8.push(data);
     if (bad >= 0) {
       const line = splitter.currentLine + data.subarray(0, bad).filter((b) => b === 0x0a).length;

@@ -16,6 +16,7 @@ import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-file.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
+import { rowBounds } from './input-bounds.js';
 import { planInput, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { SegmentFeed } from './segment-feed.js';
@@ -172,7 +173,10 @@ async function planAgain(run: PreparedRun, ctx: PrepareContext, segments: Segmen
   try {
     segments.release(stored.segments.length);
     const input = await planInput(ctx.storage, parseLocation(run.request.input), {
-      ...planOptions(run.request.options, ctx.limits),
+      ...planOptions(run.request.options),
+      // Planned again with the bounds it began with, so its rows are what they were.
+      limits: ctx.limits ?? DEFAULT_LIMITS,
+      ...(stored.rowBounds && { rowBounds: stored.rowBounds }),
       stage: (file) => runFiles.stagedInput(run.folder, file),
       signal: ctx.signal,
       onSegment: (sofar) => {
@@ -235,7 +239,7 @@ async function beginRun(
   hold.catch(() => undefined); // Planning stops with it.
 
   const whole = planInput(storage, parseLocation(request.input), {
-    ...planOptions(request.options, ctx.limits),
+    ...runPlanOptions(request.options, ctx.limits),
     ...(writes.stage && { stage: writes.stage }),
     ...(ctx.onInputBytes && { onBytes: ctx.onInputBytes }),
     signal,
@@ -361,10 +365,15 @@ async function compareModel(requested: string, schema: OutputSchema, ctx: Prepar
   return { requested, project: ref.project, name: ref.model, requestedVersion: ref.version ?? null, resolvedVersion: ref.version ?? facts.version ?? null };
 }
 
-/** How the input is planned, from the run's options, within the deployment's bounds. */
-export function planOptions(options: RunOptions, limits: Limits = DEFAULT_LIMITS): Omit<PlanOptions, 'stage' | 'signal'> {
+/** How the input is planned, from the run's options. */
+export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 'signal'> {
   const { segmentRows, limit, delimiter, quote, encoding } = options;
-  return { segmentRows, maxSegments: limits.segments, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
+  return { segmentRows, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
+}
+
+/** How a new run plans its input: its options, within the deployment's bounds (DEFAULT_LIMITS when absent). */
+export function runPlanOptions(options: RunOptions, limits: Limits = DEFAULT_LIMITS): Omit<PlanOptions, 'stage' | 'signal'> {
+  return { ...planOptions(options), limits, rowBounds: rowBounds(limits) };
 }
 
 /**

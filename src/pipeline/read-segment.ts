@@ -6,6 +6,7 @@ import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
 import { isUtf8 } from '../formats/text-encoding.js';
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
+import { rowOverProblem } from './input-bounds.js';
 import { inputBytes, rangeRead } from './input-bytes.js';
 import type { InputPlan } from './plan.js';
 
@@ -20,7 +21,8 @@ export interface DialectOptions {
  * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
  * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
  * count from the segment's first row in the run. With `unquotedAsText`, CSV rows in plain RFC 4180
- * (with quotes or without) come as their text alone (see parseRows).
+ * (with quotes or without) come as their text alone (see parseRows). Rows are read within the
+ * plan's bounds (`rowBounds`): a row past one comes with its problem, naming the setting.
  */
 export async function* readSegment(
   storage: Storage,
@@ -53,14 +55,14 @@ export async function* readSegment(
     return;
   }
   const csvDialect = dialectForName(formatLocation(file.location), dialect);
-  const splitter = new RowSplitter(file.syntax, segment.start, segment.firstLine, csvDialect);
+  const splitter = new RowSplitter(file.syntax, segment.start, segment.firstLine, csvDialect, input.rowBounds);
   let rows: RawRow[] = [];
   const collect = (r: RawRow) => rows.push(r);
   const gzip = file.staged ? false : file.gzip;
   // Without its staged UTF-8 copy (a dry run), a file in another encoding is decoded from its start.
   const encoding = file.staged || isUtf8(dialect.encoding) ? undefined : dialect.encoding;
   const parsed = () => {
-    const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect, unquotedAsText);
+    const out = parseRows(rows, next, file.columns, file.syntax as 'csv' | 'jsonl', csvDialect, unquotedAsText, rowOverProblem);
     next += rows.length;
     rows = [];
     return out;

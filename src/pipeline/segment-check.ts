@@ -1,10 +1,11 @@
-import { INFLATION_FLOOR_BYTES, type Limits } from '../config/limits.js';
+import type { Limits } from '../config/limits.js';
 import type { RunOptions } from '../config/run-options.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, Storage } from '../storage/storage-types.js';
+import { inflationCap } from './input-bounds.js';
 import { planInput } from './plan.js';
-import { planOptions } from './prepare-run.js';
+import { runPlanOptions } from './prepare-run.js';
 import { segmentsOf, segmentsPastBound, SegmentsPastBound } from './segment-bound.js';
 import { dryRunBudget, withinBudget } from './work-budget.js';
 
@@ -52,15 +53,14 @@ async function plannedVerdict(
   const most = files.map((f) => rowsAtMost(f, limits, options.limit));
   if (most.every((rows) => rows !== undefined) && segmentsOf(most, options.segmentRows) <= limits.segments) return { fits: true };
   try {
-    await planInput(storage, input, { ...planOptions(options, limits), onBytes, signal });
+    await planInput(storage, input, { ...runPlanOptions(options, limits), onBytes, signal });
     return { fits: true };
   } catch (err) {
     if (!(err instanceof SegmentsPastBound)) throw err;
     // One segment a file: every row counted, if the budget left lets them be.
     const counted = await planInput(storage, input, {
-      ...planOptions(options),
+      ...runPlanOptions(options, { ...limits, segments: Number.MAX_SAFE_INTEGER }),
       segmentRows: Number.MAX_SAFE_INTEGER,
-      maxSegments: undefined,
       onBytes,
       signal,
     }).catch(() => undefined);
@@ -76,6 +76,6 @@ async function plannedVerdict(
 function rowsAtMost(file: ListedFile, limits: Limits, limit = Infinity): number | undefined {
   const name = formatLocation(file.location).toLowerCase();
   if (/\.(parquet|pq)$/.test(name)) return undefined;
-  const bytes = name.endsWith('.gz') ? Math.min(limits.inflatedBytes, Math.max(file.size * limits.inflationRatio, INFLATION_FLOOR_BYTES)) : file.size;
+  const bytes = name.endsWith('.gz') ? inflationCap(limits, file.size, name).bytes : file.size;
   return Math.min(Math.ceil(bytes / 2), limit);
 }

@@ -11,7 +11,7 @@ export interface StorageGuard {
   read(loc: Location): Promise<void>;
   /** For each file a listing of `folder` finds, before it is handed on. */
   listed(folder: Location, file: Location): Promise<void>;
-  /** Before a write, a removal, or a check that a folder can be written. */
+  /** Before a write, a removal, or a check that a folder can be written (or of its free space). */
   write(loc: Location): Promise<void>;
 }
 
@@ -73,6 +73,10 @@ export function guardedStorage(storage: Storage, guard: StorageGuard): Storage {
     whyUnwritable: async (prefix, signal) => {
       await guard.write(prefix);
       return storage.whyUnwritable(prefix, signal);
+    },
+    freeBytes: async (prefix, signal) => {
+      await guard.write(prefix);
+      return storage.freeBytes(prefix, signal);
     },
     close: () => storage.close(),
   };

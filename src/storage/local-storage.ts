@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, type Dirent, type Stats } from 'node:fs';
-import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, statfs, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -136,6 +136,21 @@ export class LocalStorage {
       await rm(loc.path, { force: true });
     } catch (err) {
       throw storageError('remove', loc, err);
+    }
+  }
+
+  /** The bytes an unprivileged process may still write on the filesystem of the folder, or of the nearest part of its path that exists. */
+  async freeBytes(prefix: FileLocation, signal?: AbortSignal): Promise<number> {
+    for (let at = prefix.path; ; at = path.dirname(at)) {
+      signal?.throwIfAborted();
+      try {
+        const fs = await statfs(at);
+        return fs.bavail * fs.bsize;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) continue;
+        throw storageError('check', prefix, err);
+      }
     }
   }
 

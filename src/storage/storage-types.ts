@@ -81,6 +81,11 @@ export interface Storage {
    * a folder this process may write in. S3: the bucket must exist.
    */
   whyUnwritable(prefix: Location, signal?: AbortSignal): Promise<string | undefined>;
+  /**
+   * Bytes free for this process on the disk a folder is (or would be made) on, for a write that
+   * must leave room; undefined where storage has no such bound (S3).
+   */
+  freeBytes(prefix: Location, signal?: AbortSignal): Promise<number | undefined>;
   /** Releases the S3 client's sockets; safe to call twice. */
   close(): void;
 }

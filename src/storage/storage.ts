@@ -28,6 +28,7 @@ export function createStorage(settings?: S3Settings): Storage {
     remove: async (loc) => (loc.kind === 'file' ? local.remove(loc) : (await remote()).remove(loc)),
     removeFiles: async (prefix, which) => (prefix.kind === 'file' ? local.removeFiles(prefix, which) : (await remote()).removeFiles(prefix, which)),
     whyUnwritable: async (prefix, signal) => (prefix.kind === 'file' ? local.whyUnwritable(prefix, signal) : (await remote()).whyUnwritable(prefix, signal)),
+    freeBytes: async (prefix, signal) => (prefix.kind === 'file' ? local.freeBytes(prefix, signal) : undefined),
     close() {
       void s3?.then(
         (client) => client.close(),

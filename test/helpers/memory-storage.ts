@@ -151,6 +151,12 @@ export class MemoryStorage implements Storage {
     return blocking === undefined ? undefined : `${blocking} is a file, not a folder`;
   }
 
+  /** Memory has no disk to fill. */
+  async freeBytes(): Promise<undefined> {
+    await io();
+    return undefined;
+  }
+
   close(): void {
     // Nothing to release.
   }

@@ -115,14 +115,16 @@ describe('checkSegments and planning against MAX_SEGMENTS', () => {
 
   it('planning stops at the first segment past the bound, naming the least segmentRows the rows read ask for', async () => {
     const storage = createStorage();
-    const planned = planInput(storage, parseLocation(csv), { segmentRows: 7, maxSegments: 10, quote: '"', encoding: 'utf-8' });
+    const planned = planInput(storage, parseLocation(csv), { segmentRows: 7, limits: { ...DEFAULT_LIMITS, segments: 10 }, quote: '"', encoding: 'utf-8' });
     const refused = await rejection(planned, BatchScorerError);
     expect(refused.code).toBe('E_LIMIT');
     expect(refused.message).toMatch(
       /its first 71 rows already make more than 10 segments of --segment-rows 7, past MAX_SEGMENTS \(10\): choose a --segment-rows \(segmentRows\) of at least 8/,
     );
     // At the bound exactly, it plans.
-    expect((await planInput(storage, parseLocation(csv), { segmentRows: 100, maxSegments: 10, quote: '"', encoding: 'utf-8' })).segments).toHaveLength(10);
+    expect(
+      (await planInput(storage, parseLocation(csv), { segmentRows: 100, limits: { ...DEFAULT_LIMITS, segments: 10 }, quote: '"', encoding: 'utf-8' })).segments,
+    ).toHaveLength(10);
   });
 
   it('decides a Parquet input by its row groups, never split', async () => {
