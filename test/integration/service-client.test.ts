@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { answerBounds } from '../../src/app/service-clients.js';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 import { ServiceClient } from '../../src/service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
 import { ServiceError } from '../../src/service/service-error.js';
@@ -6,6 +8,7 @@ import type { Simulator } from '../../src/simulator/server.js';
 import { rejection } from '../helpers/rejection.js';
 import { startSimulator } from '../helpers/scoring.js';
 
+const answers = answerBounds(DEFAULT_LIMITS);
 const model = { project: 'mindsdb', model: 'home_rentals_model' };
 const row = JSON.stringify({ sqft: 100, location: 'good', __mindsdb_row_id: 0 });
 const opened: { close(): Promise<void> }[] = [];
@@ -19,7 +22,13 @@ async function setup(
 ) {
   const sim: Simulator = await startSimulator(simOptions);
   const { retries = 0, ...rest } = clientOptions;
-  const client = new ServiceClient({ baseUrl: sim.url, timeoutMs: 5_000, retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 }, ...rest });
+  const client = new ServiceClient({
+    baseUrl: sim.url,
+    timeoutMs: 5_000,
+    answers,
+    retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 },
+    ...rest,
+  });
   opened.push(client, sim);
   return { sim, client };
 }
@@ -90,7 +99,7 @@ describe('ServiceClient against the simulator', () => {
     const sim = await startSimulator({});
     const url = sim.url;
     await sim.close();
-    const client = new ServiceClient({ baseUrl: url, timeoutMs: 2_000, retry: { ...DEFAULT_RETRY_POLICY, retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
+    const client = new ServiceClient({ baseUrl: url, timeoutMs: 2_000, answers, retry: { ...DEFAULT_RETRY_POLICY, retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
     opened.push(client);
     const first = await rejectionOf(client.describe(model, {}, { firstContact: true }));
     expect(first).toMatchObject({ kind: 'unreachable', code: 'E_SERVICE_UNREACHABLE', exitCode: 2 });
@@ -103,7 +112,7 @@ describe('ServiceClient against the simulator', () => {
 
   it("says a URL does not look like the service when its 404 is not the service's own", async () => {
     const { client, sim } = await setup({ basePath: '/v1' });
-    const wrong = new ServiceClient({ baseUrl: sim.url.replace(/\/v1$/, ''), timeoutMs: 2_000 });
+    const wrong = new ServiceClient({ baseUrl: sim.url.replace(/\/v1$/, ''), timeoutMs: 2_000, answers });
     opened.push(wrong);
     const err = await rejectionOf(wrong.describe(model, {}));
     expect(err).toMatchObject({ kind: 'wrong-url', code: 'E_SERVICE_URL', status: 404, exitCode: 2 });
@@ -134,8 +143,8 @@ describe('ServiceClient against the simulator', () => {
   it('sends the bearer token, and says what to do without one', async () => {
     const sim = await startSimulator({ token: 's3cret-token' });
     opened.push(sim);
-    const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000 });
-    const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, token: 's3cret-token' });
+    const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, answers });
+    const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, answers, token: 's3cret-token' });
     opened.push(without, withToken);
     const err = await rejectionOf(without.describe(model, {}));
     expect(err).toMatchObject({ kind: 'unauthorized', status: 401 });
