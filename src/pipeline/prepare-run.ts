@@ -442,6 +442,7 @@ async function probeOne(
   const ids = members.map((m) => `,${JSON.stringify(m)}:${row.id}`).join('');
   const json = row.json === '{}' ? `{${ids.slice(1)}}` : `${row.json.slice(0, -1)}${ids}}`;
   const [answer] = await ctx.client.predict(model, json, {
+    rows: 1,
     envelope: options.envelope,
     params: options.params,
     signal: ctx.signal,

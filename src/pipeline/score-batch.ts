@@ -96,6 +96,7 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
   scoring.counts.requests++;
   const { observer } = scoring;
   return scoring.client.predictMembers(model, batch.body(), layout.members, {
+    rows: batch.rows.length,
     envelope: scoring.envelope,
     params: scoring.params,
     signal: scoring.signal,
