@@ -36,9 +36,10 @@ export interface HostileModel {
  * A Model Query Service as a real HTTP server that answers as the simulator does (its models, its
  * describe, its row id echo), except where `predict` or `describe` chooses a hostile answer: a
  * stream made by a generator as the client reads it (a gigabyte of white space is never held), or
- * a text. A client that stops reading closes the stream; the generator is then left.
+ * a text. A stream is answered with `status` (200 unless given). A client that stops reading
+ * closes the stream; the generator is then left.
  */
-export async function startHostileModel(hostile: { predict?: Hostility; describe?: Hostility }): Promise<HostileModel> {
+export async function startHostileModel(hostile: { predict?: Hostility; describe?: Hostility; status?: number }): Promise<HostileModel> {
   const seen = new Set<string>();
   let describes = 0;
   const model: Omit<HostileModel, 'url' | 'close' | 'bytesWritten'> = { predicts: 0, repeatedPredicts: 0 };
@@ -66,7 +67,7 @@ export async function startHostileModel(hostile: { predict?: Hostility; describe
       choice = hostile.predict?.(normal.body, model.predicts);
     }
     if (choice === undefined || typeof choice === 'string') return send(res, { ...normal, ...(choice !== undefined && { body: choice }) });
-    res.writeHead(200, { 'content-type': 'application/json' });
+    res.writeHead(hostile.status ?? 200, { 'content-type': 'application/json' });
     // A client that stops reading ends the pipeline with an error: what it was sent is counted.
     await pipeline(Readable.from(choice), res).catch(() => undefined);
   }

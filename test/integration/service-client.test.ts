@@ -5,6 +5,7 @@ import { ServiceClient } from '../../src/service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import type { Simulator } from '../../src/simulator/server.js';
+import { filler, startHostileModel } from '../helpers/hostile-model.js';
 import { rejection } from '../helpers/rejection.js';
 import { startSimulator } from '../helpers/scoring.js';
 
@@ -138,6 +139,23 @@ describe('ServiceClient against the simulator', () => {
     const err = await rejectionOf(client.predict(model, bad, { envelope: 'data' }));
     expect(err).toMatchObject({ kind: 'bad-rows', title: 'MLEngineException' });
     expect(sim.stats.predictRequests).toBe(2);
+  });
+
+  it('reads an error answer no further than its allowance, and tells it by its status alone', async () => {
+    // A proxy's 503 page of 1.5 GB.
+    const hostile = await startHostileModel({ predict: () => filler(1.5e9), status: 503 });
+    const client = new ServiceClient({
+      baseUrl: hostile.url,
+      timeoutMs: 5_000,
+      answers,
+      retry: { ...DEFAULT_RETRY_POLICY, retries: 1, minDelayMs: 1, maxDelayMs: 5 },
+    });
+    opened.push(client, hostile);
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'unavailable', status: 503 });
+    expect(hostile.predicts).toBe(2);
+    // Each attempt was read to its allowance (the floor, 1 MiB), then its connection closed.
+    expect(hostile.bytesWritten()).toBeLessThan(20 * 1024 * 1024);
   });
 
   it('sends the bearer token, and says what to do without one', async () => {
