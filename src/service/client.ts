@@ -225,20 +225,19 @@ export class ServiceClient {
     // test/unit/undici-behaviour.test.ts.
     await setImmediate();
     await setImmediate();
+    const { maxAnswerDepth, limitError } = this.options.answers;
+    const deep = answer !== undefined && textNestedDeeperThan(answer, maxAnswerDepth);
     if (status >= 200 && status < 300) {
       if (answer === undefined) throw this.tooLarge(call, what, allowance, declared);
-      const { maxAnswerDepth, limitError } = this.options.answers;
-      if (textNestedDeeperThan(answer, maxAnswerDepth)) {
-        throw limitError('answerDepth', maxAnswerDepth, `${what}: an answer nested more than ${maxAnswerDepth} levels deep`);
-      }
+      if (deep) throw limitError('answerDepth', maxAnswerDepth, `${what}: an answer nested more than ${maxAnswerDepth} levels deep`);
       try {
         return read(answer);
       } catch {
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
-    // An error answer past the allowance is read no further: its status alone says what it means.
-    throw httpServiceError(what, status, answer?.toString('utf8') ?? '', this.policy, parseRetryAfter(retryAfter));
+    // An error answer past the allowance, or too deep to read, is not read: its status alone says what it means.
+    throw httpServiceError(what, status, answer === undefined || deep ? '' : answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
   }
 
   /** The error of an answer past its allowance, naming the bound to raise (never quoting the answer). */

@@ -36,8 +36,8 @@ export interface HostileModel {
  * A Model Query Service as a real HTTP server that answers as the simulator does (its models, its
  * describe, its row id echo), except where `predict` or `describe` chooses a hostile answer: a
  * stream made by a generator as the client reads it (a gigabyte of white space is never held), or
- * a text. A stream is answered with `status` (200 unless given). A client that stops reading
- * closes the stream; the generator is then left.
+ * a text, answered with `status` (200 unless given). A client that stops reading closes the
+ * stream; the generator is then left.
  */
 export async function startHostileModel(hostile: { predict?: Hostility; describe?: Hostility; status?: number }): Promise<HostileModel> {
   const seen = new Set<string>();
@@ -66,8 +66,10 @@ export async function startHostileModel(hostile: { predict?: Hostility; describe
       normal = isAnswer(rows) ? rows : predictAnswer(found.model, found.version, rows, '__mindsdb_row_id');
       choice = hostile.predict?.(normal.body, model.predicts);
     }
-    if (choice === undefined || typeof choice === 'string') return send(res, { ...normal, ...(choice !== undefined && { body: choice }) });
-    res.writeHead(hostile.status ?? 200, { 'content-type': 'application/json' });
+    if (choice === undefined) return send(res, normal);
+    const status = hostile.status ?? 200;
+    if (typeof choice === 'string') return send(res, { status, contentType: 'application/json', body: choice });
+    res.writeHead(status, { 'content-type': 'application/json' });
     // A client that stops reading ends the pipeline with an error: what it was sent is counted.
     await pipeline(Readable.from(choice), res).catch(() => undefined);
   }

@@ -158,6 +158,15 @@ describe('ServiceClient against the simulator', () => {
     expect(hostile.bytesWritten()).toBeLessThan(20 * 1024 * 1024);
   });
 
+  it('tells an error answer nested too deep to read by its status alone', async () => {
+    const deep = `{"title":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const hostile = await startHostileModel({ predict: () => deep, status: 503 });
+    const client = new ServiceClient({ baseUrl: hostile.url, timeoutMs: 5_000, answers, retry: { ...DEFAULT_RETRY_POLICY, retries: 0 } });
+    opened.push(client, hostile);
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'unavailable', status: 503, title: undefined });
+  });
+
   it('sends the bearer token, and says what to do without one', async () => {
     const sim = await startSimulator({ token: 's3cret-token' });
     opened.push(sim);
