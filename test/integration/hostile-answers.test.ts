@@ -120,6 +120,23 @@ describe('a describe answer past its bytes', () => {
   });
 });
 
+describe('a describe answer within its bounds, nested deep', () => {
+  it('is kept in describe.json without indenting, which would repeat its depth on every line', async () => {
+    // 7 MB of numbers 60 levels down: indented, 450 MB.
+    function* deep(normal: string): Generator<Buffer> {
+      yield Buffer.from(`${normal.slice(0, normal.lastIndexOf('}'))},"padding":${'['.repeat(60)}0`);
+      for (let i = 0; i < 100; i++) yield Buffer.from(',0'.repeat(35_000));
+      yield Buffer.from(`${']'.repeat(60)}}]`);
+    }
+    hostile = await startHostileModel({ describe: deep });
+    const run = await runCliMeasured(scoreArgs(hostile, 'deep-describe'));
+    console.log(`7 MB describe 60 deep: peak RSS ${run.peakRssMiB.toFixed(1)} MiB`);
+    expect(run.code).toBe(0);
+    expect((await stat(join(runFolder('deep-describe'), 'describe.json'))).size).toBeLessThan(16 * MiB);
+    expect(run.peakRssMiB).toBeLessThan(PEAK_RSS_MIB);
+  });
+});
+
 describe('a predict answer nested past MAX_ANSWER_DEPTH', () => {
   it('fails the run E_LIMIT before it is parsed, not retried', async () => {
     const deep = `[{"rental_price":${'['.repeat(100_000)}${']'.repeat(100_000)}}]`;
