@@ -82,7 +82,7 @@ export function registerScore(program: Command): void {
             manifest = await scoreRun(request, {
               storage,
               log,
-              predictorFor: serviceClientFactory(settings.serviceTokens),
+              predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
               limits: settings.limits,
               signal: interrupt.signal,
               onProgress: bar.update,
@@ -129,7 +129,7 @@ async function dryRunCommand(request: RunRequest, settings: Settings, json: bool
     const report = await dryRun(request, {
       storage,
       log: createLogger({ level: settings.logLevel }),
-      predictorFor: serviceClientFactory(settings.serviceTokens),
+      predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
       limits: settings.limits,
       signal: interrupt.signal,
     });

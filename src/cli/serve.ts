@@ -77,7 +77,7 @@ export function registerServe(program: Command): void {
                 out: submission.out,
                 options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
               },
-              { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens), limits: settings.limits },
+              { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits), limits: settings.limits },
             ),
         }).catch((err: unknown) => {
           throw listenRefusal(err, 'serve', flags.host, flags.port ?? settings.port, 'choose another --host or --port');
