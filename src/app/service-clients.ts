@@ -1,6 +1,8 @@
+import { ANSWER_FLOOR_BYTES, limitError, type Limits } from '../config/limits.js';
 import type { RunOptions } from '../config/run-options.js';
 import { tokenFor, type ServiceTokens } from '../config/service-tokens.js';
 import type { Logger } from '../log.js';
+import type { AnswerBounds } from '../service/answer-bounds.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
 import type { PredictorFactory } from '../pipeline/predictor.js';
@@ -9,6 +11,18 @@ import type { PredictorFactory } from '../pipeline/predictor.js';
 // pipeline (scoreRun's predictorFor) and to workers (WorkerOptions.predictors), which never build
 // a client themselves.
 
+/** The deployment's bounds on a model's answers, as the client takes them; past one, the run fails E_LIMIT naming its setting. */
+export function answerBounds(limits: Limits): AnswerBounds {
+  return {
+    maxAnswerBytes: limits.answerBytes,
+    maxAnswerRatio: limits.answerRatio,
+    answerFloorBytes: ANSWER_FLOOR_BYTES,
+    maxAnswerDepth: limits.answerDepth,
+    maxDescribeBytes: limits.describeBytes,
+    limitError,
+  };
+}
+
 /**
  * The Model Query Service client a run's options ask for: its service, time limit and retries,
  * with `connections` kept alive (as many as requests may be in flight) and the token of that
@@ -16,7 +30,7 @@ import type { PredictorFactory } from '../pipeline/predictor.js';
  */
 function runServiceClient(
   options: Pick<RunOptions, 'service' | 'timeout' | 'retries'>,
-  ctx: { tokens: ServiceTokens; connections: number; log: Logger },
+  ctx: { tokens: ServiceTokens; answers: AnswerBounds; connections: number; log: Logger },
 ): ServiceClient {
   return new ServiceClient({
     baseUrl: options.service,
@@ -24,11 +38,16 @@ function runServiceClient(
     timeoutMs: options.timeout,
     retry: { ...DEFAULT_RETRY_POLICY, retries: options.retries },
     connections: ctx.connections,
+    answers: ctx.answers,
     logger: ctx.log,
   });
 }
 
-/** The PredictorFactory of a process: each run gets a ServiceClient of its options, with the token of its service's origin. */
-export function serviceClientFactory(tokens: ServiceTokens): PredictorFactory {
-  return (options, connections, log) => runServiceClient(options, { tokens, connections, log });
+/**
+ * The PredictorFactory of a process: each run gets a ServiceClient of its options, with the token
+ * of its service's origin, reading answers within the deployment's `limits`.
+ */
+export function serviceClientFactory(tokens: ServiceTokens, limits: Limits): PredictorFactory {
+  const answers = answerBounds(limits);
+  return (options, connections, log) => runServiceClient(options, { tokens, answers, connections, log });
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { answerBounds } from '../app/service-clients.js';
 import { checkService } from '../config/deployment-policy.js';
 import { parseRunOptions } from '../config/run-options.js';
 import { tokenFor } from '../config/service-tokens.js';
@@ -29,6 +30,7 @@ export function registerDescribe(program: Command): void {
           baseUrl: options.service,
           token: tokenFor(settings.serviceTokens, options.service),
           timeoutMs: options.timeout,
+          answers: answerBounds(settings.limits),
           logger: createLogger({ level: settings.logLevel }),
         });
         try {

@@ -84,7 +84,7 @@ const RUN_FLAGS: { readonly [K in keyof RunOptions]-?: RunFlag } = {
   params: { value: 'key=value', help: 'predict params passed to the engine (repeatable; JSON values allowed)', parse: () => param },
   limit: { value: 'rows', help: 'score only the first N rows (a canary)', parse: int },
   maxRequests: { value: 'n', help: 'cap: predict calls in all, retries and resumes counted; past it the run ends expired', parse: int },
-  maxRows: { value: 'n', help: 'cap: rows sent to the model in all, resumes counted; past it the run ends expired', parse: int },
+  maxRows: { value: 'n', help: 'cap: rows sent to the model in all, retries and resumes counted; past it the run ends expired', parse: int },
   deadline: { value: 'duration|time', help: 'cap: stop sending at this time: 90s, 30m, 2h from the start, or 2026-11-26T06:00:00Z' },
   runId: { value: 'id', help: "run id and folder name; an unfinished run's id resumes it", unset: 'time-based' },
   strictColumns: { help: "fail when the input lacks some of the model's input columns" },

@@ -85,7 +85,7 @@ export function registerScore(program: Command): void {
             manifest = await scoreRun(request, {
               storage,
               log,
-              predictorFor: serviceClientFactory(settings.serviceTokens),
+              predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
               limits: settings.limits,
               signal: interrupt.signal,
               onProgress: bar.update,
@@ -132,7 +132,7 @@ async function dryRunCommand(request: RunRequest, settings: Settings, json: bool
     const report = await dryRun(request, {
       storage,
       log: createLogger({ level: settings.logLevel }),
-      predictorFor: serviceClientFactory(settings.serviceTokens),
+      predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
       limits: settings.limits,
       signal: interrupt.signal,
     });

@@ -80,7 +80,13 @@ export function registerServe(program: Command): void {
                 out: submission.out,
                 options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
               },
-              { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens), limits: settings.limits, budget: dryRunBudget(settings.limits) },
+              {
+                storage,
+                log,
+                predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
+                limits: settings.limits,
+                budget: dryRunBudget(settings.limits),
+              },
             ),
         }).catch((err: unknown) => {
           throw listenRefusal(err, 'serve', flags.host, flags.port ?? settings.port, 'choose another --host or --port');

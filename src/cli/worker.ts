@@ -121,7 +121,7 @@ export function registerWorker(program: Command): void {
             segments: flags.segments,
             shutdownTimeoutMs: flags.shutdownTimeout,
             lockDurationMs: flags.lockDuration,
-            predictors: serviceClientFactory(settings.serviceTokens),
+            predictors: serviceClientFactory(settings.serviceTokens, settings.limits),
             policy: settings.policy,
             limits: settings.limits,
             runDefaults: settings.runDefaults,

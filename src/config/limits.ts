@@ -43,7 +43,7 @@ export const LIMITS = {
     unit: 'bytes',
     min: 1 * KiB,
     bounds: "A predict answer's bytes, whatever the batch.",
-    past: 'the run fails `E_LIMIT`: the answer is read no further',
+    past: 'the run fails `E_LIMIT`, not retried: the answer is read no further (nor at all when its `Content-Length` is past it)',
   },
   answerRatio: {
     setting: 'MAX_ANSWER_RATIO',
@@ -51,15 +51,15 @@ export const LIMITS = {
     unit: 'ratio',
     min: 1,
     bounds: `A predict answer's bytes per byte of its request (answers below ${ANSWER_FLOOR_BYTES / MiB} MiB are never refused for it).`,
-    past: 'the run fails `E_LIMIT`: the answer is read no further',
+    past: 'the run fails `E_LIMIT`, not retried: the answer is read no further (nor at all when its `Content-Length` is past it)',
   },
   answerDepth: {
     setting: 'MAX_ANSWER_DEPTH',
     default: 64,
     unit: 'count',
     min: 4,
-    bounds: 'How deep arrays and objects nest in a predict answer.',
-    past: 'the run fails `E_LIMIT`, before the answer is parsed',
+    bounds: 'How deep arrays and objects nest in a predict or describe answer.',
+    past: 'the run fails `E_LIMIT`, not retried, before the answer is parsed',
   },
   describeBytes: {
     setting: 'MAX_DESCRIBE_BYTES',
@@ -67,7 +67,7 @@ export const LIMITS = {
     unit: 'bytes',
     min: 1 * KiB,
     bounds: "A describe answer's bytes (stored as the run's `describe.json`).",
-    past: 'the run fails `E_LIMIT` before it plans',
+    past: 'the run fails `E_LIMIT` before it plans; none of the answer is written',
   },
   segments: {
     setting: 'MAX_SEGMENTS',

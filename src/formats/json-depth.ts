@@ -31,3 +31,32 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
 function isContainer(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
 }
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether JSON text, given as its bytes, nests more than `max` levels deep, counted as
+ * nestedDeeperThan counts a parsed value: read before the text is parsed, so that no parse (or
+ * anything after it) meets a value too deep to walk. Brackets inside strings are not counted
+ * (their escapes are stepped over); whether the text is JSON at all is left to the parser. One
+ * pass over the bytes, stopping at the first level past `max`: about a third of what reading a
+ * predict answer's members costs, so it is kept to this loop.
+ */
+export function textNestedDeeperThan(bytes: Uint8Array, max: number): boolean {
+  const length = bytes.length;
+  let depth = 0;
+  for (let i = 0; i < length; i++) {
+    const b = bytes[i];
+    if (b === QUOTE) {
+      for (i++; i < length; i++) {
+        const c = bytes[i];
+        if (c === QUOTE) break;
+        if (c === BACKSLASH) i++;
+      }
+    } else if (b === 0x5b || b === 0x7b) {
+      if (++depth > max) return true;
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
+  return false;
+}

@@ -41,6 +41,18 @@ export async function takeDescribeSnapshot(client: Predictor, ref: ModelRef, opt
   return snapshot;
 }
 
+/** Past this (as compact JSON), a snapshot is written without indenting (see indentedSnapshot). */
+const INDENTED_SNAPSHOT_BYTES = 256 * 1024;
+
+/**
+ * Whether a snapshot is written indented, for people to read: only while it is small. Indenting
+ * repeats a value's depth on each of its lines, so an answer within MAX_DESCRIBE_BYTES but nested
+ * deep (7 MB of numbers 60 levels down) came to 450 MB indented.
+ */
+export function indentedSnapshot(snapshot: DescribeSnapshot): boolean {
+  return JSON.stringify(snapshot.answers).length <= INDENTED_SNAPSHOT_BYTES;
+}
+
 /** A run's signal, and its logger for the client's retries. */
 export interface DescribeOptions {
   signal?: AbortSignal;

@@ -14,9 +14,10 @@ import type { ModelRef } from '../service/model-ref.js';
  * the run does with it: `bad-rows` splits the batch and quarantines the rows the engine fails on;
  * `unavailable`, `not-found`, `unauthorized`, `not-ready`, `wrong-url`, `wrong-envelope` and
  * `fatal` end it. A predictor retries passing failures (overload, network, answers that do not
- * fit `check`) by its own policy before it gives up with `unavailable`. An aborted `signal`
- * rejects with its reason; what the caller's `beforeAttempt` throws is thrown as it is. Nothing
- * else is thrown.
+ * fit `check`) by its own policy before it gives up with `unavailable`. An answer past a bound
+ * of the deployment (its bytes, its nesting, describe's bytes) fails the call with `E_LIMIT`
+ * naming the setting, never retried. An aborted `signal` rejects with its reason; what the
+ * caller's `beforeAttempt` throws is thrown as it is. Nothing else is thrown.
  */
 export interface Predictor {
   /** The service as it may be shown in logs and manifests (no credentials). */
@@ -24,12 +25,18 @@ export interface Predictor {
   /** Describe's answer to this body (`{}` or `{"attribute": ...}`), as JSON. */
   describe(ref: ModelRef, body: object, options?: CallOptions): Promise<unknown>;
   /** Scores rows given as their JSON joined with commas; answers the rows as they came (the caller checks alignment). */
-  predict(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions): Promise<Record<string, unknown>[]>;
+  predict(ref: ModelRef, rowsJson: RowsJson, options: RowsPredictOptions): Promise<Record<string, unknown>[]>;
   /** `predict`, reading only these members of each answer row, in this order (undefined where a row lacks one). */
-  predictMembers(ref: ModelRef, rowsJson: RowsJson, members: readonly string[], options: PredictOptions<PickedRow>): Promise<PickedRow[]>;
+  predictMembers(ref: ModelRef, rowsJson: RowsJson, members: readonly string[], options: RowsPredictOptions<PickedRow>): Promise<PickedRow[]>;
   /** Connections opened since the last call (each counted once), for the manifest's counts; 0 where there are none. */
   takeConnectionsOpened(): number;
 }
+
+/**
+ * A predict call's options as the pipeline gives them: with the count of rows in `rowsJson`, which
+ * a run's caps take at every attempt (see cappedPredictor). A service client need not read it.
+ */
+export type RowsPredictOptions<Row = Record<string, unknown>> = PredictOptions<Row> & { rows: number };
 
 /** A predictor closed once its run ends (a pool of connections). */
 export interface OwnPredictor extends Predictor {

@@ -11,7 +11,7 @@ import { formatLocation, parseLocation, type Location } from '../storage/locatio
 import type { Storage } from '../storage/storage-types.js';
 import { checkColumns, type ColumnPlan } from './column-check.js';
 import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js';
-import { modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';
+import { indentedSnapshot, modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';
 import { outputGroups } from './assemble.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-file.js';
@@ -101,7 +101,7 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
     runId,
     ctx,
     {
-      keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: true, signal }),
+      keepSnapshot: (snapshot) => writeRunFile(storage, runFiles.describe(folder), snapshot, { pretty: indentedSnapshot(snapshot), signal }),
       stage: (file) => runFiles.stagedInput(folder, file),
     },
     segments,
@@ -454,6 +454,7 @@ async function probeOne(
   const ids = members.map((m) => `,${JSON.stringify(m)}:${row.id}`).join('');
   const json = row.json === '{}' ? `{${ids.slice(1)}}` : `${row.json.slice(0, -1)}${ids}}`;
   const [answer] = await ctx.client.predict(model, json, {
+    rows: 1,
     envelope: options.envelope,
     params: options.params,
     signal: ctx.signal,

@@ -3,7 +3,7 @@ import type { RunOptions } from '../config/run-options.js';
 import { BatchScorerError } from '../errors.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import type { Predictor } from './predictor.js';
+import type { Predictor, RowsPredictOptions } from './predictor.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';
 import { keptSoFar } from './segment-prefix.js';
@@ -44,18 +44,20 @@ export type CapReached = z.output<typeof capReachedSchema>;
 
 /**
  * A run's caps (--max-requests, --max-rows, --deadline), one for the whole run whoever scores its
- * segments: each predict attempt (retries too, planning's probe too) and each batch's rows are
- * taken from it before they are sent. Once a cap is reached, every take is refused with
- * ExpiredError and nothing more is sent: requests in flight finish, the segments they belong to
- * stop keeping the rows they scored (see segment-prefix.ts), and the run ends `expired`. Direct
- * mode keeps it in memory (MemoryRunCaps); queue mode on Redis, shared by every worker, taken
- * atomically.
+ * segments: each predict attempt (planning's probe, each batch, each half of a split batch and
+ * each retry, to the run's model or the one it is compared with) is taken from it with its rows
+ * before it is sent, so that what the caps count is what the service was sent. Once a cap is
+ * reached, every take is refused with ExpiredError and nothing more is sent: requests in flight
+ * finish, the segments they belong to stop keeping the rows they scored (see segment-prefix.ts),
+ * and the run ends `expired`. Direct mode keeps it in memory (MemoryRunCaps); queue mode on Redis,
+ * shared by every worker, taken atomically.
  */
 export interface RunCaps {
-  /** Takes one predict attempt; refused (ExpiredError) at --max-requests, past the deadline, or once the run expired. */
-  takeRequest(): Promise<void>;
-  /** Takes the rows of a batch about to be sent; refused where they would go past --max-rows, past the deadline, or once the run expired. */
-  takeRows(rows: number): Promise<void>;
+  /**
+   * Takes one predict attempt of `rows` rows, both or neither: refused (ExpiredError) where it
+   * would go past --max-requests or --max-rows, past the deadline, or once the run expired.
+   */
+  takeAttempt(rows: number): Promise<void>;
   /** The cap that refused a take, once one did (as this process knows it). */
   readonly expired: CapKind | undefined;
 }
@@ -139,14 +141,6 @@ export async function expiredRun(
   });
 }
 
-/**
- * Whether a run expired on `kind` refuses a take of `count`: every take, but past --max-rows the
- * batches already given their rows are still sent (and retried), so that the rows counted are sent.
- */
-export function refuses(kind: CapKind, count: 'requests' | 'rows'): boolean {
-  return kind !== 'max-rows' || count === 'rows';
-}
-
 /** The caps of a run scored in one process (`score`), counted from what its earlier attempts used. */
 export class MemoryRunCaps implements RunCaps {
   private used: CapUsage;
@@ -169,40 +163,39 @@ export class MemoryRunCaps implements RunCaps {
     return { ...this.used };
   }
 
-  takeRequest(): Promise<void> {
-    const { maxRequests } = this.limits;
-    const refused = this.refusal(maxRequests !== undefined && this.used.requests + 1 > maxRequests ? 'max-requests' : undefined, 'requests');
+  takeAttempt(rows: number): Promise<void> {
+    const refused = this.refusal(passed(this.limits, this.used, rows));
     if (refused) return Promise.reject(refused);
     this.used.requests++;
-    return Promise.resolve();
-  }
-
-  takeRows(rows: number): Promise<void> {
-    const { maxRows } = this.limits;
-    const refused = this.refusal(maxRows !== undefined && this.used.rows + rows > maxRows ? 'max-rows' : undefined, 'rows');
-    if (refused) return Promise.reject(refused);
     this.used.rows += rows;
     return Promise.resolve();
   }
 
-  /** The refusal of a take of `count` once the run has expired, or now expires on `kind` or its deadline. */
-  private refusal(kind: CapKind | undefined, count: 'requests' | 'rows'): ExpiredError | undefined {
+  /** The refusal of a take once the run has expired, or now expires on `kind` or its deadline. */
+  private refusal(kind: CapKind | undefined): ExpiredError | undefined {
     const { deadlineMs } = this.limits;
     this.reached ??= kind ?? (deadlineMs !== undefined && this.now() >= deadlineMs ? 'deadline' : undefined);
-    return this.reached && refuses(this.reached, count) ? new ExpiredError(this.reached) : undefined;
+    return this.reached && new ExpiredError(this.reached);
   }
 }
 
+/** The count cap an attempt of `rows` rows would go past, after what the run has `used`; undefined within both. */
+function passed(limits: CapLimits, used: CapUsage, rows: number): 'max-requests' | 'max-rows' | undefined {
+  if (limits.maxRequests !== undefined && used.requests + 1 > limits.maxRequests) return 'max-requests';
+  if (limits.maxRows !== undefined && used.rows + rows > limits.maxRows) return 'max-rows';
+  return undefined;
+}
+
 /**
- * `client`, each of whose predict attempts is first taken from `caps` (see ClientOptions
- * `beforeAttempt`): planning's probe, each batch and each retry.
+ * `client`, each of whose predict attempts is first taken from `caps` with its rows (see
+ * CallOptions `beforeAttempt`): planning's probe, each batch, and each retry.
  */
 export function cappedPredictor(client: Predictor, caps: RunCaps): Predictor {
-  const gated = <O extends { beforeAttempt?: () => Promise<void> }>(options: O): O => ({
+  const gated = <O extends Pick<RowsPredictOptions, 'rows' | 'beforeAttempt'>>(options: O): O => ({
     ...options,
     beforeAttempt: async () => {
       await options.beforeAttempt?.();
-      await caps.takeRequest();
+      await caps.takeAttempt(options.rows);
     },
   });
   return {

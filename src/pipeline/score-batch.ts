@@ -7,6 +7,7 @@ import { NotAnObject, type PickedRow } from '../service/json-members.js';
 import { ServiceError } from '../service/service-error.js';
 import type { InputRow } from '../formats/row-parser.js';
 import { errorCode } from '../errors.js';
+import { answerCheck, INVALID_PREDICTION } from './answer-check.js';
 import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
 import type { RequestBatch } from './request-batch.js';
@@ -82,7 +83,10 @@ export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): 
   const outcomes = merge(scoring, layout, rows, answer as unknown[][]);
   if (other) {
     const theirs = await other;
-    for (let i = 0; i < outcomes.length; i++) outcomes[i].other = theirs ? (theirs[i] as unknown[]) : null;
+    for (let i = 0; i < outcomes.length; i++) {
+      const outcome = outcomes[i];
+      if ('predictions' in outcome) outcome.other = theirs ? (theirs[i] as unknown[]) : null;
+    }
   }
   return outcomes;
 }
@@ -92,6 +96,7 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
   scoring.counts.requests++;
   const { observer } = scoring;
   return scoring.client.predictMembers(model, batch.body(), layout.members, {
+    rows: batch.rows.length,
     envelope: scoring.envelope,
     params: scoring.params,
     signal: scoring.signal,
@@ -125,7 +130,14 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
  */
 async function askOther(scoring: SegmentScoring, compare: NonNullable<SegmentScoring['compare']>, batch: RequestBatch): Promise<PickedRow[] | null> {
   const { members } = compare;
-  const layout: AnswerLayout = { members, columns: [], intervals: [], rowId: scoring.rowIdMember === undefined ? undefined : members.length - 1 };
+  // Its answers are compared, not written: no value of theirs is refused.
+  const layout: AnswerLayout = {
+    members,
+    columns: [],
+    intervals: [],
+    rowId: scoring.rowIdMember === undefined ? undefined : members.length - 1,
+    refusal: () => undefined,
+  };
   try {
     return await predictBatch(scoring, compare.model, batch, layout);
   } catch (err) {
@@ -148,6 +160,8 @@ interface AnswerLayout {
   intervals: [number, number, number][];
   /** The place of the row id member; undefined without one. */
   rowId: number | undefined;
+  /** Why an answer row cannot be written (see answerCheck); undefined for one that can. */
+  refusal: (answer: readonly unknown[]) => string | undefined;
 }
 
 function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): AnswerLayout {
@@ -160,7 +174,7 @@ function answerLayout(schema: OutputSchema, rowIdMember: string | undefined): An
   const intervals = schema.targets
     .filter((t) => t.interval)
     .map((t): [number, number, number] => [place(t.target), place(`${t.target}_min`), place(`${t.target}_max`)]);
-  return { members, columns, intervals, rowId: rowIdMember === undefined ? undefined : place(rowIdMember) };
+  return { members, columns, intervals, rowId: rowIdMember === undefined ? undefined : place(rowIdMember), refusal: answerCheck(schema, columns) };
 }
 
 /**
@@ -194,17 +208,22 @@ function checkAlignment(scoring: SegmentScoring, layout: AnswerLayout, rows: rea
   }
 }
 
-/** Joins answer rows, already proven by `checkAlignment`, to the rows sent. */
-function merge(scoring: SegmentScoring, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): ScoredRow[] {
-  const { rowId, columns, intervals } = layout;
+/**
+ * Joins answer rows, already proven by `checkAlignment`, to the rows sent: each row's predictions,
+ * or its quarantine where the model answered what no prediction can be (see answerCheck).
+ */
+function merge(scoring: SegmentScoring, layout: AnswerLayout, rows: readonly InputRow[], answer: unknown[][]): RowOutcome[] {
+  const { rowId, columns, intervals, refusal } = layout;
   // Rows without the echo are aligned by position alone: all of them without a member, none once it was proven.
   if (rowId === undefined) scoring.counts.unechoedRows += rows.length;
   else if (!scoring.rowIdEchoed) for (const a of answer) if (a[rowId] === undefined || a[rowId] === null) scoring.counts.unechoedRows++;
   // Where the output columns are the first members read, in order (as for most models), an answer
   // row's array becomes the row's predictions, cut to them: no second array per row.
   const inPlace = columns.every((member, c) => member === c);
-  return rows.map((row, i) => {
+  return rows.map((row, i): RowOutcome => {
     const a = answer[i];
+    const refused = refusal(a);
+    if (refused !== undefined) return { row, error: { title: INVALID_PREDICTION, detail: refused } };
     // Indexed, not destructured: an iterator and an array per row and interval were about 4% of a CPU-bound run's garbage.
     for (let t = 0; t < intervals.length; t++) {
       const interval = intervals[t];

@@ -39,8 +39,9 @@ export interface SegmentWork {
   /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
   budget: ErrorBudget;
   /**
-   * The run's caps, shared with its other segments, from which each batch's rows are taken before
-   * it is sent (its predict attempts are taken by the client, see cappedPredictor); none when uncapped.
+   * The run's caps, shared with its other segments: each predict attempt is taken from them with
+   * its rows by the client (see cappedPredictor); once they have refused one, the segment reads no
+   * further. None when uncapped.
    */
   caps?: RunCaps;
   log: Logger;
@@ -193,8 +194,9 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
       if (held.length > 0) pending.push({ outcomes: Promise.resolve(held.map((m) => m.outcome)), turn: false, answered: true });
       return;
     }
-    // Past --max-rows or the deadline the batch is not sent, and the segment stops (E_EXPIRED).
-    await work.caps?.takeRows(batch.length);
+    // Past a cap, no attempt is sent (each takes its rows and request, see cappedPredictor): the
+    // segment stops (E_EXPIRED) rather than read rows it would not send.
+    if (work.caps?.expired) throw new ExpiredError(work.caps.expired);
     // Waiting for a turn, this segment writes what it has: its own batches give turns back. It
     // waits for its oldest batch's answer or any segment's release, whichever comes first: waiting
     // for its own answer alone left request slots idle while a sibling segment freed turns.

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import { capped, ExpiredError, refuses, type CapKind, type CapLimits, type CapUsage, type RunCaps } from '../pipeline/run-caps.js';
+import { capped, ExpiredError, type CapKind, type CapLimits, type CapUsage, type RunCaps } from '../pipeline/run-caps.js';
 import type { RedisClient } from './queue-connection.js';
 import { RETENTION } from './queues.js';
 
@@ -7,22 +7,27 @@ import { RETENTION } from './queues.js';
 const KEEP_SECONDS = RETENTION.runs.removeOnFail.age;
 
 /**
- * Takes ARGV[2] of the count ARGV[1] (`requests` or `rows`) within the limit ARGV[3] (-1: none),
- * unless the run has expired (see `refuses`: past --max-rows, requests are still granted); a take
- * past the limit is refused and expires the run with the kind ARGV[4]. Answers the kind the run
- * expired on, or '' for a take granted.
+ * Takes one predict attempt of ARGV[1] rows within the limits ARGV[2] (requests) and ARGV[3] (rows),
+ * -1 for none, both counts or neither, unless the run has expired; an attempt past a limit is
+ * refused and expires the run on that cap. Answers the cap the run expired on, or '' for an
+ * attempt granted.
  */
 const TAKE_SCRIPT = `
 local expired = redis.call('hget', KEYS[1], 'expired')
-if expired and (expired ~= 'max-rows' or ARGV[1] == 'rows') then return expired end
-local amount, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local used = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
-if limit >= 0 and used + amount > limit then
-  redis.call('hset', KEYS[1], 'expired', ARGV[4])
-  return ARGV[4]
+if expired then return expired end
+local rows, maxRequests, maxRows = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local counts = redis.call('hmget', KEYS[1], 'requests', 'rows')
+local requests, sent = tonumber(counts[1] or '0'), tonumber(counts[2] or '0')
+local kind = ''
+if maxRequests >= 0 and requests + 1 > maxRequests then kind = 'max-requests'
+elseif maxRows >= 0 and sent + rows > maxRows then kind = 'max-rows' end
+if kind ~= '' then
+  redis.call('hset', KEYS[1], 'expired', kind)
+  return kind
 end
-redis.call('hincrby', KEYS[1], ARGV[1], amount)
-redis.call('expire', KEYS[1], ARGV[5])
+redis.call('hincrby', KEYS[1], 'requests', 1)
+redis.call('hincrby', KEYS[1], 'rows', rows)
+redis.call('expire', KEYS[1], ARGV[4])
 return ''
 `;
 
@@ -43,9 +48,9 @@ export class RunCapsStore {
     return `${this.prefix}:caps:${runId}`;
   }
 
-  /** Takes `amount` of a count within `limit` in one step; answers the cap the run expired on when refused. */
-  async take(runId: string, count: 'requests' | 'rows', amount: number, limit: number | undefined, kind: CapKind): Promise<CapKind | undefined> {
-    const answer = (await this.redis.eval(TAKE_SCRIPT, 1, this.key(runId), count, amount, limit ?? -1, kind, KEEP_SECONDS)) as string;
+  /** Takes one predict attempt of `rows` rows within the limits in one step; answers the cap the run expired on when refused. */
+  async take(runId: string, rows: number, limits: Pick<CapLimits, 'maxRequests' | 'maxRows'>): Promise<CapKind | undefined> {
+    const answer = (await this.redis.eval(TAKE_SCRIPT, 1, this.key(runId), rows, limits.maxRequests ?? -1, limits.maxRows ?? -1, KEEP_SECONDS)) as string;
     return answer === '' ? undefined : asKind(answer);
   }
 
@@ -98,18 +103,10 @@ export class RedisRunCaps implements RunCaps {
     return this.reached;
   }
 
-  takeRequest(): Promise<void> {
-    return this.take('requests', 1, this.limits.maxRequests, 'max-requests');
-  }
-
-  takeRows(rows: number): Promise<void> {
-    return this.take('rows', rows, this.limits.maxRows, 'max-rows');
-  }
-
-  private async take(count: 'requests' | 'rows', amount: number, limit: number | undefined, kind: CapKind): Promise<void> {
-    if (this.reached && refuses(this.reached, count)) throw new ExpiredError(this.reached);
+  async takeAttempt(rows: number): Promise<void> {
+    if (this.reached) throw new ExpiredError(this.reached);
     if (!this.capped) {
-      void this.store.take(this.runId, count, amount, undefined, kind).catch((err: unknown) => this.log.debug({ err }, 'could not count what the run sent'));
+      void this.store.take(this.runId, rows, {}).catch((err: unknown) => this.log.debug({ err }, 'could not count what the run sent'));
       return;
     }
     const { deadlineMs } = this.limits;
@@ -118,7 +115,7 @@ export class RedisRunCaps implements RunCaps {
       await this.store.expire(this.runId, 'deadline');
       throw new ExpiredError('deadline');
     }
-    const refused = await this.store.take(this.runId, count, amount, limit, kind);
+    const refused = await this.store.take(this.runId, rows, this.limits);
     if (refused) {
       this.reached = refused;
       throw new ExpiredError(refused);

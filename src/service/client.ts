@@ -1,6 +1,8 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, isAbortError } from '../errors.js';
+import { textNestedDeeperThan } from '../formats/json-depth.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
+import { predictAllowance, readBounded, type Allowance, type AnswerBounds } from './answer-bounds.js';
 import { parseJsonBody } from './json-body.js';
 import { Agent, buildConnector, request, type UndiciAgent, type UndiciConnector } from './undici-parts.js';
 import { pickMembers, type PickedRow } from './json-members.js';
@@ -32,6 +34,8 @@ export interface ServiceClientOptions {
   retry?: RetryPolicy;
   /** Keep-alive connections in the pool; set it to the concurrency so no request waits for a socket. */
   connections?: number;
+  /** How much of its answers is read: past a bound, a call fails with the bound's error, never retried. */
+  answers: AnswerBounds;
   logger?: Logger;
 }
 
@@ -200,14 +204,18 @@ export class ServiceClient {
 
   private async once(call: ServiceCall, options: CallOptions, read: (body: Buffer) => unknown): Promise<unknown> {
     const what = `${call.op} ${this.where(call.ref, call.op)}`;
+    const allowance: Allowance =
+      call.op === 'predict'
+        ? predictAllowance(Buffer.byteLength(call.body), this.options.answers)
+        : { bytes: this.options.answers.maxDescribeBytes, bound: 'describeBytes' };
     const { beforeAttempt } = options;
     const exchange = beforeAttempt
       ? async () => {
           await beforeAttempt();
-          return this.exchange(call, options, what);
+          return this.exchange(call, options, what, allowance.bytes);
         }
-      : () => this.exchange(call, options, what);
-    const { status, answer, retryAfter } = await (options.slot ? options.slot(exchange) : exchange());
+      : () => this.exchange(call, options, what, allowance.bytes);
+    const { status, answer, retryAfter, declared } = await (options.slot ? options.slot(exchange) : exchange());
     // The answer is read once the requests waiting to be written are. The slot just freed sent the
     // next request, which undici (7.30+) writes to a kept-alive socket only from an immediate of
     // its own. Answers come in bunches: one immediate would read this answer before the request
@@ -217,22 +225,37 @@ export class ServiceClient {
     // test/unit/undici-behaviour.test.ts.
     await setImmediate();
     await setImmediate();
+    const { maxAnswerDepth, limitError } = this.options.answers;
+    const deep = answer !== undefined && textNestedDeeperThan(answer, maxAnswerDepth);
     if (status >= 200 && status < 300) {
+      if (answer === undefined) throw this.tooLarge(call, what, allowance, declared);
+      if (deep) throw limitError('answerDepth', maxAnswerDepth, `${what}: an answer nested more than ${maxAnswerDepth} levels deep`);
       try {
         return read(answer);
       } catch {
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
-    throw httpServiceError(what, status, answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
+    // An error answer past the allowance, or too deep to read, is not read: its status alone says what it means.
+    throw httpServiceError(what, status, answer === undefined || deep ? '' : answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
   }
 
-  /** One request and its answer's bytes; the time limit runs from sending (not from waiting for a slot). */
-  private async exchange(
-    { op, ref, body }: ServiceCall,
-    options: CallOptions,
-    what: string,
-  ): Promise<{ status: number; answer: Buffer; retryAfter: string | string[] | undefined }> {
+  /** The error of an answer past its allowance, naming the bound to raise (never quoting the answer). */
+  private tooLarge(call: ServiceCall, what: string, allowance: Allowance, declared: number | undefined): Error {
+    const { answers } = this.options;
+    const n = (x: number) => x.toLocaleString('en-US');
+    const size = declared === undefined ? `an answer of more than ${n(allowance.bytes)} bytes` : `an answer of ${n(declared)} bytes (its Content-Length)`;
+    const value = { answerBytes: answers.maxAnswerBytes, answerRatio: answers.maxAnswerRatio, describeBytes: answers.maxDescribeBytes }[allowance.bound];
+    const request = allowance.bound === 'answerRatio' ? ` to a request of ${n(Buffer.byteLength(call.body))} bytes` : '';
+    return answers.limitError(allowance.bound, value, `${what}: ${size}${request}`);
+  }
+
+  /**
+   * One request and its answer's bytes, at most `allowed` of them (`answer` undefined past it, with
+   * the `declared` length when the answer's header said so); the time limit runs from sending (not
+   * from waiting for a slot).
+   */
+  private async exchange({ op, ref, body }: ServiceCall, options: CallOptions, what: string, allowed: number): Promise<Exchanged> {
     const { signal } = options;
     const path = `/api/projects/${encodeURIComponent(ref.project)}/models/${encodeURIComponent(modelPathName(ref))}/${op}`;
     // One controller per request, fed by the caller's signal and a timer, both let go when the
@@ -262,7 +285,10 @@ export class ServiceClient {
           ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}),
         },
       });
-      return { status: res.statusCode, retryAfter: res.headers['retry-after'], answer: Buffer.from(await res.body.arrayBuffer()) };
+      const status = res.statusCode;
+      const length = Number(res.headers['content-length']);
+      const declared = status >= 200 && status < 300 && length > allowed ? length : undefined;
+      return { status, retryAfter: res.headers['retry-after'], answer: await readBounded(res.body, allowed, declared), declared };
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timedOut || isAbortError(err)) {
@@ -288,6 +314,15 @@ export class ServiceClient {
       signal?.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** What an exchange with the service got: its status, and its answer's bytes unless they passed their allowance. */
+interface Exchanged {
+  status: number;
+  answer: Buffer | undefined;
+  /** The length the answer declared, when it alone passed the allowance. */
+  declared?: number;
+  retryAfter: string | string[] | undefined;
 }
 
 /** A predict request's body: the rows inside the envelope, with the params in the data envelope. */

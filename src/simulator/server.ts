@@ -17,6 +17,8 @@ export interface SimulatorStats {
   lastPredictAt: number;
   /** Input rows of predict requests answered 200. */
   predictRows: number;
+  /** Input rows of every predict request read, whatever its outcome (a fault, a refusal): what clients sent, retries included. */
+  predictRowsReceived: number;
   /** Describe requests routed, whatever their outcome. */
   describeRequests: number;
   /** Simulated faults served, by kind. */
@@ -50,6 +52,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     predictRequests: 0,
     lastPredictAt: 0,
     predictRows: 0,
+    predictRowsReceived: 0,
     describeRequests: 0,
     faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },
     overCapacity: 0,
@@ -83,7 +86,8 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     stats.predictRequests++;
     stats.lastPredictAt = Date.now();
     const arrived = performance.now();
-    const raw = await readRaw(req);
+    const received = requestRows(req, await readRaw(req));
+    if (!isAnswer(received)) stats.predictRowsReceived += received.length;
     const fault = drawFault();
     if (fault) logger.debug({ fault, url: req.url }, 'simulated fault');
     switch (fault) {
@@ -114,7 +118,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     stats.peakInFlight = Math.max(stats.peakInFlight, inFlight);
     let engine: { answer: Answer; rows: number };
     try {
-      engine = engineAnswer(req, raw, project, modelSegment, fault === 'shortAnswer');
+      engine = engineAnswer(received, project, modelSegment, fault === 'shortAnswer');
       // The latency is the time to answer, counted from the request's arrival: the work above is
       // part of it, so a client at concurrency C meets C x batch / latency rows/s at best.
       const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0) - (performance.now() - arrived);
@@ -134,11 +138,14 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     return send(res, answer);
   }
 
-  /** What the engine answers a predict body with (its rows, for the stats), before any fault is applied. */
-  function engineAnswer(req: IncomingMessage, raw: Buffer, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
+  /** A predict body's rows, or the answer the server gives a body it cannot read. */
+  function requestRows(req: IncomingMessage, raw: Buffer): ReturnType<typeof readPredictRows> {
     const body = parseJson(req, raw);
-    if (isAnswer(body)) return { answer: body, rows: 0 };
-    const rows = readPredictRows(body.value, opts.envelope);
+    return isAnswer(body) ? body : readPredictRows(body.value, opts.envelope);
+  }
+
+  /** What the engine answers a predict body's rows with (their count, for the stats), before any fault is applied. */
+  function engineAnswer(rows: ReturnType<typeof readPredictRows>, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
     if (isAnswer(rows)) return { answer: rows, rows: 0 };
     const found = lookupModel(project, modelSegment, retrained());
     if (isAnswer(found)) return { answer: found, rows: 0 };

@@ -19,6 +19,7 @@ import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import type { S3Settings } from '../../src/storage/s3-settings.js';
 import { serviceClientFactory } from '../../src/app/service-clients.js';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 
 /** A temp folder removed by `cleanup`. */
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
@@ -119,7 +120,7 @@ export async function score(
   try {
     return await scoreRun(
       { input, out, model, options: parseRunOptions(rest) },
-      { storage, log: silentLogger, predictorFor: serviceClientFactory(tokens), signal },
+      { storage, log: silentLogger, predictorFor: serviceClientFactory(tokens, DEFAULT_LIMITS), signal },
     );
   } finally {
     storage.close();

@@ -92,16 +92,36 @@ describe('caps on `score`', () => {
     expect(JSON.parse(capped.stdout) as unknown).toMatchObject({ runId: 'm', state: 'expired', error: { code: 'E_EXPIRED' } });
     // The probe's one row, then batches of 100 up to 5,000: the next would go past 5,050.
     expect(sim.stats.predictRows).toBe(1 + 5000);
-    expect(await manifestOf(out, 'm')).toMatchObject({ state: 'expired', cap: { kind: 'max-rows', limit: 5050, reached: { rowsSent: 5000 } } });
+    expect(await manifestOf(out, 'm')).toMatchObject({ state: 'expired', cap: { kind: 'max-rows', limit: 5050, reached: { rowsSent: 5001 } } });
     expect(existsSync(join(out, 'm', '_SUCCESS'))).toBe(false);
 
-    // Resumed with a cap the run's earlier rows count towards: 5,000 sent, 100 more refused at once.
+    // Resumed with a cap the run's earlier rows count towards: 5,001 sent, 100 more refused at once.
     const before = sim.stats.predictRows;
     expect((await runCli([...args, '--max-rows', '5099'])).code).toBe(1);
     expect(sim.stats.predictRows).toBe(before);
 
     expect((await runCli(args)).code).toBe(0);
     expect(await predictions(out, 'm')).toBe(whole);
+  });
+
+  it('--max-rows under a flapping service: rows sent, retries included, never past it; resumed to the same bytes', async () => {
+    // One predict attempt in four refused (429) or failed (500), each retried: each retry sends its rows again.
+    sim = await startSimulator({ rateLimitRate: 0.15, errorRate: 0.1, retryAfterSeconds: 0, seed: 5 });
+    const out = join(tmp.dir, 'rows-flapping');
+    const args = ['score', input, '--model', MODEL, '--out', out, '--service', sim.url, '--run-id', 'f', '--concurrency', '4', ...SHAPE];
+    expect((await runCli([...args, '--max-rows', '5050'])).code).toBe(1);
+    expect(sim.stats.faults.rateLimited + sim.stats.faults.error500).toBeGreaterThan(5);
+    // Every row the service was sent, answered or not, is one the cap counted.
+    expect(sim.stats.predictRowsReceived).toBeLessThanOrEqual(5050);
+    const manifest = await manifestOf(out, 'f');
+    expect(manifest).toMatchObject({ state: 'expired', cap: { kind: 'max-rows', limit: 5050, reached: { rowsSent: sim.stats.predictRowsReceived } } });
+    // The retries spent part of the cap: fewer rows were answered than sent, and those answered in order are kept.
+    expect(sim.stats.predictRows).toBeLessThan(sim.stats.predictRowsReceived);
+    expect(manifest.cap!.reached.rowsScored).toBeGreaterThan(0);
+    expect(manifest.cap!.reached.rowsScored).toBeLessThanOrEqual(sim.stats.predictRows);
+
+    expect((await runCli(args)).code).toBe(0);
+    expect(await predictions(out, 'f')).toBe(whole);
   });
 
   it('--deadline: a run slower than its deadline expires on it, and resumes to the same bytes', async () => {
@@ -132,21 +152,25 @@ describe('caps on `score`', () => {
 describe('caps on queued runs', () => {
   const f = useQueueFixture();
 
-  it('--max-requests 50, shared by two workers, rate limits retried: 50 calls at most; expired; resumed uncapped to the same bytes', async () => {
-    await f.setup({ rateLimitRate: 0.1, retryAfterSeconds: 0, seed: 11 });
+  /**
+   * Enqueues run `runId` of two segments of 100 batches with `cap` to two workers, waiting for its
+   * end: a worker takes its next segment only once it has sent every batch of the one it holds,
+   * so each holds one, and neither can finish it within the caps asked.
+   */
+  const enqueueToTwoWorkers = async (simOptions: Parameters<typeof f.setup>[0], out: string, runId: string, cap: string[]) => {
+    await f.setup(simOptions);
     f.worker(['--concurrency', '4']);
     f.worker(['--concurrency', '4']);
     // Both take segments from the start: a worker still starting when they are queued could find
-    // them all taken by the other, which then spends the 50 calls alone.
+    // them all taken by the other, which then spends the cap alone.
     await waitFor('both workers to start', () => f.workers.every((w) => w.log().includes('worker started')), 30_000);
-    const out = join(tmp.dir, 'queued');
-    // Two segments of 100 batches: a worker takes its next segment only once it has sent every
-    // batch of the one it holds, so each holds one, and neither can finish it within 50 calls.
     const twoSegments = ['--batch-size', '100', '--segment-rows', '10000'];
-    const enqueued = await runCli(
-      ['enqueue', input, '--model', MODEL, '--out', out, '--run-id', 'q', ...twoSegments, '--max-requests', '50', '--wait'],
-      f.env(),
-    );
+    return runCli(['enqueue', input, '--model', MODEL, '--out', out, '--run-id', runId, ...twoSegments, ...cap, '--wait'], f.env());
+  };
+
+  it('--max-requests 50, shared by two workers, rate limits retried: 50 calls at most; expired; resumed uncapped to the same bytes', async () => {
+    const out = join(tmp.dir, 'queued');
+    const enqueued = await enqueueToTwoWorkers({ rateLimitRate: 0.1, retryAfterSeconds: 0, seed: 11 }, out, 'q', ['--max-requests', '50']);
     expect(enqueued.code).toBe(1);
     const expired = await f.finished('q');
     expect(expired.state).toBe('expired');
@@ -182,5 +206,18 @@ describe('caps on queued runs', () => {
     expect(f.sim.stats.predictRows - sent).toBe(ROWS - keptAfter);
     expect(await predictions(out, 'q')).toBe(whole);
     expect(await manifestOf(out, 'q')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });
+  });
+
+  it('--max-rows, shared by two workers, rate limits retried: rows sent, retries included, never past it', async () => {
+    const out = join(tmp.dir, 'queued-rows');
+    const enqueued = await enqueueToTwoWorkers({ rateLimitRate: 0.2, retryAfterSeconds: 0, seed: 13 }, out, 'qr', ['--max-rows', '5050']);
+    expect(enqueued.code).toBe(1);
+    expect((await f.finished('qr')).state).toBe('expired');
+    expect(f.sim.stats.faults.rateLimited).toBeGreaterThan(0);
+    expect(f.sim.stats.predictRowsReceived).toBeLessThanOrEqual(5050);
+    expect(await manifestOf(out, 'qr')).toMatchObject({
+      state: 'expired',
+      cap: { kind: 'max-rows', limit: 5050, reached: { rowsSent: f.sim.stats.predictRowsReceived } },
+    });
   });
 });

@@ -1,11 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { answerBounds } from '../../src/app/service-clients.js';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 import { ServiceClient } from '../../src/service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../../src/service/retry-policy.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import type { Simulator } from '../../src/simulator/server.js';
+import { filler, startHostileModel } from '../helpers/hostile-model.js';
 import { rejection } from '../helpers/rejection.js';
 import { startSimulator } from '../helpers/scoring.js';
 
+const answers = answerBounds(DEFAULT_LIMITS);
 const model = { project: 'mindsdb', model: 'home_rentals_model' };
 const row = JSON.stringify({ sqft: 100, location: 'good', __mindsdb_row_id: 0 });
 const opened: { close(): Promise<void> }[] = [];
@@ -19,7 +23,13 @@ async function setup(
 ) {
   const sim: Simulator = await startSimulator(simOptions);
   const { retries = 0, ...rest } = clientOptions;
-  const client = new ServiceClient({ baseUrl: sim.url, timeoutMs: 5_000, retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 }, ...rest });
+  const client = new ServiceClient({
+    baseUrl: sim.url,
+    timeoutMs: 5_000,
+    answers,
+    retry: { ...DEFAULT_RETRY_POLICY, retries, minDelayMs: 1, maxDelayMs: 5 },
+    ...rest,
+  });
   opened.push(client, sim);
   return { sim, client };
 }
@@ -90,7 +100,7 @@ describe('ServiceClient against the simulator', () => {
     const sim = await startSimulator({});
     const url = sim.url;
     await sim.close();
-    const client = new ServiceClient({ baseUrl: url, timeoutMs: 2_000, retry: { ...DEFAULT_RETRY_POLICY, retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
+    const client = new ServiceClient({ baseUrl: url, timeoutMs: 2_000, answers, retry: { ...DEFAULT_RETRY_POLICY, retries: 2, minDelayMs: 1, maxDelayMs: 5 } });
     opened.push(client);
     const first = await rejectionOf(client.describe(model, {}, { firstContact: true }));
     expect(first).toMatchObject({ kind: 'unreachable', code: 'E_SERVICE_UNREACHABLE', exitCode: 2 });
@@ -103,7 +113,7 @@ describe('ServiceClient against the simulator', () => {
 
   it("says a URL does not look like the service when its 404 is not the service's own", async () => {
     const { client, sim } = await setup({ basePath: '/v1' });
-    const wrong = new ServiceClient({ baseUrl: sim.url.replace(/\/v1$/, ''), timeoutMs: 2_000 });
+    const wrong = new ServiceClient({ baseUrl: sim.url.replace(/\/v1$/, ''), timeoutMs: 2_000, answers });
     opened.push(wrong);
     const err = await rejectionOf(wrong.describe(model, {}));
     expect(err).toMatchObject({ kind: 'wrong-url', code: 'E_SERVICE_URL', status: 404, exitCode: 2 });
@@ -131,11 +141,37 @@ describe('ServiceClient against the simulator', () => {
     expect(sim.stats.predictRequests).toBe(2);
   });
 
+  it('reads an error answer no further than its allowance, and tells it by its status alone', async () => {
+    // A proxy's 503 page of 1.5 GB.
+    const hostile = await startHostileModel({ predict: () => filler(1.5e9), status: 503 });
+    const client = new ServiceClient({
+      baseUrl: hostile.url,
+      timeoutMs: 5_000,
+      answers,
+      retry: { ...DEFAULT_RETRY_POLICY, retries: 1, minDelayMs: 1, maxDelayMs: 5 },
+    });
+    opened.push(client, hostile);
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'unavailable', status: 503 });
+    expect(hostile.predicts).toBe(2);
+    // Each attempt was read to its allowance (the floor, 1 MiB), then its connection closed.
+    expect(hostile.bytesWritten()).toBeLessThan(20 * 1024 * 1024);
+  });
+
+  it('tells an error answer nested too deep to read by its status alone', async () => {
+    const deep = `{"title":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const hostile = await startHostileModel({ predict: () => deep, status: 503 });
+    const client = new ServiceClient({ baseUrl: hostile.url, timeoutMs: 5_000, answers, retry: { ...DEFAULT_RETRY_POLICY, retries: 0 } });
+    opened.push(client, hostile);
+    const err = await rejectionOf(client.predict(model, row, { envelope: 'data' }));
+    expect(err).toMatchObject({ kind: 'unavailable', status: 503, title: undefined });
+  });
+
   it('sends the bearer token, and says what to do without one', async () => {
     const sim = await startSimulator({ token: 's3cret-token' });
     opened.push(sim);
-    const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000 });
-    const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, token: 's3cret-token' });
+    const without = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, answers });
+    const withToken = new ServiceClient({ baseUrl: sim.url, timeoutMs: 2_000, answers, token: 's3cret-token' });
     opened.push(without, withToken);
     const err = await rejectionOf(without.describe(model, {}));
     expect(err).toMatchObject({ kind: 'unauthorized', status: 401 });

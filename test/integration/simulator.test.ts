@@ -492,7 +492,7 @@ describe('faults', () => {
 });
 
 describe('stats', () => {
-  it('counts requests, answered rows and describes', async () => {
+  it('counts requests, rows answered and received, and describes', async () => {
     const s = await start();
     const before = Date.now();
     await predict(s, 'home_rentals_model', [house, house, house]);
@@ -506,6 +506,8 @@ describe('stats', () => {
       predictRequests: 3,
       lastPredictAt: s.stats.lastPredictAt,
       predictRows: 4,
+      // The row sent to the model in training, answered 500, was received all the same.
+      predictRowsReceived: 5,
       describeRequests: 1,
       faults: { error500: 0, rateLimited: 0, resets: 0, hangs: 0, gateway: 0, shortAnswers: 0 },
       overCapacity: 0,

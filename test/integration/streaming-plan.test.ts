@@ -15,6 +15,7 @@ import { waitFor } from '../helpers/queue.js';
 import { rejection } from '../helpers/rejection.js';
 import { score, startSimulator, useRentalsInput } from '../helpers/scoring.js';
 import { serviceClientFactory } from '../../src/app/service-clients.js';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 
 // Planning a CSV goes on while its first segments are scored (see startRun). To see that without
 // timing luck, planning's read of the input is held after its first bytes until the test lets it
@@ -68,7 +69,7 @@ describe('score while planning', () => {
   const run = (runId: string, storage: Storage, signal?: AbortSignal) =>
     scoreRun(
       { input: files.input, out: join(files.dir, 'out'), model: 'mindsdb/home_rentals_model', options: options(runId) },
-      { storage, log: silentLogger, predictorFor: serviceClientFactory(new Map()), signal },
+      { storage, log: silentLogger, predictorFor: serviceClientFactory(new Map(), DEFAULT_LIMITS), signal },
     );
   const runJson = async (runId: string) =>
     JSON.parse(await readFile(join(files.dir, 'out', runId, '_work', 'run.json'), 'utf8')) as { input: { planning?: true; segments: unknown[] } };

@@ -64,46 +64,56 @@ describe('caps on a resume', () => {
 });
 
 describe("a run's caps in one process", () => {
-  it('takes requests up to --max-requests, counted on from what earlier attempts used, then refuses every take', async () => {
+  it('takes attempts up to --max-requests, counted on from what earlier attempts used, then refuses every take', async () => {
     const caps = new MemoryRunCaps({ maxRequests: 5 }, { requests: 3, rows: 100 });
-    await caps.takeRequest();
-    await caps.takeRequest();
-    expect(caps.usage).toEqual({ requests: 5, rows: 100 });
+    await caps.takeAttempt(10);
+    await caps.takeAttempt(10);
+    expect(caps.usage).toEqual({ requests: 5, rows: 120 });
     expect(caps.expired).toBeUndefined();
-    const refused = await rejection(caps.takeRequest(), ExpiredError);
+    const refused = await rejection(caps.takeAttempt(10), ExpiredError);
     expect(refused).toMatchObject({ code: 'E_EXPIRED', kind: 'max-requests', message: '--max-requests reached: no more predict calls are sent' });
     expect(caps.expired).toBe('max-requests');
-    // Expired, the run sends nothing more: rows are refused too, and nothing is counted.
-    expect((await rejection(caps.takeRows(1), ExpiredError)).kind).toBe('max-requests');
-    expect(caps.usage).toEqual({ requests: 5, rows: 100 });
+    // Expired, the run sends nothing more, and nothing is counted.
+    expect((await rejection(caps.takeAttempt(1), ExpiredError)).kind).toBe('max-requests');
+    expect(caps.usage).toEqual({ requests: 5, rows: 120 });
   });
 
-  it('refuses a batch whose rows would go past --max-rows, whole; the batches given rows before are still sent', async () => {
+  it('takes each attempt with its rows, retries too; refuses one that would go past --max-rows, and every one after it', async () => {
     const caps = new MemoryRunCaps({ maxRows: 250 });
-    await caps.takeRows(100);
-    await caps.takeRows(100);
-    expect((await rejection(caps.takeRows(100), ExpiredError)).kind).toBe('max-rows');
-    expect((await rejection(caps.takeRows(1), ExpiredError)).kind).toBe('max-rows');
-    expect(caps.usage.rows).toBe(200);
-    await caps.takeRequest();
-    expect(caps.usage.requests).toBe(1);
+    await caps.takeAttempt(100);
+    // The same batch again (a retry) is rows sent again.
+    await caps.takeAttempt(100);
+    expect((await rejection(caps.takeAttempt(100), ExpiredError)).kind).toBe('max-rows');
+    // Nor a smaller one, nor a retry of one given rows before: the run has expired.
+    expect((await rejection(caps.takeAttempt(1), ExpiredError)).kind).toBe('max-rows');
+    expect(caps.usage).toEqual({ requests: 2, rows: 200 });
+  });
+
+  it('takes an attempt whole or not at all: refused by one cap, it counts against neither', async () => {
+    const rows = new MemoryRunCaps({ maxRequests: 10, maxRows: 50 });
+    await rejection(rows.takeAttempt(51), ExpiredError);
+    expect(rows.usage).toEqual({ requests: 0, rows: 0 });
+    const requests = new MemoryRunCaps({ maxRequests: 1, maxRows: 50 });
+    await requests.takeAttempt(10);
+    expect((await rejection(requests.takeAttempt(10), ExpiredError)).kind).toBe('max-requests');
+    expect(requests.usage).toEqual({ requests: 1, rows: 10 });
   });
 
   it('refuses every take from the deadline on', async () => {
     let now = START;
     const caps = new MemoryRunCaps(capLimits(parseRunOptions({ deadline: '2026-11-26T01:00:10Z' })), undefined, () => now);
-    await caps.takeRequest();
+    await caps.takeAttempt(1);
     now += 9_999;
-    await caps.takeRows(10);
+    await caps.takeAttempt(10);
     now += 1;
-    expect((await rejection(caps.takeRequest(), ExpiredError)).kind).toBe('deadline');
-    expect(caps.usage).toEqual({ requests: 1, rows: 10 });
+    expect((await rejection(caps.takeAttempt(1), ExpiredError)).kind).toBe('deadline');
+    expect(caps.usage).toEqual({ requests: 2, rows: 11 });
   });
 
   it('counts without refusing when uncapped', async () => {
     const caps = new MemoryRunCaps(capLimits(parseRunOptions({})));
-    for (let i = 0; i < 1000; i++) await caps.takeRequest();
-    expect(caps.usage.requests).toBe(1000);
+    for (let i = 0; i < 1000; i++) await caps.takeAttempt(100);
+    expect(caps.usage).toEqual({ requests: 1000, rows: 100_000 });
     expect(caps.expired).toBeUndefined();
   });
 

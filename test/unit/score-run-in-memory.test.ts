@@ -324,12 +324,12 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
 
     const rows = fakeService();
     const err = await failure(score(storage, 'rows', { maxRows: 420, segmentsAtOnce: 1 }, { service: rows }));
-    expect(err.message).toMatch(/^run rows expired: --max-rows 420 reached after 400 rows sent; 400 of 1,000 rows scored and kept, 1 of 4 segments finished/);
+    expect(err.message).toMatch(/^run rows expired: --max-rows 420 reached after 401 rows sent; 400 of 1,000 rows scored and kept, 1 of 4 segments finished/);
     // The probe's row, then eight batches of 50: a ninth would go past 420.
     expect(rows.stats.predictRows).toBe(1 + 400);
     expect(JSON.parse((await runFolder(storage, 'rows'))['manifest.json'])).toMatchObject({
       state: 'expired',
-      cap: { kind: 'max-rows', limit: 420, reached: { requests: 9, rowsSent: 400, rowsScored: 400, segmentsDone: 1 } },
+      cap: { kind: 'max-rows', limit: 420, reached: { requests: 9, rowsSent: 401, rowsScored: 400, segmentsDone: 1 } },
     });
     await score(storage, 'rows');
     expect((await runFolder(storage, 'rows'))['predictions.csv']).toBe(whole['predictions.csv']);
