@@ -1,6 +1,8 @@
 import { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
+import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
+import type { RunOptionsInput } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import type { Credentials } from '../http/auth.js';
 import { QUEUES_PATH } from '../http/dashboard.js';
@@ -18,6 +20,7 @@ import { RedisWatch } from '../queue/redis-watch.js';
 import { openRunEvents } from '../queue/run-events.js';
 import { RunProgressStore } from '../queue/run-progress.js';
 import { Releasers } from '../shutdown-steps.js';
+import { segmentBoundCheck } from './segment-bound-check.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Pipeline } from '../triggers/pipelines.js';
 
@@ -55,6 +58,13 @@ export interface ServeOptions {
    * file drop or dry-run here (the storage given should be guarded by it too, for the pages' reads).
    */
   policy: DeploymentPolicy;
+  /**
+   * The deployment's bounds (see LIMITS): a submission's segments (MAX_SEGMENTS), checked before
+   * it is queued, and the Idempotency-Keys kept (MAX_IDEMPOTENCY_KEYS); DEFAULT_LIMITS when absent.
+   */
+  limits?: Limits;
+  /** The run options a submission's unset ones default to, as the workers' do (the config file's, MODEL_SERVICE_URL). */
+  runDefaults?: RunOptionsInput;
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -100,9 +110,10 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       clearTimeout(timer);
     }
   };
-  const runs = new ReconnectingRunQueue(options.queue, pingRedis);
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const runs = new ReconnectingRunQueue(options.queue, pingRedis, { maxIdempotencyKeys: limits.idempotencyKeys });
   releasers.add('run queue', () => runs.close());
-  const api = policedRuns(runs, options.policy);
+  const api = policedRuns(runs, options.policy, segmentBoundCheck(options.storage, limits, options.runDefaults ?? {}, log));
   // serve scores nothing: its metrics are the queues' depths, the runs that finished, and the drift of each pipeline's latest.
   collectQueueDepths(options.metrics, queues);
   collectRunDrift(options.metrics, { pipelines: (options.pipelines ?? []).map((p) => p.name), runs: api, storage: options.storage }, log);

@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { parseRunOptions } from '../config/run-options.js';
 import { loadSettings } from '../config/settings.js';
+import { segmentBoundCheck } from '../app/segment-bound-check.js';
+import { createLogger } from '../log.js';
 import { action } from './action.js';
+import { deploymentStorage } from './deployment-storage.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
@@ -23,6 +26,19 @@ export function registerEnqueue(program: Command): void {
         // Validated here, naming flags as typed, before anything reaches Redis; what is not set is the worker's to default.
         const options = runOptionsInputFromFlags(flags, settings);
         parseRunOptions(options, 'enqueue', 'flags');
+        // Refused here, not by a worker, when the input makes too many segments (counted within a dry run's bounds).
+        const storage = deploymentStorage(settings);
+        await segmentBoundCheck(
+          storage,
+          settings.limits,
+          {},
+          createLogger({ level: settings.logLevel }),
+        )({
+          input,
+          model: String(flags.model),
+          out: String(flags.out),
+          options,
+        }).finally(() => storage.close());
         // bullmq loads only for the commands that use it.
         const [{ RunQueue }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });

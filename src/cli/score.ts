@@ -14,7 +14,8 @@ import { runFiles } from '../pipeline/prepared-run.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { refusedWhilePlanning } from '../pipeline/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../pipeline/score-run.js';
-import { formatLocation } from '../storage/location.js';
+import { checkSegments } from '../pipeline/segment-check.js';
+import { formatLocation, parseLocation } from '../storage/location.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { estimateLines } from './estimate-lines.js';
@@ -72,6 +73,8 @@ export function registerScore(program: Command): void {
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service });
+          // Too many segments for --segment-rows: refused before the run has a folder, when the rows can be counted within the dry-run bounds.
+          await checkSegments(storage, parseLocation(input), options, settings.limits, interrupt.signal);
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });

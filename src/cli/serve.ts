@@ -7,6 +7,7 @@ import type { Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { dryRun } from '../pipeline/dry-run.js';
+import { dryRunBudget } from '../pipeline/work-budget.js';
 import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
 import { listenRefusal } from './listen-refusal.js';
 import { action, runUntilSignal } from './action.js';
@@ -68,6 +69,8 @@ export function registerServe(program: Command): void {
           queueActions: flags.queueActions ?? false,
           pipelines: pipelines ?? [],
           policy: settings.policy,
+          limits: settings.limits,
+          runDefaults: settings.runDefaults,
           // A dry run is planned here, with this process's settings, as `score --dry-run` would.
           dryRun: (submission) =>
             dryRun(
@@ -77,7 +80,13 @@ export function registerServe(program: Command): void {
                 out: submission.out,
                 options: parseRunOptions({ ...settings.runDefaults, ...submission.options }, 'options'),
               },
-              { storage, log, predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits), limits: settings.limits },
+              {
+                storage,
+                log,
+                predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
+                limits: settings.limits,
+                budget: dryRunBudget(settings.limits),
+              },
             ),
         }).catch((err: unknown) => {
           throw listenRefusal(err, 'serve', flags.host, flags.port ?? settings.port, 'choose another --host or --port');

@@ -75,7 +75,7 @@ export const LIMITS = {
     unit: 'count',
     min: 1,
     bounds: "Segments in one run, and so the smallest `--segment-rows` (`segmentRows`) a file's rows allow.",
-    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows`; a run fails `E_LIMIT` while it plans, before any segment job is added',
+    past: '`POST /runs` answers 422 `E_LIMIT` naming the smallest `segmentRows` (`enqueue` and `score` exit 1 so), before any job exists, when it can be checked within the dry-run bounds; otherwise the run fails `E_LIMIT` while it plans, before any segment job is added',
   },
   fieldBytes: {
     setting: 'MAX_FIELD_BYTES',
@@ -139,23 +139,25 @@ export const LIMITS = {
     default: 30,
     unit: 'seconds',
     min: 1,
-    bounds: 'The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server.',
-    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+    bounds:
+      "The time a dry run submitted to `serve` (`POST /runs` with `dryRun`) may take on the server; also the time `serve`, `enqueue` and `score` spend checking an input's segments against `MAX_SEGMENTS`.",
+    past: "the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a check stops, and the run's planning checks instead",
   },
   dryRunBytes: {
     setting: 'MAX_DRY_RUN_BYTES',
     default: 1 * GiB,
     unit: 'bytes',
     min: 1 * MiB,
-    bounds: 'The input bytes a dry run submitted to `serve` may read (inflated bytes counted).',
-    past: 'the request answers 422 `E_LIMIT`; run the dry run with the CLI instead',
+    bounds:
+      "The input bytes a dry run submitted to `serve` may read as it plans (inflated bytes counted); also what `serve`, `enqueue` and `score` may read checking an input's segments against `MAX_SEGMENTS`.",
+    past: "the dry run stops and the request answers 422 `E_LIMIT` (run the dry run with the CLI instead, which has no such bound); a check stops, and the run's planning checks instead",
   },
   idempotencyKeys: {
     setting: 'MAX_IDEMPOTENCY_KEYS',
     default: 100_000,
     unit: 'count',
     min: 1,
-    bounds: '`Idempotency-Key`s `serve` remembers (each for 24 h).',
+    bounds: '`Idempotency-Key`s `serve` remembers (each for 24 h), counted in Redis across every `serve` of the deployment.',
     past: 'the oldest keys are forgotten first, as if their 24 h had passed',
   },
 } as const satisfies Record<string, LimitSpec>;

@@ -6,6 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { dashboardActionGuard } from './dashboard-actions.js';
 
 /** Where the queue dashboard lives; `/ui/runs` and `/ui/assets` belong to the run pages. */
 export const QUEUES_PATH = '/ui/queues';
@@ -22,9 +23,11 @@ const OUTSIDE_LINK = /<link\b[^>]*\bhref\s*=\s*["']?(?:[a-z][a-z0-9+.-]*:)?\/\/[
 
 /**
  * bull-board over the given queues, as a fastify plugin to register at QUEUES_PATH behind
- * authentication (it has none of its own). Read-only unless `actions`: then users may retry,
- * remove, pause and clean jobs from the page, which bull-board refuses otherwise, server side.
- * Its header menu links to the run pages; its page loads nothing from another host.
+ * authentication (it has none of its own). Read-only unless `actions`: then users may retry
+ * failed jobs, remove, pause and clean jobs from the page, and nothing else (see
+ * dashboardActionGuard: bull-board would also add jobs, edit them, promote them...), which is
+ * refused server side. Its header menu links to the run pages; its page loads nothing from
+ * another host.
  */
 export function queueDashboard(queues: readonly Queue[], options: { actions: boolean }): FastifyPluginAsync {
   const server = new FastifyAdapter();
@@ -36,6 +39,7 @@ export function queueDashboard(queues: readonly Queue[], options: { actions: boo
     options: { uiConfig: { boardTitle: 'batch-scorer', miscLinks: [{ text: 'Run pages', url: RUNS_PATH }], hideDocsLink: true } },
   });
   return async (board) => {
+    board.addHook('onRequest', dashboardActionGuard(QUEUES_PATH, queues));
     board.addHook('onSend', async (_request, reply, payload) =>
       typeof payload === 'string' && String(reply.getHeader('content-type')).startsWith('text/html') ? payload.replace(OUTSIDE_LINK, '') : payload,
     );

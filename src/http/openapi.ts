@@ -1,3 +1,4 @@
+import { LIMITS } from '../config/limits.js';
 import { z } from 'zod';
 import { dryRunReportSchema } from '../pipeline/dry-run.js';
 import { s3EventSchema } from '../triggers/s3-event.js';
@@ -91,7 +92,9 @@ export function openApiDocument(): Record<string, unknown> {
             '409': failure(
               'the run id is taken by a run that cannot be replaced; or E_IDEMPOTENCY_IN_PROGRESS: another request with this Idempotency-Key did not answer within 10 s (send it again)',
             ),
-            '422': failure('E_IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent within 24 h with another submission'),
+            '422': failure(
+              `E_LIMIT: the input makes more segments than ${LIMITS.segments.setting} at its segmentRows (the message names the smallest segmentRows that fits), checked before any job exists; or a dry run passed ${LIMITS.dryRunSeconds.setting} or ${LIMITS.dryRunBytes.setting} and was stopped. E_IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent within 24 h with another submission`,
+            ),
             '413': failure('body too large'),
             ...common,
           },

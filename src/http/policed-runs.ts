@@ -12,12 +12,15 @@ export function checkSubmission(policy: DeploymentPolicy, submission: RunSubmiss
 /**
  * A run queue's calls with the deployment policy checked before anything reaches the queue: a run
  * submitted, started by a file drop, or resumed (whose stored request is checked again: the
- * policy may have changed since, and job data may have been written by any producer).
+ * policy may have changed since, and job data may have been written by any producer). A run
+ * submitted must then pass `bounds` (the deployment's bounds on it, e.g. MAX_SEGMENTS), which may
+ * read its input: only once the policy allows it.
  */
-export function policedRuns(runs: RunQueueCalls, policy: DeploymentPolicy): RunQueueCalls {
+export function policedRuns(runs: RunQueueCalls, policy: DeploymentPolicy, bounds?: (submission: RunSubmission) => Promise<void>): RunQueueCalls {
   return {
     enqueue: async (submission, options) => {
       await checkSubmission(policy, submission);
+      await bounds?.(submission);
       return runs.enqueue(submission, options);
     },
     enqueueFileDrop: async (submission) => {

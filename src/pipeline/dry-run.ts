@@ -19,6 +19,7 @@ import { estimateRun } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
 import { batchIsFull, scoreBatch, type SegmentScoring } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
+import { withinBudget, type WorkBudget } from './work-budget.js';
 
 const range = z.object({ low: z.number(), expected: z.number(), high: z.number() });
 
@@ -78,7 +79,12 @@ export interface DryRunContext {
   signal?: AbortSignal;
   /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
   limits?: Limits;
+  /** The work the dry run may do (`serve`'s, see dryRunBudget); none bounds it (the CLI's, on the user's own machine). */
+  budget?: WorkBudget;
 }
+
+/** Whose work a budget bounds, as E_LIMIT names it. */
+const DRY_RUN_WORK = "this dry run's work on the server (`batch-scorer score --dry-run` runs one where the input is, unbounded)";
 
 /**
  * Canary batches a dry run sends at most: enough latency samples to give a range, few enough that a
@@ -92,9 +98,16 @@ export const CANARY_BATCHES = 8;
  * written) and scores up to CANARY_BATCHES canary batches of its first rows, up to half of them
  * at once (never more than the run's concurrency), writing nothing: no run folder, no staged
  * copies. Refuses what a run would refuse, with the same errors. Estimates the run from what
- * planning and the canary took (see estimateRun).
+ * planning and the canary took (see estimateRun). With `ctx.budget`, its time and the input
+ * bytes planning reads are bounded: past either it stops, and fails E_LIMIT naming the setting.
  */
 export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<DryRunReport> {
+  if (!ctx.budget) return plannedDryRun(request, ctx);
+  return withinBudget(ctx.budget, DRY_RUN_WORK, ctx.signal, (signal, onInputBytes) => plannedDryRun(request, { ...ctx, signal }, onInputBytes));
+}
+
+/** dryRun's work; `onInputBytes` hears the input bytes planning reads. */
+async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputBytes?: (bytes: number) => void): Promise<DryRunReport> {
   const { storage, signal } = ctx;
   const started = performance.now();
   await preflight(request, storage, signal);
@@ -106,7 +119,14 @@ export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<D
   const canaryConcurrency = Math.min(CANARY_BATCHES / 2, maxConcurrency(concurrency));
   const client = ctx.predictorFor(options, canaryConcurrency, log);
   try {
-    const run = await planRun(request, 'dry-run', { storage, client, log, signal, ...(ctx.limits && { limits: ctx.limits }) });
+    const run = await planRun(request, 'dry-run', {
+      storage,
+      client,
+      log,
+      signal,
+      ...(ctx.limits && { limits: ctx.limits }),
+      ...(onInputBytes && { onInputBytes }),
+    });
     const fixedMs = performance.now() - started;
     const rowIdMember = run.model.rowIdMember ?? undefined;
     const batches = await canaryBatches(storage, run, signal);

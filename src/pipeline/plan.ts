@@ -16,6 +16,7 @@ import { excerpt } from '../text-excerpt.js';
 import { formatLocation, storedLocationSchema, type Location } from '../storage/location.js';
 import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
 import { inflationCap, parquetBounds, rowOverError } from './input-bounds.js';
+import { tooManySegments } from './segment-bound.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
 import { expectedSize, StagedCopy } from './staged-copy.js';
 
@@ -131,7 +132,10 @@ export interface PlanOptions {
   /** Where to write UTF-8 copies of files in other encodings; without it (a dry run) nothing is written. */
   stage?: (file: number) => Location;
   signal?: AbortSignal;
-  /** The deployment's bounds on gzip inflation, staging space and Parquet footers; DEFAULT_LIMITS when absent. */
+  /**
+   * The deployment's bounds on gzip inflation, staging space, Parquet footers and segments (past
+   * MAX_SEGMENTS planning stops at the first segment too many, E_LIMIT); DEFAULT_LIMITS when absent.
+   */
   limits?: Limits;
   /** The bounds on a field's and a row's bytes, kept in the plan (see `rowBounds` there); none: rows of any length. */
   rowBounds?: RowBounds;
@@ -152,6 +156,11 @@ export interface PlanOptions {
    * no more of the input whatever its size. Planning stops with its rejection.
    */
   holdAfterFirst?: Promise<unknown>;
+  /**
+   * Hears the bytes planning reads, as it reads them: a text file's once inflated and decoded, a
+   * Parquet file's as stored. What it throws stops planning (a dry run's budget, see WorkBudget).
+   */
+  onBytes?: (bytes: number) => void;
 }
 
 /**
@@ -259,9 +268,10 @@ async function planFile(
     const head: Buffer = first.done ? Buffer.alloc(0) : first.value;
     if (isParquet(name, head)) {
       // The footer says it all; the bytes are still read once, for the sha256 the manifest keeps (not with --limit).
-      if (options.limit === undefined) for await (const _chunk of hashed);
+      options.onBytes?.(head.length);
+      if (options.limit === undefined) for await (const chunk of hashed) options.onBytes?.(chunk.length);
       const layout = await readParquetLayout(rangeRead(storage, file.location, info, options.signal), info.size, name, parquetBounds(limits));
-      const rows = planRowGroups(layout.rowGroups, fileIndex, firstRow, options, segments);
+      const rows = planRowGroups(name, layout.rowGroups, fileIndex, firstRow, options, segments);
       const plan: InputFilePlan = {
         location: file.location,
         info,
@@ -349,14 +359,23 @@ function growingPlan(
 }
 
 /** Parquet segments: whole row groups, about `segmentRows` rows each (a row group is never split). */
-function planRowGroups(groups: readonly { rows: number }[], file: number, firstRow: number, options: PlanOptions, segments: SegmentPlan[]): number {
+function planRowGroups(
+  name: string,
+  groups: readonly { rows: number }[],
+  file: number,
+  firstRow: number,
+  options: PlanOptions,
+  segments: SegmentPlan[],
+): number {
   const limit = options.limit ?? Infinity;
+  const maxSegments = (options.limits ?? DEFAULT_LIMITS).segments;
   let rows = 0;
   let current: SegmentPlan | undefined;
   for (const [g, group] of groups.entries()) {
     if (rows >= limit) break;
     const take = Math.min(group.rows, limit - rows);
     if (!current || current.rows >= options.segmentRows) {
+      if (segments.length === maxSegments) throw tooManySegments(name, options.segmentRows, maxSegments, firstRow + rows + take, true);
       current = { index: segments.length, file, firstRow: firstRow + rows, rows: 0, start: g, end: g, firstLine: rows + 1 };
       segments.push(current);
     }
@@ -391,6 +410,7 @@ async function planText(
   let rows = 0;
   let limitEnd: number | undefined;
   const limit = options.limit ?? Infinity;
+  const maxSegments = (options.limits ?? DEFAULT_LIMITS).segments;
   const seen = new Set<string>();
   const onRow = (row: RawRow) => {
     if (syntax === 'csv' && !columns) {
@@ -411,6 +431,7 @@ async function planText(
       return;
     }
     if (rows % options.segmentRows === 0) {
+      if (segments.length === maxSegments) throw tooManySegments(name, options.segmentRows, maxSegments, firstRow + rows + 1);
       // The segment before ends where this one starts: its rows are whole, their bytes checked.
       if (grown && syntax === 'csv' && columns && segments.length > mine) {
         segments[segments.length - 1].end = row.offset;
@@ -427,6 +448,7 @@ async function planText(
   let heard = false;
   let hold = grown && options.holdAfterFirst;
   for await (const chunk of bytes) {
+    options.onBytes?.(chunk.length);
     let data = chunk;
     if (!splitter) {
       const binary = describeBinary(chunk, options.encoding);

@@ -31,6 +31,8 @@ export interface PrepareContext {
   signal?: AbortSignal;
   /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
   limits?: Limits;
+  /** Hears the input bytes planning reads (see PlanOptions.onBytes): what it throws stops planning. */
+  onInputBytes?: (bytes: number) => void;
   /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */
   onClaimed?: () => void;
 }
@@ -236,12 +238,10 @@ async function beginRun(
   });
   hold.catch(() => undefined); // Planning stops with it.
 
-  const limits = ctx.limits ?? DEFAULT_LIMITS;
   const whole = planInput(storage, parseLocation(request.input), {
-    ...planOptions(request.options),
-    limits,
-    rowBounds: rowBounds(limits),
+    ...runPlanOptions(request.options, ctx.limits),
     ...(writes.stage && { stage: writes.stage }),
+    ...(ctx.onInputBytes && { onBytes: ctx.onInputBytes }),
     signal,
     ...(segments && {
       onSegment: (sofar: InputPlan) => {
@@ -369,6 +369,11 @@ async function compareModel(requested: string, schema: OutputSchema, ctx: Prepar
 export function planOptions(options: RunOptions): Omit<PlanOptions, 'stage' | 'signal'> {
   const { segmentRows, limit, delimiter, quote, encoding } = options;
   return { segmentRows, ...(limit !== undefined && { limit }), ...(delimiter !== undefined && { delimiter }), quote, encoding };
+}
+
+/** How a new run plans its input: its options, within the deployment's bounds (DEFAULT_LIMITS when absent). */
+export function runPlanOptions(options: RunOptions, limits: Limits = DEFAULT_LIMITS): Omit<PlanOptions, 'stage' | 'signal'> {
+  return { ...planOptions(options), limits, rowBounds: rowBounds(limits) };
 }
 
 /**

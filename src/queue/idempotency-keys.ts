@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { LIMITS } from '../config/limits.js';
 import { BatchScorerError } from '../errors.js';
 import type { RedisClient } from './queue-connection.js';
 import { storedRecord } from './stored-record.js';
@@ -31,37 +32,103 @@ export type EnqueueAnswer = z.output<typeof answerSchema>;
 /** A key's record: the body hash it was first used with, and either the reservation of the request answering it or its answer. */
 const recordSchema = z.union([z.object({ hash: z.string(), answer: answerSchema }), z.object({ hash: z.string(), reservation: z.string() })]);
 
-/** Replaces a key's value if it still holds this reservation (or nothing), with its expiry; 1 when it did. */
-const FINISH = `
-local current = redis.call('GET', KEYS[1])
-if current and current ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+/**
+ * Lua: indexes a key (its hash, `member`) in the sorted set `keys` by the time Redis says (in ms,
+ * after the newest), forgetting first what passed `horizon` ms ago (its key expired already),
+ * then the oldest keys, deleted with their entries, until `max` are left; the key just indexed is
+ * never one of them. The other keys are named from `base` and the member, on the prefix's hash
+ * slot as KEYS are.
+ */
+const INDEX = `
+local function index(keys, member, max, horizon, base)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', keys, '-inf', now - horizon)
+  -- Strictly after the newest, so that keys written in the same millisecond keep their order.
+  local newest = redis.call('ZRANGE', keys, -1, -1, 'WITHSCORES')[2]
+  redis.call('ZADD', keys, newest and math.max(now, tonumber(newest) + 1) or now, member)
+  redis.call('PEXPIRE', keys, horizon)
+  local excess = redis.call('ZCARD', keys) - max
+  if excess <= 0 then return end
+  for _, old in ipairs(redis.call('ZRANGE', keys, 0, excess)) do
+    if excess > 0 and old ~= member then
+      redis.call('ZREM', keys, old)
+      redis.call('DEL', base .. old)
+      excess = excess - 1
+    end
+  end
+end
+`;
+
+/** Reserves a key if it is free (SET NX, with its expiry) and indexes it; 1 when it did. */
+const RESERVE = `${INDEX}
+if not redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return 0 end
+index(KEYS[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6])
 return 1
 `;
 
-/** Deletes a key if it still holds this reservation. */
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+/**
+ * Replaces a key's value if it still holds this reservation (or nothing: it lapsed, or was
+ * forgotten), with its expiry, and indexes it again from now; 1 when it did.
+ */
+const FINISH = `${INDEX}
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+index(KEYS[2], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7])
+return 1
 `;
+
+/** Deletes a key, and its index entry, if it still holds this reservation. */
+const RELEASE = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[2])
+return redis.call('DEL', KEYS[1])
+`;
+
+/** How an IdempotencyKeys waits and how many keys it keeps. */
+export interface IdempotencyKeysOptions {
+  /** How long a request whose key another holds waits for that one's answer (IDEMPOTENCY_WAIT_MS by default). */
+  waitMs?: number;
+  /** Keys kept at most (MAX_IDEMPOTENCY_KEYS); past it, the oldest are forgotten first. */
+  maxIdempotencyKeys?: number;
+}
 
 /**
  * `POST /runs`'s Idempotency-Keys: `<prefix>:idempotency:<sha256 of the key>`, one per key for the
  * deployment (the API knows no callers apart: one API_TOKEN), holding the first answer for
  * IDEMPOTENCY_TTL_MS. A key is reserved (SET NX) before its submission is enqueued, so that of
  * requests arriving at once only one enqueues; the others wait for its answer. A failed enqueue
- * frees the key: only answers are kept, never errors.
+ * frees the key: only answers are kept, never errors. Keys are bounded in count too: each is
+ * indexed by time in `<prefix>:idempotency-keys` (a sorted set) in the script that writes it, and
+ * past `maxIdempotencyKeys` the oldest are deleted there, as if their day had passed.
  */
 export class IdempotencyKeys {
+  private readonly waitMs: number;
+  private readonly maxKeys: number;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly prefix: string,
-    private readonly waitMs = IDEMPOTENCY_WAIT_MS,
-  ) {}
+    options: IdempotencyKeysOptions = {},
+  ) {
+    this.waitMs = options.waitMs ?? IDEMPOTENCY_WAIT_MS;
+    this.maxKeys = options.maxIdempotencyKeys ?? LIMITS.idempotencyKeys.default;
+  }
 
   /** The Redis key of an Idempotency-Key: hashed, so a key of any characters is one bounded Redis key on the prefix's slot. */
   redisKey(key: string): string {
-    return `${this.prefix}:idempotency:${createHash('sha256').update(key).digest('hex')}`;
+    return `${this.base}${keyHash(key)}`;
+  }
+
+  /** The sorted set indexing the keys by the time they were written (see INDEX). */
+  get indexKey(): string {
+    return `${this.prefix}:idempotency-keys`;
+  }
+
+  /** What each key's name starts with; its hash follows. */
+  private get base(): string {
+    return `${this.prefix}:idempotency:`;
   }
 
   /**
@@ -75,7 +142,8 @@ export class IdempotencyKeys {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
       const reservation = JSON.stringify({ hash: request.bodyHash, reservation: randomUUID() });
-      if ((await this.redis.set(key, reservation, 'PX', RESERVATION_MS, 'NX')) === 'OK') return this.answer(key, reservation, request.bodyHash, enqueue);
+      const reserved = await this.redis.eval(RESERVE, 2, key, this.indexKey, reservation, RESERVATION_MS, ...this.indexArgs(request.key));
+      if (reserved === 1) return this.answer(request.key, reservation, request.bodyHash, enqueue);
       const held = await this.read(key);
       // Freed between the two calls (its request failed, or its reservation lapsed): reserve it again.
       if (held === undefined && Date.now() < deadline) continue;
@@ -87,17 +155,23 @@ export class IdempotencyKeys {
   }
 
   /** Enqueues for a reserved key and keeps the answer; frees the key if the enqueue fails. */
-  private async answer(key: string, reservation: string, hash: string, enqueue: () => Promise<EnqueueAnswer>): Promise<EnqueueAnswer> {
+  private async answer(sent: string, reservation: string, hash: string, enqueue: () => Promise<EnqueueAnswer>): Promise<EnqueueAnswer> {
+    const key = this.redisKey(sent);
     let answer: EnqueueAnswer;
     try {
       answer = await enqueue();
     } catch (err) {
       // The refusal is this request's answer only: the next one with the key tries again. The refusal stands whatever Redis says.
-      await this.redis.eval(RELEASE, 1, key, reservation).catch(() => undefined);
+      await this.redis.eval(RELEASE, 2, key, this.indexKey, reservation, keyHash(sent)).catch(() => undefined);
       throw err;
     }
-    await this.redis.eval(FINISH, 1, key, reservation, JSON.stringify({ hash, answer }), IDEMPOTENCY_TTL_MS);
+    await this.redis.eval(FINISH, 2, key, this.indexKey, reservation, JSON.stringify({ hash, answer }), IDEMPOTENCY_TTL_MS, ...this.indexArgs(sent));
     return answer;
+  }
+
+  /** INDEX's arguments for a key: its hash, the keys kept at most, how long an entry may outlive its key's writing, and the keys' base. */
+  private indexArgs(sent: string): [string, number, number, string] {
+    return [keyHash(sent), this.maxKeys, IDEMPOTENCY_TTL_MS + RESERVATION_MS, this.base];
   }
 
   private async read(key: string): Promise<z.output<typeof recordSchema> | undefined> {
@@ -109,6 +183,11 @@ export class IdempotencyKeys {
     }
     return record;
   }
+}
+
+/** An Idempotency-Key's sha256, in hex: its Redis key's last part, and its entry in the index. */
+function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
 }
 
 function reused(): BatchScorerError {

@@ -24,7 +24,7 @@ import {
 } from './queues.js';
 import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
-import { IdempotencyKeys, type EnqueueAnswer, type IdempotentRequest } from './idempotency-keys.js';
+import { IdempotencyKeys, type EnqueueAnswer, type IdempotencyKeysOptions, type IdempotentRequest } from './idempotency-keys.js';
 import { PipelineRuns } from './pipeline-runs.js';
 import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
@@ -176,6 +176,9 @@ function refuseOtherOutput(stored: RunJobData, asked: RunJobData): void {
  */
 export type RunQueueCalls = Pick<RunQueue, 'enqueue' | 'enqueueFileDrop' | 'get' | 'list' | 'cancel' | 'resume'>;
 
+/** How a RunQueue keeps what it keeps besides jobs: see IdempotencyKeysOptions. */
+export type RunQueueOptions = IdempotencyKeysOptions;
+
 /**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
  * Its first call waits for Redis for CONNECT_TIMEOUT_MS (own-connection-queue.ts) at most, then fails with
@@ -196,7 +199,7 @@ export class RunQueue {
   private readonly idempotency: IdempotencyKeys;
   private closed?: Promise<void>;
 
-  constructor(config: QueueConfig) {
+  constructor(config: QueueConfig, options: RunQueueOptions = {}) {
     this.producer = new OwnConnectionQueue<RunJobData>(config, RUNS_QUEUE);
     const { redis, queue } = this.producer;
     this.queue = queue;
@@ -207,7 +210,7 @@ export class RunQueue {
     this.cancels = new RunCancels(redis, config.prefix);
     this.drops = new FileDropClaims(redis, config.prefix);
     this.pipelineRuns = new PipelineRuns(redis, config.prefix);
-    this.idempotency = new IdempotencyKeys(redis, config.prefix);
+    this.idempotency = new IdempotencyKeys(redis, config.prefix, options);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { errorCode } from '../errors.js';
-import { RunQueue, type RunQueueCalls } from './producer.js';
+import { RunQueue, type RunQueueCalls, type RunQueueOptions } from './producer.js';
 import type { QueueConfig } from './queues.js';
 
 /**
@@ -15,6 +15,7 @@ export class ReconnectingRunQueue implements RunQueueCalls {
   constructor(
     private readonly config: QueueConfig,
     private readonly ping?: () => Promise<void>,
+    private readonly options: RunQueueOptions = {},
   ) {}
 
   enqueue: RunQueueCalls['enqueue'] = (submission, options) => this.use((runs) => runs.enqueue(submission, options));
@@ -31,7 +32,7 @@ export class ReconnectingRunQueue implements RunQueueCalls {
   /** Runs `fn` on the queue; after E_REDIS_UNAVAILABLE the next call gets a new one. */
   private async use<T>(fn: (queue: RunQueue) => Promise<T>): Promise<T> {
     await this.ping?.();
-    const current = (this.queue ??= new RunQueue(this.config));
+    const current = (this.queue ??= new RunQueue(this.config, this.options));
     try {
       return await fn(current);
     } catch (err) {

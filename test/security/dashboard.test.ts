@@ -1,7 +1,10 @@
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import { RUNS_QUEUE, SCHEDULES_QUEUE } from '../../src/queue/queues.js';
 import { runCli } from '../helpers/cli.js';
 import { fetchFrom } from '../helpers/fetch-from.js';
-import { freePort, useQueueFixture } from '../helpers/queue.js';
+import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
 const TOKEN = 'tok-sec-7c2e9a1f4b6d8035';
@@ -145,4 +148,120 @@ describe('the dashboard, safe to share', () => {
     expect((await fetchFrom('127.0.0.1', `${s.url}/runs`, { headers: { authorization: 'Bearer sixteen-chars-xx' } })).status).toBe(200);
     expect(await s.stop()).toBe(0);
   });
+
+  it('with --queue-actions, allows retrying failed jobs, removing, cleaning, pausing and resuming, and refuses every other change: no job added or changed', async () => {
+    await f.setup();
+    const { schedules, failedIds, completedId } = await jobsToActOn();
+    await f.queue.enqueue({ input: '/in/rentals.csv', model: 'mindsdb/home_rentals_model', out: '/out', options: { runId: 'waiting-run' } });
+    const s = await serve({ ...f.env(), ...CREDENTIALS }, ['--queue-actions']);
+    const act = (method: string, path: string, body?: unknown) =>
+      fetchFrom('127.0.0.1', `${s.url}/ui/queues/api/queues/${path}`, {
+        method,
+        headers: { ...login, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+
+    const before = await redisState();
+    const forbidden: [string, string, unknown?][] = [
+      ['POST', 'runs/add', { name: 'run', data: { runId: 'dashboard-run', request: { input: '/in/x.csv', model: 'm/m', out: '/out', options: {} } } }],
+      ['POST', 'segments/add', { name: 'segment', data: {} }],
+      ['PUT', 'runs/promote'],
+      ['PUT', 'runs/waiting-run/promote'],
+      ['PATCH', 'runs/waiting-run/update-data', { data: { runId: 'waiting-run', request: { input: '/etc/passwd' } } }],
+      ['PATCH', 'runs/waiting-run/delay', { delay: 1000 }],
+      ['PATCH', 'runs/waiting-run/priority', { priority: 1 }],
+      ['PUT', 'runs/waiting-run/remove-unprocessed-children'],
+      ['PUT', 'runs/empty'],
+      ['PUT', 'runs/obliterate', {}],
+      ['PUT', 'runs/concurrency', { concurrency: 1 }],
+      ['PUT', 'runs/rate-limit', { max: 1, duration: 1000 }],
+      ['PUT', 'runs/rate-limit/release'],
+      ['PUT', 'schedules/job-schedulers/any/run'],
+      ['PATCH', 'schedules/job-schedulers/any', { pattern: '* * * * *' }],
+      ['PUT', 'schedules/job-schedulers/any/remove'],
+      ['PUT', 'schedules/retry/completed'],
+      ['PUT', `schedules/${completedId}/retry`],
+    ];
+    for (const [method, path, body] of forbidden) {
+      const { status, text } = await act(method, path, body);
+      expect([method, path, status]).toEqual([method, path, 403]);
+      const refusal = JSON.parse(text) as { error: string; message: string };
+      expect([path, refusal.error]).toEqual([path, 'E_NOT_ALLOWED']);
+      expect(refusal.message).toMatch(/its actions are retry a failed job, remove a job, clean, pause and resume/);
+    }
+    // Not a key of Redis changed: no job added, promoted, edited or removed.
+    expect(await redisState()).toEqual(before);
+
+    // What is allowed still works.
+    expect((await act('PUT', `schedules/${failedIds[0]}/retry`)).status).toBe(204);
+    expect(await schedules.getJobState(failedIds[0])).toBe('waiting');
+    expect((await act('PUT', 'schedules/retry/failed')).status).toBe(200);
+    expect(await schedules.getJobState(failedIds[1])).toBe('waiting');
+    expect((await act('PUT', `schedules/${failedIds[0]}/clean`)).status).toBe(204);
+    expect(await schedules.getJob(failedIds[0])).toBeUndefined();
+    // bull-board cleans jobs that ended 5 s ago or more.
+    await waitFor(
+      'the completed job to be cleaned',
+      async () => (await act('PUT', 'schedules/clean/completed')).status === 200 && !(await schedules.getJob(completedId)),
+      15_000,
+      500,
+    );
+    const runs = new Queue(RUNS_QUEUE, { connection: { url: f.redisUrl }, prefix: f.prefix });
+    expect((await act('PUT', 'runs/pause')).status).toBe(200);
+    expect(await runs.isPaused()).toBe(true);
+    expect((await act('PUT', 'runs/resume')).status).toBe(200);
+    expect(await runs.isPaused()).toBe(false);
+    expect((await act('PUT', 'pause')).status).toBe(200);
+    expect(await runs.isPaused()).toBe(true);
+    expect((await act('PUT', 'resume')).status).toBe(200);
+    expect(await runs.isPaused()).toBe(false);
+    expect(Object.values(await runs.getJobCounts()).reduce((a, b) => a + b, 0)).toBe(1);
+    expect(await runs.getJobState('waiting-run')).toBe('prioritized');
+    await Promise.all([runs.close(), schedules.close()]);
+    expect(await s.stop()).toBe(0);
+
+    // Without --queue-actions, nothing but reads: bull-board refuses its actions (405), and the rest is refused as above.
+    const readOnly = await serve({ ...f.env(), ...CREDENTIALS });
+    const ask = (method: string, path: string) => fetchFrom('127.0.0.1', `${readOnly.url}/ui/queues/api/queues/${path}`, { method, headers: login });
+    expect((await ask('PUT', 'runs/pause')).status).toBe(405);
+    expect((await ask('POST', 'runs/add')).status).toBe(403);
+    expect(await readOnly.stop()).toBe(0);
+  });
 });
+
+/** Two failed jobs and a completed one on the schedules queue, made by a real BullMQ worker. */
+async function jobsToActOn(): Promise<{ schedules: Queue; failedIds: string[]; completedId: string }> {
+  const connection = { url: f.redisUrl };
+  const schedules = new Queue(SCHEDULES_QUEUE, { connection, prefix: f.prefix });
+  const added = await Promise.all(['bad-1', 'bad-2', 'ok'].map((name) => schedules.add(name, {}, { jobId: name })));
+  const worker = new Worker(SCHEDULES_QUEUE, (job) => (job.name.startsWith('bad') ? Promise.reject(new Error('failing on purpose')) : Promise.resolve()), {
+    connection,
+    prefix: f.prefix,
+  });
+  await waitFor('the jobs to end', async () => {
+    const counts = await schedules.getJobCounts('failed', 'completed');
+    return counts.failed === 2 && counts.completed === 1;
+  });
+  await worker.close();
+  return { schedules, failedIds: added.slice(0, 2).map((j) => j.id!), completedId: added[2].id! };
+}
+
+/** Every key under the test's prefix with what it holds (event streams left out: reads may not add to them, but they are not jobs). */
+async function redisState(): Promise<Record<string, unknown>> {
+  const redis = new Redis(f.redisUrl);
+  try {
+    const state: Record<string, unknown> = {};
+    for (const key of (await redis.keys(`${f.prefix}:*`)).sort()) {
+      const type = await redis.type(key);
+      if (type === 'hash') state[key] = await redis.hgetall(key);
+      else if (type === 'list') state[key] = await redis.lrange(key, 0, -1);
+      else if (type === 'zset') state[key] = await redis.zrange(key, 0, -1, 'WITHSCORES');
+      else if (type === 'set') state[key] = (await redis.smembers(key)).sort();
+      else if (type === 'string') state[key] = await redis.get(key);
+      else state[key] = type;
+    }
+    return state;
+  } finally {
+    redis.disconnect();
+  }
+}

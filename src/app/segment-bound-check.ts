@@ -1,0 +1,23 @@
+import type { Limits } from '../config/limits.js';
+import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
+import type { Logger } from '../log.js';
+import { checkSegments } from '../pipeline/segment-check.js';
+import type { RunSubmission } from '../queue/producer.js';
+import { parseLocation } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { excerpt } from '../text-excerpt.js';
+
+/**
+ * A submission's check against MAX_SEGMENTS before it is queued (see checkSegments): E_LIMIT
+ * naming the smallest `segmentRows` when its input makes too many segments; an undecided count
+ * is logged and the submission goes on, for the run's planning to refuse. Options it leaves out
+ * are the workers' defaults (`runDefaults`: the config file's, MODEL_SERVICE_URL).
+ */
+export function segmentBoundCheck(storage: Storage, limits: Limits, runDefaults: RunOptionsInput, log: Logger): (submission: RunSubmission) => Promise<void> {
+  return async (submission) => {
+    const options = parseRunOptions({ ...runDefaults, ...submission.options }, 'options');
+    const check = await checkSegments(storage, parseLocation(submission.input), options, limits);
+    if (!check.fits)
+      log.info({ input: excerpt(submission.input), reason: check.undecided }, 'segments not counted before queuing: the run counts them as it plans');
+  };
+}

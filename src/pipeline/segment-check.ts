@@ -1,0 +1,81 @@
+import type { Limits } from '../config/limits.js';
+import type { RunOptions } from '../config/run-options.js';
+import { listInputFiles } from '../storage/input-files.js';
+import { formatLocation, type Location } from '../storage/location.js';
+import type { ListedFile, Storage } from '../storage/storage-types.js';
+import { inflationCap } from './input-bounds.js';
+import { planInput } from './plan.js';
+import { runPlanOptions } from './prepare-run.js';
+import { segmentsOf, segmentsPastBound, SegmentsPastBound } from './segment-bound.js';
+import { dryRunBudget, withinBudget } from './work-budget.js';
+
+/** What checkSegments found: the input fits MAX_SEGMENTS, or it could not tell (and why). */
+export type SegmentCheck = { fits: true } | { fits: false; undecided: string };
+
+/** Whose work the budget bounds, as its E_LIMIT (logged, never answered) names it. */
+const COUNTING = "counting an input's rows for MAX_SEGMENTS";
+
+/**
+ * Refuses, before any job of the run exists, an input that makes more than MAX_SEGMENTS segments
+ * at the run's `segmentRows`: E_LIMIT naming the smallest `segmentRows` that fits. First by its
+ * files' bytes alone (a row takes 2 bytes at least, a line feed and a character; a gzipped file
+ * inflates to at most MAX_INFLATION_RATIO times its bytes, or 64 MiB, and MAX_INFLATED_BYTES):
+ * if even that many rows fit, nothing is read. Otherwise the input is planned as its run would
+ * plan it, writing nothing, within a dry run's budget (MAX_DRY_RUN_SECONDS, MAX_DRY_RUN_BYTES):
+ * planning stops at the first segment past the bound, and the rows are then counted to name the
+ * smallest `segmentRows` (or, if the budget does not let them be, the least planning could tell).
+ * Whatever else stops it (the budget, an input this process cannot read) leaves it undecided:
+ * the run's planning refuses it then, before any segment job is added.
+ */
+export async function checkSegments(storage: Storage, input: Location, options: RunOptions, limits: Limits, signal?: AbortSignal): Promise<SegmentCheck> {
+  let verdict: SegmentCheck | { refused: SegmentsPastBound };
+  try {
+    verdict = await withinBudget(dryRunBudget(limits), COUNTING, signal, (budgeted, onBytes) =>
+      plannedVerdict(storage, input, options, limits, budgeted, onBytes),
+    );
+  } catch (err) {
+    return { fits: false, undecided: (err as Error).message };
+  }
+  if ('refused' in verdict) throw verdict.refused;
+  return verdict;
+}
+
+/** checkSegments' work, within its budget: the bound by bytes, then the input planned, then its rows counted. */
+async function plannedVerdict(
+  storage: Storage,
+  input: Location,
+  options: RunOptions,
+  limits: Limits,
+  signal: AbortSignal,
+  onBytes: (bytes: number) => void,
+): Promise<SegmentCheck | { refused: SegmentsPastBound }> {
+  const files = await listInputFiles(storage, input, signal);
+  const most = files.map((f) => rowsAtMost(f, limits, options.limit));
+  if (most.every((rows) => rows !== undefined) && segmentsOf(most, options.segmentRows) <= limits.segments) return { fits: true };
+  try {
+    await planInput(storage, input, { ...runPlanOptions(options, limits), onBytes, signal });
+    return { fits: true };
+  } catch (err) {
+    if (!(err instanceof SegmentsPastBound)) throw err;
+    // One segment a file: every row counted, if the budget left lets them be.
+    const counted = await planInput(storage, input, {
+      ...runPlanOptions(options, { ...limits, segments: Number.MAX_SAFE_INTEGER }),
+      segmentRows: Number.MAX_SAFE_INTEGER,
+      onBytes,
+      signal,
+    }).catch(() => undefined);
+    const rows = counted?.syntax === 'parquet' ? undefined : counted?.files.map((f) => f.rows);
+    return { refused: rows ? segmentsPastBound(formatLocation(input), rows, options.segmentRows, limits.segments) : err };
+  }
+}
+
+/**
+ * The most data rows a file can hold by its size (undefined for Parquet, whose rows its footer
+ * says), judged by its name: a file gzipped or Parquet without saying so is left to planning.
+ */
+function rowsAtMost(file: ListedFile, limits: Limits, limit = Infinity): number | undefined {
+  const name = formatLocation(file.location).toLowerCase();
+  if (/\.(parquet|pq)$/.test(name)) return undefined;
+  const bytes = name.endsWith('.gz') ? inflationCap(limits, file.size, name).bytes : file.size;
+  return Math.min(Math.ceil(bytes / 2), limit);
+}
