@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import type { Limits } from '../config/limits.js';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import type { Logger } from '../log.js';
@@ -7,6 +8,9 @@ import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { excerpt } from '../text-excerpt.js';
 
+/** Submissions' segment checks that run at once in one `serve`; the others wait their turn. */
+const CHECKS_AT_ONCE = 2;
+
 /**
  * A submission's check against MAX_SEGMENTS before it is queued (see checkSegments): E_LIMIT
  * naming the smallest `segmentRows` when its input makes too many segments; an undecided count
@@ -14,9 +18,11 @@ import { excerpt } from '../text-excerpt.js';
  * are the workers' defaults (`runDefaults`: the config file's, MODEL_SERVICE_URL).
  */
 export function segmentBoundCheck(storage: Storage, limits: Limits, runDefaults: RunOptionsInput, log: Logger): (submission: RunSubmission) => Promise<void> {
+  // A check may plan for up to a dry run's budget: a few at a time, so that submissions cannot take every core of serve.
+  const gate = pLimit(CHECKS_AT_ONCE);
   return async (submission) => {
     const options = parseRunOptions({ ...runDefaults, ...submission.options }, 'options');
-    const check = await checkSegments(storage, parseLocation(submission.input), options, limits);
+    const check = await gate(() => checkSegments(storage, parseLocation(submission.input), options, limits));
     if (!check.fits)
       log.info({ input: excerpt(submission.input), reason: check.undecided }, 'segments not counted before queuing: the run counts them as it plans');
   };

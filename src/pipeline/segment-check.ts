@@ -3,6 +3,7 @@ import type { RunOptions } from '../config/run-options.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, Storage } from '../storage/storage-types.js';
+import { rangeRead } from './input-bytes.js';
 import { inflationCap } from './input-bounds.js';
 import { planInput } from './plan.js';
 import { runPlanOptions } from './prepare-run.js';
@@ -52,6 +53,7 @@ async function plannedVerdict(
   const files = await listInputFiles(storage, input, signal);
   const most = files.map((f) => rowsAtMost(f, limits, options.limit));
   if (most.every((rows) => rows !== undefined) && segmentsOf(most, options.segmentRows) <= limits.segments) return { fits: true };
+  if (await farBelowBound(storage, files, options, limits, signal)) return { fits: true };
   try {
     await planInput(storage, input, { ...runPlanOptions(options, limits), onBytes, signal });
     return { fits: true };
@@ -67,6 +69,32 @@ async function plannedVerdict(
     const rows = counted?.syntax === 'parquet' ? undefined : counted?.files.map((f) => f.rows);
     return { refused: rows ? segmentsPastBound(formatLocation(input), rows, options.segmentRows, limits.segments) : err };
   }
+}
+
+/** Bytes read from the start of each plain text file to judge its rows by its line feeds. */
+const SAMPLE_BYTES = 1024 * 1024;
+
+/** Files sampled at most: an input of more is counted by planning, within the budget, as before. */
+const SAMPLED_FILES = 64;
+
+/**
+ * Whether plain text files (not gzipped, not Parquet) judged by the line feeds of their first
+ * SAMPLE_BYTES make at most half of MAX_SEGMENTS segments. Line feeds are never fewer than rows
+ * (a quoted field may hold some), so the guess errs high; a file whose first rows are much longer
+ * than the rest can still fool it, and then the run's planning refuses it. Without this, every
+ * submission of a file above 400 MB (2 bytes a row, 20,000 rows a segment) would be planned here
+ * for up to a dry run's budget before it is queued.
+ */
+async function farBelowBound(storage: Storage, files: readonly ListedFile[], options: RunOptions, limits: Limits, signal: AbortSignal): Promise<boolean> {
+  if (files.length > SAMPLED_FILES || files.some((f) => /\.(gz|parquet|pq)$/i.test(formatLocation(f.location)))) return false;
+  const likely: number[] = [];
+  for (const file of files) {
+    const sample = await rangeRead(storage, file.location, file, signal)(0, Math.min(file.size, SAMPLE_BYTES));
+    let lines = 1;
+    for (let at = sample.indexOf(0x0a); at !== -1; at = sample.indexOf(0x0a, at + 1)) lines++;
+    likely.push(Math.min(Math.ceil((file.size * lines) / Math.max(1, sample.length)), options.limit ?? Infinity));
+  }
+  return segmentsOf(likely, options.segmentRows) <= limits.segments / 2;
 }
 
 /**

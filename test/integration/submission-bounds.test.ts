@@ -74,6 +74,22 @@ describe('segments per run (MAX_SEGMENTS)', () => {
     expect(await s.stop()).toBe(0);
   });
 
+  it("POST /runs judges a big plain file by a sample of its lines, without planning it for a dry run's budget", async () => {
+    await f.setup();
+    // By bytes alone (2 a row) 100k rows of ~54 bytes could be 2.7M rows: 540 segments of 5,000,
+    // past 100. Planned, the file would pass MAX_DRY_RUN_BYTES and leave the count undecided (logged).
+    const s = await serve({ ...f.env(), API_TOKEN: TOKEN, MAX_SEGMENTS: '100', MAX_DRY_RUN_BYTES: '1MiB' });
+    const accepted = await post(s.url, submission('sampled', 5_000));
+    expect([accepted.status, accepted.json.runId]).toEqual([201, 'sampled']);
+    // Its first MiB says about 100k rows, 20 segments: far below the bound, so nothing was planned.
+    expect(s.stderr()).not.toContain('segments not counted before queuing');
+    // Where the sample says it may pass (segmentRows 1,000: 100 segments), the input is planned as before.
+    const near = await post(s.url, submission('near', 1_000));
+    expect(near.status).toBe(201);
+    expect(s.stderr()).toContain('segments not counted before queuing');
+    expect(await s.stop()).toBe(0);
+  });
+
   it('enqueue and score refuse it too, and a worker planning a run job added directly fails it E_LIMIT before adding any segment job', async () => {
     await f.setup();
     const cli = await runCli(['enqueue', files.input, '--model', MODEL, '--out', join(files.dir, 'out'), '--segment-rows', '1', '--run-id', 'cli'], f.env());
