@@ -33,11 +33,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     };
     const { policy = {} } = ctx.options;
     // Segment job data may come from any producer that can write to Redis: its folder is checked
-    // before anything in it is read; the run it holds, once read (its input and service).
+    // before anything in it is read; the run it holds, once read (its input and service). A folder
+    // the policy refuses is no run's of this deployment: the job fails, and no run is told of it.
     try {
       await checkOutput(policy, folder);
     } catch (err) {
-      throw await ctx.failJob(job, token, err, jobLog, onFinal);
+      throw await ctx.failJob(job, token, err, jobLog, async () => {});
     }
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.
