@@ -51,7 +51,7 @@ const isObject = (value: unknown) => typeof value === 'object' && value !== null
  * A run id in job data, by the rule `--run-id` takes: it names the run folder (`<out>/<runId>`) and
  * job ids, so text that climbs out of its output root (`../x`) never reaches storage or a listener.
  */
-export const jobRunIdSchema = runOptionsSchema.shape.runId.unwrap();
+const jobRunIdSchema = runOptionsSchema.shape.runId.unwrap();
 
 /**
  * How a worker reads a run job's data (see readJobData). Job data may come from any producer that
