@@ -75,7 +75,7 @@ async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number
 export function registerWorker(program: Command): void {
   program
     .command('worker')
-    .description('take runs, their segments and the jobs schedules fire from Redis until SIGTERM (REDIS_URL)')
+    .description('take runs, their segments, webhook deliveries and the jobs schedules fire (with JOBS_DIR) from Redis until SIGTERM (REDIS_URL)')
     .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
     .option('--segments <n>', 'segments held at once at most: a next one only while those held drain', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
     .option(
