@@ -75,7 +75,7 @@ async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number
 export function registerWorker(program: Command): void {
   program
     .command('worker')
-    .description('take runs, their segments and the jobs schedules fire from Redis until SIGTERM (REDIS_URL)')
+    .description('take runs, their segments, webhook deliveries and the jobs schedules fire (with JOBS_DIR) from Redis until SIGTERM (REDIS_URL)')
     .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
     .option('--segments <n>', 'segments held at once at most: a next one only while those held drain', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
     .option(
@@ -106,15 +106,20 @@ export function registerWorker(program: Command): void {
         releasers.add('storage', () => Promise.resolve(storage.close()));
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
-        const [{ startWorker }, { scheduledRuns }, { ReconnectingRunQueue }] = await Promise.all([
+        const [{ startWorker }, { scheduledRuns }, { ReconnectingRunQueue }, { loadPipelinesIfPresent }, { pipelineRunCheck }] = await Promise.all([
           import('../queue/worker.js'),
           import('../triggers/scheduled-run.js'),
           import('../queue/reconnecting-run-queue.js'),
+          import('../triggers/pipelines.js'),
+          import('../triggers/pipeline-run-check.js'),
         ]);
         const lineage = lineageListener(settings.lineage, log);
         releasers.add('lineage events', () => lineage.drain());
         try {
-          const webhooks = await queuedWebhooks(settings, queue, storage, log);
+          // What the jobs folder declares bounds what fired jobs and runs naming a pipeline may do: without one, a worker takes no fired jobs.
+          const pipelines = await loadPipelinesIfPresent(settings.jobsDir);
+          if (!pipelines) log.warn({ jobsDir: settings.jobsDir }, 'no jobs folder (JOBS_DIR): this worker takes no scheduled runs');
+          const webhooks = await queuedWebhooks(settings, pipelines, queue, storage, log);
           const observer = metrics && (await startWorkerMetrics(metrics, flags.concurrency, log, releasers));
           const worker = startWorker(queue, storage, log, {
             concurrency: flags.concurrency,
@@ -123,11 +128,12 @@ export function registerWorker(program: Command): void {
             lockDurationMs: flags.lockDuration,
             predictors: serviceClientFactory(settings.serviceTokens, settings.limits),
             policy: settings.policy,
+            ...(pipelines && { checkPipelineRun: pipelineRunCheck(pipelines) }),
             limits: settings.limits,
             runDefaults: settings.runDefaults,
             observer,
             // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
-            alsoProcess: [scheduledRuns(new ReconnectingRunQueue(queue), log), ...(webhooks ? [webhooks.also] : [])],
+            alsoProcess: [...(pipelines ? [scheduledRuns(new ReconnectingRunQueue(queue), pipelines, log)] : []), ...(webhooks ? [webhooks.also] : [])],
             listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
           });
           releasers.add('worker', () => worker.close());

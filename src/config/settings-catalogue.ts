@@ -132,7 +132,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'JOBS_DIR',
-    meaning: 'The folder of the `*.yaml` pipeline declarations.',
+    meaning: 'The folder of the `*.yaml` pipeline declarations; a worker without it takes no scheduled runs.',
     default: 'jobs',
     secret: false,
   },
@@ -165,7 +165,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'NOTIFY_SECRET',
-    meaning: 'Signs every webhook delivery; needed when `NOTIFY_URLS` is set; 16 characters at least.',
+    meaning: 'Signs every webhook delivery, and seals delivery jobs; needed when `NOTIFY_URLS` is set; 16 characters at least.',
     secret: true,
   },
   {

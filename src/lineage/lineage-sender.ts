@@ -13,7 +13,7 @@ const MAX_PENDING = 1_000;
 /**
  * Sends run events to the lineage server in the background: each POST with a timeout, tried
  * again after a pause on a network failure, a timeout, a 429 or a 5xx, and dropped with a warning
- * after the last try or on any other answer. A run's events go one after the other (its START
+ * after the last try or on any other answer (a redirect too: it is never followed). A run's events go one after the other (its START
  * before its end); runs do not wait for each other. `send` never throws and never waits.
  */
 export class LineageSender {
@@ -65,10 +65,12 @@ export class LineageSender {
       let retriable = true;
       try {
         const signal = AbortSignal.any([AbortSignal.timeout(ATTEMPT_TIMEOUT_MS), this.stopping.signal]);
-        const res = await fetch(this.settings.endpoint, { method: 'POST', headers, body, signal });
+        // A redirect is not followed: events (and the API key) go only to OPENLINEAGE_URL, never to a host it points to.
+        const res = await fetch(this.settings.endpoint, { method: 'POST', headers, body, signal, redirect: 'manual' });
         await res.body?.cancel();
         if (res.ok) return;
-        err = new Error(`the lineage server answered ${res.status}`);
+        const redirect = res.status >= 300 && res.status < 400 ? ' (a redirect, which is not followed)' : '';
+        err = new Error(`the lineage server answered ${res.status}${redirect}`);
         retriable = res.status === 429 || res.status >= 500;
       } catch (caught) {
         err = caught;

@@ -1,16 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { Logger } from '../log.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery, type AttemptContext } from './delivery-attempt.js';
+import { checkedDelivery } from './delivery-check.js';
 import type { NotifyConfig } from './notify-config.js';
-import { deliveriesOf, webhookDeliverySchema, type WebhookDelivery } from './webhook-delivery.js';
+import { deliveriesOf, type WebhookDelivery } from './webhook-delivery.js';
 import { WEBHOOK_TIMEOUT_MS } from './webhook-post.js';
+import { webhookRetryDelayMs } from './webhook-retry.js';
 
-/** `score`'s bounds: three attempts, 1 s then 2 s apart, all within 15 s of the run's end. */
+/** `score`'s bounds: three attempts, about 1 s then 2 s apart (see webhookRetryDelayMs), all within 15 s of the run's end. */
 export const DIRECT_ATTEMPTS = 3;
 export const DIRECT_BUDGET_MS = 15_000;
-const FIRST_BACKOFF_MS = 1_000;
 
 /**
  * `score`'s webhooks, delivered by the process itself (there is no queue): by the rules of queue
@@ -18,7 +20,12 @@ const FIRST_BACKOFF_MS = 1_000;
  * at most and never changes its exit code. `settled()` answers once every delivery has been
  * delivered or given up.
  */
-export function directNotifier(config: NotifyConfig, storage: Storage, log: Logger): { listener: RunListener; settled(): Promise<void> } {
+export function directNotifier(
+  config: NotifyConfig,
+  policy: DeploymentPolicy,
+  storage: Storage,
+  log: Logger,
+): { listener: RunListener; settled(): Promise<void> } {
   const pending: Promise<void>[] = [];
   const ctx: AttemptContext = { secret: config.secret, storage, log: log.child({ notify: 'webhook' }) };
   return {
@@ -26,8 +33,11 @@ export function directNotifier(config: NotifyConfig, storage: Storage, log: Logg
       runStarted: () => undefined,
       runEnded: (manifest) => {
         const deadline = Date.now() + DIRECT_BUDGET_MS;
-        // Read as the queue's worker reads it: the manifest's folder text becomes the location it records in.
-        for (const delivery of deliveriesOf(manifest, config)) pending.push(deliver(webhookDeliverySchema.parse(delivery), deadline, ctx));
+        // Checked as the queue's worker checks a job: the run end's folder becomes the location it records in.
+        for (const job of deliveriesOf(manifest, config)) {
+          const delivery = checkedDelivery(job.deliveryId, job, { config, policy });
+          pending.push(delivery.then((d) => deliver(d, deadline, ctx)).catch((err: unknown) => ctx.log.warn({ err }, 'webhook not sent')));
+        }
       },
     },
     settled: async () => {
@@ -38,12 +48,13 @@ export function directNotifier(config: NotifyConfig, storage: Storage, log: Logg
 
 /** Attempts until delivered, refused, DIRECT_ATTEMPTS made, or no time is left before `deadline`. */
 async function deliver(delivery: WebhookDelivery, deadline: number, ctx: AttemptContext): Promise<void> {
-  for (let number = 1, backoff = FIRST_BACKOFF_MS; ; number++, backoff *= 2) {
+  for (let number = 1; ; number++) {
     const timeoutMs = Math.max(0, Math.min(WEBHOOK_TIMEOUT_MS, deadline - Date.now()));
-    // Another attempt must fit its backoff and a second's wait for an answer before the deadline.
-    const last = () => number >= DIRECT_ATTEMPTS || Date.now() + backoff + 1_000 > deadline;
+    const wait = webhookRetryDelayMs(number);
+    // Another attempt must fit its wait and a second's wait for an answer before the deadline.
+    const last = () => number >= DIRECT_ATTEMPTS || Date.now() + wait + 1_000 > deadline;
     const result = await attemptDelivery(delivery, { number, last, timeoutMs }, ctx);
     if (result.verdict !== 'retry') return;
-    await sleep(backoff);
+    await sleep(wait);
   }
 }

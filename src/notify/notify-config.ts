@@ -1,9 +1,9 @@
 import { BatchScorerError } from '../errors.js';
-import { triggerPipeline } from '../pipeline/run-trigger.js';
-import type { Manifest } from '../pipeline/manifest.js';
 import type { NotifySettings } from '../config/settings.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
 import type { PipelineNotify } from './pipeline-notify.js';
+import type { RunEnd } from './run-end.js';
+import { targetName } from './target-name.js';
 
 /** Who hears which run ends, and how deliveries are signed and linked. */
 export interface NotifyConfig {
@@ -12,6 +12,8 @@ export interface NotifyConfig {
   everyEnd: readonly string[];
   /** Each pipeline's `notify`, by pipeline name: the ends of its runs, for the events of `on`. */
   pipelines: ReadonlyMap<string, PipelineNotify>;
+  /** Every target above by its name (see targetName): what a delivery job may name. */
+  targets: ReadonlyMap<string, string>;
   publicUrl?: string;
 }
 
@@ -26,17 +28,18 @@ export function notifyConfig(settings: NotifySettings, pipelines: readonly { nam
     const first = [...declared.keys()][0];
     throw new BatchScorerError('E_CONFIG', `pipeline ${first} declares notify targets but NOTIFY_SECRET is not set: every delivery is signed with it; set it`);
   }
-  return { secret: settings.secret, everyEnd: settings.urls, pipelines: declared, ...(settings.publicUrl && { publicUrl: settings.publicUrl }) };
+  const urls = [...settings.urls, ...[...declared.values()].flatMap((p) => p.urls)];
+  const targets = new Map(urls.map((url) => [targetName(url), url]));
+  return { secret: settings.secret, everyEnd: settings.urls, pipelines: declared, targets, ...(settings.publicUrl && { publicUrl: settings.publicUrl }) };
 }
 
 /**
  * The targets told of one run end, each once: NOTIFY_URLS, then those of the run's pipeline
  * whose `on` names one of the end's events.
  */
-export function targetsOf(manifest: Manifest, config: NotifyConfig): string[] {
-  const events: NotifyEvent[] = runEvents(manifest);
-  const pipeline = triggerPipeline(manifest.trigger ?? undefined);
-  const own = pipeline === undefined ? undefined : config.pipelines.get(pipeline);
+export function targetsOf(end: Pick<RunEnd, 'state' | 'drift' | 'pipeline'>, config: NotifyConfig): string[] {
+  const events: NotifyEvent[] = runEvents(end);
+  const own = end.pipeline === null ? undefined : config.pipelines.get(end.pipeline);
   const wanted = own && events.some((e) => own.on.includes(e)) ? own.urls : [];
   return [...new Set([...config.everyEnd, ...wanted])];
 }

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Manifest } from '../pipeline/manifest.js';
 
 /**
  * What a run's end is told as: its state (`completed` for a run that succeeded), and `drift`
@@ -16,7 +15,7 @@ const STATE_EVENTS: Readonly<Record<string, NotifyEvent>> = { succeeded: 'comple
  * The events of one run end, its state's first: a run that failed on its drift is
  * `['failed', 'drift']`, told in one delivery (a receiver filtering on either hears it once).
  */
-export function runEvents(manifest: Pick<Manifest, 'state' | 'drift'>): NotifyEvent[] {
-  const moved = manifest.drift?.level === 'warn' || manifest.drift?.level === 'fail';
-  return [STATE_EVENTS[manifest.state] ?? 'failed', ...(moved ? (['drift'] as const) : [])];
+export function runEvents(end: { state: string; drift: { level: string } | null }): NotifyEvent[] {
+  const moved = end.drift?.level === 'warn' || end.drift?.level === 'fail';
+  return [STATE_EVENTS[end.state] ?? 'failed', ...(moved ? (['drift'] as const) : [])];
 }

@@ -1,10 +1,6 @@
-import type { Manifest } from '../pipeline/manifest.js';
-import { describeTrigger, triggerPipeline } from '../pipeline/run-trigger.js';
 import { excerpt } from '../text-excerpt.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
-
-/** Bytes of a run's error message a delivery carries at most: a chat line, not a log. */
-const MESSAGE_BYTES = 500;
+import type { RunEnd } from './run-end.js';
 
 /** What a receiver gets, as JSON: the run end, and a `text` line chat webhooks (Slack, Teams) show as it is. */
 export interface WebhookBody {
@@ -23,7 +19,7 @@ export interface WebhookBody {
   finishedAt: string;
   durationMs: number;
   counts: { rowsIn: number; rowsScored: number; rowsQuarantined: number } | null;
-  /** The error of a run that did not succeed, its message at most MESSAGE_BYTES. */
+  /** The error of a run that did not succeed, its message at most 500 bytes (see runEndSchema). */
   error: { code: string; message: string } | null;
   drift: { level: string } | null;
   links: {
@@ -35,26 +31,25 @@ export interface WebhookBody {
   text: string;
 }
 
-/** The body of one delivery of a run end. */
-export function webhookBody(manifest: Manifest, deliveryId: string, publicUrl: string | undefined): WebhookBody {
-  const events = runEvents(manifest);
-  const c = manifest.counts;
-  const error = manifest.error ? { code: manifest.error.code, message: excerpt(manifest.error.message, MESSAGE_BYTES) } : null;
+/** The body of one delivery of a run end (see runEndOf): its facts, and what follows from them and the deployment's PUBLIC_URL. */
+export function webhookBody(end: RunEnd, deliveryId: string, publicUrl: string | undefined): WebhookBody {
+  const events = runEvents(end);
+  const { runId, state, pipeline, trigger, startedAt, finishedAt, durationMs, counts, error, drift, folder } = end;
   const body: Omit<WebhookBody, 'text'> = {
     event: events[0],
     events,
     deliveryId,
-    runId: manifest.runId,
-    state: manifest.state,
-    pipeline: triggerPipeline(manifest.trigger ?? undefined) ?? null,
-    trigger: describeTrigger(manifest.trigger ?? undefined),
-    startedAt: manifest.startedAt,
-    finishedAt: manifest.finishedAt,
-    durationMs: manifest.durationMs,
-    counts: c ? { rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined } : null,
+    runId,
+    state,
+    pipeline,
+    trigger,
+    startedAt,
+    finishedAt,
+    durationMs,
+    counts,
     error,
-    drift: manifest.drift ? { level: manifest.drift.level } : null,
-    links: { run: publicUrl ? `${publicUrl}/ui/runs/${encodeURIComponent(manifest.runId)}` : null, folder: manifest.folder },
+    drift,
+    links: { run: publicUrl ? `${publicUrl}/ui/runs/${encodeURIComponent(runId)}` : null, folder },
   };
   return { ...body, text: chatText(body) };
 }

@@ -1,48 +1,63 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Manifest } from '../pipeline/manifest.js';
-import { storedLocationSchema } from '../storage/location.js';
-import type { NotifyConfig } from './notify-config.js';
-import { targetsOf } from './notify-config.js';
-import { webhookBody } from './webhook-body.js';
+import type { Location } from '../storage/location.js';
+import { deliverySeal } from './delivery-seal.js';
+import type { NotifyEvent } from './notify-events.js';
+import { targetsOf, type NotifyConfig } from './notify-config.js';
+import { runEndOf, runEndSchema, type RunEnd } from './run-end.js';
+import { TARGET_NAME, targetName } from './target-name.js';
+
+const unsealed = {
+  /** `<runId>.<state>.<12 hex>` (see deliveryId): the job's id too, and the name of its record in the run folder. */
+  deliveryId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,159}$/, { message: 'must be a delivery id: <runId>.<state>.<12 hex>' }),
+  /** The target, by name (see targetName): never its URL. */
+  target: z.string().regex(TARGET_NAME, { message: 'must be a target name: 16 hex digits' }),
+  /** The run end told: the body is built from it where the delivery is attempted. */
+  end: runEndSchema,
+};
+const unsealedSchema = z.object(unsealed).strict();
 
 /**
- * One run end told to one target: the same id, body and target on every attempt. Read through
- * this schema where it is attempted, from the notifications queue's job data or as deliveriesOf
- * made it, so its run folder is parsed there once.
+ * The notifications queue's job data: one run end told to one configured target, sealed with a
+ * key of NOTIFY_SECRET (see deliverySeal). No URL and no body: the worker attempting it finds the
+ * URL by the target's name in its own settings, and builds the body from the run end.
  */
-export const webhookDeliverySchema = z.object({
-  /** `<runId>.<state>.<12 hex>` (see deliveryId). */
-  id: z.string(),
-  url: z.string(),
+export const deliveryJobSchema = z.object({ ...unsealed, seal: z.string().regex(/^[0-9a-f]{64}$/, { message: 'must be a seal: 64 hex digits' }) }).strict();
+export type DeliveryJob = z.output<typeof deliveryJobSchema>;
+
+/** A delivery as it is attempted, once checked (see checkedDelivery): the same id, body and target on every attempt. */
+export interface WebhookDelivery {
+  id: string;
+  /** The target's URL, as configured. */
+  url: string;
   /** The JSON body as sent; signatures are made over it. */
-  body: z.string(),
-  /** The run folder, where the delivery's outcome is recorded (null: the run has none): text as the manifest says it, a location once read. */
-  folder: storedLocationSchema.nullable(),
+  body: string;
+  /** The run folder, where the delivery's outcome is recorded (null: the run has none). */
+  folder: Location | null;
   /** The end's events, for the record. */
-  events: z.array(z.string()),
-});
-/** A delivery as it is made and enqueued (the notifications queue's job data): its folder as text. */
-export type StoredWebhookDelivery = z.input<typeof webhookDeliverySchema>;
-/** A delivery as it is attempted: its folder parsed. */
-export type WebhookDelivery = z.output<typeof webhookDeliverySchema>;
+  events: NotifyEvent[];
+}
 
 /**
  * A delivery's id, derived from what identifies the run end (run id, start of the attempt that
  * ended, end state) and the target: a run end told twice (a run job taken again after its worker
  * stalled) gives the same id, and is delivered once; a resumed run that ends again, another.
- * Characters of run ids, dots and hex only: a BullMQ job id.
+ * Characters of run ids, dots and hex only: a BullMQ job id and a file name.
  */
-export function deliveryId(manifest: Pick<Manifest, 'runId' | 'startedAt' | 'state'>, url: string): string {
-  const hash = createHash('sha256').update(`${manifest.runId}\n${manifest.startedAt}\n${manifest.state}\n${url}`).digest('hex');
-  return `${manifest.runId}.${manifest.state}.${hash.slice(0, 12)}`;
+export function deliveryId(end: Pick<RunEnd, 'runId' | 'startedAt' | 'state'>, url: string): string {
+  const hash = createHash('sha256').update(`${end.runId}\n${end.startedAt}\n${end.state}\n${url}`).digest('hex');
+  return `${end.runId}.${end.state}.${hash.slice(0, 12)}`;
 }
 
-/** The deliveries of one run end: one per target that hears it (see targetsOf). */
-export function deliveriesOf(manifest: Manifest, config: NotifyConfig): StoredWebhookDelivery[] {
-  return targetsOf(manifest, config).map((url) => {
-    const id = deliveryId(manifest, url);
-    const body = webhookBody(manifest, id, config.publicUrl);
-    return { id, url, body: JSON.stringify(body), folder: manifest.folder, events: body.events };
-  });
+/** A delivery job, sealed: `fields` read through the schema first, as the worker checking it reads them. */
+export function sealedDelivery(secret: string, fields: z.input<typeof unsealedSchema>): DeliveryJob {
+  const read = unsealedSchema.parse(fields);
+  return { ...read, seal: deliverySeal(secret, read) };
+}
+
+/** The delivery jobs of one run end: one per target that hears it (see targetsOf). */
+export function deliveriesOf(manifest: Manifest, config: NotifyConfig): DeliveryJob[] {
+  const end = runEndOf(manifest);
+  return targetsOf(end, config).map((url) => sealedDelivery(config.secret, { deliveryId: deliveryId(end, url), target: targetName(url), end }));
 }

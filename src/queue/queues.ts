@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { formatIssues, runOptionsSchema, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
 import { runFiles } from '../pipeline/prepared-run.js';
-import type { RunTrigger } from '../pipeline/run-trigger.js';
-import { storedLocationSchema, type Location } from '../storage/location.js';
+import { runTriggerSchema, type RunTrigger } from '../pipeline/run-trigger.js';
+import { basename, storedLocationSchema, type Location } from '../storage/location.js';
 import { QueueCluster } from './queue-cluster.js';
 import { QueueRedis } from './queue-redis.js';
 import { redisTarget } from './redis-target.js';
@@ -48,19 +48,25 @@ export type RunJob = RunJobData & { folder: Location };
 const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
+ * A run id in job data, by the rule `--run-id` takes: it names the run folder (`<out>/<runId>`) and
+ * job ids, so text that climbs out of its output root (`../x`) never reaches storage or a listener.
+ */
+const jobRunIdSchema = runOptionsSchema.shape.runId.unwrap();
+
+/**
  * How a worker reads a run job's data (see readJobData). Job data may come from any producer that
  * can write to Redis, or from another release: its options are checked where its defaults are
- * known (askedRequest), its trigger is carried as it came (status reads it leniently).
+ * known (askedRequest); its run id by the run-id rule, and its trigger by its schema, here.
  */
 export const runJobDataSchema: z.ZodType<RunJob, RunJobData> = z
   .object({
-    runId: z.string().min(1),
+    runId: jobRunIdSchema,
     request: z.object({
       input: z.string(),
       model: z.string(),
       out: z.string(),
       options: z.custom<RunOptionsInput>(isObject, 'must be an object'),
-      trigger: z.custom<RunTrigger>().optional(),
+      trigger: runTriggerSchema.optional(),
     }),
     step: z.enum(['score', 'assemble']).optional(),
     startedAt: z.string().optional(),
@@ -74,17 +80,19 @@ export const runJobDataSchema: z.ZodType<RunJob, RunJobData> = z
   });
 
 /** A segment job's data: small, since segment results live in storage, not in Redis. */
-export const segmentJobDataSchema = z.object({
-  runId: z.string().min(1),
-  /** The run folder, where `_work/run.json` says everything else: text in Redis, a location once read. */
-  folder: storedLocationSchema,
-  index: z.int().min(0),
-  /**
-   * The run job's creation time: a run enqueued again (a resume, maybe with a higher
-   * --max-error-rate) may have rewritten `_work/run.json`, so workers read it again per generation.
-   */
-  generation: z.number(),
-});
+export const segmentJobDataSchema = z
+  .object({
+    runId: jobRunIdSchema,
+    /** The run folder, `<out>/<runId>`, where `_work/run.json` says everything else: text in Redis, a location once read. */
+    folder: storedLocationSchema,
+    index: z.int().min(0),
+    /**
+     * The run job's creation time: a run enqueued again (a resume, maybe with a higher
+     * --max-error-rate) may have rewritten `_work/run.json`, so workers read it again per generation.
+     */
+    generation: z.number(),
+  })
+  .refine((data) => basename(data.folder) === data.runId, { message: 'must be the run folder <out>/<runId> of its runId', path: ['folder'] });
 /** A segment job's data as written to Redis (its folder as text, formatLocation's). */
 export type SegmentJobData = z.input<typeof segmentJobDataSchema>;
 

@@ -42,9 +42,10 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
   return async (job, token, lost) => {
     const data = await ctx.readJob(job, token, runJobDataSchema);
     const { folder } = data;
+    const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
+    const asked = await allowedRequest(ctx, job, token, data, jobLog);
     const cancel = ctx.cancelWatch.follow(data.runId);
     const signal = ctx.jobSignal(cancel.signal, lost);
-    const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
     const startedAt = data.startedAt ?? new Date().toISOString();
     let plannedAt = data.plannedAt;
     let request: RunRequest | undefined;
@@ -53,13 +54,6 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // A run cancelled before a worker took it never starts; one cancelled while its segments
       // were scored comes back here once they have stopped, and is not assembled.
       if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
-      const asked = askedRequest(ctx, data);
-      // Job data may come from any producer that can write to Redis: what it names is checked
-      // here, before anything is read or sent (even the run folder's run.json), and fails the job
-      // at once, leaving no run folder.
-      const { policy = {} } = ctx.options;
-      await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
-      await checkOutput(policy, folder);
       // Another's folder is refused before any of its files is read as this run's.
       await checkRunFolder(ctx.storage, folder, data.runId, signal);
       request = await effectiveRequest(ctx, data, asked);
@@ -154,11 +148,11 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       if (lost?.aborted) throw ctx.lockLost(jobLog, lost);
-      const asked = request ?? { ...data.request, options: { ...data.request.options } };
+      const endRequest = request ?? { ...data.request, options: { ...data.request.options } };
       // What a cancel causes may come before the watch's next poll (its segments removed under it).
       const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
       if (cancelled) {
-        throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: asked }, jobLog);
+        throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: endRequest }, jobLog);
       }
       // A run past its error budget shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
       const keepQuarantined = (bySegment: readonly number[]) =>
@@ -168,13 +162,19 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Stopped on a cap: the run's error says which, and how far it got.
       const failure =
         err instanceof ExpiredError && !err.cap
-          ? await expiredQueuedRun(ctx, data.runId, run, asked, err.kind).catch((e: unknown) => {
+          ? await expiredQueuedRun(ctx, data.runId, run, endRequest, err.kind).catch((e: unknown) => {
               jobLog.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
               return err;
             })
           : err;
       throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
-        const manifest = await recordFailure(ctx.storage, folder, { runId: data.runId, startedAt, run, request: asked, error: e }, jobLog, keepQuarantined);
+        const manifest = await recordFailure(
+          ctx.storage,
+          folder,
+          { runId: data.runId, startedAt, run, request: endRequest, error: e },
+          jobLog,
+          keepQuarantined,
+        );
         ctx.options.listener?.runEnded(manifest);
       });
     } finally {
@@ -208,6 +208,26 @@ async function expiredQueuedRun(
   kind: CapKind,
 ): Promise<ExpiredError> {
   return expiredRun(ctx.storage, runId, kind, run?.request.options ?? asked.options, await ctx.caps.usage(runId), run);
+}
+
+/**
+ * The enqueuer's request (see askedRequest), once the deployment policy allows what it names, and
+ * the pipeline it names (if any) makes it. Job data may come from any producer that can write to
+ * Redis: it is checked here, before anything is read or sent (even the run folder's run.json). A refusal fails the job at once, leaving no run
+ * folder, and tells no listener: a run the deployment does not allow is none of its runs, and no
+ * webhook or lineage event names its id or folder.
+ */
+async function allowedRequest(ctx: WorkerContext, job: Job<RunJobData>, token: string | undefined, data: RunJob, jobLog: Logger): Promise<RunRequest> {
+  const { policy = {} } = ctx.options;
+  try {
+    ctx.options.checkPipelineRun?.(data.runId, data.request);
+    const asked = askedRequest(ctx, data);
+    await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
+    await checkOutput(policy, data.folder);
+    return asked;
+  } catch (err) {
+    throw await ctx.failJob(job, token, err, jobLog, async () => {});
+  }
 }
 
 /** The enqueuer's request, its options over this worker's defaults. */

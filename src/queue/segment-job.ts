@@ -14,6 +14,9 @@ import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
 
+/** The states of a run job whose segments are being scored: waiting for them, or (for a moment) still adding them. */
+const RUN_UNDER_WAY: readonly string[] = ['waiting-children', 'active'];
+
 /** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
@@ -21,8 +24,11 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     const jobLog = ctx.log.child({ runId, segment: index, jobId: job.id });
     let run: PreparedRun | undefined;
     const onFinal = async (e: Error) => {
-      // A segment job whose run job is gone (removed, or never there: job data any producer wrote) has no run to report to.
-      if (!(await Job.fromId(ctx.runsQueue, runId))) return;
+      // Only a run under way is failed by its segment: a segment job whose run job is gone (removed,
+      // or never there) or has ended (job data any producer wrote, naming a finished run) has no
+      // run to report to, and a succeeded run is never told as failed.
+      const runJob = await Job.fromId(ctx.runsQueue, runId);
+      if (!runJob || !RUN_UNDER_WAY.includes(await runJob.getState())) return;
       // BullMQ fails the run with "child ... failed"; the segment's own reason goes where status finds it.
       const reason = `segment ${index}: ${toQueueError(e).message}`;
       const first = await ctx.progress.fail(runId, reason);
@@ -33,11 +39,12 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     };
     const { policy = {} } = ctx.options;
     // Segment job data may come from any producer that can write to Redis: its folder is checked
-    // before anything in it is read; the run it holds, once read (its input and service).
+    // before anything in it is read; the run it holds, once read (its input and service). A folder
+    // the policy refuses is no run's of this deployment: the job fails, and no run is told of it.
     try {
       await checkOutput(policy, folder);
     } catch (err) {
-      throw await ctx.failJob(job, token, err, jobLog, onFinal);
+      throw await ctx.failJob(job, token, err, jobLog, async () => {});
     }
     // A segment finished before a crash, or by another worker, is never scored again; its counts
     // are reported again, in case the crash came between its done marker and its progress.

@@ -5,6 +5,7 @@ import type { RunOptionsInput } from '../config/run-options.js';
 import type { PredictorFactory } from '../pipeline/predictor.js';
 import type { RunListener } from '../pipeline/run-listener.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
+import type { RunJobData } from './queues.js';
 
 /** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */
 export interface AlsoProcessed {
@@ -12,6 +13,10 @@ export interface AlsoProcessed {
   processor: Processor;
   /** Releases what the processor holds; called once the process has stopped taking jobs. */
   close(): Promise<void>;
+  /** Jobs taken at once (1 when absent). */
+  concurrency?: number;
+  /** The wait before a failed job's next attempt, for the jobs whose backoff type is not one of BullMQ's own. */
+  backoffStrategy?: (attemptsMade: number) => number;
 }
 
 /** Options of one worker process. */
@@ -38,6 +43,12 @@ export interface WorkerOptions {
    * anything (the storage given to the worker should be guarded by it too). None: everything.
    */
   policy?: DeploymentPolicy;
+  /**
+   * Refuses (throws E_NOT_ALLOWED) a run job whose trigger names a pipeline it is not a run of:
+   * the pipelines of the worker's jobs folder (see pipelineRunCheck). None: a run naming a
+   * pipeline is not checked against it (the worker has no jobs folder).
+   */
+  checkPipelineRun?: (runId: string, request: RunJobData['request']) => void;
   /** The deployment's bounds on sizes peers control (see LIMITS), applied to every run and segment job; DEFAULT_LIMITS when absent. */
   limits?: Limits;
   /** Run options a job does not set (this worker's MODEL_SERVICE_URL and config files). */

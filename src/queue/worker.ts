@@ -51,7 +51,10 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
   const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, ctx.segmentIntake.around(segmentJobProcessor(ctx)), { ...common, concurrency: 1 });
   ctx.segmentIntake.steer(segmentsWorker);
   const also = options.alsoProcess ?? [];
-  const workers = [runsWorker, segmentsWorker, ...also.map((a) => new Worker(a.queue, a.processor, { ...common, concurrency: 1 }))];
+  const alsoWorkers = also.map(
+    (a) => new Worker(a.queue, a.processor, { ...common, concurrency: a.concurrency ?? 1, settings: { backoffStrategy: a.backoffStrategy } }),
+  );
+  const workers = [runsWorker, segmentsWorker, ...alsoWorkers];
   const onError = (err: Error) => watch.error(err);
   for (const w of workers) {
     w.on('error', onError);

@@ -26,10 +26,11 @@ export interface ForeignListener {
 }
 
 /**
- * How a listener answers a request once it is recorded: a status (with a short text body), or
- * `hang` to never answer (a server that accepted the request and stalls).
+ * How a listener answers a request once it is recorded: a status (with a short text body), a
+ * status with headers of its own (a redirect's `location`), or `hang` to never answer (a server
+ * that accepted the request and stalls).
  */
-export type Answer = (request: RecordedRequest) => number | 'hang';
+export type Answer = (request: RecordedRequest) => number | { status: number; headers: Record<string, string> } | 'hang';
 
 /** Starts a ForeignListener on a free port of 127.0.0.1; it answers 404 unless `answer` says otherwise. */
 export async function startForeignListener(answer: Answer = () => 404): Promise<ForeignListener> {
@@ -41,8 +42,10 @@ export async function startForeignListener(answer: Answer = () => 404): Promise<
     req.on('end', () => {
       const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       requests.push(request);
-      const status = answer(request);
-      if (status !== 'hang') res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 404 ? 'not here' : String(status));
+      const answered = answer(request);
+      if (answered === 'hang') return;
+      const { status, headers } = typeof answered === 'number' ? { status: answered, headers: {} } : answered;
+      res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(status === 404 ? 'not here' : String(status));
     });
   });
   server.on('connection', () => connections++);

@@ -89,6 +89,9 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   }
 }
 
+/** A jobs folder that does not exist: a worker given it declares no pipelines. */
+const NO_JOBS_DIR = '/nonexistent/batch-scorer-test-jobs';
+
 /**
  * A queue test's world: its own prefix, a simulator, a producer, and the worker processes it
  * starts, all torn down after each test (workers killed, keys dropped).
@@ -107,9 +110,13 @@ export function useQueueFixture() {
       f.queue = new RunQueue({ redisUrl, prefix: f.prefix });
     },
     env: () => ({ REDIS_URL: f.redisUrl, QUEUE_PREFIX: f.prefix, MODEL_SERVICE_URL: f.sim.url }),
-    /** A worker process with a short lock, so a killed worker's segments are taken over in seconds. */
+    /**
+     * A worker process with a short lock, so a killed worker's segments are taken over in seconds;
+     * with no jobs folder unless `extra` names one (JOBS_DIR), so that what it runs never depends
+     * on the jobs/ of the directory the tests run in.
+     */
     worker: (args: string[] = [], extra: Record<string, string> = {}) => {
-      const w = startWorkerProcess({ ...f.env(), ...extra }, ['--lock-duration', '2000', ...args]);
+      const w = startWorkerProcess({ ...f.env(), JOBS_DIR: NO_JOBS_DIR, ...extra }, ['--lock-duration', '2000', ...args]);
       f.workers.push(w);
       return w;
     },

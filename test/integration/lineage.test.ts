@@ -5,6 +5,7 @@ import type { RunEvent } from '../../src/lineage/run-event.js';
 import { LINEAGE_DRAIN_MS } from '../../src/lineage/lineage-listener.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { runCli, startCli } from '../helpers/cli.js';
+import { startForeignListener } from '../helpers/foreign-listener.js';
 import { startLineageReceiver, type LineageReceiver } from '../helpers/lineage-receiver.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
@@ -125,6 +126,27 @@ describe('lineage events from score', () => {
     expect(types(receiver.events())).toEqual(['START', 'START', 'COMPLETE']);
     expect(receiver.listener.requests[0].body).toBe(receiver.listener.requests[1].body);
     expectOneRun(receiver.events(), 'lin-retry', 'mindsdb.home_rentals_model');
+  });
+
+  it('a redirect is not followed: each event is sent once, to OPENLINEAGE_URL only, and the host it points to hears nothing', async () => {
+    const elsewhere = await startForeignListener(() => 200);
+    try {
+      receiver = await startLineageReceiver(() => ({ status: 307, headers: { location: `${elsewhere.url}/api/v1/lineage` } }));
+      const apiKey = 'lineage-key-redirected-0123';
+      const r = await runCli(['score', input, '--model', MODEL, '--out', join(tmp.dir, 'score-redirect'), '--run-id', 'lin-redirect', '--json'], {
+        ...env(receiver.url),
+        OPENLINEAGE_API_KEY: apiKey,
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ runId: 'lin-redirect', state: 'succeeded' });
+      // Given up at the redirect: not tried again, not followed.
+      expect(types(receiver.events())).toEqual(['START', 'COMPLETE']);
+      expect(r.stderr).toContain('the lineage server answered 307 (a redirect, which is not followed)');
+      expect(elsewhere.requests).toEqual([]);
+      expect(elsewhere.connections()).toBe(0);
+    } finally {
+      await elsewhere.close();
+    }
   });
 
   it('a lineage server that is down fails nothing: the run succeeds, with a warning', async () => {

@@ -184,7 +184,8 @@ describe('scheduled runs', () => {
     const out = join(tmp.dir, 'every-2s-out');
     const dir = await jobsDir(scheduled('fast', '*/2 * * * * *', tz, join(inputs, '{date}.csv'), `${out}/`));
     expect(changes((await sync(dir)).lines)).toEqual({ fast: 'added' });
-    f.worker();
+    // The worker makes each run as its jobs folder declares the pipeline.
+    f.worker([], { JOBS_DIR: dir });
 
     const runs = await waitFor(
       'two scheduled runs to complete',
@@ -236,13 +237,14 @@ describe('scheduled runs', () => {
     const queue = await setup();
     const tz = 'America/New_York';
     const missing = join(tmp.dir, 'nowhere');
-    await sync(await jobsDir(scheduled('gone', '0 3 * * *', tz, join(missing, '{date-1d}.csv'), `${join(tmp.dir, 'gone-out')}/`)));
+    const dir = await jobsDir(scheduled('gone', '0 3 * * *', tz, join(missing, '{date-1d}.csv'), `${join(tmp.dir, 'gone-out')}/`));
+    await sync(dir);
     // Fired now instead of at 03:00: its next job promoted, through BullMQ's own clock.
     const [{ next }] = await queue.getJobSchedulers();
     const job = (await Job.fromId(queue, `repeat:gone:${next}`))!;
     await job.promote();
     const promotedAt = Date.now();
-    f.worker();
+    f.worker([], { JOBS_DIR: dir });
     const fired = await waitFor('the fired job to complete', async () => {
       const j = await Job.fromId<unknown, ScheduledRunResult>(queue, job.id!);
       return j?.returnvalue && j.returnvalue;

@@ -39,6 +39,13 @@ describe('a segment job’s data', () => {
     );
     expect(refusal(segmentJobDataSchema, { runId: 'r1', index: 0, generation: 1 })?.message).toMatch(/\(folder: must be text\)/);
   });
+
+  it('is refused when its run id breaks the run-id rule, or its folder is not the run folder of its run', () => {
+    expect(refusal(segmentJobDataSchema, { ...stored, runId: '../r1' })?.message).toMatch(/\(runId: use letters, digits, "\.", "_" and "-" \(at most 128\)/);
+    expect(refusal(segmentJobDataSchema, { ...stored, folder: 's3://bucket/runs/other' })?.message).toMatch(
+      /\(folder: must be the run folder <out>\/<runId> of its runId\)/,
+    );
+  });
 });
 
 describe('a run job’s data', () => {
@@ -71,5 +78,10 @@ describe('a run job’s data', () => {
       /\(request\.options: must be an object\)/,
     );
     expect(refusal(runJobDataSchema, { ...stored, step: 'plan' })?.message).toMatch(/\(step: must be "score" or "assemble"\)/);
+    // A run id names the run folder: one that climbs out of its output root is no run id.
+    for (const runId of ['../manifest', '../../foreign/r1', '.hidden', '', 'a/b']) {
+      expect(errorCode(refusal(runJobDataSchema, { ...stored, runId })), runId).toBe('E_USAGE');
+      expect(refusal(runJobDataSchema, { ...stored, runId })?.message, runId).toMatch(/\(runId: /);
+    }
   });
 });

@@ -9,13 +9,18 @@ import { notificationsSection } from '../../src/http/notifications-section.js';
 import type { DeliveryRecord } from '../../src/notify/delivery-record.js';
 import { notifyConfig, targetsOf } from '../../src/notify/notify-config.js';
 import { runEvents } from '../../src/notify/notify-events.js';
-import { deliveriesOf, deliveryId, webhookDeliverySchema } from '../../src/notify/webhook-delivery.js';
+import { checkedDelivery } from '../../src/notify/delivery-check.js';
+import { runEndOf } from '../../src/notify/run-end.js';
+import { targetName } from '../../src/notify/target-name.js';
+import { deliveriesOf, deliveryId, deliveryJobSchema, sealedDelivery, type DeliveryJob } from '../../src/notify/webhook-delivery.js';
 import { webhookBody } from '../../src/notify/webhook-body.js';
+import { webhookRetryDelayMs } from '../../src/notify/webhook-retry.js';
+import { readJobData } from '../../src/queue/queues.js';
 import { verdictOf } from '../../src/notify/webhook-post.js';
 import { webhookSignature } from '../../src/notify/webhook-signature.js';
 import { buildManifest, type Manifest } from '../../src/pipeline/manifest.js';
-import { formatLocation } from '../../src/storage/location.js';
 import type { Drift } from '../../src/pipeline/drift.js';
+import { parseLocation } from '../../src/storage/location.js';
 import { loadPipelines } from '../../src/triggers/pipelines.js';
 
 const SECRET = 'a-notify-secret-of-32-characters';
@@ -78,7 +83,7 @@ describe('webhook signature', () => {
 describe('webhook body', () => {
   it("carries the run end's fields, its error message bounded, links, and a one-line chat text with the link after it", () => {
     const m = failedRun();
-    const body = webhookBody(m, 'the-id', 'https://scorer.example');
+    const body = webhookBody(runEndOf(m), 'the-id', 'https://scorer.example');
     const { text, error, ...rest } = body;
     expect(rest).toEqual({
       event: 'failed',
@@ -105,7 +110,7 @@ describe('webhook body', () => {
   });
 
   it('says the counts of a completed run, its drift, and links the folder when no PUBLIC_URL is set', () => {
-    const body = webhookBody(completedRun('warn'), 'id', undefined);
+    const body = webhookBody(runEndOf(completedRun('warn')), 'id', undefined);
     expect(body).toMatchObject({ event: 'completed', events: ['completed', 'drift'], pipeline: null, error: null, drift: { level: 'warn' } });
     expect(body.counts).toEqual({ rowsIn: 10, rowsScored: 9, rowsQuarantined: 1 });
     expect(body.links).toEqual({ run: null, folder: '/out/r1' });
@@ -118,7 +123,7 @@ describe('run events and targets', () => {
     expect(runEvents(completedRun())).toEqual(['completed']);
     expect(runEvents(completedRun('ok'))).toEqual(['completed']);
     expect(runEvents(completedRun('fail'))).toEqual(['completed', 'drift']);
-    expect(runEvents({ ...failedRun(), drift: { level: 'fail' } as Drift })).toEqual(['failed', 'drift']);
+    expect(runEvents({ ...failedRun(), drift: { level: 'fail' } })).toEqual(['failed', 'drift']);
     expect(runEvents({ ...failedRun(), state: 'cancelled' })).toEqual(['cancelled']);
     expect(runEvents({ ...failedRun(), state: 'expired' })).toEqual(['expired']);
   });
@@ -128,12 +133,17 @@ describe('run events and targets', () => {
       { name: 'nightly', notify: { urls: ['https://failures.example/', 'https://all.example/'], on: ['failed'] } },
       { name: 'other', notify: { urls: ['https://drift.example/'], on: ['drift'] } },
     ])!;
-    expect(targetsOf(failedRun(), config)).toEqual(['https://all.example/', 'https://failures.example/']);
+    const targets = (m: Manifest) => targetsOf(runEndOf(m), config);
+    expect(targets(failedRun())).toEqual(['https://all.example/', 'https://failures.example/']);
     const completedNightly = { ...completedRun(), trigger: failedRun().trigger };
-    expect(targetsOf(completedNightly, config)).toEqual(['https://all.example/']);
+    expect(targets(completedNightly)).toEqual(['https://all.example/']);
     const otherTrigger = { ...failedRun().trigger!, pipeline: 'other' } as Manifest['trigger'];
-    expect(targetsOf({ ...completedRun('warn'), trigger: otherTrigger }, config)).toEqual(['https://all.example/', 'https://drift.example/']);
-    expect(targetsOf({ ...completedRun('ok'), trigger: otherTrigger }, config)).toEqual(['https://all.example/']);
+    expect(targets({ ...completedRun('warn'), trigger: otherTrigger })).toEqual(['https://all.example/', 'https://drift.example/']);
+    expect(targets({ ...completedRun('ok'), trigger: otherTrigger })).toEqual(['https://all.example/']);
+    // What a delivery job may name: each target once, by name.
+    expect([...config.targets.entries()]).toEqual(
+      ['https://all.example/', 'https://failures.example/', 'https://drift.example/'].map((url) => [targetName(url), url]),
+    );
   });
 
   it('nothing to tell is no config; pipeline targets without NOTIFY_SECRET are refused naming the pipeline', () => {
@@ -144,34 +154,113 @@ describe('run events and targets', () => {
   });
 
   it('a delivery id is the same for the same run end and target, another for another end or target', () => {
-    const m = failedRun();
-    const id = deliveryId(m, TOKEN_URL);
+    const end = runEndOf(failedRun());
+    const id = deliveryId(end, TOKEN_URL);
     expect(id).toMatch(/^nightly-20261126T0200Z\.failed\.[0-9a-f]{12}$/);
-    expect(deliveryId({ ...m }, TOKEN_URL)).toBe(id);
-    expect(deliveryId(m, 'https://other.example/')).not.toBe(id);
-    expect(deliveryId({ ...m, startedAt: '2026-11-26T03:00:00.000Z' }, TOKEN_URL)).not.toBe(id);
-    const [d] = deliveriesOf(m, notifyConfig({ urls: [TOKEN_URL], secret: SECRET })!);
-    expect(d.id).toBe(id);
-    expect(JSON.parse(d.body)).toMatchObject({ deliveryId: id, runId: m.runId });
-    expect(d.body).not.toContain('token');
+    expect(deliveryId({ ...end }, TOKEN_URL)).toBe(id);
+    expect(deliveryId(end, 'https://other.example/')).not.toBe(id);
+    expect(deliveryId({ ...end, startedAt: '2026-11-26T03:00:00.000Z' }, TOKEN_URL)).not.toBe(id);
   });
 
-  it('a delivery keeps its run folder as the manifest’s text in job data, and is read with it parsed', () => {
-    const m = failedRun();
-    const [stored] = deliveriesOf(m, notifyConfig({ urls: [TOKEN_URL], secret: SECRET })!);
-    expect(stored.folder).toBe('/out/nightly-20261126T0200Z');
-    const read = webhookDeliverySchema.parse(JSON.parse(JSON.stringify(stored)));
-    expect(read.folder).toEqual({ kind: 'file', path: '/out/nightly-20261126T0200Z' });
-    expect({ ...read, folder: read.folder && formatLocation(read.folder) }).toEqual(stored);
-    expect(webhookDeliverySchema.parse({ ...stored, folder: null }).folder).toBe(null);
-    const bad = webhookDeliverySchema.safeParse({ ...stored, folder: 'ftp://host/out' });
-    expect(bad.error?.issues.map((i) => i.path)).toEqual([['folder']]);
+  it('a delivery job carries the run end, its target by name and a seal: no URL, no body', () => {
+    const [job] = deliveriesOf(failedRun(), notifyConfig({ urls: [TOKEN_URL], secret: SECRET })!);
+    expect(Object.keys(job)).toEqual(['deliveryId', 'target', 'end', 'seal']);
+    expect(job.deliveryId).toBe(deliveryId(job.end, TOKEN_URL));
+    expect(job.target).toBe(targetName(TOKEN_URL));
+    expect(job.target).toMatch(/^[0-9a-f]{16}$/);
+    expect(job.seal).toMatch(/^[0-9a-f]{64}$/);
+    expect(job.end).toMatchObject({ runId: 'nightly-20261126T0200Z', state: 'failed', pipeline: 'nightly', folder: '/out/nightly-20261126T0200Z' });
+    expect(Buffer.byteLength(job.end.error!.message)).toBeLessThanOrEqual(500);
+    expect(JSON.stringify(job)).not.toMatch(/token|hooks\.example/);
   });
 
   it('2xx is delivered; 408, 429 and 5xx are tried again; other statuses (4xx, redirects) are given up', () => {
     expect([200, 202, 204].map(verdictOf)).toEqual(['delivered', 'delivered', 'delivered']);
     expect([408, 429, 500, 502, 503].map(verdictOf)).toEqual(['retry', 'retry', 'retry', 'retry', 'retry']);
     expect([301, 400, 401, 404, 410].map(verdictOf)).toEqual(['give-up', 'give-up', 'give-up', 'give-up', 'give-up']);
+  });
+});
+
+describe('a delivery job, as a worker checks it before it sends or writes anything', () => {
+  const root = mkdtempSync(join(tmpdir(), 'notify-out-'));
+  const policy = { outputRoots: [parseLocation(root)] };
+  const config = notifyConfig({ urls: [TOKEN_URL], secret: SECRET })!;
+  const folder = join(root, 'nightly-20261126T0200Z');
+  /** The run end's job as Redis keeps it: JSON. */
+  const stored = (): DeliveryJob => JSON.parse(JSON.stringify(deliveriesOf({ ...failedRun(), folder }, config)[0])) as DeliveryJob;
+  const sealed = (fields: Omit<DeliveryJob, 'seal'>, secret = SECRET) => sealedDelivery(secret, fields);
+  const check = async (data: unknown, id = (data as DeliveryJob).deliveryId) =>
+    checkedDelivery(id, readJobData(deliveryJobSchema, { id, queueName: 'notifications', data }), { config, policy });
+
+  it('is attempted with the configured URL, a body built from its run end, and its run folder parsed', async () => {
+    const job = stored();
+    const delivery = await check(job);
+    expect(delivery).toMatchObject({ id: job.deliveryId, url: TOKEN_URL, folder: { kind: 'file', path: folder }, events: ['failed'] });
+    expect(JSON.parse(delivery.body)).toEqual(webhookBody(job.end, job.deliveryId, undefined));
+    expect(JSON.parse(delivery.body)).toMatchObject({ runId: 'nightly-20261126T0200Z', links: { folder } });
+  });
+
+  it('is refused (E_NOT_ALLOWED) when not sealed with NOTIFY_SECRET, or naming another job, target, delivery or folder', async () => {
+    const { seal, ...fields } = stored();
+    const forged = (end: Partial<DeliveryJob['end']>) => sealed({ ...fields, end: { ...fields.end, ...end } });
+    const refusals: [unknown, string | undefined, RegExp][] = [
+      [{ ...fields, seal, end: { ...fields.end, state: 'succeeded' } }, undefined, /it is not sealed with this deployment's NOTIFY_SECRET/],
+      [sealed(fields, 'another-secret-of-32-characters!'), undefined, /it is not sealed with this deployment's NOTIFY_SECRET/],
+      [{ ...fields, seal }, 'another-job', /its job id is not its delivery id/],
+      [sealed({ ...fields, target: targetName('https://attacker.example/') }), undefined, /names target [0-9a-f]{16}, which neither NOTIFY_URLS nor/],
+      [sealed({ ...fields, deliveryId: 'nightly-20261126T0200Z.failed.000000000000' }), undefined, /its delivery id is not the one of its run end/],
+      [forged({ folder: `/elsewhere/${fields.end.runId}` }), undefined, /is outside OUTPUT_ROOTS/],
+      [forged({ folder: join(root, 'r1') }), undefined, /its run folder is not named after its run/],
+      [forged({ folder: 'ftp://host/x' }), undefined, /its run folder is no location/],
+    ];
+    for (const [data, id, why] of refusals) {
+      const refused = await check(data, id).then(
+        () => undefined,
+        (err: unknown) => err as BatchScorerError,
+      );
+      expect(refused?.code, String(why)).toBe('E_NOT_ALLOWED');
+      expect(refused?.message).toMatch(why);
+      expect(refused?.message).toMatch(/; nothing was sent/);
+    }
+  });
+
+  it('is refused as unreadable (E_USAGE) with a URL or body of its own, an id that climbs out of its folder, or a text past its bound', () => {
+    const job = stored();
+    const unreadable: [unknown, RegExp][] = [
+      [{ ...job, url: 'https://attacker.example/' }, /unknown option\(s\) "url"/],
+      [{ id: job.deliveryId, url: TOKEN_URL, body: '{}', folder: folder, events: ['failed'] }, /deliveryId: must be text/],
+      [{ ...job, deliveryId: '../manifest' }, /deliveryId: must be a delivery id/],
+      [{ ...job, end: { ...job.end, runId: '../manifest' } }, /end\.runId: use letters, digits/],
+      [{ ...job, end: { ...job.end, error: { code: 'E_INPUT_NOT_FOUND', message: 'x'.repeat(501) } } }, /end\.error\.message: must be at most 500 bytes/],
+      [{ ...job, end: { ...job.end, trigger: 'x'.repeat(513) } }, /end\.trigger: must be at most 512 bytes/],
+      [{ ...job, end: { ...job.end, startedAt: 'yesterday' } }, /end\.startedAt/],
+    ];
+    for (const [data, why] of unreadable) {
+      let refused: unknown;
+      try {
+        readJobData(deliveryJobSchema, { id: 'j1', queueName: 'notifications', data });
+      } catch (err) {
+        refused = err;
+      }
+      expect((refused as BatchScorerError | undefined)?.code, String(why)).toBe('E_USAGE');
+      expect((refused as Error).message).toMatch(why);
+    }
+  });
+
+  it("is tried again after the project's backoff: about 1, 2, 4 and 8 s, half of each random, never past 8 s", () => {
+    for (const [attempt, low, high] of [
+      [1, 500, 1_000],
+      [2, 1_000, 2_000],
+      [3, 2_000, 4_000],
+      [4, 4_000, 8_000],
+      [9, 4_000, 8_000],
+    ]) {
+      for (let i = 0; i < 20; i++) {
+        const wait = webhookRetryDelayMs(attempt);
+        expect(wait, `attempt ${attempt}`).toBeGreaterThanOrEqual(low);
+        expect(wait, `attempt ${attempt}`).toBeLessThanOrEqual(high);
+      }
+    }
   });
 });
 
