@@ -8,7 +8,7 @@ import * as prettier from 'prettier';
 import { z } from 'zod';
 import { commandPath } from '../src/cli/action.js';
 import { buildProgram } from '../src/cli/program.js';
-import { formatLimit, LIMITS, type LimitName } from '../src/config/limits.js';
+import { FIXED_BOUNDS, formatFixedBound, formatLimit, LIMITS, type LimitName } from '../src/config/limits.js';
 import { ENV_SETTINGS } from '../src/config/settings-catalogue.js';
 import { configFileSchema } from '../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
@@ -64,6 +64,15 @@ function limitsReference(): string {
     ),
     '',
     "Byte settings take a number of bytes, or one with `KiB`, `MiB` or `GiB` (`MAX_ANSWER_BYTES=256MiB`). A value below a bound's smallest, or not a number, stops the process at start with `E_CONFIG` naming the variable.",
+    '',
+    '## Fixed bounds',
+    '',
+    'Bounds small enough that no real use comes near them, fixed in the code:',
+    '',
+    table(
+      ['bound', 'value', 'past it', 'in the code'],
+      FIXED_BOUNDS.map((b) => [b.bounds, formatFixedBound(b), b.past, code(b.constant)]),
+    ),
     '',
     'What Redis writers can and cannot do is in [Deploying](deploying.md). Limits of other kinds, and known gaps, are in [Known gaps](known-gaps.md).',
     '',

@@ -196,8 +196,13 @@ function limitValue(spec: LimitSpec, text: string): number {
 
 /** A bound's value as docs and messages show it: `64 MiB`, `10,000`, `30 s`. */
 export function formatLimit(name: LimitName, value: number): string {
-  const { unit } = LIMITS[name];
+  return formatBound(LIMITS[name].unit, value);
+}
+
+/** A value in its unit as docs and messages show it. */
+function formatBound(unit: LimitSpec['unit'] | FixedBound['unit'], value: number): string {
   if (unit === 'seconds') return `${value} s`;
+  if (unit === 'levels') return `${value} levels`;
   if (unit !== 'bytes') return value.toLocaleString('en-US');
   for (const [suffix, size] of [
     ['GiB', GiB],
@@ -207,6 +212,88 @@ export function formatLimit(name: LimitName, value: number): string {
     if (value >= size && value % size === 0) return `${value / size} ${suffix}`;
   }
   return `${value.toLocaleString('en-US')} bytes`;
+}
+
+/** A bound no setting moves: the code holds it as a constant, which test/unit/limits.test.ts keeps equal to `value`. */
+export interface FixedBound {
+  /** The constant that holds it, where it is used (`http/http-errors.ts BODY_LIMIT_BYTES`). */
+  constant: string;
+  value: number;
+  unit: 'bytes' | 'count' | 'levels' | 'characters';
+  /** What it bounds (Markdown). */
+  bounds: string;
+  /** What happens past it (Markdown). */
+  past: string;
+}
+
+/**
+ * The bounds fixed in the code, listed beside LIMITS in docs/limits.md: each is small enough that
+ * no real use comes near it, so it is not a setting.
+ */
+export const FIXED_BOUNDS: readonly FixedBound[] = [
+  {
+    constant: 'http/http-errors.ts BODY_LIMIT_BYTES',
+    value: 64 * KiB,
+    unit: 'bytes',
+    bounds: "An HTTP API request's body.",
+    past: '413, "request body too large"',
+  },
+  {
+    constant: 'http/idempotency-key.ts MAX_IDEMPOTENCY_KEY_LENGTH',
+    value: 255,
+    unit: 'characters',
+    bounds: 'An `Idempotency-Key` (printable ASCII).',
+    past: '400 `E_USAGE`',
+  },
+  {
+    constant: 'config/run-options.ts MAX_PARAMS_BYTES',
+    value: 16 * KiB,
+    unit: 'bytes',
+    bounds: 'The `params` of a run, as JSON.',
+    past: '`E_USAGE` naming `--param` (`params`)',
+  },
+  {
+    constant: 'config/run-options.ts MAX_PARAMS_DEPTH',
+    value: 32,
+    unit: 'levels',
+    bounds: 'How deep `params` nest.',
+    past: '`E_USAGE` naming `--param` (`params`)',
+  },
+  { constant: 'formats/row-parser.ts MAX_ROW_DEPTH', value: 64, unit: 'levels', bounds: 'How deep a JSON Lines row nests.', past: 'the row is quarantined' },
+  {
+    constant: 'pipeline/plan.ts MAX_JSONL_KEYS',
+    value: 10_000,
+    unit: 'count',
+    bounds: 'Distinct keys (columns) of a JSON Lines input.',
+    past: 'the run fails `E_INPUT`, naming the line',
+  },
+  {
+    constant: 'text-excerpt.ts MESSAGE_BYTES',
+    value: 4 * KiB,
+    unit: 'bytes',
+    bounds: 'An error message, wherever it goes (log, manifest, Redis, API); a value it quotes takes 1 KiB at most.',
+    past: 'cut, ending "... N more bytes"',
+  },
+  {
+    constant: 'notify/pipeline-notify.ts MAX_TARGETS',
+    value: 10,
+    unit: 'count',
+    bounds: 'Webhook URLs one pipeline declares.',
+    past: 'the declaration is refused, by `pipelines check` and every command that reads `jobs/`',
+  },
+  { constant: 'notify/run-end.ts MESSAGE_BYTES', value: 500, unit: 'bytes', bounds: "A run's error message in a webhook body.", past: 'cut' },
+  {
+    constant: 'lineage/lineage-sender.ts MAX_PENDING',
+    value: 1_000,
+    unit: 'count',
+    bounds: 'OpenLineage events waiting to be sent by one process.',
+    past: 'new events are dropped, with a warning',
+  },
+];
+
+/** A fixed bound's value as docs show it. */
+export function formatFixedBound(bound: FixedBound): string {
+  return bound.unit === 'characters' ? `${bound.value} characters` : formatBound(bound.unit, bound.value);
 }
 
 /**

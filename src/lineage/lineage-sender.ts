@@ -8,7 +8,7 @@ const ATTEMPT_TIMEOUT_MS = 5_000;
 /** The waits before the second and third tries; a third failure drops the event. */
 const BACKOFF_MS = [500, 2_000];
 /** Events waiting or in flight at most: past it (a server down under many runs) new ones are dropped, so memory stays bounded. */
-const MAX_PENDING = 1_000;
+export const MAX_PENDING = 1_000;
 
 /**
  * Sends run events to the lineage server in the background: each POST with a timeout, tried

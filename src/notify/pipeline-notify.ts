@@ -3,7 +3,7 @@ import { NOTIFY_EVENTS, notifyEventSchema } from './notify-events.js';
 import { webhookUrlProblem } from '../config/webhook-url.js';
 
 /** Targets one pipeline declares at most: each end of each run is one delivery per target. */
-const MAX_TARGETS = 10;
+export const MAX_TARGETS = 10;
 
 /** A webhook target URL, refused without being quoted (see webhookUrlProblem). */
 export const webhookUrlSchema = z.string().superRefine((text, ctx) => {

@@ -120,7 +120,7 @@ export function storedInputPlan(plan: InputPlan): z.input<typeof currentInputPla
 }
 
 /** Distinct keys a JSON Lines file may have: columns, not data (a key per row would be a bug upstream). */
-const MAX_JSONL_KEYS = 10_000;
+export const MAX_JSONL_KEYS = 10_000;
 
 export interface PlanOptions {
   segmentRows: number;
