@@ -36,6 +36,18 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
+ * JSON text that nests deeper than its reader allows, found before any of it is built: a reader
+ * (see textNestedDeeperThan, pickMembers) throws it so that its caller can tell it from text that
+ * is not JSON.
+ */
+export class NestedTooDeep extends Error {
+  constructor(readonly max: number) {
+    super(`JSON nested more than ${max} levels deep`);
+    this.name = 'NestedTooDeep';
+  }
+}
+
+/**
  * Whether JSON text, given as its bytes, nests more than `max` levels deep, counted as
  * nestedDeeperThan counts a parsed value: read before the text is parsed, so that no parse (or
  * anything after it) meets a value too deep to walk. Brackets inside strings are not counted

@@ -1,6 +1,6 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, isAbortError } from '../errors.js';
-import { textNestedDeeperThan } from '../formats/json-depth.js';
+import { NestedTooDeep, textNestedDeeperThan } from '../formats/json-depth.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { predictAllowance, readBounded, type Allowance, type AnswerBounds } from './answer-bounds.js';
 import { parseJsonBody } from './json-body.js';
@@ -132,7 +132,7 @@ export class ServiceClient {
    * batches by it); answers the server's rows as they came: the caller checks alignment.
    */
   predict(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions): Promise<Record<string, unknown>[]> {
-    return this.predictAnswer(ref, rowsJson, options, parseJsonBody);
+    return this.predictAnswer(ref, rowsJson, options, (body) => this.parseWithin(body));
   }
 
   /**
@@ -141,8 +141,17 @@ export class ServiceClient {
    * the whole objects was much of its CPU (see pickMembers).
    */
   predictMembers(ref: ModelRef, rowsJson: RowsJson, members: readonly string[], options: PredictOptions<PickedRow>): Promise<PickedRow[]> {
-    // Anything but an array is read whole, so that it is refused as predict refuses it.
-    return this.predictAnswer(ref, rowsJson, options, (body) => (startsArray(body) ? pickMembers(body, members) : parseJsonBody(body)));
+    // Anything but an array is read whole, so that it is refused as predict refuses it. An array's
+    // depth is bounded by pickMembers as it steps over the values: no second pass over the answer.
+    const { maxAnswerDepth } = this.options.answers;
+    return this.predictAnswer(ref, rowsJson, options, (body) => (startsArray(body) ? pickMembers(body, members, maxAnswerDepth) : this.parseWithin(body)));
+  }
+
+  /** A whole answer parsed, once its depth is known to be within MAX_ANSWER_DEPTH (else NestedTooDeep): no parse or walk meets a value too deep. */
+  private parseWithin(body: Buffer): unknown {
+    const { maxAnswerDepth } = this.options.answers;
+    if (textNestedDeeperThan(body, maxAnswerDepth)) throw new NestedTooDeep(maxAnswerDepth);
+    return parseJsonBody(body);
   }
 
   private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
@@ -158,7 +167,7 @@ export class ServiceClient {
 
   /** Describe with a JSON body on GET, as the reference server requires (`{}` or `{"attribute": ...}`). */
   describe(ref: ModelRef, body: object, options: CallOptions = {}): Promise<unknown> {
-    return this.call({ op: 'describe', ref, body: JSON.stringify(body) }, options, parseJsonBody);
+    return this.call({ op: 'describe', ref, body: JSON.stringify(body) }, options, (answer) => this.parseWithin(answer));
   }
 
   /** The service as it may be shown in logs and manifests. */
@@ -226,18 +235,18 @@ export class ServiceClient {
     await setImmediate();
     await setImmediate();
     const { maxAnswerDepth, limitError } = this.options.answers;
-    const deep = answer !== undefined && textNestedDeeperThan(answer, maxAnswerDepth);
     if (status >= 200 && status < 300) {
       if (answer === undefined) throw this.tooLarge(call, what, allowance, declared);
-      if (deep) throw limitError('answerDepth', maxAnswerDepth, `${what}: an answer nested more than ${maxAnswerDepth} levels deep`);
       try {
         return read(answer);
-      } catch {
+      } catch (err) {
+        if (err instanceof NestedTooDeep) throw limitError('answerDepth', maxAnswerDepth, `${what}: an answer nested more than ${maxAnswerDepth} levels deep`);
         throw new ServiceError('retriable', `${what}: HTTP ${status} with a body that is not JSON (${answer.toString('utf8', 0, 80)})`, { status });
       }
     }
     // An error answer past the allowance, or too deep to read, is not read: its status alone says what it means.
-    throw httpServiceError(what, status, answer === undefined || deep ? '' : answer.toString('utf8'), this.policy, parseRetryAfter(retryAfter));
+    const readable = answer !== undefined && !textNestedDeeperThan(answer, maxAnswerDepth);
+    throw httpServiceError(what, status, readable ? answer.toString('utf8') : '', this.policy, parseRetryAfter(retryAfter));
   }
 
   /** The error of an answer past its allowance, naming the bound to raise (never quoting the answer). */

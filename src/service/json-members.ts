@@ -1,4 +1,5 @@
 import { EXACT_POWERS_OF_TEN } from '../formats/powers-of-ten.js';
+import { NestedTooDeep } from '../formats/json-depth.js';
 
 /** An element of the array that is not an object: the value itself, so an error can show it. */
 export class NotAnObject {
@@ -23,10 +24,11 @@ export type PickedRow = unknown[] | NotAnObject;
  * cut or garbled body is refused with a SyntaxError; a value not asked for is checked only for
  * where it ends. A repeated member takes its last value, as in JSON.parse.
  */
-export function pickMembers(body: Buffer, members: readonly string[]): PickedRow[] {
+export function pickMembers(body: Buffer, members: readonly string[], maxDepth = Infinity): PickedRow[] {
   return new Reader(
     body,
     members.map((m) => Buffer.from(m, 'utf8')),
+    maxDepth,
   ).array();
 }
 
@@ -45,17 +47,20 @@ class Reader {
   constructor(
     private readonly body: Buffer,
     private readonly names: readonly Buffer[],
+    /** Levels arrays and objects may nest, the answer's own array the first: past it, NestedTooDeep (counted as the values are stepped over, so no second pass). */
+    private readonly maxDepth: number,
   ) {
     names.forEach((name, n) => (this.byLength[name.length] ??= []).push(n));
   }
 
   array(): PickedRow[] {
     const rows: PickedRow[] = [];
+    if (this.maxDepth < 1) throw new NestedTooDeep(this.maxDepth);
     this.expect(0x5b); // [
     if (this.peek() === 0x5d) this.at++;
     else {
       for (;;) {
-        rows.push(this.peek() === 0x7b ? this.object() : new NotAnObject(this.value(this.at, this.skipValue())));
+        rows.push(this.peek() === 0x7b ? this.object() : new NotAnObject(this.value(this.at, this.skipValue(1))));
         if (this.separator(0x5d)) break;
       }
     }
@@ -66,6 +71,7 @@ class Reader {
 
   /** An object's chosen members; the reader is at its `{`. */
   private object(): unknown[] {
+    if (this.maxDepth < 2) throw new NestedTooDeep(this.maxDepth);
     const row = new Array<unknown>(this.names.length);
     this.at++;
     if (this.peek() === 0x7d) {
@@ -80,7 +86,7 @@ class Reader {
       this.expect(COLON);
       this.skipSpace();
       const valueStart = this.at;
-      const valueEnd = this.skipValue();
+      const valueEnd = this.skipValue(2);
       if (k >= 0) row[k] = this.value(valueStart, valueEnd);
       if (this.separator(0x7d)) return row;
     }
@@ -121,8 +127,8 @@ class Reader {
     return true;
   }
 
-  /** Steps over the value at the reader's place; answers where it ends. */
-  private skipValue(): number {
+  /** Steps over the value at the reader's place, inside `outer` arrays and objects; answers where it ends. */
+  private skipValue(outer: number): number {
     const { body } = this;
     const c = body[this.at];
     if (c === QUOTE) return (this.at = this.skipString());
@@ -134,8 +140,9 @@ class Reader {
           this.at = this.skipString();
           continue;
         }
-        if (d === 0x7b || d === 0x5b) depth++;
-        else if (d === 0x7d || d === 0x5d) {
+        if (d === 0x7b || d === 0x5b) {
+          if (outer + ++depth > this.maxDepth) throw new NestedTooDeep(this.maxDepth);
+        } else if (d === 0x7d || d === 0x5d) {
           if (--depth === 0) return ++this.at;
         } else if (d === undefined) this.fail('the end of a nested value');
         this.at++;

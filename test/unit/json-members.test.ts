@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { NestedTooDeep, textNestedDeeperThan } from '../../src/formats/json-depth.js';
 import { NotAnObject, pickMembers, type PickedRow } from '../../src/service/json-members.js';
 
 const pick = (text: string, members: string[]) => pickMembers(Buffer.from(text, 'utf8'), members);
@@ -89,5 +90,36 @@ describe('pickMembers', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('pickMembers with a depth bound', () => {
+  const text = (json: string) => Buffer.from(json, 'utf8');
+
+  it('refuses an answer nested deeper than the bound as textNestedDeeperThan does, whatever member holds the depth', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 6 })), fc.jsonValue({ maxDepth: 6 }))),
+        fc.integer({ min: 0, max: 8 }),
+        (rows, max) => {
+          const body = text(JSON.stringify(rows));
+          const deeper = textNestedDeeperThan(body, max);
+          let thrown: unknown;
+          try {
+            pickMembers(body, ['a', 'b'], max);
+          } catch (err) {
+            thrown = err;
+          }
+          expect(thrown instanceof NestedTooDeep).toBe(deeper);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('stops at the first level past the bound in an answer far deeper than a parse could go', () => {
+    const deep = text(`[{"rental_price":${'['.repeat(100_000)}${']'.repeat(100_000)}}]`);
+    expect(() => pickMembers(deep, ['rental_price'], 64)).toThrow(NestedTooDeep);
+    expect(pickMembers(text(`[{"rental_price":${'['.repeat(62)}${']'.repeat(62)}}]`), ['rental_price'], 64)).toHaveLength(1);
   });
 });
