@@ -141,44 +141,12 @@ export class LocalStorage {
 
   /** The bytes an unprivileged process may still write on the filesystem of the folder, or of the nearest part of its path that exists. */
   async freeBytes(prefix: FileLocation, signal?: AbortSignal): Promise<number> {
-    for (let at = prefix.path; ; at = path.dirname(at)) {
-      signal?.throwIfAborted();
-      try {
-        const fs = await statfs(at);
-        return fs.bavail * fs.bsize;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) continue;
-        throw storageError('check', prefix, err);
-      }
-    }
+    const fs = await atNearestExisting(prefix, signal, (at) => statfs(at));
+    return fs.bavail * fs.bsize;
   }
 
   async whyUnwritable(prefix: FileLocation, signal?: AbortSignal): Promise<string | undefined> {
-    // The folder is made on the first write, so what counts is the nearest part of its path that exists.
-    for (let at = prefix.path; ; at = path.dirname(at)) {
-      signal?.throwIfAborted();
-      let info: Stats;
-      try {
-        info = await stat(at);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) continue;
-        if (code === 'EACCES') return `no permission to reach ${at}`;
-        throw storageError('check', prefix, err);
-      }
-      if (!info.isDirectory()) return `${at} is a file, not a folder`;
-      try {
-        // Root passes W_OK on any folder that is not on a read-only filesystem.
-        await access(at, constants.W_OK | constants.X_OK);
-        return undefined;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EROFS') return `${at} is on a read-only filesystem`;
-        if (code === 'EACCES' || code === 'EPERM') return `no permission to write in ${at}`;
-        throw storageError('check', prefix, err);
-      }
-    }
+    return atNearestExisting(prefix, signal, whyFolderUnwritable);
   }
 
   async removeFiles(prefix: FileLocation, which: (name: string) => boolean): Promise<void> {
@@ -326,5 +294,45 @@ async function removeBelow(prefix: FileLocation, folder: string, below: string, 
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return false;
     throw storageError('remove', prefix, err);
+  }
+}
+
+/**
+ * `look` at a folder, or at the nearest part of its path that exists: a folder is made on the
+ * first write, so what it will be on is what counts. A failure other than a missing part is
+ * storage's E_* for the folder.
+ */
+async function atNearestExisting<T>(prefix: FileLocation, signal: AbortSignal | undefined, look: (at: string) => Promise<T>): Promise<T> {
+  for (let at = prefix.path; ; at = path.dirname(at)) {
+    signal?.throwIfAborted();
+    try {
+      return await look(at);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code === 'ENOENT' || code === 'ENOTDIR') && path.dirname(at) !== at) continue;
+      throw storageError('check', prefix, err);
+    }
+  }
+}
+
+/** Why this process cannot write in the folder `at`, which exists; undefined when it can. */
+async function whyFolderUnwritable(at: string): Promise<string | undefined> {
+  let info: Stats;
+  try {
+    info = await stat(at);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EACCES') return `no permission to reach ${at}`;
+    throw err;
+  }
+  if (!info.isDirectory()) return `${at} is a file, not a folder`;
+  try {
+    // Root passes W_OK on any folder that is not on a read-only filesystem.
+    await access(at, constants.W_OK | constants.X_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EROFS') return `${at} is on a read-only filesystem`;
+    if (code === 'EACCES' || code === 'EPERM') return `no permission to write in ${at}`;
+    throw err;
   }
 }
