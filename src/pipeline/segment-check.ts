@@ -1,5 +1,6 @@
 import type { Limits } from '../config/limits.js';
 import type { RunOptions } from '../config/run-options.js';
+import { isGzip, isParquet } from '../formats/input-format.js';
 import { listInputFiles } from '../storage/input-files.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { ListedFile, Storage } from '../storage/storage-types.js';
@@ -71,6 +72,15 @@ async function plannedVerdict(
   }
 }
 
+/** No bytes of a file: it is judged by its name alone. */
+const NO_BYTES = Buffer.alloc(0);
+
+/** Whether a file is gzipped or Parquet by its name: its bytes are then no count of its rows. */
+function notPlainByName(file: ListedFile): boolean {
+  const name = formatLocation(file.location);
+  return isGzip(name, NO_BYTES) || isParquet(name, NO_BYTES);
+}
+
 /** Bytes read from the start of each plain text file to judge its rows by its line feeds. */
 const SAMPLE_BYTES = 1024 * 1024;
 
@@ -86,7 +96,7 @@ const SAMPLED_FILES = 64;
  * for up to a dry run's budget before it is queued.
  */
 async function farBelowBound(storage: Storage, files: readonly ListedFile[], options: RunOptions, limits: Limits, signal: AbortSignal): Promise<boolean> {
-  if (files.length > SAMPLED_FILES || files.some((f) => /\.(gz|parquet|pq)$/i.test(formatLocation(f.location)))) return false;
+  if (files.length > SAMPLED_FILES || files.some((f) => notPlainByName(f))) return false;
   const likely: number[] = [];
   for (const file of files) {
     const sample = await rangeRead(storage, file.location, file, signal)(0, Math.min(file.size, SAMPLE_BYTES));
@@ -102,8 +112,8 @@ async function farBelowBound(storage: Storage, files: readonly ListedFile[], opt
  * says), judged by its name: a file gzipped or Parquet without saying so is left to planning.
  */
 function rowsAtMost(file: ListedFile, limits: Limits, limit = Infinity): number | undefined {
-  const name = formatLocation(file.location).toLowerCase();
-  if (/\.(parquet|pq)$/.test(name)) return undefined;
-  const bytes = name.endsWith('.gz') ? inflationCap(limits, file.size, name).bytes : file.size;
+  const name = formatLocation(file.location);
+  if (isParquet(name, NO_BYTES)) return undefined;
+  const bytes = isGzip(name, NO_BYTES) ? inflationCap(limits, file.size, name).bytes : file.size;
   return Math.min(Math.ceil(bytes / 2), limit);
 }
