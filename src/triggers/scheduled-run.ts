@@ -10,7 +10,7 @@ import type { AlsoProcessed } from '../queue/worker-options.js';
 import { fillDateTemplate } from './date-template.js';
 import { excerpt } from '../text-excerpt.js';
 import type { Pipeline, ScheduledPipeline } from './pipelines.js';
-import { scheduleTemplate, scheduleTemplateSchema } from './schedule-template.js';
+import { scheduleTemplate, scheduleTemplateSchema, type ScheduleTemplate } from './schedule-template.js';
 import { scheduledRunId } from './scheduled-run-id.js';
 
 /** What a fired job did, kept as its return value: the run it made, or found made by an earlier take of the same firing. */
@@ -35,8 +35,7 @@ export interface ScheduledRunResult {
  */
 export function scheduledRunProcessor(runs: Pick<RunQueue, 'enqueue'>, pipelines: readonly Pipeline[], log: Logger): Processor<unknown, ScheduledRunResult> {
   return async (job) => {
-    const declared = declaredPipeline(job, pipelines, log);
-    const { pipeline, model, input: template, output, options, cron, tz } = scheduleTemplate(declared);
+    const { pipeline, model, input: template, output, options, cron, tz } = declaredTemplate(job, pipelines, log);
     const fireTime = fireTimeOf(job);
     const runId = scheduledRunId(pipeline, fireTime);
     const input = fillDateTemplate(template, fireTime, tz);
@@ -55,11 +54,12 @@ export function scheduledRunProcessor(runs: Pick<RunQueue, 'enqueue'>, pipelines
 }
 
 /**
- * The scheduled pipeline of the jobs folder a fired job names; a job that names none is refused
- * (logged, E_NOT_ALLOWED). A job whose template is not the declaration (the folder changed since
- * `schedule sync`, or the job was written by hand) is run as declared, with a warning.
+ * The template of the scheduled pipeline of the jobs folder a fired job names; a job that names
+ * none is refused (logged, E_NOT_ALLOWED). A job whose template is not the declaration's (the
+ * folder changed since `schedule sync`, or the job was written by hand) is run as declared, with
+ * a warning.
  */
-function declaredPipeline(job: Job, pipelines: readonly Pipeline[], log: Logger): ScheduledPipeline {
+function declaredTemplate(job: Job, pipelines: readonly Pipeline[], log: Logger): ScheduleTemplate {
   const parsed = scheduleTemplateSchema.safeParse(job.data);
   const name = parsed.data?.pipeline;
   const declared = pipelines.find((p): p is ScheduledPipeline => p.kind === 'schedule' && p.name === name);
@@ -72,10 +72,11 @@ function declaredPipeline(job: Job, pipelines: readonly Pipeline[], log: Logger)
     log.error({ jobId: excerpt(job.id ?? '?', 200), reason: refusal.message }, 'fired job refused');
     throw toQueueError(refusal);
   }
-  if (!isDeepStrictEqual(parsed.data, scheduleTemplate(declared))) {
+  const template = scheduleTemplate(declared);
+  if (!isDeepStrictEqual(parsed.data, template)) {
     log.warn({ pipeline: declared.name, jobId: job.id }, 'the fired job is not the pipeline as declared: run schedule sync; its run is made as declared');
   }
-  return declared;
+  return template;
 }
 
 /** The time a fired job was due: BullMQ's job schedulers set it as `opts.prevMillis` (and name the job `repeat:<scheduler id>:<millis>`). */
