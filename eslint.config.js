@@ -4,7 +4,7 @@ import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', '.bench/', 'runs/'] },
+  { ignores: ['dist/', 'coverage/', '.bench/', 'runs/', '.mindsdb/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
