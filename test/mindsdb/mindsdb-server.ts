@@ -27,6 +27,8 @@ export function connectMindsdb(url: string): MindsdbConnection {
 
 /** A real MindsDB HTTP API on a loopback port of its own, with its storage in a temp folder. */
 export interface MindsdbServer extends MindsdbConnection {
+  /** The server's process id, also its process group's (its helper processes are in the group). */
+  readonly pid: number;
   /** The server's log so far (for failure messages). */
   log(): Promise<string>;
   /** Stops the server and its helper processes, and removes its storage. Safe twice. */
@@ -97,7 +99,7 @@ export async function startMindsdb(): Promise<MindsdbServer> {
     await close();
     throw err;
   }
-  return { ...connectMindsdb(url), log, close };
+  return { ...connectMindsdb(url), pid: child.pid!, log, close };
 }
 
 async function runSql(url: string, query: string): Promise<SqlAnswer> {
