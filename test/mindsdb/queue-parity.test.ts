@@ -57,9 +57,10 @@ const manifestOf = async (folder: string) => JSON.parse(await readFile(join(fold
 describe('queued runs against a real MindsDB', () => {
   it('100,000 rows through two workers: byte-identical to score, and every value is the server’s SQL answer', async () => {
     const ROWS = 100_000;
-    // A few rows the engine refuses (sqft is not a number): the server fails their whole request,
-    // the tool bisects it, and errors.jsonl holds them, in both runs alike.
-    const bad = (i: number) => i % 9_973 === 4_321;
+    // Three rows the engine refuses (sqft is not a number): the server fails their whole request,
+    // the tool bisects it, and errors.jsonl holds them, in both runs alike. (Few: each costs a
+    // bisection of its batch, each failing half tried twice, a second or more.)
+    const bad = (i: number) => i % 33_331 === 4_321;
     const input = join(tmp.dir, 'rentals-100k.csv');
     await writeFile(
       input,
@@ -76,7 +77,7 @@ describe('queued runs against a real MindsDB', () => {
     const badIds = Array.from({ length: ROWS }, (_, i) => i)
       .filter(bad)
       .map((i) => `L${String(i).padStart(8, '0')}`);
-    expect(badIds.length).toBe(10);
+    expect(badIds.length).toBe(3);
     const scored = parseCsv(await readFile(join(folder, 'predictions.csv'), 'utf8'));
     expect(scored).toHaveLength(ROWS - badIds.length);
     expect(sqlDisagreements(scored, truth, 'listing_id')).toEqual([]);

@@ -13,14 +13,14 @@ import { sqlDisagreements, sqlPredictions } from './sql-predictions.js';
 
 // A model retrained on the real server while a run scores it. Each test trains a model of its
 // own (version 1), and retrains it (version 2, made active by the server once trained) once the
-// run has scored a segment. The run is paused meanwhile, so that it ends after version 2 is
-// active whatever the machine's speed: `score` by SIGSTOP, a queued run by its only worker leaving
-// (SIGTERM) and another coming once the retrain is done.
+// run has scored a segment. The run is paused until then, so that it ends after version 2 is
+// active whatever the machine's speed: `score` by SIGSTOP (and SIGCONT), a queued run by its only
+// worker leaving (SIGTERM) and another coming once the retrain is done.
 
 const conn = connectMindsdb(inject('mindsdbUrl'));
-const ROWS = 2_000;
-/** Ten segments of twenty requests each, one request at a time: the run is still scoring when its first segment is done. */
-const SLOW = { segmentRows: 200, batchSize: 10, concurrency: 1 };
+const ROWS = 1_000;
+/** Ten segments of ten requests each, one request at a time: the run is still scoring when its first segment is done. */
+const SLOW = { segmentRows: 100, batchSize: 10, concurrency: 1 };
 const tag = randomBytes(4).toString('hex');
 const files = { v1: `retrain_v1_${tag}`, v2: `retrain_v2_${tag}` };
 const models: string[] = [];
@@ -114,12 +114,12 @@ describe('a model retrained during a run, on a real MindsDB', () => {
       ...args,
     ]);
     await waitFor('the run to score its first segment', async () => (await doneMarkers(folder)) > 0 || run.child.exitCode !== null);
-    await startRetrain(name);
     run.child.kill('SIGSTOP');
     try {
       // Paused mid-run: neither finished nor failed.
       expect(run.child.exitCode).toBeNull();
       expect(await doneMarkers(folder)).toBeLessThan(ROWS / SLOW.segmentRows);
+      await startRetrain(name);
       await retrained(name);
     } finally {
       run.child.kill('SIGCONT');
