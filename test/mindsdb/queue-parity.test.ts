@@ -25,6 +25,8 @@ beforeAll(async () => {
 });
 afterAll(() => tmp.cleanup());
 
+const manifestOf = async (folder: string) => JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as Manifest;
+
 /** Two worker processes on the suite's MindsDB, each logging that it started before a run is enqueued. */
 async function twoWorkers(): Promise<void> {
   f.setupService(conn.url);
@@ -34,8 +36,8 @@ async function twoWorkers(): Promise<void> {
 
 /**
  * Scores `input` with `score`, then through the workers with `enqueue --wait`, with the same
- * options; expects `files` byte-identical in both run folders and both workers to have scored
- * segments. Answers the queued run's folder.
+ * options; expects `files` byte-identical in both run folders, the same profile and model in both
+ * manifests, and both workers to have scored segments. Answers the queued run's folder.
  */
 async function scoreBoth(name: string, input: string, options: string[], files: string[]): Promise<string> {
   const out = join(tmp.dir, name);
@@ -47,12 +49,14 @@ async function scoreBoth(name: string, input: string, options: string[], files: 
     const [a, b] = await Promise.all([readFile(join(out, 'direct', name, file)), readFile(join(out, 'queued', name, file))]);
     expect(sha256(b), `${file} of the queued run`).toBe(sha256(a));
   }
+  // The workers' segment profiles, merged, are what one process finds; both pinned the same version.
+  const [a, b] = await Promise.all([manifestOf(join(out, 'direct', name)), manifestOf(join(out, 'queued', name))]);
+  expect(b.profile).toEqual(a.profile);
+  expect(b.model).toEqual(a.model);
   const segmentPids = (await f.queue.logs(name)).flatMap((l) => (l.startsWith('segment ') ? [/\(\S+:(\d+), attempt/.exec(l)![1]] : []));
   expect(new Set(segmentPids)).toEqual(new Set(f.workers.map((w) => String(w.child.pid))));
   return join(out, 'queued', name);
 }
-
-const manifestOf = async (folder: string) => JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as Manifest;
 
 describe('queued runs against a real MindsDB', () => {
   it('100,000 rows through two workers: byte-identical to score, and every value is the server’s SQL answer', async () => {
@@ -110,7 +114,8 @@ describe('queued runs against a real MindsDB', () => {
     try {
       await duckdb.run(`COPY (SELECT * FROM read_csv('${csvPath}', header = true)) TO '${parquet}' (FORMAT parquet, ROW_GROUP_SIZE 1024)`);
       await twoWorkers();
-      const options = ['--segment-rows', '1000', '--batch-size', '250'];
+      // Ten batches a segment: a worker holds each segment while it sends them, so both workers take segments.
+      const options = ['--segment-rows', '1000', '--batch-size', '100'];
 
       const fromJsonl = await scoreBoth('jsonl', jsonl, options, ['predictions.jsonl', 'errors.jsonl']);
       const jsonlRows = parseJsonLines(await readFile(join(fromJsonl, 'predictions.jsonl'), 'utf8'));
