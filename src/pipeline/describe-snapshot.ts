@@ -20,6 +20,8 @@ export type DescribeSnapshot = z.infer<typeof describeSnapshotSchema>;
 /** What the run needs from describe; every field may be missing on some server. */
 export interface ModelFacts {
   version?: number;
+  /** Whether the version described is the model's active one (`ACTIVE`), where describe says. */
+  active?: boolean;
   status?: string;
   inputs?: string[];
   outputs?: string[];
@@ -65,6 +67,7 @@ export function modelFacts(snapshot: DescribeSnapshot, ref: ModelRef): ModelFact
   const info = hasColumns(meta) ? meta : second;
   const facts: ModelFacts = { timeSeries: false };
   if (typeof meta?.VERSION === 'number') facts.version = meta.VERSION;
+  if (typeof meta?.ACTIVE === 'boolean') facts.active = meta.ACTIVE;
   if (typeof meta?.STATUS === 'string') facts.status = meta.STATUS;
   if (meta?.MINDSDB_VERSION !== undefined) facts.rowIdMemberHint = '__mindsdb_row_id';
   if (hasColumns(info)) {
@@ -103,6 +106,15 @@ export async function describeChanges(client: Predictor, ref: ModelRef, snapshot
     }
   }
   return [...changed];
+}
+
+/**
+ * The model's active version now: the one describe `{}` of the model named without a version
+ * reports (undefined where it reports none).
+ */
+export async function activeVersion(client: Predictor, ref: ModelRef, options: DescribeOptions = {}): Promise<number | undefined> {
+  const meta = firstObject(await client.describe({ project: ref.project, model: ref.model }, {}, options));
+  return typeof meta?.VERSION === 'number' ? meta.VERSION : undefined;
 }
 
 async function askDescribe(

@@ -4,19 +4,19 @@ import type { Predictor } from './predictor.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { assembleOutputs } from './assemble.js';
-import { describeChanges, describeSnapshotSchema } from './describe-snapshot.js';
 import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, readManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { FinishedSegments } from './finished-segments.js';
 import { readPreparedRun, runFiles, type PreparedRun } from './prepared-run.js';
 import { ownsRunFolder } from './run-folder-claim.js';
-import { requireRunFile, writeRunFile } from './run-file.js';
+import { writeRunFile } from './run-file.js';
 import type { SegmentFacts } from './segment-counts.js';
 import { removeWorkFiles } from './work-files.js';
 import { namedBaseline, type FindBaseline } from './drift-baseline.js';
 import { computeDrift, type Drift } from './drift.js';
 import { comparisonSummary } from './model-comparison.js';
+import { modelChangeWarnings } from './model-change.js';
 import { formatModelRef } from '../service/model-ref.js';
 import type { PredictionProfile } from './prediction-profile.js';
 
@@ -31,8 +31,8 @@ export interface FinishContext {
 }
 
 /**
- * Ends a run whose segments are all done: checks the quarantined share and, on a server without
- * versions, that the model did not change meanwhile; joins the outputs and the segments' prediction
+ * Ends a run whose segments are all done: checks the quarantined share and what became of the
+ * model meanwhile (see modelChangeWarnings); joins the outputs and the segments' prediction
  * profiles, measures the drift from a baseline run (see FindBaseline), writes manifest.json and
  * then `_SUCCESS`, last, and removes the `_work` area. A drift past `driftFail` fails the run
  * (E_DRIFT) with its outputs and manifest written but no `_SUCCESS`: `accept` can still accept it.
@@ -59,7 +59,7 @@ export async function finishRun(
   // Segments stop once the run is past its allowance; a run resumed with a lower one (its
   // finished segments past it already, none left to score) is caught here.
   if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run);
-  const warnings = await checkModelUnchanged(run, ctx);
+  const warnings = await modelChangeWarnings(run, ctx);
   const { profile, warning } = finished.profile;
   if (warning) {
     log.warn(warning);
@@ -142,25 +142,6 @@ export function modelName(model: { project: string; name: string; resolvedVersio
 function median(values: number[]): number | null {
   if (values.length === 0) return null;
   return [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
-}
-
-/**
- * A run the server could not pin to a version may have been scored by two models, if one was
- * retrained meanwhile: describe is asked again and compared with the run's snapshot. A change
- * fails the run (E_MODEL_CHANGED), or with `--on-model-change warn` is a manifest warning.
- */
-async function checkModelUnchanged(run: PreparedRun, ctx: FinishContext): Promise<string[]> {
-  if (run.model.resolvedVersion !== null) return [];
-  const snapshot = await requireRunFile(ctx.storage, runFiles.describe(run.folder), describeSnapshotSchema, ctx.signal);
-  const ref = { project: run.model.project, model: run.model.name };
-  const changed = await describeChanges(ctx.client, ref, snapshot, { signal: ctx.signal, log: ctx.log });
-  if (changed.length === 0) return [];
-  const what = `model ${run.model.requested} changed during the run: describe now differs in ${changed.join(', ')}, and the server reports no versions, so rows may have been scored by either model`;
-  if (run.request.options.onModelChange === 'fail') {
-    throw new BatchScorerError('E_MODEL_CHANGED', `${what}; score it again (a new --run-id), or pass --on-model-change warn to accept such output`);
-  }
-  ctx.log.warn(what);
-  return [what];
 }
 
 /**

@@ -93,23 +93,30 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
 const NO_JOBS_DIR = '/nonexistent/batch-scorer-test-jobs';
 
 /**
- * A queue test's world: its own prefix, a simulator, a producer, and the worker processes it
- * starts, all torn down after each test (workers killed, keys dropped).
+ * A queue test's world: its own prefix, a simulator (or a real server's URL), a producer, and the
+ * worker processes it starts, all torn down after each test (workers killed, keys dropped).
  */
 export function useQueueFixture() {
   const f = {
     prefix: '',
     redisUrl: REDIS_URL,
     sim: undefined as unknown as Simulator,
+    /** The service the workers call: the simulator's, or the one `setupService` named. */
+    serviceUrl: '',
     queue: undefined as unknown as RunQueue,
     workers: [] as WorkerProcess[],
     async setup(simOptions: SimulatorOptions = {}, redisUrl = REDIS_URL) {
+      f.sim = await createSimulator({ port: 0, ...simOptions });
+      f.setupService(f.sim.url, redisUrl);
+    },
+    /** As setup, but the workers call a service already running (the real-server suite's MindsDB); no simulator. */
+    setupService(url: string, redisUrl = REDIS_URL) {
       f.prefix = uniquePrefix();
       f.redisUrl = redisUrl;
-      f.sim = await createSimulator({ port: 0, ...simOptions });
+      f.serviceUrl = url;
       f.queue = new RunQueue({ redisUrl, prefix: f.prefix });
     },
-    env: () => ({ REDIS_URL: f.redisUrl, QUEUE_PREFIX: f.prefix, MODEL_SERVICE_URL: f.sim.url }),
+    env: () => ({ REDIS_URL: f.redisUrl, QUEUE_PREFIX: f.prefix, MODEL_SERVICE_URL: f.serviceUrl }),
     /**
      * A worker process with a short lock, so a killed worker's segments are taken over in seconds;
      * with no jobs folder unless `extra` names one (JOBS_DIR), so that what it runs never depends
@@ -149,6 +156,7 @@ export function useQueueFixture() {
     }
     await f.queue?.close();
     await f.sim?.close();
+    f.sim = undefined as unknown as Simulator;
     // A Redis a test started for itself goes with the test; only the shared one needs cleaning.
     if (f.prefix && f.redisUrl === REDIS_URL) await dropPrefix(f.prefix);
   });

@@ -144,13 +144,43 @@ describe('a model retrained during a run, on a server without versions', () => {
     expect(m.warnings.join('\n')).toMatch(/changed during the run: describe now differs in accuracies/);
   });
 
-  it('does not describe again, and stays pinned, where the server reports versions', async () => {
+  it('stays pinned where the server reports versions, and warns that another version became active', async () => {
     const sim = await simulator({ retrainAfterPredicts: 20 });
     const out = join(tmp.dir, 'pinned');
     const r = await score(sim, args(out));
     expect(r.code).toBe(0);
-    expect((await manifestOf(join(out, 'm'))).model).toMatchObject({ resolvedVersion: 2 });
-    expect(sim.stats.describeRequests).toBe(2);
+    const m = await manifestOf(join(out, 'm'));
+    expect(m).toMatchObject({ state: 'succeeded', model: { resolvedVersion: 2 } });
+    // Describe is asked once more at the end, for the active version only: the run's is pinned.
+    expect(sim.stats.describeRequests).toBe(3);
+    expect(m.warnings).toContain(
+      "model mindsdb/home_rentals_model got a new active version during the run: version 3 is active now; the run stayed pinned to version 2, active when it started, and every row is version 2's answer (score again for version 3's)",
+    );
+  });
+
+  it('checks a run pinned on purpose to the active version too, but not one pinned to an older version', async () => {
+    const sim = await simulator({ retrainAfterPredicts: 20 });
+    const pinned = (version: number) => [
+      'score',
+      input,
+      '--out',
+      join(tmp.dir, `pinned-${version}`),
+      '--run-id',
+      'm',
+      '--batch-size',
+      '50',
+      '--concurrency',
+      '1',
+    ];
+    const active = await runCli([...pinned(2), '--model', 'mindsdb/home_rentals_model.2'], { MODEL_SERVICE_URL: sim.url });
+    expect(active.code, active.stderr).toBe(0);
+    expect((await manifestOf(join(tmp.dir, 'pinned-2', 'm'))).warnings.join('\n')).toMatch(/version 3 is active now; the run stayed pinned to version 2/);
+    const describes = sim.stats.describeRequests;
+    // Version 1 was not the active one when the run started: what became active since is no news to it.
+    const older = await runCli([...pinned(1), '--model', 'mindsdb/home_rentals_model.1'], { MODEL_SERVICE_URL: sim.url });
+    expect(older.code, older.stderr).toBe(0);
+    expect((await manifestOf(join(tmp.dir, 'pinned-1', 'm'))).warnings).toEqual([]);
+    expect(sim.stats.describeRequests - describes).toBe(2);
   });
 });
 

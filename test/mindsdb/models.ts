@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { predictTargets } from '../../src/simulator/models.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
-import type { MindsdbServer } from './mindsdb-server.js';
+import type { MindsdbConnection, MindsdbServer } from './mindsdb-server.js';
 import { sqlRows } from './mindsdb-server.js';
 
 /** The Bring-Your-Own-Model engine the suite's models are made with. */
@@ -67,7 +67,7 @@ export async function trainModels(server: MindsdbServer): Promise<void> {
 }
 
 /** Waits until `model` has `count` versions, all complete; a version in error throws with its message. */
-export async function waitForVersions(server: MindsdbServer, model: string, count: number): Promise<void> {
+export async function waitForVersions(server: MindsdbConnection, model: string, count: number): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     const rows = sqlRows(await server.sql(`SELECT name, version, status, error FROM mindsdb.models WHERE name = '${model}'`));

@@ -115,8 +115,9 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(writes.at(-1)).toBe('_SUCCESS');
     expect(writes.indexOf('manifest.json')).toBeLessThan(writes.indexOf('_SUCCESS'));
     expect(storage.keys().filter((k) => k.includes('/_work/'))).toEqual([]);
-    // Three predicts plan the run (the row id probe), then 20 score it; describe asked twice.
-    expect(service.stats).toMatchObject({ predictRows: ROWS + 1, describeRequests: 2, made: 1, closed: 1 });
+    // Three predicts plan the run (the row id probe), then 20 score it; describe asked twice at the
+    // start, and once at the end for the active version.
+    expect(service.stats).toMatchObject({ predictRows: ROWS + 1, describeRequests: 3, made: 1, closed: 1 });
   });
 
   it('scores JSON Lines input into JSON Lines, with the predictions of the same rows read from CSV', async () => {

@@ -22,17 +22,17 @@ class BatchScorerLinearModel:
     def train(self, df, target_col, args=None):
         self.target = target_col
         inputs = [c for c in df.columns if c != target_col]
-        self.numeric = [c for c in inputs if pd.api.types.is_numeric_dtype(df[c])]
+        self.numeric = [c for c in inputs if _all_numbers(df[c])]
         self.categories = {c: sorted(str(v) for v in df[c].dropna().unique()) for c in inputs if c not in self.numeric}
-        self.means = {c: float(df[c].mean()) for c in self.numeric}
-        self.scales = {c: float(df[c].std() or 1.0) for c in self.numeric}
+        self.means = {c: float(pd.to_numeric(df[c]).mean()) for c in self.numeric}
+        self.scales = {c: float(pd.to_numeric(df[c]).std() or 1.0) for c in self.numeric}
         x = self._design(df)
         y = df[target_col]
-        self.is_numeric = bool(pd.api.types.is_numeric_dtype(y))
+        self.is_numeric = _all_numbers(y)
         if self.is_numeric:
-            coef, *_ = np.linalg.lstsq(x, y.to_numpy(dtype=float), rcond=None)
+            coef, *_ = np.linalg.lstsq(x, pd.to_numeric(y).to_numpy(dtype=float), rcond=None)
             self.coef = coef.tolist()
-            residuals = y.to_numpy(dtype=float) - x @ coef
+            residuals = pd.to_numeric(y).to_numpy(dtype=float) - x @ coef
             self.spread = float(1.96 * residuals.std())
         else:
             labels = y.astype(str).to_numpy()
@@ -92,3 +92,12 @@ class BatchScorerLinearModel:
             for level in levels:
                 columns.append((raw == level).to_numpy(dtype=float))
         return np.stack(columns, axis=1)
+
+
+def _all_numbers(series):
+    """Whether every value present is a number, whatever the dtype: MindsDB hands train() a column of
+    numbers with blanks as dtype object (None for the blanks), which read as categories would be
+    one-hot by their text, '2.0' in a float batch but '2' in a batch of integers, so a row's answer
+    would depend on the rows sent with it."""
+    present = series.dropna()
+    return len(present) > 0 and bool(pd.to_numeric(present, errors="coerce").notna().all())
