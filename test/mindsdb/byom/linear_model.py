@@ -4,7 +4,11 @@ MindsDB runs this file itself (type 'inhouse': in the server's own process, with
 NumPy it already carries), so no deep-learning stack and no model hub is needed, and everything
 between the HTTP request and this class is the real server.
 
-- A numeric target is fitted by least squares on the numeric inputs and one-hot categories. Its
+- A numeric target is fitted by least squares on the numeric inputs and one-hot categories. An
+  input is numeric when every value it has in training is a number, whatever dtype pandas gave the
+  column: a column of integers with blanks comes as floats or objects, and at predict time its
+  dtype follows the rows of each request, so typing by dtype made a row's answer depend on the
+  rows sent with it. Its
   answer carries `<target>_confidence`, `<target>_min` and `<target>_max` (a 95% interval from the
   training residuals), the members the lightwood engine gave for numeric targets.
 - Any other target is a class: the nearest class centre in standardised input space, with a
@@ -18,14 +22,22 @@ import numpy as np
 import pandas as pd
 
 
+def _all_numbers(column):
+    """Whether every value the column has is a number (booleans are not)."""
+    present = column.dropna()
+    if len(present) == 0 or pd.api.types.is_bool_dtype(present):
+        return False
+    return bool(pd.to_numeric(present, errors="coerce").notna().all())
+
+
 class BatchScorerLinearModel:
     def train(self, df, target_col, args=None):
         self.target = target_col
         inputs = [c for c in df.columns if c != target_col]
-        self.numeric = [c for c in inputs if pd.api.types.is_numeric_dtype(df[c])]
+        self.numeric = [c for c in inputs if _all_numbers(df[c])]
         self.categories = {c: sorted(str(v) for v in df[c].dropna().unique()) for c in inputs if c not in self.numeric}
-        self.means = {c: float(df[c].mean()) for c in self.numeric}
-        self.scales = {c: float(df[c].std() or 1.0) for c in self.numeric}
+        self.means = {c: float(pd.to_numeric(df[c]).mean()) for c in self.numeric}
+        self.scales = {c: float(pd.to_numeric(df[c]).std() or 1.0) for c in self.numeric}
         x = self._design(df)
         y = df[target_col]
         self.is_numeric = bool(pd.api.types.is_numeric_dtype(y))
