@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import type { MindsdbConnection } from './mindsdb-server.js';
 import { sqlRows } from './mindsdb-server.js';
 
@@ -23,4 +24,24 @@ export async function sqlPredictions(conn: MindsdbConnection, model: string, csv
   } finally {
     await conn.sql(`DROP TABLE files.${file}`).catch(() => undefined);
   }
+}
+
+/**
+ * Expects the output rows to be the truth's rows, each once, and each to carry the server's own
+ * SQL prediction for its `key`, member for member: where the server answered a number, the
+ * output's value read as one (a CSV holds text); anything else as it is (a class, in any format).
+ */
+export function expectSqlPredictions(
+  rows: readonly Record<string, unknown>[],
+  truth: ReadonlyMap<string, Record<string, unknown>>,
+  key: string,
+  members: readonly string[],
+): void {
+  const keys = rows.map((r) => String(r[key]));
+  expect(new Set(keys).size, 'output rows with the same key').toBe(keys.length);
+  expect(keys.toSorted()).toEqual([...truth.keys()].toSorted());
+  const asTruth = (mine: unknown, theirs: unknown) => (typeof theirs === 'number' && typeof mine === 'string' && mine !== '' ? Number(mine) : mine);
+  const actual = rows.map((r) => [r[key], ...members.map((m) => asTruth(r[m], truth.get(String(r[key]))?.[m]))]);
+  const expected = rows.map((r) => [r[key], ...members.map((m) => truth.get(String(r[key]))?.[m])]);
+  expect(actual).toEqual(expected);
 }
