@@ -23,6 +23,8 @@ export interface RecordingProxy {
   url: string;
   /** Every exchange so far, in the order the answers came. */
   exchanges: Exchange[];
+  /** The most requests it has had in flight at once, received and not yet answered. */
+  peakInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -51,7 +53,16 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   const upstream = new URL(target);
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const exchanges: Exchange[] = [];
+  let inFlight = 0;
+  let peak = 0;
   const server = createServer((req, res) => {
+    peak = Math.max(peak, ++inFlight);
+    // Counted out before the client can have its answer, so a request it sends in the slot freed is never counted with the one before.
+    let out = false;
+    const answered = () => {
+      if (!out) inFlight--;
+      out = true;
+    };
     void (async () => {
       const sent = await body(req);
       const answer = request({
@@ -73,8 +84,12 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
         contentType: upstreamRes.headers['content-type'],
         answer: received,
       });
+      answered();
       res.writeHead(upstreamRes.statusCode ?? 502, { ...endToEnd(upstreamRes.headers), 'content-length': String(received.length) }).end(received);
-    })().catch(() => res.destroy());
+    })().catch(() => {
+      answered();
+      res.destroy();
+    });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -82,6 +97,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   return {
     url: `http://127.0.0.1:${port}`,
     exchanges,
+    peakInFlight: () => peak,
     close: async () => {
       server.closeAllConnections();
       server.close();
