@@ -55,10 +55,10 @@ export interface RunEstimate {
  * Works out a run's requests, bytes sent and duration from a few canary batches, each as a range.
  *
  * - Rows per request follow bytes per row: --max-batch-bytes cuts a batch before --batch-size when
- *   rows are large, once the next row does not fit (see rowsPerRequest). Bytes per row are the canary's: low and high are the smallest and largest of
- *   its batches' averages, so the range is as wide as the rows seen vary (the rest of the input is
- *   assumed to look like its first rows). Row ids are not: their digits are counted for the run's
- *   own rows.
+ *   rows are large, once the next row does not fit (see rowsPerRequest). Bytes per row are the
+ *   canary's: low and high are the smallest and largest of its batches' averages, so the range is
+ *   as wide as the rows seen vary (the rest of the input is assumed to look like its first rows).
+ *   Row ids are not: their digits are counted for the run's own rows.
  * - A request is expected to take the canary's median, and at best and at worst its fastest and
  *   slowest, widened by max(spread, median / 4) / sqrt(samples): a few samples bound the latency
  *   loosely, and the quarter of the median keeps a range around latencies that came out alike.

@@ -136,10 +136,11 @@ export function parseProblem(text: string): ProblemBody {
 const TRACEBACK = 'Traceback (most recent call last):';
 
 /**
- * A server's error text without the Python traceback it carries: MindsDB's 500s append one to the
- * error's own line (`[engine/model]: ValueError: row 3: ...`), several KB of the server's files
- * and frames. Those are for whoever runs the server (its log has them); kept, they would be most
- * of each quarantined row's reason in errors.jsonl and crowd the line users read out of messages.
+ * A server's error text without the Python traceback it carries: MindsDB's engine failures append
+ * one to the error's own line (`[engine/model]: ValueError: row 3: ...`), about 2 KB of the
+ * server's files and frames, in the detail and again in the message. Those are for whoever runs
+ * the server (its log has them); kept, they would be most of each quarantined row's reason in
+ * errors.jsonl and crowd the line users read out of messages.
  * What precedes the traceback is kept, trimmed; a text that starts with one keeps its last line,
  * the exception it ended in. A text without one is answered as it is.
  */
