@@ -5,7 +5,7 @@ import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
-import { predictExchanges, startRecordingProxy, type RecordingProxy } from './recording-proxy.js';
+import { predictExchanges, useRecordingProxy } from './recording-proxy.js';
 import { scoreCli } from './score-cli.js';
 import { expectSqlPredictions, sqlPredictions } from './sql-predictions.js';
 
@@ -13,19 +13,15 @@ const conn = connectMindsdb(inject('mindsdbUrl'));
 const ROWS = 2_000;
 const MEMBERS = ['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max'];
 let tmp: Awaited<ReturnType<typeof tempDir>>;
-let proxy: RecordingProxy;
+const proxy = useRecordingProxy(conn.url);
 let csv: string;
 
 beforeAll(async () => {
   tmp = await tempDir();
-  proxy = await startRecordingProxy(conn.url);
   csv = rentalsText(ROWS);
   await writeFile(join(tmp.dir, 'rentals.csv'), csv);
 });
-afterAll(async () => {
-  await proxy.close();
-  await tmp.cleanup();
-});
+afterAll(() => tmp.cleanup());
 
 /** Scores the rentals as `model` through the proxy; answers the run's folder files and what went over the wire for it. */
 async function scoreThroughProxy(model: string, runId: string) {

@@ -5,23 +5,19 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
-import { predictExchanges, startRecordingProxy, type RecordingProxy } from './recording-proxy.js';
+import { predictExchanges, useRecordingProxy } from './recording-proxy.js';
 import { scoreCli } from './score-cli.js';
 
 const conn = connectMindsdb(inject('mindsdbUrl'));
 const ROWS = 20_000;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
-let proxy: RecordingProxy;
+const proxy = useRecordingProxy(conn.url);
 
 beforeAll(async () => {
   tmp = await tempDir();
-  proxy = await startRecordingProxy(conn.url);
   await writeFile(join(tmp.dir, 'rentals.csv'), rentalsText(ROWS));
 });
-afterAll(async () => {
-  await proxy.close();
-  await tmp.cleanup();
-});
+afterAll(() => tmp.cleanup());
 
 /** A printed range, `<name>: E (low L, high H)`. */
 function printedRange(stdout: string, name: string): { low: number; expected: number; high: number } {

@@ -6,7 +6,7 @@ import type { Manifest } from '../../src/pipeline/manifest.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { parseCsv, parseJsonLines, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
-import { predictExchanges, startRecordingProxy, type RecordingProxy } from './recording-proxy.js';
+import { predictExchanges, useRecordingProxy } from './recording-proxy.js';
 import { scoreCli } from './score-cli.js';
 import { expectSqlPredictions, sqlPredictions } from './sql-predictions.js';
 
@@ -18,7 +18,7 @@ const SQFT = RENTAL_COLUMNS.indexOf('sqft');
 /** The engine failure's own line, which is all errors.jsonl and messages keep of the server's detail. */
 const REFUSAL = "[scorer_byom/home_rentals_model]: ValueError: row 0: column 'sqft' is not a number";
 let tmp: Awaited<ReturnType<typeof tempDir>>;
-let proxy: RecordingProxy;
+const proxy = useRecordingProxy(conn.url);
 
 /** A rentals CSV of the rows `keep` holds for, with "lots" for the sqft of the `bad` ones. */
 function rentals(rows: number, keep: (i: number) => boolean = () => true): string {
@@ -32,26 +32,19 @@ function rentals(rows: number, keep: (i: number) => boolean = () => true): strin
   return lines.join('');
 }
 
+const score = (input: string, runId: string, service: string) =>
+  scoreCli({ input: join(tmp.dir, input), model: 'mindsdb/home_rentals_model', service, out: join(tmp.dir, 'out'), runId });
+
 beforeAll(async () => {
   tmp = await tempDir();
-  proxy = await startRecordingProxy(conn.url);
 });
-afterAll(async () => {
-  await proxy.close();
-  await tmp.cleanup();
-});
+afterAll(() => tmp.cleanup());
 
 describe('rows the real MindsDB engine refuses', () => {
   it('quarantines them with the failure’s own line, not the server’s traceback, and scores the rest as SQL does', async () => {
     await writeFile(join(tmp.dir, 'rentals.csv'), rentals(ROWS));
     const before = proxy.exchanges.length;
-    const res = await scoreCli({
-      input: join(tmp.dir, 'rentals.csv'),
-      model: 'mindsdb/home_rentals_model',
-      service: proxy.url,
-      out: join(tmp.dir, 'out'),
-      runId: 'lots',
-    });
+    const res = await score('rentals.csv', 'lots', proxy.url);
     expect(res.code, res.stderr).toBe(0);
     expect(existsSync(join(res.folder, '_SUCCESS'))).toBe(true);
     const badRows = Array.from({ length: ROWS }, (_, i) => i).filter(bad);
@@ -99,13 +92,7 @@ describe('rows the real MindsDB engine refuses', () => {
         row.sqft = 'lots';
       }),
     );
-    const res = await scoreCli({
-      input: join(tmp.dir, 'all-lots.csv'),
-      model: 'mindsdb/home_rentals_model',
-      service: conn.url,
-      out: join(tmp.dir, 'out'),
-      runId: 'all-lots',
-    });
+    const res = await score('all-lots.csv', 'all-lots', conn.url);
     expect(res.code, res.stderr).toBe(1);
     expect(existsSync(join(res.folder, '_SUCCESS'))).toBe(false);
     expect(res.stderr).toContain(

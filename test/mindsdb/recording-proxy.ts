@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
 
 /** One request the proxy passed on, and the server's answer to it, byte for byte. */
 export interface Exchange {
@@ -130,4 +131,30 @@ export function predictExchanges(exchanges: readonly Exchange[]): PredictExchang
     const answered = e.status === 200 ? (JSON.parse(e.answer.toString('utf8')) as Record<string, unknown>[]) : undefined;
     return [{ model: decodeURIComponent(model), sent: Array.isArray(body) ? body : body.data, status: e.status, answered, bytes: e.request.length }];
   });
+}
+
+/**
+ * A test file's RecordingProxy in front of `target`: started before the file's tests and closed
+ * after them. What it answers stands for the proxy once started (reading it before throws).
+ */
+export function useRecordingProxy(target: string): RecordingProxy {
+  let proxy: RecordingProxy | undefined;
+  beforeAll(async () => {
+    proxy = await startRecordingProxy(target);
+  });
+  afterAll(() => proxy?.close());
+  const started = () => {
+    if (!proxy) throw new Error('the recording proxy starts before the tests');
+    return proxy;
+  };
+  return {
+    get url() {
+      return started().url;
+    },
+    get exchanges() {
+      return started().exchanges;
+    },
+    peakInFlight: () => started().peakInFlight(),
+    close: () => started().close(),
+  };
 }

@@ -8,7 +8,7 @@ import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-d
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
 import { churnCsv } from './models.js';
-import { predictExchanges, startRecordingProxy, type Exchange, type RecordingProxy } from './recording-proxy.js';
+import { predictExchanges, useRecordingProxy, type Exchange } from './recording-proxy.js';
 import { scoreCli } from './score-cli.js';
 import { expectSqlPredictions, sqlPredictions } from './sql-predictions.js';
 
@@ -18,21 +18,17 @@ const RENTAL = 'mindsdb/home_rentals_model';
 const NARROW = ['listing_id', 'number_of_rooms', 'sqft', 'location'];
 const LEFT_OUT = 'number_of_bathrooms, days_on_market, initial_price, neighborhood';
 let tmp: Awaited<ReturnType<typeof tempDir>>;
-let proxy: RecordingProxy;
+const proxy = useRecordingProxy(conn.url);
 
 beforeAll(async () => {
   tmp = await tempDir();
-  proxy = await startRecordingProxy(conn.url);
   await writeFile(join(tmp.dir, 'rentals.csv'), rentalsText(500));
   await writeFile(join(tmp.dir, 'churn.csv'), churnCsv(500));
   const narrow = [csvLine(NARROW)];
   for (let i = 0; i < 500; i++) narrow.push(csvLine(NARROW.map((c) => rentalRow(i)[RENTAL_COLUMNS.indexOf(c as (typeof RENTAL_COLUMNS)[number])])));
   await writeFile(join(tmp.dir, 'narrow.csv'), narrow.join(''));
 });
-afterAll(async () => {
-  await proxy.close();
-  await tmp.cleanup();
-});
+afterAll(() => tmp.cleanup());
 
 /** A run through the proxy with --json: its output, summary, manifest, whether it wrote _SUCCESS, and what went over the wire. */
 async function run(input: string, model: string, runId: string, flags: string[] = []) {

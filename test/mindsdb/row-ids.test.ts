@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
-import { predictExchanges, startRecordingProxy, type RecordingProxy } from './recording-proxy.js';
+import { predictExchanges, useRecordingProxy } from './recording-proxy.js';
 import { scoreCli } from './score-cli.js';
 import { expectSqlPredictions, sqlPredictions } from './sql-predictions.js';
 
@@ -13,16 +13,12 @@ const ROWS = 5_000;
 const ID = '__mindsdb_row_id';
 const MEMBERS = ['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max'];
 let tmp: Awaited<ReturnType<typeof tempDir>>;
-let proxy: RecordingProxy;
+const proxy = useRecordingProxy(conn.url);
 
 beforeAll(async () => {
   tmp = await tempDir();
-  proxy = await startRecordingProxy(conn.url);
 });
-afterAll(async () => {
-  await proxy.close();
-  await tmp.cleanup();
-});
+afterAll(() => tmp.cleanup());
 
 describe('row ids on the wire, against a real MindsDB', () => {
   it('sends every row with its __mindsdb_row_id, and every answer row carries the id of the row it answers', async () => {
