@@ -33,13 +33,18 @@ export interface ModelFacts {
 
 /**
  * Takes describe `{}` and, when that lacks inputs and outputs (current servers answer a metadata
- * row), `{"attribute": "info"}`. Nothing answering at the service's address fails at once: this is
- * the first call of a run, so the address is more likely wrong than the service restarting.
+ * row), `{"attribute": "info"}` of the version `{}` named, the one the run is pinned to: asked of
+ * the model's name alone, a retrain between the two answers would have it describe another model
+ * than the one scored. Nothing answering at the service's address fails at once: this is the
+ * first call of a run, so the address is more likely wrong than the service restarting.
  */
 export async function takeDescribeSnapshot(client: Predictor, ref: ModelRef, options: DescribeOptions = {}): Promise<DescribeSnapshot> {
   const snapshot: DescribeSnapshot = { takenAt: new Date().toISOString(), service: client.displayUrl, model: formatModelRef(ref), answers: [] };
   const meta = await askDescribe(client, ref, {}, snapshot, { ...options, firstContact: true });
-  if (!hasColumns(meta)) await askDescribe(client, ref, { attribute: 'info' }, snapshot, options);
+  if (!hasColumns(meta)) {
+    const pinned = ref.version === undefined && typeof meta?.VERSION === 'number' ? { ...ref, version: meta.VERSION } : ref;
+    await askDescribe(client, pinned, { attribute: 'info' }, snapshot, options);
+  }
   return snapshot;
 }
 

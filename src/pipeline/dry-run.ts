@@ -15,7 +15,7 @@ import { readSegment } from './read-segment.js';
 import type { PredictorFactory } from './predictor.js';
 import { RequestBatchBuilder, type RequestBatch } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
-import { estimateRun } from './run-estimate.js';
+import { estimateRun, rowIdDigits } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
 import { batchIsFull, scoreBatch, type SegmentScoring } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
@@ -157,9 +157,13 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
     const [warmUp, latenciesMs] = times.length > slots ? [timed(0, slots), timed(slots)] : [[], timed(0)];
     const warmUpMs = Math.max(0, ...warmUp);
     const estimate = estimateRun({
-      segmentRows: run.input.segments.map((s) => s.rows),
+      segments: run.input.segments.map(({ firstRow, rows }) => ({ firstRow, rows })),
+      rowIds: rowIdMember !== undefined,
       limits: options,
-      batches: batches.map((b) => ({ rows: b.batch.rows.length, bytes: b.bytes })),
+      batches: batches.map(({ batch, bytes }) => ({
+        rows: batch.rows.length,
+        bytes: rowIdMember === undefined ? bytes : bytes - batch.rows.reduce((n, row) => n + rowIdDigits(row.index, 1), 0),
+      })),
       envelopeBytes: predictBody('', options).length,
       latenciesMs,
       fixedMs,

@@ -9,11 +9,20 @@ export interface Range {
 
 /** What a dry run measured, and the run's plan, that a run's estimate is worked out from. */
 export interface EstimateInput {
-  /** Rows of each of the plan's segments: a batch never spans two. */
-  segmentRows: readonly number[];
+  /** The plan's segments, their first row's index and their rows: a batch never spans two. */
+  segments: readonly { firstRow: number; rows: number }[];
+  /**
+   * Each row sent carries its index as its row id (the member the server echoes): the digits of
+   * the indexes grow along the input, so they are counted for the run's rows, not taken from the
+   * canary's first ones (a run of 20,000 rows sends about 1.5 bytes a row more than its canary).
+   */
+  rowIds: boolean;
   /** --batch-size and --max-batch-bytes. */
   limits: { batchSize: number; maxBatchBytes: number };
-  /** The canary batches as sent: their rows and the bytes of the rows' JSON (as --max-batch-bytes counts them). */
+  /**
+   * The canary batches as sent: their rows and the bytes of the rows' JSON (as --max-batch-bytes
+   * counts them), less the digits of their row ids with `rowIds` (see rowIdDigits).
+   */
   batches: readonly { rows: number; bytes: number }[];
   /** Bytes a request body has around its rows' JSON (the envelope, and the params in it). */
   envelopeBytes: number;
@@ -46,9 +55,10 @@ export interface RunEstimate {
  * Works out a run's requests, bytes sent and duration from a few canary batches, each as a range.
  *
  * - Rows per request follow bytes per row: --max-batch-bytes cuts a batch before --batch-size when
- *   rows are large. Bytes per row are the canary's: low and high are the smallest and largest of
- *   its batches' averages, so the range is as wide as the rows seen vary (the rest of the input is
- *   assumed to look like its first rows).
+ *   rows are large, once the next row does not fit (see rowsPerRequest). Bytes per row are the
+ *   canary's: low and high are the smallest and largest of its batches' averages, so the range is
+ *   as wide as the rows seen vary (the rest of the input is assumed to look like its first rows).
+ *   Row ids are not: their digits are counted for the run's own rows.
  * - A request is expected to take the canary's median, and at best and at worst its fastest and
  *   slowest, widened by max(spread, median / 4) / sqrt(samples): a few samples bound the latency
  *   loosely, and the quarter of the median keeps a range around latencies that came out alike.
@@ -64,14 +74,23 @@ export interface RunEstimate {
  * Retries are not counted: a service that refuses or fails requests takes longer than `high`.
  */
 export function estimateRun(input: EstimateInput): RunEstimate {
-  const rows = input.segmentRows.reduce((n, r) => n + r, 0);
+  const rows = input.segments.reduce((n, s) => n + s.rows, 0);
+  const idDigits = input.segments.map((s) => (input.rowIds ? rowIdDigits(s.firstRow, s.rows) : 0));
+  const idsPerRow = rows > 0 ? idDigits.reduce((n, d) => n + d, 0) / rows : 0;
   const bytesPerRow = canaryBytesPerRow(input.batches);
-  // More bytes a row, fewer rows a request: the low byte count gives the low request count.
-  const requests = mapRange(bytesPerRow, (b) => requestCount(input.segmentRows, rowsPerRequest(b, input.limits)));
+  // More bytes a row, fewer rows a request: the low byte count gives the low request count. A
+  // segment's rows carry its own ids' digits, on average.
+  const requestsAt = (b: number, packing: Packing) =>
+    input.segments.reduce((n, s, i) => n + requestCount([s.rows], rowsPerRequest(b + (s.rows > 0 ? idDigits[i] / s.rows : 0), input.limits, packing)), 0);
+  const requests = {
+    low: requestsAt(bytesPerRow.low, 'tight'),
+    expected: requestsAt(bytesPerRow.expected, 'average'),
+    high: requestsAt(bytesPerRow.high, 'loose'),
+  };
   const bytesSent = {
-    low: bodyBytes(rows, requests.low, bytesPerRow.low, input.envelopeBytes),
-    expected: bodyBytes(rows, requests.expected, bytesPerRow.expected, input.envelopeBytes),
-    high: bodyBytes(rows, requests.high, bytesPerRow.high, input.envelopeBytes),
+    low: bodyBytes(rows, requests.low, bytesPerRow.low + idsPerRow, input.envelopeBytes),
+    expected: bodyBytes(rows, requests.expected, bytesPerRow.expected + idsPerRow, input.envelopeBytes),
+    high: bodyBytes(rows, requests.high, bytesPerRow.high + idsPerRow, input.envelopeBytes),
   };
   const latency = latencyRange(input.latenciesMs);
   // Measured once: the time before the first request, and the first wave's.
@@ -101,10 +120,34 @@ export function canaryBytesPerRow(batches: readonly { rows: number; bytes: numbe
   return { low: Math.min(...averages), expected: total.bytes / total.rows, high: Math.max(...averages) };
 }
 
-/** Rows a request holds at `bytesPerRow`: --batch-size, or fewer when --max-batch-bytes cuts first (never none). */
-export function rowsPerRequest(bytesPerRow: number, limits: { batchSize: number; maxBatchBytes: number }): number {
+/**
+ * How full a batch cut by --max-batch-bytes is: it ends once the next row does not fit, so the room
+ * it leaves is under a row. `tight` leaves none (the fewest requests), `average` half a row (what
+ * rows of varying sizes leave on average), `loose` a whole row (the most requests).
+ */
+export type Packing = 'tight' | 'average' | 'loose';
+
+/**
+ * Rows a request holds at `bytesPerRow` on average (not always a whole number): --batch-size, or
+ * fewer when --max-batch-bytes cuts first, packed as `packing` says; never fewer than one.
+ */
+export function rowsPerRequest(bytesPerRow: number, limits: { batchSize: number; maxBatchBytes: number }, packing: Packing = 'tight'): number {
   if (bytesPerRow <= 0) return limits.batchSize;
-  return Math.max(1, Math.min(limits.batchSize, Math.floor(limits.maxBatchBytes / bytesPerRow)));
+  const fit = limits.maxBatchBytes / bytesPerRow;
+  // A batch holds whole rows: never more than fit in it, even on average.
+  const rows = { tight: Math.floor(fit), average: Math.min(Math.floor(fit), fit - 0.5), loose: Math.floor(fit) - 1 }[packing];
+  return Math.max(1, Math.min(limits.batchSize, rows));
+}
+
+/** Decimal digits of the row indexes `first` to `first + count` (exclusive), as row ids are written: 1 for 0-9, 2 for 10-99... */
+export function rowIdDigits(first: number, count: number): number {
+  const end = first + count;
+  let total = 0;
+  for (let digits = 1, low = 0, high = 10; low < end; digits++, low = high, high *= 10) {
+    const span = Math.min(end, high) - Math.max(first, low);
+    if (span > 0) total += span * digits;
+  }
+  return total;
 }
 
 /** Predict requests for segments of these rows at `perRequest` rows each: a segment's last batch may be short. */
@@ -165,10 +208,6 @@ export function concurrencyReached(requests: number, concurrency: number | 'auto
   let [left, level] = [requests - AUTO_SLOTS.initial, Math.min(AUTO_SLOTS.initial, AUTO_SLOTS.max)];
   while (left > 0 && level < AUTO_SLOTS.max) left -= ++level;
   return level;
-}
-
-function mapRange(range: Range, f: (v: number) => number): Range {
-  return { low: f(range.low), expected: f(range.expected), high: f(range.high) };
 }
 
 function round1(v: number): number {

@@ -19,6 +19,8 @@ interface ServiceCall {
   ref: ModelRef;
   /** JSON text, or its UTF-8 bytes. */
   body: string | Buffer;
+  /** The envelope a predict body is in (describe has none). */
+  envelope?: Envelope;
 }
 
 /** How predict bodies are wrapped: `data` is the reference server's `{"data": [...]}`, `array` the document's bare array. */
@@ -156,7 +158,7 @@ export class ServiceClient {
 
   private async predictAnswer<Row>(ref: ModelRef, rowsJson: RowsJson, options: PredictOptions<Row>, read: (body: Buffer) => unknown): Promise<Row[]> {
     const body = predictBody(rowsJson, options);
-    const rows = await this.call({ op: 'predict', ref, body }, options, read, (answer) => {
+    const rows = await this.call({ op: 'predict', ref, body, envelope: options.envelope }, options, read, (answer) => {
       if (!Array.isArray(answer)) {
         throw new ServiceError('fatal', `predict ${this.where(ref, 'predict')}: expected a JSON array of predictions, got ${typeof answer}`);
       }
@@ -246,7 +248,7 @@ export class ServiceClient {
     }
     // An error answer past the allowance, or too deep to read, is not read: its status alone says what it means.
     const readable = answer !== undefined && !textNestedDeeperThan(answer, maxAnswerDepth);
-    throw httpServiceError(what, status, readable ? answer.toString('utf8') : '', this.policy, parseRetryAfter(retryAfter));
+    throw httpServiceError(what, status, readable ? answer.toString('utf8') : '', this.policy, parseRetryAfter(retryAfter), call.envelope);
   }
 
   /** The error of an answer past its allowance, naming the bound to raise (never quoting the answer). */

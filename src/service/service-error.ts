@@ -1,5 +1,6 @@
 import { BatchScorerError, type ErrorCode } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
+import type { Envelope } from './client.js';
 import type { RetryPolicy } from './retry-policy.js';
 
 /** What a failed service call means for the caller, by how the reference server answers failures. */
@@ -109,18 +110,51 @@ export interface ProblemBody {
   message?: string;
 }
 
+/**
+ * Reads an error body's title, detail and message, the detail and message without the Python
+ * traceback a server may append to them (see withoutTraceback).
+ */
 export function parseProblem(text: string): ProblemBody {
   try {
     const body = JSON.parse(text) as unknown;
     if (body && typeof body === 'object' && !Array.isArray(body)) {
       const b = body as Record<string, unknown>;
       const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined || v === null ? undefined : JSON.stringify(v));
-      return { title: str(b.title), detail: str(b.detail), message: str(b.message) };
+      const said = (v: unknown) => {
+        const text = str(v);
+        return text === undefined ? undefined : withoutTraceback(text);
+      };
+      return { title: str(b.title), detail: said(b.detail), message: said(b.message) };
     }
   } catch {
     // Not JSON (a proxy's HTML page): the status alone must carry the meaning.
   }
   return {};
+}
+
+/** Where a Python traceback starts (a chained one holds several: the first is where it starts). */
+const TRACEBACK = 'Traceback (most recent call last):';
+
+/**
+ * A server's error text without the Python traceback it carries: MindsDB's engine failures append
+ * one to the error's own line (`[engine/model]: ValueError: row 3: ...`), about 2 KB of the
+ * server's files and frames, in the detail and again in the message. Those are for whoever runs
+ * the server (its log has them); kept, they would be most of each quarantined row's reason in
+ * errors.jsonl and crowd the line users read out of messages.
+ * What precedes the traceback is kept, trimmed; a text that starts with one keeps its last line,
+ * the exception it ended in. A text without one is answered as it is.
+ */
+export function withoutTraceback(text: string): string {
+  const at = text.indexOf(TRACEBACK);
+  if (at < 0) return text;
+  const before = text.slice(0, at).trim();
+  if (before !== '') return before;
+  const lines = text
+    .slice(at)
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  return lines[lines.length - 1];
 }
 
 /** Classifies an HTTP error answer by status and title, as the reference server and proxies in front of it answer. */
@@ -149,21 +183,34 @@ const HINTS: Partial<Record<ServiceErrorKind, string>> = {
   unauthorized: 'set MODEL_SERVICE_TOKEN (the service of MODEL_SERVICE_URL) or a SERVICE_TOKENS entry (another service) to a valid token',
 };
 
-/** The message users see: what we called, what the server said, and what to do about it. */
-export function describeHttpError(what: string, status: number, problem: ProblemBody, kind: ServiceErrorKind): string {
+/** The flag that sends each envelope, and the body it makes. */
+const ENVELOPE_FLAGS: Record<Envelope, string> = {
+  data: '--envelope data, the body {"data": [...]} as MindsDB reads it',
+  array: '--envelope array, the body a bare array [...]',
+};
+
+/**
+ * The message users see: what we called, what the server said, and what to do about it.
+ * `envelope`: the one a predict request was sent in, so that a wrong one names the other.
+ */
+export function describeHttpError(what: string, status: number, problem: ProblemBody, kind: ServiceErrorKind, envelope?: Envelope): string {
   const said = excerpt([problem.title, problem.detail ?? problem.message].filter(Boolean).join(': '));
-  const hint = HINTS[kind];
+  const hint =
+    kind === 'wrong-envelope' && envelope !== undefined
+      ? `the server expects the other body envelope: pass ${ENVELOPE_FLAGS[envelope === 'data' ? 'array' : 'data']}`
+      : HINTS[kind];
   return `${what}: HTTP ${status}${said ? ` ${said}` : ''}${hint ? ` (${hint})` : ''}`;
 }
 
 /**
  * The ServiceError of an HTTP error answer (`what`: the call, as messages name it), classified as
- * the reference server and proxies in front of it answer failures.
+ * the reference server and proxies in front of it answer failures. `envelope`: a predict
+ * request's (describe sends none).
  */
-export function httpServiceError(what: string, status: number, body: string, policy: RetryPolicy, retryAfterMs?: number): ServiceError {
+export function httpServiceError(what: string, status: number, body: string, policy: RetryPolicy, retryAfterMs?: number, envelope?: Envelope): ServiceError {
   const problem = parseProblem(body);
   const kind = classifyHttpError(status, problem, policy);
-  return new ServiceError(kind, describeHttpError(what, status, problem, kind), {
+  return new ServiceError(kind, describeHttpError(what, status, problem, kind, envelope), {
     status,
     title: problem.title,
     detail: problem.detail ?? problem.message,

@@ -123,7 +123,7 @@ class FakePredictor implements OwnPredictor {
           return this.engine(ref, body, options.signal);
         };
         const answer = await (options.slot ? options.slot(exchange) : exchange());
-        if (answer.status !== 200) throw httpServiceError(what, answer.status, answer.body, this.policy);
+        if (answer.status !== 200) throw httpServiceError(what, answer.status, answer.body, this.policy, undefined, options.envelope);
         const rows = read(Buffer.from(answer.body));
         options.check?.(rows);
         options.onAttempt?.({ ms: performance.now() - started });

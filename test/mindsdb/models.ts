@@ -37,6 +37,16 @@ export function churnRow(i: number): { tenure_months: string; plan: string; mont
   };
 }
 
+/** customer_churn rows to score: churnRow's inputs, each row keyed by a `customer_id` the model does not read. */
+export function churnCsv(rows: number): string {
+  const lines = [csvLine(['customer_id', 'tenure_months', 'plan', 'monthly_charges'])];
+  for (let i = 0; i < rows; i++) {
+    const row = churnRow(i);
+    lines.push(csvLine([`C${String(i).padStart(6, '0')}`, row.tenure_months, row.plan, row.monthly_charges]));
+  }
+  return lines.join('');
+}
+
 export function churnTrainingCsv(rows: number): string {
   const lines = [csvLine(['tenure_months', 'plan', 'monthly_charges', 'churn'])];
   for (let i = 0; i < rows; i++) {

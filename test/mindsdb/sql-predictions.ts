@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import type { MindsdbConnection } from './mindsdb-server.js';
 import { sqlRows } from './mindsdb-server.js';
 
@@ -32,9 +33,11 @@ export const RENTAL_PRICE_MEMBERS = ['rental_price', 'rental_price_confidence', 
 
 /**
  * Where written predictions differ from the server's SQL answers (see sqlPredictions): a line for
- * each row whose `members`, read as numbers, are not those of the SQL answer of its `key`, or
- * which SQL did not answer; empty when every row agrees. One list rather than an assertion per
- * row, so that 100,000 rows are checked at once and a failure shows the first rows that differ.
+ * each row whose `members` are not those of the SQL answer of its `key`, or which SQL did not
+ * answer; empty when every row agrees. Where the server answered a number, the output's value is
+ * read as one (a CSV holds text); anything else is compared as it is (a class). One list rather
+ * than an assertion per row, so that 100,000 rows are checked at once and a failure shows the
+ * first rows that differ.
  */
 export function sqlDisagreements(
   rows: readonly Record<string, unknown>[],
@@ -42,14 +45,30 @@ export function sqlDisagreements(
   key: string,
   members: readonly string[] = RENTAL_PRICE_MEMBERS,
 ): string[] {
-  const asNumber = (v: unknown) => (v === null || v === undefined || v === '' ? null : Number(v));
+  const asTruth = (mine: unknown, theirs: unknown) => (typeof theirs === 'number' && typeof mine === 'string' && mine !== '' ? Number(mine) : mine);
   const lines: string[] = [];
   for (const row of rows) {
     const answer = truth.get(String(row[key]));
-    const got = members.map((m) => asNumber(row[m]));
-    const want = answer && members.map((m) => asNumber(answer[m]));
+    const want = answer && members.map((m) => answer[m]);
+    const got = members.map((m, i) => asTruth(row[m], want?.[i]));
     if (!want || got.some((v, i) => v !== want[i]))
       lines.push(`${String(row[key])}: wrote ${JSON.stringify(got)}, SQL answers ${JSON.stringify(want ?? 'nothing')}`);
   }
   return lines.length <= 20 ? lines : [...lines.slice(0, 20), `... and ${lines.length - 20} more rows`];
+}
+
+/**
+ * Expects the output rows to be the truth's rows, each once, and each to carry the server's own
+ * SQL prediction for its `key`, member for member (see sqlDisagreements).
+ */
+export function expectSqlPredictions(
+  rows: readonly Record<string, unknown>[],
+  truth: ReadonlyMap<string, Record<string, unknown>>,
+  key: string,
+  members: readonly string[] = RENTAL_PRICE_MEMBERS,
+): void {
+  const keys = rows.map((r) => String(r[key]));
+  expect(new Set(keys).size, 'output rows with the same key').toBe(keys.length);
+  expect(keys.toSorted()).toEqual([...truth.keys()].toSorted());
+  expect(sqlDisagreements(rows, truth, key, members)).toEqual([]);
 }

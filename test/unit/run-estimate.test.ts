@@ -9,6 +9,7 @@ import {
   percentile,
   requestCount,
   requestWaves,
+  rowIdDigits,
   rowsPerRequest,
   type EstimateInput,
   type Range,
@@ -18,7 +19,11 @@ const LIMITS = { batchSize: 100, maxBatchBytes: 1_000_000 };
 
 function input(over: Partial<EstimateInput> = {}): EstimateInput {
   return {
-    segmentRows: [250, 250],
+    segments: [
+      { firstRow: 0, rows: 250 },
+      { firstRow: 250, rows: 250 },
+    ],
+    rowIds: false,
     limits: LIMITS,
     batches: [
       { rows: 100, bytes: 10_000 },
@@ -51,13 +56,23 @@ describe('estimateRun', () => {
   });
 
   it('lets --max-batch-bytes cut batches: the spread of bytes per row gives the range of requests', () => {
-    // 100, 110 and 120 bytes a row fit 10, 9 and 8 rows in 1000 bytes.
+    // 100 bytes a row fit 10 rows in 1000 bytes at best; 110, 9.09 less the half row a batch leaves on
+    // average, 8.59; 120 bytes, 8 less a whole row at worst, 7.
     const e = estimateRun(input({ limits: { batchSize: 100, maxBatchBytes: 1000 } }));
-    expect(e.requests).toEqual({ low: 2 * 25, expected: 2 * 28, high: 2 * 32 });
+    expect(e.requests).toEqual({ low: 2 * 25, expected: 2 * 30, high: 2 * 36 });
+  });
+
+  it('counts the digits of the run’s own row ids, not those of the canary’s first rows', () => {
+    // The canary's 100 and 120 bytes a row are without their ids' digits; rows 0-9 carry 1 digit, 10-99 2 and 100-499 3: 1,390 in all.
+    const e = estimateRun(input({ rowIds: true }));
+    expect(e.bytesSent).toEqual({ low: 500 * 101 + 1_390 + 6 * 10, expected: 500 * 111 + 1_390 + 6 * 10, high: 500 * 121 + 1_390 + 6 * 10 });
+    // Rows past 10,000 carry 5 digits: at 1,000 bytes a batch, 9 rows of 105 bytes instead of 10 of 100.
+    const late = estimateRun(input({ rowIds: true, segments: [{ firstRow: 10_000, rows: 900 }], limits: { batchSize: 100, maxBatchBytes: 1000 } }));
+    expect(late.requests.low).toBe(900 / 9);
   });
 
   it('answers an empty input with no requests and the fixed costs', () => {
-    const e = estimateRun(input({ segmentRows: [], batches: [], latenciesMs: [], warmUpMs: 0 }));
+    const e = estimateRun(input({ segments: [], batches: [], latenciesMs: [], warmUpMs: 0 }));
     expect(e.requests).toEqual({ low: 0, expected: 0, high: 0 });
     expect(e.bytesSent).toEqual({ low: 0, expected: 0, high: 0 });
     expect(e.durationMs).toEqual({ low: 50, expected: 100, high: 200 });
@@ -68,14 +83,16 @@ describe('estimateRun', () => {
     fc.assert(
       fc.property(
         fc.array(fc.integer({ min: 0, max: 100_000 }), { maxLength: 20 }),
+        fc.boolean(),
         fc.record({ batchSize: fc.integer({ min: 1, max: 5000 }), maxBatchBytes: fc.integer({ min: 1024, max: 8_000_000 }) }),
         fc.array(batch, { maxLength: 8 }),
         fc.array(fc.double({ min: 0, max: 60_000, noNaN: true }), { maxLength: 8 }),
         fc.double({ min: 0, max: 60_000, noNaN: true }),
         fc.double({ min: 0, max: 60_000, noNaN: true }),
         fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constant('auto' as const)),
-        (segmentRows, limits, batches, latenciesMs, fixedMs, warmUpMs, concurrency) => {
-          const e = estimateRun({ segmentRows, limits, batches, envelopeBytes: 11, latenciesMs, fixedMs, warmUpMs, concurrency });
+        (segmentRows, rowIds, limits, batches, latenciesMs, fixedMs, warmUpMs, concurrency) => {
+          const segments = segmentRows.map((rows, i) => ({ firstRow: segmentRows.slice(0, i).reduce((n, r) => n + r, 0), rows }));
+          const e = estimateRun({ segments, rowIds, limits, batches, envelopeBytes: 11, latenciesMs, fixedMs, warmUpMs, concurrency });
           for (const r of [e.requests, e.rows, e.bytesSent, e.durationMs, e.latencyMs.assumed]) expect(ordered(r), JSON.stringify(r)).toBe(true);
           const rows = segmentRows.reduce((n, r) => n + r, 0);
           expect(e.rows).toEqual({ low: rows, expected: rows, high: rows });
@@ -95,6 +112,30 @@ describe('the estimate’s parts', () => {
     expect(rowsPerRequest(100, { batchSize: 100, maxBatchBytes: 2_550 })).toBe(25);
     expect(rowsPerRequest(5_000, { batchSize: 100, maxBatchBytes: 2_550 })).toBe(1);
     expect(rowsPerRequest(0, LIMITS)).toBe(100);
+  });
+
+  it('rowsPerRequest: a batch cut by bytes leaves no room when tight, half a row on average, a whole row when loose', () => {
+    const limits = { batchSize: 100, maxBatchBytes: 2_550 };
+    expect([rowsPerRequest(100, limits, 'tight'), rowsPerRequest(100, limits, 'average'), rowsPerRequest(100, limits, 'loose')]).toEqual([25, 25, 24]);
+    // Whole batches of --batch-size whenever a row more than it fits: no room counts.
+    expect([rowsPerRequest(10, limits, 'average'), rowsPerRequest(10, limits, 'loose')]).toEqual([100, 100]);
+    expect(rowsPerRequest(2_000, limits, 'loose')).toBe(1);
+  });
+
+  it('rowIdDigits: the decimal digits of a range of row indexes', () => {
+    expect(rowIdDigits(0, 10)).toBe(10);
+    expect(rowIdDigits(0, 11)).toBe(12);
+    expect(rowIdDigits(95, 10)).toBe(5 * 2 + 5 * 3);
+    expect(rowIdDigits(0, 20_000)).toBe(10 + 90 * 2 + 900 * 3 + 9_000 * 4 + 10_000 * 5);
+    expect(rowIdDigits(7, 0)).toBe(0);
+    for (const [first, count] of [
+      [0, 1],
+      [9, 3],
+      [998, 5],
+      [123_456, 1_000],
+    ]) {
+      expect(rowIdDigits(first, count)).toBe(Array.from({ length: count }, (_, i) => String(first + i).length).reduce((n, d) => n + d, 0));
+    }
   });
 
   it('requestCount: a batch never spans two segments', () => {

@@ -4,7 +4,7 @@ import { UsageError } from '../../src/errors.js';
 import { thrown } from '../helpers/rejection.js';
 import { formatModelRef, modelPathName, parseModelRef } from '../../src/service/model-ref.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, retryDelayMs, type RetryPolicy } from '../../src/service/retry-policy.js';
-import { classifyHttpError, describeHttpError, parseProblem, ServiceError, type ServiceErrorKind } from '../../src/service/service-error.js';
+import { classifyHttpError, describeHttpError, parseProblem, ServiceError, withoutTraceback, type ServiceErrorKind } from '../../src/service/service-error.js';
 
 const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, minDelayMs: 200, maxDelayMs: 15_000, maxRetryAfterMs: 120_000 };
 
@@ -105,6 +105,16 @@ describe('parseProblem', () => {
     expect(parseProblem('{"title":42,"detail":{"a":1},"message":null}')).toEqual({ title: '42', detail: '{"a":1}', message: undefined });
   });
 
+  it("leaves out the Python traceback of the detail and message, as MindsDB's engine failures carry them", () => {
+    const traceback = 'Traceback (most recent call last):\n\n  File "/srv/handler.py", line 401, in predict\n    raise\n\nValueError: row 0: bad';
+    const said = `[byom/m]: ValueError: row 0: column 'sqft' is not a number\n${traceback}`;
+    expect(parseProblem(JSON.stringify({ title: 'MLEngineException', detail: said, message: said }))).toEqual({
+      title: 'MLEngineException',
+      detail: "[byom/m]: ValueError: row 0: column 'sqft' is not a number",
+      message: "[byom/m]: ValueError: row 0: column 'sqft' is not a number",
+    });
+  });
+
   it.each([
     ['an HTML page', '<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>'],
     ['plain text', 'Bad Gateway'],
@@ -115,6 +125,33 @@ describe('parseProblem', () => {
     ['truncated JSON', '{"title":"Ke'],
   ])('answers nothing for %s', (_what, body) => {
     expect(parseProblem(body)).toEqual({});
+  });
+});
+
+describe('withoutTraceback', () => {
+  const chained = [
+    'Traceback (most recent call last):',
+    '  File "<string>", line 87, in _design',
+    'ValueError: row 2: not a number',
+    '',
+    'During handling of the above exception, another exception occurred:',
+    '',
+    'Traceback (most recent call last):',
+    '  File "/srv/process_cache.py", line 169, in warm_function',
+    'RuntimeError: engine failed on row 2\n\n',
+  ].join('\n');
+
+  it('keeps what precedes the traceback, trimmed', () => {
+    expect(withoutTraceback(`  [byom/m]: ValueError: row 2: not a number \n${chained}`)).toBe('[byom/m]: ValueError: row 2: not a number');
+  });
+
+  it('keeps the exception a text that starts with a traceback ended in', () => {
+    expect(withoutTraceback(chained)).toBe('RuntimeError: engine failed on row 2');
+  });
+
+  it('answers a text without a traceback as it is, lines and all', () => {
+    expect(withoutTraceback('Model with name m.9 not found')).toBe('Model with name m.9 not found');
+    expect(withoutTraceback('two problems:\n- a\n- b\n')).toBe('two problems:\n- a\n- b\n');
   });
 });
 
@@ -177,6 +214,14 @@ describe('describeHttpError', () => {
     expect(message).toContain('TypeError');
     expect(message).toContain('list indices must be integers');
     expect(message).toContain('--envelope');
+  });
+
+  it.each([
+    ['array', '--envelope data, the body {"data": [...]}'],
+    ['data', '--envelope array, the body a bare array [...]'],
+  ] as const)('names the envelope to pass when a predict sent in the %s envelope was refused for it', (sent, flag) => {
+    const message = describeHttpError('predict p/m', 500, { title: 'TypeError', detail: 'list indices' }, 'wrong-envelope', sent);
+    expect(message).toContain(`(the server expects the other body envelope: pass ${flag}`);
   });
 
   it.each([

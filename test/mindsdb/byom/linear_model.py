@@ -4,7 +4,11 @@ MindsDB runs this file itself (type 'inhouse': in the server's own process, with
 NumPy it already carries), so no deep-learning stack and no model hub is needed, and everything
 between the HTTP request and this class is the real server.
 
-- A numeric target is fitted by least squares on the numeric inputs and one-hot categories. Its
+- A numeric target is fitted by least squares on the numeric inputs and one-hot categories. An
+  input is numeric when every value it has in training is a number, whatever dtype pandas gave the
+  column: a column of integers with blanks comes as floats or objects, and at predict time its
+  dtype follows the rows of each request, so typing by dtype made a row's answer depend on the
+  rows sent with it. Its
   answer carries `<target>_confidence`, `<target>_min` and `<target>_max` (a 95% interval from the
   training residuals), the members the lightwood engine gave for numeric targets.
 - Any other target is a class: the nearest class centre in standardised input space, with a
@@ -16,6 +20,14 @@ between the HTTP request and this class is the real server.
 
 import numpy as np
 import pandas as pd
+
+
+def _all_numbers(column):
+    """Whether every value the column has is a number (booleans are not)."""
+    present = column.dropna()
+    if len(present) == 0 or pd.api.types.is_bool_dtype(present):
+        return False
+    return bool(pd.to_numeric(present, errors="coerce").notna().all())
 
 
 class BatchScorerLinearModel:
@@ -92,12 +104,3 @@ class BatchScorerLinearModel:
             for level in levels:
                 columns.append((raw == level).to_numpy(dtype=float))
         return np.stack(columns, axis=1)
-
-
-def _all_numbers(series):
-    """Whether every value present is a number, whatever the dtype: MindsDB hands train() a column of
-    numbers with blanks as dtype object (None for the blanks), which read as categories would be
-    one-hot by their text, '2.0' in a float batch but '2' in a batch of integers, so a row's answer
-    would depend on the rows sent with it."""
-    present = series.dropna()
-    return len(present) > 0 and bool(pd.to_numeric(present, errors="coerce").notna().all())
