@@ -57,18 +57,21 @@ export function batchIsFull(rows: number, bytes: number, next: number, limits: {
 
 /**
  * Scores one batch. An engine failure (MLEngineException) on several rows splits the batch in
- * halves until the failing rows stand alone; those are quarantined, the rest scored. The
- * request slots wrap each request's exchange with the service, not the splitting (halves
- * never wait on their parent), nor the reading of an answer or a retry's wait.
+ * halves until the failing rows stand alone; those are quarantined, the rest scored. The whole
+ * batch and a row standing alone are tried twice before they count as refused; the halves between
+ * are split at once (`split`), since an engine refuses the same rows every time: retrying every
+ * level cost a real server a retry and its wait per halving. The request slots wrap each request's
+ * exchange with the service, not the splitting (halves never wait on their parent), nor the
+ * reading of an answer or a retry's wait.
  */
-export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): Promise<RowOutcome[]> {
+export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch, split = false): Promise<RowOutcome[]> {
   const { rows } = batch;
   const layout = answerLayout(scoring.schema, scoring.rowIdMember);
   // The other model is asked at the same time, in the same slots: the input is read once.
   const other = scoring.compare && askOther(scoring, scoring.compare, batch);
   let answer: PickedRow[];
   try {
-    answer = await predictBatch(scoring, scoring.model, batch, layout);
+    answer = await predictBatch(scoring, scoring.model, batch, layout, !split || rows.length === 1);
   } catch (err) {
     await other;
     if (!(err instanceof ServiceError) || err.kind !== 'bad-rows') throw err;
@@ -77,7 +80,7 @@ export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): 
     }
     scoring.counts.splits++;
     const half = Math.ceil(rows.length / 2);
-    const [a, b] = await Promise.all([scoreBatch(scoring, batch.slice(0, half)), scoreBatch(scoring, batch.slice(half, rows.length))]);
+    const [a, b] = await Promise.all([scoreBatch(scoring, batch.slice(0, half), true), scoreBatch(scoring, batch.slice(half, rows.length), true)]);
     return [...a, ...b];
   }
   const outcomes = merge(scoring, layout, rows, answer as unknown[][]);
@@ -92,7 +95,7 @@ export async function scoreBatch(scoring: SegmentScoring, batch: RequestBatch): 
 }
 
 /** One predict request of a batch to `model`, its answer checked against the rows sent. */
-function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBatch, layout: AnswerLayout): Promise<PickedRow[]> {
+function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBatch, layout: AnswerLayout, retryEngineFailure = true): Promise<PickedRow[]> {
   scoring.counts.requests++;
   const { observer } = scoring;
   return scoring.client.predictMembers(model, batch.body(), layout.members, {
@@ -100,6 +103,7 @@ function predictBatch(scoring: SegmentScoring, model: ModelRef, batch: RequestBa
     envelope: scoring.envelope,
     params: scoring.params,
     signal: scoring.signal,
+    retryEngineFailure,
     log: scoring.log,
     // A slot is held while the service works on the batch, not while its answer is read or a retry waits.
     slot: (exchange) =>

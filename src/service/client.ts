@@ -59,6 +59,12 @@ export interface CallOptions {
    */
   firstContact?: boolean;
   /**
+   * Whether an engine failure (`bad-rows`) is tried once more before it is thrown (default true).
+   * False for part of a batch that already failed on the engine twice: the caller splits it at
+   * once, since an engine refusing the same rows again is the rule, not a passing fault.
+   */
+  retryEngineFailure?: boolean;
+  /**
    * Wraps each attempt's exchange with the service (sending the request, receiving the answer's
    * bytes), such as a request slot: it is held while the service works, not while the answer is
    * parsed or a retry waits, so the next request goes out as soon as an answer is in.
@@ -189,7 +195,7 @@ export class ServiceClient {
 
   private async call(call: ServiceCall, options: CallOptions, read: (body: Buffer) => unknown, check?: (answer: unknown) => void): Promise<unknown> {
     const { op } = call;
-    let engineFailures = 0;
+    let engineFailures = options.retryEngineFailure === false ? 1 : 0;
     const log = options.log ?? this.log;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();

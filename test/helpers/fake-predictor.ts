@@ -113,7 +113,7 @@ class FakePredictor implements OwnPredictor {
     const what = `predict ${modelPathName(ref)}`;
     // The bytes ServiceClient sends, read as the server reads them.
     const body = JSON.parse(predictBody(rowsJson, options).toString('utf8')) as unknown;
-    let engineFailures = 0;
+    let engineFailures = options.retryEngineFailure === false ? 1 : 0;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {

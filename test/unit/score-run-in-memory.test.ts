@@ -161,6 +161,17 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(writesOf(storage, 'some-bad').at(-1)).toBe('_SUCCESS');
   });
 
+  it('tries a failing batch and a refused row twice, the halves between once', async () => {
+    // Row 5 of one batch of 8 fails the engine: 8 (twice), 4 + 4, 2 + 2, 1 + 1 (the refused one twice).
+    const storage = await storageWith(
+      rentalsText(8, (row, i) => {
+        if (i === 5) row.location = ENGINE_ERROR_VALUE;
+      }),
+    );
+    const manifest = await score(storage, 'one-bad', { batchSize: 8, maxErrorRate: 0.2 });
+    expect(manifest.counts).toMatchObject({ rowsScored: 7, rowsQuarantined: 1, splits: 3, retries: 2 });
+  });
+
   it('fails past --max-error-rate: a failed manifest naming E_ERROR_RATE, no _SUCCESS', async () => {
     const storage = await storageWith(
       rentalsText(ROWS, (row, i) => {
