@@ -23,13 +23,16 @@ export const CLASH_PREFIX = 'pred_';
 
 /**
  * The answer members of each prediction member `--prediction-columns` names, as suffixes of the
- * target; `interval` only for targets whose answers carry `_min` and `_max` (numeric ones).
+ * target, given which suffixes the probe's answer carries: `interval` only for targets whose
+ * answers carry `_min` and `_max` (numeric ones), `anomaly` only where the engine answers it
+ * (lightwood did; MindsDB's BYOM engine and many others never do, and an always empty column
+ * would only mislead).
  */
-const MEMBER_SUFFIXES: Record<PredictionMember, (interval: boolean) => string[]> = {
+const MEMBER_SUFFIXES: Record<PredictionMember, (answered: (suffix: string) => boolean) => string[]> = {
   value: () => [''],
   confidence: () => ['_confidence'],
-  interval: (interval) => (interval ? ['_min', '_max'] : []),
-  anomaly: () => ['_anomaly'],
+  interval: (answered) => (answered('_min') && answered('_max') ? ['_min', '_max'] : []),
+  anomaly: (answered) => (answered('_anomaly') ? ['_anomaly'] : []),
   explain: () => ['_explain'],
 };
 
@@ -43,7 +46,7 @@ export function predictionMembers(asked: readonly PredictionMember[] | undefined
 /**
  * Output columns from the targets and one answer row (the probe), so every segment and worker
  * writes the same columns. Per target, of the members chosen and in this order: `<t>`,
- * `<t>_confidence`, `<t>_min` and `<t>_max` when the model answers them, `<t>_anomaly`,
+ * `<t>_confidence`, `<t>_min` and `<t>_max` and `<t>_anomaly` when the model answers them,
  * `<t>_explain`. When any of a target's columns has the name of an input column written
  * (`taken`), the input column keeps its name and all of that target's columns get the prefix
  * `pred_` (again until unique): one rule, the same every time.
@@ -57,8 +60,9 @@ export function buildOutputSchema(
   const taken = new Set(inputColumns);
   const warnings: string[] = [];
   const schemas = targets.map((target) => {
-    const interval = `${target}_min` in probe && `${target}_max` in probe;
-    const suffixes = members.flatMap((m) => MEMBER_SUFFIXES[m](interval));
+    const answered = (suffix: string) => `${target}${suffix}` in probe;
+    const interval = answered('_min') && answered('_max');
+    const suffixes = members.flatMap((m) => MEMBER_SUFFIXES[m](answered));
     let prefix = '';
     while (suffixes.some((s) => taken.has(`${prefix}${target}${s}`))) prefix += CLASH_PREFIX;
     if (prefix) warnings.push(`input column(s) clash with the predictions of "${target}": its prediction columns are named ${prefix}${target}*`);

@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { answerCheck } from '../../src/pipeline/answer-check.js';
 import { buildOutputSchema } from '../../src/pipeline/output-schema.js';
 
-const probe = { price: 1, price_confidence: 0.9, price_min: 0, price_max: 2, price_anomaly: null, price_explain: null, kind: 'a', kind_confidence: 0.5 };
+const probe = {
+  price: 1,
+  price_confidence: 0.9,
+  price_min: 0,
+  price_max: 2,
+  price_anomaly: null,
+  price_explain: null,
+  kind: 'a',
+  kind_confidence: 0.5,
+  kind_anomaly: null,
+};
 const all = buildOutputSchema(['price', 'kind'], probe, [], ['value', 'confidence', 'interval', 'anomaly', 'explain']);
 /** The answer members in schema order, each at its own place. */
 const check = answerCheck(

@@ -65,11 +65,27 @@ describe('buildOutputSchema', () => {
   });
 
   it('adds _explain with the flag even when the probe lacks it', () => {
-    expect(buildOutputSchema(['t'], { t: 1 }, [], predictionMembers(undefined, true)).columns).toEqual(['t', 't_confidence', 't_anomaly', 't_explain']);
+    expect(buildOutputSchema(['t'], { t: 1, t_anomaly: null }, [], predictionMembers(undefined, true)).columns).toEqual([
+      't',
+      't_confidence',
+      't_anomaly',
+      't_explain',
+    ]);
+  });
+
+  it('writes _anomaly only for a model that answers it (MindsDB’s BYOM engine does not)', () => {
+    const byom = { rental_price: 1200, rental_price_confidence: 0.9, rental_price_min: 1000, rental_price_max: 1400 };
+    expect(buildOutputSchema(['rental_price'], byom, [], predictionMembers(undefined, false)).columns).toEqual([
+      'rental_price',
+      'rental_price_confidence',
+      'rental_price_min',
+      'rental_price_max',
+    ]);
+    expect(buildOutputSchema(['rental_price'], byom, [], ['anomaly']).columns).toEqual([]);
   });
 
   it('keeps targets in the order given', () => {
-    const schema = buildOutputSchema(['b', 'a'], {}, [], predictionMembers(undefined, false));
+    const schema = buildOutputSchema(['b', 'a'], { a_anomaly: null, b_anomaly: null }, [], predictionMembers(undefined, false));
     expect(schema.targets.map((t) => t.target)).toEqual(['b', 'a']);
     expect(schema.columns).toEqual(['b', 'b_confidence', 'b_anomaly', 'a', 'a_confidence', 'a_anomaly']);
   });
@@ -98,8 +114,12 @@ describe('buildOutputSchema', () => {
       'pred_rental_price_max',
       'pred_rental_price_anomaly',
     ]);
-    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, false)).columns).toEqual(['t', 't_confidence', 't_anomaly']);
-    expect(buildOutputSchema(['t'], {}, ['t_explain'], predictionMembers(undefined, true)).columns).toEqual([
+    expect(buildOutputSchema(['t'], { t_anomaly: null }, ['t_explain'], predictionMembers(undefined, false)).columns).toEqual([
+      't',
+      't_confidence',
+      't_anomaly',
+    ]);
+    expect(buildOutputSchema(['t'], { t_anomaly: null }, ['t_explain'], predictionMembers(undefined, true)).columns).toEqual([
       'pred_t',
       'pred_t_confidence',
       'pred_t_anomaly',
@@ -114,10 +134,10 @@ describe('buildOutputSchema', () => {
   });
 
   it('repeats the prefix while a prefixed name is also taken', () => {
-    const schema = buildOutputSchema(['t'], {}, ['t', 'pred_t_anomaly', 'pred_pred_t'], predictionMembers(undefined, false));
+    const schema = buildOutputSchema(['t'], { t_anomaly: null }, ['t', 'pred_t_anomaly', 'pred_pred_t'], predictionMembers(undefined, false));
     expect(schema.columns).toEqual(['pred_pred_pred_t', 'pred_pred_pred_t_confidence', 'pred_pred_pred_t_anomaly']);
     expect(schema.warnings[0]).toContain('pred_pred_pred_t');
-    const once = buildOutputSchema(['t'], {}, ['t_confidence', 'pred_t'], predictionMembers(undefined, false));
+    const once = buildOutputSchema(['t'], { t_anomaly: null }, ['t_confidence', 'pred_t'], predictionMembers(undefined, false));
     expect(once.columns).toEqual(['pred_pred_t', 'pred_pred_t_confidence', 'pred_pred_t_anomaly']);
   });
 
@@ -141,7 +161,7 @@ describe('buildOutputSchema', () => {
   it("never outputs a column name twice, nor an input column's name", () => {
     // target "a_confidence" would clash with target "a"'s confidence column
     const inputs = ['x', 'a_confidence_anomaly'];
-    const schema = buildOutputSchema(['a', 'a_confidence'], {}, inputs, predictionMembers(undefined, true));
+    const schema = buildOutputSchema(['a', 'a_confidence'], { a_anomaly: null, a_confidence_anomaly: null }, inputs, predictionMembers(undefined, true));
     const all = [...inputs, ...schema.columns];
     expect(new Set(all).size).toBe(all.length);
   });
