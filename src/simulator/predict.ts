@@ -1,4 +1,4 @@
-import { jsonAnswer, uncaught, type Answer } from './answer.js';
+import { badRequest, jsonAnswer, uncaught, type Answer } from './answer.js';
 import { ENGINE_NAMES, retype, type EngineFlavour, type ModelDefinition, type ModelVersion } from './models.js';
 
 /** The value that makes the simulated engine fail, so clients can test isolating bad rows. */
@@ -13,12 +13,12 @@ type Row = Record<string, unknown>;
  * 500: TypeError for a bare array (or null, a number, a string), KeyError for an object without
  * `data`, ValueError for data pandas cannot make rows of. Elements of `data` that are not objects
  * are rows without any named column, as pandas makes them. The `array` server (the interface
- * document) answers an object with a KeyError.
+ * document) answers an object with a KeyError, and anything else but an array with a 400.
  */
 export function readPredictRows(body: unknown, envelope: 'data' | 'array'): Row[] | Answer {
   if (envelope === 'array') {
     if (Array.isArray(body)) return asRows(body);
-    return typeof body === 'object' && body !== null ? uncaught('KeyError', '0') : uncaught('TypeError', 'the predict body must be a JSON array');
+    return typeof body === 'object' && body !== null ? uncaught('KeyError', '0') : badRequest;
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return uncaught('TypeError', notSubscriptable(body));
   if (!Object.hasOwn(body, 'data')) return uncaught('KeyError', "'data'");
