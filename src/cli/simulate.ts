@@ -17,6 +17,7 @@ export function registerSimulate(program: Command): void {
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--base-path <path>', 'prefix before /api, e.g. /v1')
     .option('--envelope <envelope>', 'predict body the simulator accepts: data or array')
+    .option('--engine <engine>', 'how the models answer: lightwood (MindsDB to 25.x) or byom (MindsDB 26.x)')
     .option('--legacy-describe', 'answer describe {} with the info shape, as older servers do')
     .option('--latency-ms <ms>', "time each predict answer takes, from the request's arrival", num)
     .option('--latency-jitter-ms <ms>', 'random extra delay up to this', num)

@@ -9,14 +9,37 @@ export const PROJECT_NAME = 'mindsdb';
 /** Describe `features` column types, as the reference engine (lightwood) names them. */
 export type ColumnType = 'integer' | 'float' | 'categorical' | 'binary' | 'text';
 
-/** Training states a client must tell apart (`complete` answers, the others must not be used). */
+/**
+ * The engine the models answer like (see docs/real-servers.md):
+ * - `lightwood`: MindsDB's default engine up to 25.x. Answers echo every input, with
+ *   `<target>_anomaly`, `_original` and `_explain`; describe knows info, features, model, jsonai.
+ * - `byom`: MindsDB 26.x, which no longer ships lightwood, with a Bring-Your-Own-Model engine like
+ *   the real-server suite's (test/mindsdb/byom/linear_model.py). Answers carry only the engine's
+ *   columns, and the row id when the request rows carried it; ACCURACY is null; describe answers
+ *   `info` and `[]` for any other attribute.
+ */
+export type EngineFlavour = 'lightwood' | 'byom';
+
+/**
+ * The name of the engine each flavour's models were made with, which the reference server puts in
+ * front of an engine's error (`[<engine>/<model>]: ...`); `byom` is the real-server suite's engine.
+ */
+export const ENGINE_NAMES: Readonly<Record<EngineFlavour, string>> = { lightwood: 'lightwood', byom: 'scorer_byom' };
+
+/**
+ * Training states a client must tell apart (`complete` answers, the others must not be used).
+ * `training` is shown as `generating` by the byom flavour: MindsDB 26 shows no other state
+ * until a Bring-Your-Own-Model engine's training ends.
+ */
 export type ModelStatus = 'complete' | 'training' | 'error';
 
 export interface ModelVersion {
   readonly version: number;
   readonly status: ModelStatus;
-  /** Null while training, as on the reference server. */
+  /** Null while training, as on the reference server (and always for the byom flavour). */
   readonly accuracy: number | null;
+  /** Why training failed, as the reference server words it (status `error` only). */
+  readonly trainingError?: string;
   /** The target members of one answer row (see `predictTargets`). */
   readonly predict: (row: Record<string, unknown>) => Record<string, unknown>;
 }
@@ -40,6 +63,7 @@ export interface ModelDefinition {
   /** Trained fine but must be retrained before it predicts (reference: UPDATE_STATUS 'available'). */
   readonly obsolete: boolean;
   readonly selectDataQuery: string;
+  /** The training options as describe's TRAINING_OPTIONS writes them: Python's `str()` of a dict. */
   readonly trainingOptions: string;
 }
 
@@ -223,8 +247,8 @@ const homeRentalsColumns = {
   columnTypes: HOME_RENTALS_TYPES,
   importances: HOME_RENTALS_IMPORTANCES,
   horizon: 1,
-  selectDataQuery: 'SELECT * FROM files.home_rentals',
-  trainingOptions: '{}',
+  selectDataQuery: 'SELECT * FROM home_rentals',
+  trainingOptions: "{'__mdb_sql_task': None, 'target': 'rental_price', 'using': {}}",
 } as const;
 
 const customerChurnColumns = {
@@ -235,8 +259,8 @@ const customerChurnColumns = {
   activeVersion: 1,
   obsolete: false,
   horizon: 1,
-  selectDataQuery: 'SELECT * FROM files.customer_churn',
-  trainingOptions: '{}',
+  selectDataQuery: 'SELECT * FROM customer_churn',
+  trainingOptions: "{'__mdb_sql_task': None, 'target': 'churn', 'using': {}}",
 } as const;
 
 /** Every model of project `mindsdb`. */
@@ -276,6 +300,21 @@ export const modelCatalog: readonly ModelDefinition[] = [
     versions: [{ version: 1, status: 'training', accuracy: null, predict: homeRentals(2) }],
   },
   {
+    name: 'failed_model',
+    ...homeRentalsColumns,
+    activeVersion: 1,
+    obsolete: false,
+    versions: [
+      {
+        version: 1,
+        status: 'error',
+        accuracy: null,
+        trainingError: "ValueError: could not convert string to float: 'n/a', raised at: mindsdb/integrations/libs/ml_handler_process/learn_process.py#119",
+        predict: homeRentals(2),
+      },
+    ],
+  },
+  {
     name: 'obsolete_model',
     ...homeRentalsColumns,
     activeVersion: 1,
@@ -291,10 +330,9 @@ export const modelCatalog: readonly ModelDefinition[] = [
     activeVersion: 1,
     obsolete: false,
     horizon: 3,
-    selectDataQuery: 'SELECT * FROM files.store_sales',
-    trainingOptions: JSON.stringify({
-      timeseries_settings: { order_by: 'day', group_by: ['store'], window: 10, horizon: 3 },
-    }),
+    selectDataQuery: 'SELECT * FROM store_sales',
+    trainingOptions:
+      "{'__mdb_sql_task': None, 'target': 'sales_next', 'using': {}, 'timeseries_settings': {'is_timeseries': True, 'order_by': 'day', 'horizon': 3, 'window': 10, 'group_by': ['store']}}",
     versions: [{ version: 1, status: 'complete', accuracy: 0.88, predict: forecast }],
   },
 ];

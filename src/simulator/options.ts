@@ -24,6 +24,12 @@ export const simulatorOptionsSchema = z
      * array). The other shape gets the 500 the matching real server gives, so clients can detect it.
      */
     envelope: z.enum(['data', 'array']).default('data'),
+    /**
+     * The engine the models answer like (see EngineFlavour): `lightwood`, MindsDB's default
+     * engine up to 25.x (inputs echoed, `_explain`, `_anomaly`); `byom`, MindsDB 26.x with a
+     * Bring-Your-Own-Model engine (the engine's columns and the row id only, ACCURACY null).
+     */
+    engine: z.enum(['lightwood', 'byom']).default('lightwood'),
     /** Answer describe `{}` with the info shape, as older servers do, instead of the metadata row. */
     legacyDescribe: z.boolean().default(false),
     /** How long each predict answer the engine gives takes, from the request's arrival (not 429/503/reset/hang), to model compute time. */

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
-import { notFound, problem, type Answer } from './answer.js';
+import { apiNotFound, badRequest, methodNotAllowed, problem, uncaught, unsupportedMediaType, werkzeugPage, type Answer } from './answer.js';
 import { describeModel } from './describe.js';
 import { faultDrawer } from './faults.js';
 import { PROJECT_NAME, resolveModel } from './models.js';
@@ -68,19 +68,24 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
-      return send(res, problem(401, 'Unauthorized', 'A valid Bearer token is required'));
+      return send(res, problem(401, 'Unauthorized', 'Authorization is required to complete the request'));
     }
     const route = matchRoute(req);
-    if (!route) return send(res, notFound);
+    if (isAnswer(route)) {
+      await readRaw(req);
+      return send(res, route);
+    }
     const { project, model: modelSegment, operation } = route;
 
     if (operation === 'describe') {
       stats.describeRequests++;
-      const body = parseJson(req, await readRaw(req));
-      if (isAnswer(body)) return send(res, body);
-      const found = lookupModel(project, modelSegment, retrained());
+      const raw = await readRaw(req);
+      // As the reference server: the project and model first, then the body.
+      const found = lookupModel(project, modelSegment, retrained(), 'describe');
       if (isAnswer(found)) return send(res, found);
-      return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe));
+      const body = parseJson(req, raw);
+      if (isAnswer(body)) return send(res, body);
+      return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe, opts.engine));
     }
 
     stats.predictRequests++;
@@ -130,7 +135,7 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     }
     if (fault === 'error500') {
       stats.faults.error500++;
-      return send(res, problem(500, 'InternalServerError', 'simulated failure'));
+      return send(res, uncaught('InternalServerError', 'simulated failure'));
     }
     const { answer, rows } = engine;
     if (answer.status === 200) stats.predictRows += rows;
@@ -144,19 +149,22 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     return isAnswer(body) ? body : readPredictRows(body.value, opts.envelope);
   }
 
-  /** What the engine answers a predict body's rows with (their count, for the stats), before any fault is applied. */
+  /**
+   * What the server answers a predict body's rows with (their count, for the stats), before any
+   * fault is applied: as the reference server, the project and model are looked up before the body is read.
+   */
   function engineAnswer(rows: ReturnType<typeof readPredictRows>, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
-    if (isAnswer(rows)) return { answer: rows, rows: 0 };
-    const found = lookupModel(project, modelSegment, retrained());
+    const found = lookupModel(project, modelSegment, retrained(), 'predict');
     if (isAnswer(found)) return { answer: found, rows: 0 };
-    return { answer: predictAnswer(found.model, found.version, rows, opts.rowIdMember, short), rows: rows.length };
+    if (isAnswer(rows)) return { answer: rows, rows: 0 };
+    return { answer: predictAnswer(found.model, found.version, rows, opts.rowIdMember, short, opts.engine), rows: rows.length };
   }
 
   const server = createServer({ keepAlive: true }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent || req.socket.destroyed) return;
       logger.error({ err }, 'simulator request failed');
-      send(res, problem(500, 'InternalServerError', 'unexpected simulator failure'));
+      send(res, uncaught('InternalServerError', 'unexpected simulator failure'));
     });
   });
 
@@ -186,30 +194,44 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
       }),
   };
 
-  function matchRoute(req: IncomingMessage): { project: string; model: string; operation: 'predict' | 'describe' } | undefined {
+  /**
+   * The route a request names, or what the reference server answers a request no route serves:
+   * outside `/api/`, Werkzeug's HTML page (404 for a GET, which the server's catch-all GET route
+   * would serve from its web UI, 405 otherwise); under it, a GET gets the catch-all's 404 (even on
+   * predict), another method on a route the 405 of the API, anything else Werkzeug's 405.
+   */
+  function matchRoute(req: IncomingMessage): { project: string; model: string; operation: 'predict' | 'describe' } | Answer {
     const path = (req.url ?? '/').split('?', 1)[0];
-    if (!path.startsWith(opts.basePath)) return undefined;
-    const match = ROUTE.exec(path.slice(opts.basePath.length));
-    if (!match) return undefined;
+    const get = req.method === 'GET' || req.method === 'HEAD';
+    const api = path.startsWith(opts.basePath) ? path.slice(opts.basePath.length) : undefined;
+    if (api === undefined || !api.startsWith('/api/')) return werkzeugPage(get ? 404 : 405);
+    const match = ROUTE.exec(api);
+    if (!match) return get ? apiNotFound() : werkzeugPage(405);
     const operation = match[3] as 'predict' | 'describe';
-    if (req.method !== (operation === 'predict' ? 'POST' : 'GET')) return undefined;
+    if (req.method !== (operation === 'predict' ? 'POST' : 'GET')) return get ? apiNotFound() : methodNotAllowed;
     try {
       return { project: decodeURIComponent(match[1]), model: decodeURIComponent(match[2]), operation };
     } catch {
-      return undefined; // malformed percent-encoding
+      return apiNotFound(); // malformed percent-encoding
     }
   }
 }
 
 /**
  * The model and version a request's path names, or the reference server's 404 for an unknown
- * project or model; exported for the tests' in-process fake of the service.
+ * project or model (its predict and describe word an unknown project differently); exported for
+ * the tests' in-process fake of the service.
  */
-export function lookupModel(project: string, modelSegment: string, retrained: boolean): Answer | NonNullable<ReturnType<typeof resolveModel>> {
+export function lookupModel(
+  project: string,
+  modelSegment: string,
+  retrained: boolean,
+  operation: 'predict' | 'describe' = 'predict',
+): Answer | NonNullable<ReturnType<typeof resolveModel>> {
   if (project !== PROJECT_NAME) {
-    return problem(404, 'Project not found', `Project name '${project}' does not exist`);
+    return problem(404, 'Project not found', `Project ${operation === 'predict' ? 'with name' : 'name'} ${project} does not exist`);
   }
-  return resolveModel(modelSegment, retrained) ?? problem(404, 'Model not found', `Model '${modelSegment}' does not exist`);
+  return resolveModel(modelSegment, retrained) ?? problem(404, 'Model not found', `Model with name ${modelSegment} not found`);
 }
 
 /** Whether a handler's result is an answer to send rather than the value asked for. */
@@ -230,17 +252,17 @@ function readRaw(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** The body parsed once, or the reference server's 415/400 (it reads JSON only when so labelled). */
+/**
+ * The body parsed once, or the reference server's 415/400: Flask reads JSON only when so labelled
+ * (`application/json`, or `application/<anything>+json`), and an empty body is not JSON.
+ */
 function parseJson(req: IncomingMessage, raw: Buffer): { value: unknown } | Answer {
   const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0].trim().toLowerCase();
-  if (mediaType !== 'application/json') {
-    return problem(415, 'Unsupported Media Type', "Did not attempt to load JSON data because the request Content-Type was not 'application/json'.");
-  }
-  if (raw.length === 0) return problem(400, 'Bad request', 'Failed to decode JSON object: the request body is empty');
+  if (mediaType !== 'application/json' && !/^application\/[^/]+\+json$/.test(mediaType)) return unsupportedMediaType;
   try {
     return { value: JSON.parse(raw.toString('utf8')) as unknown };
-  } catch (err) {
-    return problem(400, 'Bad request', `Failed to decode JSON object: ${(err as Error).message}`);
+  } catch {
+    return badRequest;
   }
 }
 

@@ -184,7 +184,7 @@ describe('ServiceClient against the simulator', () => {
     const { client } = await setup({});
     const err = await rejectionOf(client.describe({ project: 'a/b c', model: 'x?y' }, {}));
     expect(err).toMatchObject({ kind: 'not-found', status: 404 });
-    expect(err.detail).toContain("'a/b c'");
+    expect(err.detail).toBe('Project name a/b c does not exist');
   });
 
   it('close() is safe to call twice', async () => {

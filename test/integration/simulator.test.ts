@@ -130,21 +130,30 @@ describe('describe', () => {
     const model = await describeModel(sim, 'customer_churn', { attribute: 'model' });
     expect(model.status).toBe(200);
     expect(rowsOf(model).length).toBeGreaterThan(1);
+    expect(rowsOf(model)[0]).toMatchObject({ accuracy_functions: "['balanced_accuracy_score']" });
+    const jsonai = await describeModel(sim, 'customer_churn', { attribute: 'jsonai' });
+    expect(JSON.parse(rowsOf<{ ensemble: string }>(jsonai)[0].ensemble)).toMatchObject({ problem_definition: { target: 'churn' } });
+    // As lightwood answers it: a DataFrame of one column, `tables`, read as records.
     const unknown = await describeModel(sim, 'customer_churn', { attribute: 'nope' });
     expect(unknown.status).toBe(200);
-    expect(unknown.json).toEqual(['info', 'features', 'model', 'jsonai']);
+    expect(unknown.json).toEqual([{ tables: 'info' }, { tables: 'features' }, { tables: 'model' }, { tables: 'jsonai' }]);
   });
 
   it('needs a JSON content type and a body, like the reference server', async () => {
     const noType = await call(sim, 'GET', describePath('home_rentals_model'), '{}', {});
     expect(noType.status).toBe(415);
-    expect(noType.headers['content-type']).toBe('application/problem+json');
+    expect(noType.headers['content-type']).toBe('application/json');
+    expect(problemOf(noType).title).toBe('Unsupported Media Type');
     const empty = await call(sim, 'GET', describePath('home_rentals_model'));
     expect(empty.status).toBe(400);
-    expect(problemOf(empty).title).toBe('Bad request');
+    expect(problemOf(empty).title).toBe('Bad Request');
     const notJson = await call(sim, 'GET', describePath('home_rentals_model'), '{oops');
     expect(notJson.status).toBe(400);
-    expect(notJson.json).toMatchObject({ title: 'Bad request', timestamp: expect.any(String) as unknown });
+    expect(notJson.json).toEqual({
+      title: 'Bad Request',
+      detail: 'The browser (or proxy) sent a request that this server could not understand.',
+      message: 'The browser (or proxy) sent a request that this server could not understand.',
+    });
   });
 
   it('answers {} with the info shape when legacyDescribe is set', async () => {
@@ -160,7 +169,7 @@ describe('describe', () => {
     expect(rowsOf(v2)[0]).toMatchObject({ VERSION: 2, ACTIVE: true });
     const v9 = await describeModel(sim, 'home_rentals_model.9');
     expect(v9.status).toBe(404);
-    expect(v9.json).toMatchObject({ title: 'Model not found', detail: "Model 'home_rentals_model.9' does not exist" });
+    expect(v9.json).toMatchObject({ title: 'Model not found', detail: 'Model with name home_rentals_model.9 not found' });
   });
 
   it('reports the training status', async () => {
@@ -176,16 +185,20 @@ describe('routing and auth', () => {
     expect(project.headers['content-type']).toBe('application/problem+json');
     expect(project.json).toMatchObject({
       title: 'Project not found',
-      detail: "Project name 'nope' does not exist",
-      timestamp: expect.any(String) as unknown,
+      detail: 'Project with name nope does not exist',
+      timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/) as unknown,
     });
     const model = await predict(sim, 'no_such_model', [house]);
-    expect(model.json).toMatchObject({ title: 'Model not found', detail: "Model 'no_such_model' does not exist" });
+    expect(model.json).toMatchObject({ title: 'Model not found', detail: 'Model with name no_such_model not found' });
     const route = await call(sim, 'GET', '/api/status');
     expect(route.status).toBe(404);
-    expect(route.json).toEqual({ title: 'Not Found' });
+    expect(route.json).toMatchObject({ title: 'Not found', detail: 'The endpoint you are trying to access does not exist on the server.' });
     const method = await call(sim, 'GET', predictPath('home_rentals_model'), {});
     expect(method.status).toBe(404);
+    const post = await call(sim, 'POST', describePath('home_rentals_model'), {});
+    expect(post.status).toBe(405);
+    const outside = await call(sim, 'GET', '/v1/api/projects');
+    expect([outside.status, outside.headers['content-type']]).toEqual([404, 'text/html; charset=utf-8']);
   });
 
   it('decodes path segments and serves under a base path', async () => {
@@ -200,7 +213,8 @@ describe('routing and auth', () => {
       headers: JSON_HEADERS,
       body: JSON.stringify({ data: [house] }),
     });
-    expect(outside.statusCode).toBe(404);
+    // Outside the API: Werkzeug's own page (a POST finds only the catch-all GET route there).
+    expect(outside.statusCode).toBe(405);
     await outside.body.dump();
   });
 
@@ -381,20 +395,23 @@ describe('predict', () => {
   it('fails the engine on __engine_error__ values, naming the row', async () => {
     const r = await predict(sim, 'home_rentals_model', [house, { ...house, neighborhood: ENGINE_ERROR_VALUE }]);
     expect(r.status).toBe(500);
-    expect(r.json).toMatchObject({
-      title: 'MLEngineException',
-      detail: '[home_rentals_model]: engine failed on row 1: could not convert value',
-    });
+    expect(r.headers['content-type']).toBe('application/json');
+    expect(problemOf(r).title).toBe('MLEngineException');
+    expect(problemOf(r).detail).toMatch(
+      /^\[lightwood\/home_rentals_model\]: ValueError: row 1: could not convert value '__engine_error__'\nTraceback \(most recent call last\):/,
+    );
   });
 
   it('refuses training and obsolete models with the reference messages', async () => {
     const training = await predict(sim, 'training_model', [house]);
     expect(training.status).toBe(500);
     expect(problemOf(training).title).toBe('Exception');
-    expect(problemOf(training).detail).toContain('creation not completed');
+    expect(problemOf(training).detail).toBe('Error: model creation not completed');
+    const failed = await predict(sim, 'failed_model', [house]);
+    expect(problemOf(failed).detail).toBe('Error: model creation not completed');
     const obsolete = await predict(sim, 'obsolete_model', [house]);
     expect(obsolete.status).toBe(500);
-    expect(problemOf(obsolete).detail).toBe("Model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'");
+    expect(problemOf(obsolete).detail).toBe("model 'obsolete_model' is obsolete and needs to be updated. Run 'RETRAIN obsolete_model;'");
   });
 
   it('expands the last row of a forecast request into the horizon', async () => {
@@ -407,6 +424,63 @@ describe('predict', () => {
     expect(r.json).toHaveLength(rows.length + 2);
     expect(rowsOf(r)[0]).toMatchObject(predictTargets('forecast_model', 1, rows[0]));
     expect(rowsOf(r)[3]).toMatchObject({ ...predictTargets('forecast_model', 1, rows[1]), sales: 120.5 });
+  });
+});
+
+describe('engine byom', () => {
+  it('answers the engine columns only, and the row id when the rows carry it', async () => {
+    const s = await start({ engine: 'byom' });
+    const lightwoodOnly = (k: string) => /_(anomaly|original|explain)$/.test(k);
+    const rows = [
+      { ...house, __mindsdb_row_id: 4 },
+      { ...house, sqft: '823' },
+    ];
+    const r = await predict(s, 'home_rentals_model', rows);
+    const expected = Object.entries(predictTargets('home_rentals_model', 2, house)).filter(([k]) => !lightwoodOnly(k));
+    expect(rowsOf(r)[0]).toEqual({ ...Object.fromEntries(expected), __mindsdb_row_id: 4 });
+    expect(Object.keys(rowsOf(r)[1])).toEqual(['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max', '__mindsdb_row_id']);
+    expect(rowsOf(r)[1].__mindsdb_row_id).toBeNull();
+    const churn = await predict(s, 'customer_churn', [{ tenure_months: 3 }]);
+    expect(Object.keys(rowsOf(churn)[0])).toEqual(['churn', 'churn_confidence']);
+    const forecast = await predict(s, 'forecast_model', [{ store: 'a', day: 1, sales: 100 }]);
+    expect(forecast.json).toHaveLength(1);
+    const retrained = await start({ engine: 'byom', retrainAfterPredicts: 1 });
+    await predict(retrained, 'home_rentals_model', [house]);
+    const after = await predict(retrained, 'home_rentals_model', [house]);
+    expect(rowsOf(after)[0]).toEqual({
+      ...Object.fromEntries(expected),
+      rental_price: (predictTargets('home_rentals_model', 2, house).rental_price as number) + 1,
+      rental_price_min: expect.any(Number) as unknown,
+      rental_price_max: expect.any(Number) as unknown,
+    });
+  });
+
+  it('refuses text that is not a number in a numeric input, and __engine_error__, as the suite’s model', async () => {
+    const s = await start({ engine: 'byom' });
+    const lots = await predict(s, 'home_rentals_model', [house, { ...house, sqft: 'lots' }]);
+    expect(lots.status).toBe(500);
+    expect(problemOf(lots).detail).toMatch(/^\[scorer_byom\/home_rentals_model\]: ValueError: row 1: column 'sqft' is not a number\nTraceback/);
+    const marked = await predict(s, 'customer_churn', [{ plan: ENGINE_ERROR_VALUE }]);
+    expect(problemOf(marked).detail).toMatch(/^\[scorer_byom\/customer_churn\]: ValueError: row 0: could not convert value '__engine_error__'/);
+  });
+
+  it('describes the model row without tables or accuracy, info as the suite’s model, and nothing else', async () => {
+    const s = await start({ engine: 'byom' });
+    const [row] = rowsOf(await describeModel(s, 'home_rentals_model'));
+    expect(row).toMatchObject({ TABLES: [], ENGINE: 'byom', ACCURACY: null, VERSION: 2, STATUS: 'complete', ERROR: null });
+    const [info] = rowsOf<InfoRow>(await describeModel(s, 'home_rentals_model', { attribute: 'info' }));
+    expect(info).toEqual({
+      accuracies: { r2_score: null },
+      column_importances: Object.fromEntries(info.inputs.map((c) => [c, null])),
+      inputs: modelCatalog.find((m) => m.name === 'home_rentals_model')!.inputs,
+      outputs: ['rental_price'],
+    });
+    for (const attribute of ['features', 'model', 'jsonai', 'nope', 5]) expect((await describeModel(s, 'home_rentals_model', { attribute })).json).toEqual([]);
+    const [training] = rowsOf(await describeModel(s, 'training_model'));
+    expect(training).toMatchObject({ STATUS: 'generating', ERROR: expect.stringMatching(/^ML engine error:\n\nFileNotFoundError: /) as unknown });
+    expect(rowsOf(await describeModel(s, 'failed_model', { attribute: 'info' }))[0]).toEqual({
+      error: expect.stringMatching(/^FileNotFoundError: /) as unknown,
+    });
   });
 });
 
