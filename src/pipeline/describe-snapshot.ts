@@ -41,7 +41,10 @@ export interface ModelFacts {
 export async function takeDescribeSnapshot(client: Predictor, ref: ModelRef, options: DescribeOptions = {}): Promise<DescribeSnapshot> {
   const snapshot: DescribeSnapshot = { takenAt: new Date().toISOString(), service: client.displayUrl, model: formatModelRef(ref), answers: [] };
   const meta = await askDescribe(client, ref, {}, snapshot, { ...options, firstContact: true });
-  if (!hasColumns(meta)) {
+  // A model still training, or failed, has no columns to tell: MindsDB's BYOM engine answers its
+  // `info` with a handler error. modelFacts names its status instead.
+  const status = typeof meta?.STATUS === 'string' ? meta.STATUS.toLowerCase() : 'complete';
+  if (!hasColumns(meta) && status === 'complete') {
     const pinned = ref.version === undefined && typeof meta?.VERSION === 'number' ? { ...ref, version: meta.VERSION } : ref;
     await askDescribe(client, pinned, { attribute: 'info' }, snapshot, options);
   }

@@ -275,6 +275,21 @@ describe('score, end to end against the simulator', () => {
     expect(m.counts!.intervalViolations).toBe(2);
   });
 
+  it('names a model still training or failed on a BYOM server by its status, without asking its info', async () => {
+    // MindsDB 26's BYOM engine answers info of such a model with a handler error, [{"error": ...}].
+    const byom = await startSimulator({ engine: 'byom' });
+    try {
+      const training = await failure(
+        score(input, join(tmp.dir, 'out-byom-training'), { service: byom.url, model: 'mindsdb/training_model', runId: 'training' }),
+      );
+      expect([training.code, training.message]).toEqual(['E_MODEL_NOT_READY', expect.stringMatching(/training_model is not ready: status "generating"/)]);
+      const failed = await failure(score(input, join(tmp.dir, 'out-byom-failed'), { service: byom.url, model: 'mindsdb/failed_model', runId: 'failed' }));
+      expect([failed.code, failed.message]).toEqual(['E_SERVICE_FATAL', expect.stringMatching(/failed_model failed training: /)]);
+    } finally {
+      await byom.close();
+    }
+  });
+
   it('works with an older server whose describe {} answers the info shape and no version', async () => {
     const legacy = await startSimulator({ legacyDescribe: true });
     try {
