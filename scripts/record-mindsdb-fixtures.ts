@@ -30,6 +30,7 @@ import {
 } from '../test/helpers/recorded-exchange.js';
 import { MINDSDB_PYTHON, sqlRows, startMindsdb, type MindsdbServer } from '../test/mindsdb/mindsdb-server.js';
 import { ENGINE, trainModels, waitForVersions } from '../test/mindsdb/models.js';
+import { waitFor } from '../test/helpers/queue.js';
 
 const STATUS_MODEL = fileURLToPath(new URL('./mindsdb/status_model.py', import.meta.url));
 const EMPTY_REQUIREMENTS = fileURLToPath(new URL('../test/mindsdb/byom/requirements.txt', import.meta.url));
@@ -285,14 +286,16 @@ async function trainStatusModels(server: MindsdbServer, holdFile: string): Promi
 }
 
 async function waitForStatus(server: MindsdbServer, model: string, status: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
   let rows: Record<string, unknown>[] = [];
-  while (Date.now() < deadline) {
+  const reached = async () => {
     rows = sqlRows(await server.sql(`SELECT status, error FROM mindsdb.models WHERE name = '${model}'`));
-    if (rows.length > 0 && rows.every((r) => r.status === status)) return;
-    await new Promise((r) => setTimeout(r, 200));
+    return rows.length > 0 && rows.every((r) => r.status === status);
+  };
+  try {
+    await waitFor(`MindsDB's ${model} to reach status ${status}`, reached, 120_000, 200);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}: ${JSON.stringify(rows)}`, { cause: err });
   }
-  throw new Error(`MindsDB's ${model} did not reach status ${status} within 120 s: ${JSON.stringify(rows)}`);
 }
 
 /** The exchange's answer as stored: tracebacks cut, the checkout's own path (in error messages) replaced. */

@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers/queue.js';
+import { freePort, waitFor } from '../helpers/queue.js';
 
 /** The project's own MindsDB environment, made by scripts/mindsdb-env.sh. */
 export const MINDSDB_PYTHON = fileURLToPath(new URL('../../.mindsdb/venv/bin/python', import.meta.url));
@@ -120,17 +120,18 @@ async function uploadFile(url: string, name: string, csv: string): Promise<void>
 async function waitUntilAnswering(url: string, exited: Promise<unknown>, log: () => Promise<string>): Promise<void> {
   let gone = false;
   void exited.then(() => (gone = true));
-  const deadline = Date.now() + 180_000;
-  while (Date.now() < deadline) {
-    if (gone) throw new Error(`MindsDB exited before answering; its log ends:\n${(await log()).slice(-3000)}`);
-    const ok = await fetch(`${url}/api/status`).then(
+  const answering = async () => {
+    if (gone) throw new Error('MindsDB exited before answering');
+    return fetch(`${url}/api/status`).then(
       (r) => r.ok,
       () => false,
     );
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 250));
+  };
+  try {
+    await waitFor(`MindsDB to answer ${url}/api/status`, answering, 180_000, 250);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; its log ends:\n${(await log()).slice(-3000)}`, { cause: err });
   }
-  throw new Error(`MindsDB did not answer ${url}/api/status within 180 s; its log ends:\n${(await log()).slice(-3000)}`);
 }
 
 /** SIGTERM to the server's process group (it runs helper processes), SIGKILL after 15 s. */

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { Comparison } from '../../src/pipeline/model-comparison.js';
-import { runCli } from '../helpers/cli.js';
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
+import { scoreCli } from './score-cli.js';
 import { sqlDisagreements, sqlPredictions } from './sql-predictions.js';
 
 // Model versions on the real server: `home_rentals_model` has versions 1 and 2 (active), and
@@ -31,10 +31,8 @@ beforeAll(async () => {
 afterAll(() => tmp.cleanup());
 
 async function scoreModel(runId: string, model: string, extra: string[] = []): Promise<{ folder: string; rows: Record<string, string>[]; manifest: Manifest }> {
-  const out = join(tmp.dir, 'runs');
-  const r = await runCli(['score', input, '--model', model, '--out', out, '--run-id', runId, '--service', conn.url, '--json', ...extra]);
+  const { folder, ...r } = await scoreCli({ input, model, service: conn.url, out: join(tmp.dir, 'runs'), runId, flags: ['--json', ...extra] });
   expect(r.code, r.stderr).toBe(0);
-  const folder = join(out, runId);
   const rows = parseCsv(await readFile(join(folder, 'predictions.csv'), 'utf8'));
   expect(rows).toHaveLength(ROWS);
   return { folder, rows, manifest: JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as Manifest };

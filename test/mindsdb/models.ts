@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { predictTargets } from '../../src/simulator/models.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
+import { waitFor } from '../helpers/queue.js';
 import type { MindsdbConnection, MindsdbServer } from './mindsdb-server.js';
 import { sqlRows } from './mindsdb-server.js';
 
@@ -78,13 +79,15 @@ export async function trainModels(server: MindsdbServer): Promise<void> {
 
 /** Waits until `model` has `count` versions, all complete; a version in error throws with its message. */
 export async function waitForVersions(server: MindsdbConnection, model: string, count: number): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    const rows = sqlRows(await server.sql(`SELECT name, version, status, error FROM mindsdb.models WHERE name = '${model}'`));
-    const failed = rows.find((r) => r.status === 'error');
-    if (failed) throw new Error(`MindsDB could not train ${model} version ${String(failed.version)}: ${String(failed.error)}`);
-    if (rows.length >= count && rows.every((r) => r.status === 'complete')) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`MindsDB did not finish training ${model} (${count} versions) within 120 s`);
+  await waitFor(
+    `MindsDB to finish training ${model} (${count} versions)`,
+    async () => {
+      const rows = sqlRows(await server.sql(`SELECT name, version, status, error FROM mindsdb.models WHERE name = '${model}'`));
+      const failed = rows.find((r) => r.status === 'error');
+      if (failed) throw new Error(`MindsDB could not train ${model} version ${String(failed.version)}: ${String(failed.error)}`);
+      return rows.length >= count && rows.every((r) => r.status === 'complete');
+    },
+    120_000,
+    200,
+  );
 }

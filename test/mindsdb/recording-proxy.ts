@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll } from 'vitest';
 
 /** One request the proxy passed on, and the server's answer to it, byte for byte. */
@@ -38,12 +39,6 @@ function endToEnd(headers: IncomingHttpHeaders): Record<string, string | string[
   return kept;
 }
 
-async function body(stream: NodeJS.ReadableStream): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 /**
  * Starts a RecordingProxy to `target` (a base URL such as `http://127.0.0.1:47334`) on a free port
  * of 127.0.0.1. It opens as many connections to the target as requests are in flight, so the
@@ -65,7 +60,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       out = true;
     };
     void (async () => {
-      const sent = await body(req);
+      const sent = await buffer(req);
       const answer = request({
         host: upstream.hostname,
         port: upstream.port,
@@ -76,7 +71,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       });
       answer.end(sent);
       const [upstreamRes] = (await once(answer, 'response')) as [IncomingMessage];
-      const received = await body(upstreamRes);
+      const received = await buffer(upstreamRes);
       exchanges.push({
         method: req.method ?? '',
         path: req.url ?? '',
