@@ -50,7 +50,7 @@ export async function queueRun(p: {
     for (;;) {
       const s = await queue.get(runId);
       if (s?.state === 'failed' || s?.state === 'cancelled') throw new Error(`queue run ${s.state}: ${s.failedReason ?? ''}`);
-      if (s?.state === 'completed') break;
+      if (s?.state === 'succeeded') break;
       await setTimeout(POLL_MS);
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;

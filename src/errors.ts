@@ -92,7 +92,7 @@ export const ERROR_CATALOGUE = {
     status: 409,
     exit: 1,
     retriable: false,
-    hint: "the run's values moved past its --drift-fail from its baseline run: its outputs are written; accept it if the change is expected",
+    hint: "the run's values moved past its --drift-fail from its baseline run: it is held, its outputs written; accept it (batch-scorer accept <runId> --out <prefix>) if the change is expected, else reject it",
   },
   E_WRONG_ENVELOPE: { status: 422, exit: 2, retriable: false, hint: 'the server expects the other body envelope: pass --envelope' },
   E_UNAUTHORIZED: { status: 401, exit: 2, retriable: false, hint: "the caller's credentials (API_TOKEN, the dashboard's login) are missing or refused" },

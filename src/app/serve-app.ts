@@ -10,6 +10,7 @@ import { checkSubmission, policedRuns } from '../http/policed-runs.js';
 import { runPages } from '../http/run-pages.js';
 import type { RunRoutesDeps } from '../http/run-routes.js';
 import { buildServer, closeHttp } from '../http/server.js';
+import type { RunListener } from '../pipeline/run-listener.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { collectRunDrift } from '../metrics/run-drift.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';
@@ -63,6 +64,8 @@ export interface ServeOptions {
    * it is queued, and the Idempotency-Keys kept (MAX_IDEMPOTENCY_KEYS); DEFAULT_LIMITS when absent.
    */
   limits?: Limits;
+  /** Hears a held run end when it is judged over the API (webhooks, lineage). */
+  listener?: RunListener;
   /** The run options a submission's unset ones default to, as the workers' do (the config file's, MODEL_SERVICE_URL). */
   runDefaults?: RunOptionsInput;
 }
@@ -129,6 +132,7 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       return options.dryRun(submission);
     },
     storage: options.storage,
+    ...(options.listener && { listener: options.listener }),
     log,
     credentials: options.credentials,
     metrics: options.metrics,

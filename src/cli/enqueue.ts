@@ -68,7 +68,7 @@ export function registerEnqueue(program: Command): void {
           const resume = resumable(status) ? again : undefined;
           if (flags.json) process.stdout.write(`${JSON.stringify({ ...status, ...(resume ? { resume } : {}) })}\n`);
           else process.stderr.write(`${formatRunStatus(status)}\n`);
-          if (status.state !== 'completed') process.exitCode = 1;
+          if (status.state !== 'succeeded') process.exitCode = 1;
         } finally {
           await queue.close();
         }

@@ -14,7 +14,8 @@ const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
   enqueue: async () => (await import('./enqueue.js')).registerEnqueue,
   status: async () => (await import('./status.js')).registerStatus,
   cancel: async () => (await import('./cancel.js')).registerCancel,
-  accept: async () => (await import('./accept.js')).registerAccept,
+  accept: async () => judgeCommand('accept'),
+  reject: async () => judgeCommand('reject'),
   compare: async () => (await import('./compare.js')).registerCompare,
   serve: async () => (await import('./serve.js')).registerServe,
   pipelines: async () => (await import('./pipelines.js')).registerPipelines,
@@ -23,6 +24,12 @@ const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
   describe: async () => (await import('./describe.js')).registerDescribe,
   simulate: async () => (await import('./simulate.js')).registerSimulate,
 };
+
+/** `accept` or `reject`, one module for both verdicts. */
+async function judgeCommand(verdict: 'accept' | 'reject'): Promise<(program: Command) => void> {
+  const { registerJudge } = await import('./judge.js');
+  return (program) => registerJudge(program, verdict);
+}
 
 /**
  * The `batch-scorer` program. Given the name of a command, only that command's module is loaded

@@ -1,3 +1,4 @@
+import { shellWord } from '../shell-word.js';
 import { optionFlag, type RunOptionsInput } from '../config/run-options.js';
 import { CAP_FLAGS } from '../pipeline/run-caps.js';
 
@@ -32,9 +33,4 @@ export function enqueueCommand(run: { runId: string; input: string; model: strin
     } else flags.push(optionFlag(key), ...(value === true ? [] : [typeof value === 'string' ? value : JSON.stringify(value)]));
   }
   return resumeCommand(['enqueue', run.input, '--model', run.model, '--out', run.out, ...flags], run.runId);
-}
-
-/** A word a POSIX shell reads back as it is: bare when it holds nothing special, else in single quotes. */
-function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }

@@ -1,6 +1,7 @@
+import { isSettled } from '../pipeline/run-lifecycle.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchScorerError, errorMessage } from '../errors.js';
-import { runEnded, runNotFound, type RunQueue, type RunStatus } from '../queue/producer.js';
+import { runNotFound, type RunQueue, type RunStatus } from '../queue/producer.js';
 import { enqueueCommand } from './resume-command.js';
 
 /** How `followRun` reads and shows a run. */
@@ -42,7 +43,7 @@ export async function followRun(queue: RunQueue, runId: string, options: FollowO
       throw runLost(runId, resume, last?.folder);
     }
     last = status;
-    if (runEnded(status)) return status;
+    if (isSettled(status.state)) return status;
   }
 }
 

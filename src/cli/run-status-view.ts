@@ -2,53 +2,58 @@ import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
 import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { describeTrigger } from '../pipeline/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
-import { failureCode } from '../queue/to-queue-error.js';
+import { isResumable } from '../pipeline/run-lifecycle.js';
+import { describeResult } from '../pipeline/run-result.js';
+import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 
 /**
  * One line of a run for `status`: state, rows done/total, rows/s, ETA, its priority unless
- * `normal`, what started it (and its pipeline, if one did), output location, failures.
+ * `normal`, what started it (and its pipeline, if one did), output location; then, for a settled
+ * run, its result (see describeResult: counts, drift verdict, shadow agreement, cap, acceptance)
+ * and its error, and the command that takes it further where one does.
  */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
   const rows = p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
   const rate = p ? `${p.rowsPerSecond} rows/s` : '';
-  const eta = p && s.state === 'active' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
+  const eta = p && s.state === 'running' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
-  const quarantined = p?.rowsQuarantined ? `${p.rowsQuarantined} quarantined` : '';
-  // An expired run's reason says so itself (`run <id> expired: ...`).
-  const failed = s.failedReason ? (s.state === 'expired' ? s.failedReason : `failed: ${s.failedReason}`) : '';
+  const quarantined = p?.rowsQuarantined && !s.result ? `${p.rowsQuarantined} quarantined` : '';
   const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
-  const line = [
-    s.runId,
-    s.state,
-    rows,
-    segments,
-    rate,
-    eta,
-    quarantined,
-    priority,
-    `attempts ${s.attempts}`,
-    `by ${describeTrigger(s.trigger)}`,
-    s.folder,
-    failed,
-  ]
+  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, priority, `attempts ${s.attempts}`, `by ${describeTrigger(s.trigger)}`, s.folder]
     .filter(Boolean)
     .join('  ');
+  const said = [line, ...resultLines(s)];
+  const next = nextCommand(s);
+  return [...said, ...(next ? [`  ${next}`] : [])].join('\n');
+}
+
+/** The result of a settled run, and its error, each on a line of its own. */
+function resultLines(s: RunStatus): string[] {
+  if (!s.result) return s.failedReason ? [`  failed: ${s.failedReason}`] : [];
+  const { error } = s.result;
+  return [`  ${describeResult(s.result)}`, ...(error && s.state !== 'succeeded' ? [`  ${error.code}: ${error.message}`] : [])];
+}
+
+/** What takes a settled run further, ready to copy: a judgement for a held run, a resume for one a resume can help. */
+function nextCommand(s: RunStatus): string | undefined {
+  const out = shellWord(s.out);
+  if (s.state === 'held') return `accept: batch-scorer accept ${s.runId} --out ${out} --why '<reason>'   reject: batch-scorer reject ${s.runId} --out ${out}`;
   // An expired run is resumed by `resume`, whose caps are its own: enqueueing it again as asked would meet its caps again.
-  if (s.state === 'expired') return `${line}\n  resume: batch-scorer resume ${s.runId} (with a higher --max-requests, --max-rows or --deadline, or none)`;
-  return resumable(s) ? `${line}\n  resume: ${enqueueCommand(s)}` : line;
+  if (s.state === 'expired') return `resume: batch-scorer resume ${s.runId} (with a higher --max-requests, --max-rows or --deadline, or none)`;
+  return resumable(s) ? `resume: ${enqueueCommand(s)}` : undefined;
 }
 
 /**
  * A cancelled run, or a failed one that enqueueing again can take further (see resumeCanHelp: its
- * code, and whether it was planned, which its progress shows); a failure without a code (a job
- * that stalled past its limit) is a crash, which a resume goes on from.
+ * result's code, and whether it was planned, which its progress shows); a failure without a result
+ * (a job that stalled past its limit) is a crash, which a resume goes on from.
  */
 export function resumable(s: RunStatus): boolean {
-  if (s.state === 'cancelled' || s.state === 'expired') return true;
-  if (s.state !== 'failed') return false;
-  const code = failureCode(s.failedReason);
+  if (!isResumable(s.state)) return false;
+  if (s.state !== 'failed') return true;
+  const code = s.result?.error?.code;
   if (code === undefined || !(code in ERROR_CATALOGUE)) return true;
   return resumeCanHelp(code as ErrorCode, s.progress !== undefined);
 }

@@ -8,6 +8,7 @@ import { dryRun, type DryRunReport } from '../pipeline/dry-run.js';
 import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
 import type { Manifest } from '../pipeline/manifest.js';
 import { allListeners } from '../pipeline/run-listener.js';
+import { describeResult, runResult } from '../pipeline/run-result.js';
 import { newRunId } from '../pipeline/prepare-run.js';
 import type { RunRequest } from '../pipeline/run-request.js';
 import { runFiles } from '../pipeline/prepared-run.js';
@@ -187,13 +188,12 @@ function printSummary(manifest: Manifest, json: boolean): void {
   const c = manifest.counts!;
   if (json) {
     process.stdout.write(
-      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs })}\n`,
+      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs, result: runResult(manifest) })}\n`,
     );
     return;
   }
-  process.stdout.write(
-    `run ${manifest.runId} ${manifest.state}: ${c.rowsScored} rows scored, ${c.rowsQuarantined} quarantined, in ${(manifest.durationMs / 1000).toFixed(1)} s\n`,
-  );
+  // The result as status, the run API and webhooks say it (see describeResult).
+  process.stdout.write(`run ${manifest.runId} ${describeResult(runResult(manifest))}; in ${(manifest.durationMs / 1000).toFixed(1)} s\n`);
   for (const w of manifest.warnings) process.stdout.write(`warning: ${w}\n`);
   process.stdout.write(`run folder: ${folder}\n`);
 }

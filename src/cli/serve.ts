@@ -5,6 +5,9 @@ import { parseRunOptions } from '../config/run-options.js';
 import { UsageError } from '../errors.js';
 import type { Credentials } from '../http/auth.js';
 import { createLogger } from '../log.js';
+import { lineageListener } from '../lineage/lineage-listener.js';
+import { allListeners } from '../pipeline/run-listener.js';
+import { queuedWebhooks } from './webhooks.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { dryRun } from '../pipeline/dry-run.js';
 import { dryRunBudget } from '../pipeline/work-budget.js';
@@ -57,12 +60,17 @@ export function registerServe(program: Command): void {
         const storage = deploymentStorage(settings);
         const metrics = createMetricsRegistry();
         const { startServe } = await import('../app/serve-app.js');
+        const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
+        // A held run judged over the API ends here: told as workers tell the runs they end.
+        const lineage = lineageListener(settings.lineage, log);
+        const webhooks = await queuedWebhooks(settings, pipelines, queue, storage, log);
         const serving = await startServe({
           host: flags.host,
           port: flags.port ?? settings.port,
           shutdownTimeoutMs: flags.shutdownTimeout,
-          queue: { redisUrl: settings.redisUrl, prefix: settings.queuePrefix },
+          queue,
           credentials,
+          listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
           storage,
           log,
           metrics,
@@ -93,6 +101,7 @@ export function registerServe(program: Command): void {
         });
         await runUntilSignal(log, async () => {
           await serving.close();
+          await Promise.all([lineage.drain(), webhooks?.also.close()]);
           storage.close();
         });
       }),

@@ -1,3 +1,4 @@
+import { isSettled } from '../pipeline/run-lifecycle.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
@@ -25,7 +26,7 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue, runEnded, runNotFound }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
+        const [{ RunQueue, runNotFound }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
@@ -48,7 +49,7 @@ export function registerStatus(program: Command): void {
             if (runId && !runs[0]) throw runNotFound(runId);
             const shown = runs.filter((r) => r !== undefined);
             await show(shown);
-            if (!flags.watch || shown.every(runEnded)) break;
+            if (!flags.watch || shown.every((r) => isSettled(r.state))) break;
             await sleep(1_000);
           }
         } finally {

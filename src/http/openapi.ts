@@ -8,6 +8,8 @@ import { errorBodySchema } from './http-errors.js';
 import { IDEMPOTENCY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH, REPLAYED_HEADER } from './idempotency-key.js';
 import {
   runAcceptedSchema,
+  runJudgementSchema,
+  runRejectedSchema,
   runCreatedSchema,
   runDetailSchema,
   runListQuerySchema,
@@ -66,6 +68,8 @@ export function openApiDocument(): Record<string, unknown> {
         RunResumed: jsonSchema(runResumedSchema, 'output'),
         RunResume: jsonSchema(runResumeSchema, 'input'),
         RunAccepted: jsonSchema(runAcceptedSchema, 'output'),
+        RunRejected: jsonSchema(runRejectedSchema, 'output'),
+        RunJudgement: jsonSchema(runJudgementSchema, 'input'),
         S3Event: jsonSchema(s3EventSchema, 'input'),
         EventRuns: jsonSchema(eventRunsSchema, 'output'),
         Error: jsonSchema(errorBodySchema, 'output'),
@@ -140,12 +144,30 @@ export function openApiDocument(): Record<string, unknown> {
         parameters: [runId],
         post: {
           summary:
-            'Accept a run that failed on its drift (E_DRIFT): its manifest says succeeded, keeping the error under accepted (by: api), and its _SUCCESS is written',
+            'Accept a run held by its drift gate (state held, E_DRIFT): its state becomes succeeded, its manifest keeping the error under accepted (by: api, and the why given), and its _SUCCESS is written',
+          requestBody: { required: false, content: json('RunJudgement') },
           responses: {
             '200': answer('accepted now, or already (nothing changed)', 'RunAccepted'),
+            '400': failure('a bad run id or body, named in issues'),
             '403': failure("the run's folder is outside the deployment policy"),
             '404': failure('no such run'),
-            '409': failure('the run did not fail on its drift (or has not finished)'),
+            '409': failure('the run is not held (or has not finished)'),
+            ...common,
+          },
+        },
+      },
+      '/runs/{id}/reject': {
+        parameters: [runId],
+        post: {
+          summary:
+            'Reject a run held by its drift gate: its state becomes failed for good, its manifest saying who rejected it (by: api), when and why; no _SUCCESS',
+          requestBody: { required: false, content: json('RunJudgement') },
+          responses: {
+            '200': answer('rejected now, or already (nothing changed)', 'RunRejected'),
+            '400': failure('a bad run id or body, named in issues'),
+            '403': failure("the run's folder is outside the deployment policy"),
+            '404': failure('no such run'),
+            '409': failure('the run is not held (or has not finished)'),
             ...common,
           },
         },

@@ -1,7 +1,8 @@
+import { isSettled, type RunState } from '../pipeline/run-lifecycle.js';
 import pLimit from 'p-limit';
 import { errorMessage } from '../errors.js';
 import { readManifest } from '../pipeline/manifest.js';
-import { runEnded, type RunQueueState, type RunStatus } from '../queue/producer.js';
+import { type RunStatus } from '../queue/producer.js';
 import { RETENTION } from '../queue/queues.js';
 import { parseLocation } from '../storage/location.js';
 import { nextFireTime } from '../triggers/next-fire-time.js';
@@ -28,7 +29,7 @@ export interface PipelineSummary {
   /** Its newest run, if the queue still has one. */
   latest?: RunStatus;
   /** Its RECENT_RUNS newest runs, counted by state. */
-  recent: { total: number; byState: Partial<Record<RunQueueState, number>> };
+  recent: { total: number; byState: Partial<Record<RunState, number>> };
 }
 
 /** One run of a pipeline's page, with its manifest once it ended (or why that could not be read). */
@@ -66,7 +67,7 @@ export async function gatherPipelinePage(sources: PipelinePageSources, pipeline:
 
 async function summarize(sources: PipelinePageSources, pipeline: Pipeline, now: Date): Promise<PipelineSummary> {
   const recent = await sources.runs.list({ pipeline: pipeline.name, limit: RECENT_RUNS });
-  const byState: Partial<Record<RunQueueState, number>> = {};
+  const byState: Partial<Record<RunState, number>> = {};
   for (const r of recent) byState[r.state] = (byState[r.state] ?? 0) + 1;
   const next = pipeline.kind === 'schedule' ? nextFireTime(pipeline.schedule, now) : undefined;
   return { pipeline, ...(next ? { next } : {}), ...(recent[0] ? { latest: recent[0] } : {}), recent: { total: recent.length, byState } };
@@ -74,7 +75,7 @@ async function summarize(sources: PipelinePageSources, pipeline: Pipeline, now: 
 
 /** A run with its manifest, read as the run page reads it: only for a run that ended, whose folder has one. */
 async function withManifest(sources: PipelinePageSources, status: RunStatus): Promise<PipelineRun> {
-  if (!runEnded(status)) return { status };
+  if (!isSettled(status.state)) return { status };
   try {
     const manifest = await readManifest(sources.storage, parseLocation(status.folder));
     return manifest ? { status, manifest } : { status };

@@ -1,4 +1,5 @@
-import { RUN_QUEUE_STATES, runEnded } from '../queue/producer.js';
+import { isSettled, RUN_STATES } from '../pipeline/run-lifecycle.js';
+
 import type { Pipeline } from '../triggers/pipelines.js';
 import { zonedIso } from '../triggers/zoned-time.js';
 import { html, type Html, type HtmlValue } from './html.js';
@@ -10,7 +11,7 @@ import {
   listHref,
   page,
   pager,
-  reasonExcerpt,
+  resultNote,
   shortDateTime,
   shortNumber,
   stateBadge,
@@ -53,7 +54,7 @@ function latestCell(ctx: PageContext, { latest }: PipelineSummary): Html {
 function countsCell(ctx: PageContext, { pipeline, recent }: PipelineSummary): Html {
   if (recent.total === 0) return html`<span class="muted">–</span>`;
   return html`<span class="counts"
-    >${RUN_QUEUE_STATES.filter((s) => recent.byState[s]).map(
+    >${RUN_STATES.filter((s) => recent.byState[s]).map(
       (s) => html`<a class="count count-${s}" href="${listHref(ctx, { pipeline: pipeline.name, state: s })}" title="${s}">${recent.byState[s]} ${s}</a>`,
     )}</span
   >`;
@@ -118,7 +119,7 @@ export function renderPipelinePage(ctx: PageContext, view: PipelinePageView): st
       <p><a href="${listHref(ctx, { pipeline: p.name })}">Its runs in the run list</a></p>
     </section>
     ${chartsSection(charts)} ${runsSection(ctx, view)}`;
-  return page(ctx, `Pipeline ${p.name}`, body, { refresh: runs.some((r) => !runEnded(r.status)), charts }).text;
+  return page(ctx, `Pipeline ${p.name}`, body, { refresh: runs.some((r) => !isSettled(r.status.state)), charts }).text;
 }
 
 function chartsSection(charts: ChartSpec[]): Html {
@@ -246,9 +247,7 @@ function runsTable(ctx: PageContext, runs: PipelineRun[]): Html {
     const rate = m ? rowsPerSecond(m) : null;
     return html`<tr data-run="${r.runId}">
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
-      <td class="state-cell">
-        ${stateBadge(r.state)}${r.failedReason ? reasonExcerpt(r.failedReason) : ''}${problem ? html`<div class="reason">Could not read ${problem}</div>` : ''}
-      </td>
+      <td class="state-cell">${stateBadge(r.state)}${resultNote(r)}${problem ? html`<div class="reason">Could not read ${problem}</div>` : ''}</td>
       <td>
         <div class="nowrap">${shortDateTime(r.enqueuedAt)}</div>
         ${r.finishedAt ? html`<div class="nowrap muted">${shortDateTime(r.finishedAt)}</div>` : ''}

@@ -30,6 +30,7 @@ export function policedRuns(runs: RunQueueCalls, policy: DeploymentPolicy, bound
     get: (runId) => runs.get(runId),
     list: (options) => runs.list(options),
     cancel: (runId) => runs.cancel(runId),
+    judged: (manifest) => runs.judged(manifest),
     resume: async (runId, caps) => {
       const run = await runs.get(runId);
       if (!run) throw runNotFound(runId);

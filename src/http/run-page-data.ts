@@ -1,3 +1,4 @@
+import { isSettled, type RunState } from '../pipeline/run-lifecycle.js';
 import { Job, type Queue } from 'bullmq';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
@@ -10,7 +11,7 @@ import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-rec
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-file.js';
-import { runEnded, type RunQueue, type RunQueueState, type RunStatus } from '../queue/producer.js';
+import { type RunQueue, type RunStatus } from '../queue/producer.js';
 import { RETENTION, segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
 import { joinLocation, parseLocation, type Location } from '../storage/location.js';
@@ -96,7 +97,7 @@ export interface RunPageView {
 
 /** What the run list is narrowed to: runs in one state, runs one pipeline of `jobs/*.yaml` started, or both; and which page of those (1: the newest). */
 export interface RunListFilter {
-  state?: RunQueueState;
+  state?: RunState;
   pipeline?: string;
   page?: number;
 }
@@ -128,7 +129,7 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
     }
   };
   const folder = parseLocation(status.folder);
-  const finished = runEnded(status);
+  const finished = isSettled(status.state);
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
   const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
   const [manifest, describe] = await Promise.all([

@@ -1,6 +1,7 @@
+import { isSettled, RUN_STATES, type RunState } from '../pipeline/run-lifecycle.js';
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
-import { RUN_QUEUE_STATES, runEnded, type RunQueueState, type RunStatus } from '../queue/producer.js';
-import { failureCode } from '../queue/to-queue-error.js';
+import { type RunStatus } from '../queue/producer.js';
+import { resultFacts } from '../pipeline/run-result.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
 import { notificationsSection } from './notifications-section.js';
@@ -72,11 +73,20 @@ function cutText(text: string): Html {
   return html`<span class="cut" title="${whole}">${shown}</span>`;
 }
 
-/** A failed run's reason for the run list: its code and a short excerpt of its message, never the whole. */
-export function reasonExcerpt(reason: string): Html {
-  const code = failureCode(reason);
-  const message = code ? reason.slice(0, -(code.length + 2)).trimEnd() : reason;
-  return html`<div class="reason"><code>${code ?? 'no code'}</code> ${excerpt(message, LIST_REASON_BYTES)}</div>`;
+/**
+ * What a list says under a run's state: the facts of its result (see resultFacts), and for a run
+ * that did not succeed its error's code and a short excerpt of its message, never the whole; for a
+ * job that failed without a result (it stalled), BullMQ's reason.
+ */
+export function resultNote(r: Pick<RunStatus, 'result' | 'failedReason' | 'state'>): HtmlValue {
+  const { result } = r;
+  if (!result) return r.failedReason ? html`<div class="reason"><code>no code</code> ${excerpt(r.failedReason, LIST_REASON_BYTES)}</div>` : '';
+  const error =
+    result.error && r.state !== 'succeeded'
+      ? html`<div class="reason"><code>${result.error.code}</code> ${excerpt(result.error.message, LIST_REASON_BYTES)}</div>`
+      : '';
+  const facts = resultFacts(result).filter((f) => !f.startsWith('['));
+  return html`${error}${facts.length > 0 ? html`<div class="result muted">${facts.join('; ')}</div>` : ''}`;
 }
 
 /** A measure (a quantile, mean, min, max, histogram bound) with at most 4 significant digits; never a count, which `integer` shows exact. */
@@ -106,7 +116,7 @@ function formatBytes(n: number): string {
 
 /** A run state's coloured badge; a state this release does not know still shows, in grey. */
 export function stateBadge(state: string): Html {
-  const known = (RUN_QUEUE_STATES as readonly string[]).includes(state) ? state : 'unknown';
+  const known = (RUN_STATES as readonly string[]).includes(state) ? state : 'unknown';
   return html`<span class="badge badge-${known}">${state}</span>`;
 }
 
@@ -181,13 +191,13 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
   const { runs, older } = list;
   const { state, pipeline, page: pageNumber = 1 } = filter;
   // A state filter keeps the pipeline filter, and the other way round.
-  const stateFilter = (label: string, value?: RunQueueState) =>
+  const stateFilter = (label: string, value?: RunState) =>
     html`<a class="pill${value === state ? ' current' : ''}" href="${listHref(ctx, { state: value, pipeline })}">${label}</a>`;
   const row = (r: RunStatus) => {
     const p = r.progress;
     return html`<tr>
       <td><a href="${ctx.prefix}/runs/${encodeURIComponent(r.runId)}">${r.runId}</a></td>
-      <td class="state-cell">${stateBadge(r.state)}${priorityMark(r)}${r.failedReason ? reasonExcerpt(r.failedReason) : ''}</td>
+      <td class="state-cell">${stateBadge(r.state)}${priorityMark(r)}${resultNote(r)}</td>
       <td>${startedBy(ctx, r.trigger)}</td>
       <td class="nowrap">${cutText(r.model)}</td>
       <td class="nowrap">${cutText(r.input)}</td>
@@ -204,7 +214,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
   const title = pipeline ? html`Runs of pipeline <span class="run-id">${pipeline}</span>` : 'Runs';
   const body = html`<h1>${title}</h1>
     <nav class="filters">
-      ${stateFilter('all')}${RUN_QUEUE_STATES.map((s) => stateFilter(s, s))}
+      ${stateFilter('all')}${RUN_STATES.map((s) => stateFilter(s, s))}
       ${pipeline ? html`<a class="pill current" id="pipeline-filter" href="${listHref(ctx, { state })}" title="show every pipeline's runs">pipeline ${pipeline} ×</a>` : ''}
     </nav>
     ${
@@ -231,7 +241,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
           </table>`
     }
     ${pager(pageNumber, older, (n) => listHref(ctx, { state, pipeline, page: n }))}`;
-  return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => !runEnded(r)) }).text;
+  return page(ctx, pipeline ? `Runs of ${pipeline}` : 'Runs', body, { refresh: runs.some((r) => !isSettled(r.state)) }).text;
 }
 
 /** A page saying what went wrong: an unknown run (404) or a bad filter (400). */
@@ -248,17 +258,16 @@ export function renderMessage(ctx: PageContext, title: string, message: string):
 /** `/ui/runs/:id`: a run's progress, segments, throughput, prediction profile, drift, comparison, quarantined rows, model, outputs and webhook deliveries. */
 export function renderRunPage(ctx: PageContext, view: RunPageView): string {
   const { status, manifest } = view;
-  const live = !runEnded(status);
+  const live = !isSettled(status.state);
   const charts: ChartSpec[] = [];
   const body = html`<div class="title">
       <h1>Run <span class="run-id">${status.runId}</span></h1>
       ${stateBadge(status.state)} ${live ? html`<span class="muted">refreshing every ${REFRESH_SECONDS} s</span>` : ''}
     </div>
     <p class="subtitle"><span>${status.model}</span> · <span class="wrap">${status.input}</span> → <span class="wrap">${status.folder}</span></p>
-    ${status.failedReason && view.progress ? html`<p class="notice error" id="failure">${excerpt(status.failedReason, MESSAGE_BYTES)}</p>` : ''}
-    ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)} ${triggerSection(ctx, status.trigger)}
-    ${segmentsSection(view)} ${throughputSection(view, charts)} ${profileSection(manifest, charts)} ${driftSection(ctx, manifest)}
-    ${comparisonSection(ctx, view, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}
+    ${view.progress ? resultNotice(status) : ''} ${view.problems.map((p) => html`<p class="notice">Could not read ${p}</p>`)} ${progressSection(view)}
+    ${triggerSection(ctx, status.trigger)} ${segmentsSection(view)} ${throughputSection(view, charts)} ${profileSection(manifest, charts)}
+    ${driftSection(ctx, manifest)} ${comparisonSection(ctx, view, charts)} ${quarantineSection(view)} ${modelSection(view)} ${outputsSection(ctx, view)}
     ${notificationsSection(view.notifications)}`;
   return page(ctx, `Run ${status.runId}`, body, { refresh: live, charts }).text;
 }
@@ -271,7 +280,7 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
     </div>`;
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
   const duration = manifest ? manifest.durationMs / 1000 : finishedAt ? (finishedAt - Date.parse(status.enqueuedAt)) / 1000 : undefined;
-  const eta = !p || status.state === 'completed' ? '–' : p.etaSeconds === null ? '?' : formatDuration(p.etaSeconds);
+  const eta = !p || isSettled(status.state) ? '–' : p.etaSeconds === null ? '?' : formatDuration(p.etaSeconds);
   return html`<section class="card">
     <h2>Progress</h2>
     ${
@@ -312,25 +321,50 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
   </section>`;
 }
 
+/**
+ * The banner of a settled run that did not simply succeed: its error (failed, expired, cancelled),
+ * the judgement it waits for (held), or who accepted it. Nothing for a live run or a plain success.
+ */
+function resultNotice(status: RunStatus): HtmlValue {
+  const { result } = status;
+  const why = result?.error
+    ? `[${result.error.code}] ${excerpt(result.error.message, MESSAGE_BYTES)}`
+    : status.failedReason && excerpt(status.failedReason, MESSAGE_BYTES);
+  switch (status.state) {
+    case 'held':
+      return html`<p class="notice" id="held">Held: its outputs are written and wait for accept or reject. ${why ?? ''}</p>`;
+    case 'succeeded':
+      return result?.accepted
+        ? html`<p class="notice" id="accepted">
+            Accepted by ${result.accepted.by} at ${dateTime(result.accepted.at)}${result.accepted.why ? `: ${result.accepted.why}` : ''}.
+          </p>`
+        : '';
+    case 'failed':
+    case 'expired':
+    case 'cancelled':
+      return why ? html`<p class="notice error" id="failure">${why}</p>` : '';
+    default:
+      return '';
+  }
+}
+
 /** What the progress section says of a run that has no plan: why, from the run's state. */
 function notPlanned(status: RunStatus): Html {
   switch (status.state) {
-    case 'waiting':
+    case 'queued':
       return html`<p class="muted">Not planned yet: the run waits for a worker.</p>`;
-    case 'active':
+    case 'running':
       return html`<p class="muted">Not planned yet: the input is being read.</p>`;
-    case 'failed':
-      return html`<p class="notice error" id="failure">
-        The run failed before its input was planned${status.failedReason ? html`: ${excerpt(status.failedReason, MESSAGE_BYTES)}` : '.'}
-      </p>`;
     case 'cancelling':
     case 'cancelled':
       return html`<p class="muted">The run was cancelled before its input was planned.</p>`;
+    case 'failed':
     case 'expired':
       return html`<p class="notice error" id="failure">
-        The run reached a cap before its input was planned${status.failedReason ? html`: ${excerpt(status.failedReason, MESSAGE_BYTES)}` : '.'}
+        The run ended ${status.state} before its input was planned: ${resultNotice(status) || 'no reason is known.'}
       </p>`;
-    case 'completed':
+    case 'held':
+    case 'succeeded':
       return html`<p class="muted">No progress is known: it has expired.</p>`;
   }
 }
@@ -396,7 +430,7 @@ function segmentsSection(view: RunPageView): Html {
     return html`<section class="card">
       <h2>Segments</h2>
       <p class="muted">
-        ${view.status.state === 'waiting' || view.status.state === 'active' ? 'None yet: the run is not planned.' : 'None known: the run was not planned, or its progress has expired.'}
+        ${view.status.state === 'queued' || view.status.state === 'running' ? 'None yet: the run is not planned.' : 'None known: the run was not planned, or its progress has expired.'}
       </p>
     </section>`;
   const counts = new Map<SegmentCell['state'], number>();

@@ -1,3 +1,4 @@
+import { RUN_STATES } from '../pipeline/run-lifecycle.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -8,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { RUN_QUEUE_STATES } from '../queue/producer.js';
+
 import { pipelineNameSchema, type Pipeline } from '../triggers/pipelines.js';
 import { sendHtml } from './html-reply.js';
 import { pageNumberSchema } from './page-query.js';
@@ -32,14 +33,14 @@ export interface RunPagesDeps extends RunPageSources {
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 const listQuery = z.object({
-  state: z.enum(RUN_QUEUE_STATES).optional(),
+  state: z.enum(RUN_STATES).optional(),
   pipeline: pipelineNameSchema.optional(),
   page: pageNumberSchema(LIST_MAX_PAGE).optional(),
 });
 
 /** What a bad filter or page is told, per query parameter. */
 function listQueryProblem(issue: z.core.$ZodIssue): string {
-  if (issue.path[0] === 'state') return `state must be one of ${RUN_QUEUE_STATES.join(', ')}.`;
+  if (issue.path[0] === 'state') return `state must be one of ${RUN_STATES.join(', ')}.`;
   if (issue.path[0] === 'page') return `page must be a whole number from 1 to ${LIST_MAX_PAGE}.`;
   return `pipeline: ${issue.message}.`;
 }

@@ -1,18 +1,28 @@
-import type { FastifyBaseLogger, FastifyPluginCallback } from 'fastify';
+import { isSettled } from '../pipeline/run-lifecycle.js';
+import type { FastifyBaseLogger, FastifyPluginCallback, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { acceptRun } from '../pipeline/accept-run.js';
+import { judgeRun, type Verdict } from '../pipeline/judge-run.js';
+import type { RunListener } from '../pipeline/run-listener.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
 import { readManifest, type Manifest } from '../pipeline/manifest.js';
-import { runEnded, runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
 import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
-import type { runAcceptedSchema, runCreatedSchema, runDetailSchema, runListSchema, runResumedSchema, runStatusSchema } from './run-schemas.js';
-import { runIdParamsSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
+import type {
+  runAcceptedSchema,
+  runRejectedSchema,
+  runCreatedSchema,
+  runDetailSchema,
+  runListSchema,
+  runResumedSchema,
+  runStatusSchema,
+} from './run-schemas.js';
+import { runIdParamsSchema, runJudgementSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
 
-/** `accepted.by` of a run accepted over the API, whose bearer token names no one. */
-const ACCEPTED_BY_API = 'api';
+/** `accepted.by` (or `rejected.by`) of a run judged over the API, whose bearer token names no one. */
+const JUDGED_BY_API = 'api';
 
 export interface RunRoutesDeps {
   runs: RunQueueCalls;
@@ -20,10 +30,12 @@ export interface RunRoutesDeps {
   dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */
   storage: Storage;
+  /** Hears a held run end when it is judged (webhooks, lineage), as workers' listeners hear runs end. */
+  listener?: RunListener;
 }
 
-/** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`. */
-export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun }, done) => {
+/** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`, `POST /runs/:id/reject`. */
+export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun, listener }, done) => {
   app.post('/runs', async (request, reply) => {
     const parsed = parseRequest(runSubmissionSchema, request.body, 'body');
     const idempotency = idempotencyOf(request.headers, parsed, request.body);
@@ -50,7 +62,7 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
     const status = await runs.get(id);
     if (!status) throw runNotFound(id);
-    const manifest = runEnded(status) ? await manifestOf(storage, status, request.log) : undefined;
+    const manifest = isSettled(status.state) ? await manifestOf(storage, status, request.log) : undefined;
     const body: z.input<typeof runDetailSchema> = {
       ...shown(status),
       ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}),
@@ -73,16 +85,24 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
     return body;
   });
 
-  app.post('/runs/:id/accept', async (request) => {
+  const judge = (verdict: Verdict) => async (request: FastifyRequest) => {
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+    const { why } = parseRequest(runJudgementSchema, request.body ?? {}, 'body');
     const status = await runs.get(id);
     if (!status) throw runNotFound(id);
-    // The bearer token names nobody: the manifest says the API accepted it.
-    const { manifest, already } = await acceptRun(storage, parseLocation(status.folder), ACCEPTED_BY_API);
-    if (!already) request.log.info({ runId: id, error: manifest.accepted.error.code }, 'run accepted');
-    const body: z.input<typeof runAcceptedSchema> = { runId: id, already, accepted: manifest.accepted };
-    return body;
-  });
+    // The bearer token names nobody: the manifest says the API judged it.
+    const { manifest, already } = await judgeRun(storage, parseLocation(status.folder), { verdict, by: JUDGED_BY_API, ...(why !== undefined && { why }) });
+    if (!already) {
+      request.log.info({ runId: id, verdict }, 'held run judged');
+      await runs.judged(manifest);
+      listener?.runEnded(manifest);
+    }
+    return verdict === 'accept'
+      ? ({ runId: id, already, state: manifest.state, accepted: manifest.accepted! } satisfies z.input<typeof runAcceptedSchema>)
+      : ({ runId: id, already, state: manifest.state, rejected: manifest.rejected! } satisfies z.input<typeof runRejectedSchema>);
+  };
+  app.post('/runs/:id/accept', judge('accept'));
+  app.post('/runs/:id/reject', judge('reject'));
   done();
 };
 

@@ -2,8 +2,11 @@ import { z } from 'zod';
 import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
 import { manifestSchema } from '../pipeline/manifest.js';
+import { JUDGEMENT_WHY_CHARS } from '../pipeline/judge-run.js';
+import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../pipeline/run-lifecycle.js';
+import { runResultSchema } from '../pipeline/run-result.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
-import { RUN_QUEUE_STATES } from '../queue/producer.js';
+
 import { parseModelRef } from '../service/model-ref.js';
 import { parseLocation } from '../storage/location.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
@@ -29,13 +32,19 @@ export const runSubmissionSchema = z
   })
   .strict();
 
-/** A run's state as the queue sees it (see RUN_QUEUE_STATES), in answers and the `GET /runs` filter. */
-export const runQueueStateSchema = z.enum(RUN_QUEUE_STATES);
+/**
+ * The `GET /runs` state filter: a state (see RUN_STATES), or a name the API answered before this
+ * release (FORMER_STATE_NAMES: `completed`, `waiting`, `active`), accepted for one more release.
+ */
+const stateFilterSchema = z
+  .enum([...RUN_STATES, ...(Object.keys(FORMER_STATE_NAMES) as [string, ...string[]])])
+  .transform((name) => stateNamed(name)!)
+  .describe(`one of ${RUN_STATES.join(', ')}; ${Object.keys(FORMER_STATE_NAMES).join(', ')} are former names, accepted until the next release`);
 
 /** `GET /runs` query. */
 export const runListQuerySchema = z
   .object({
-    state: runQueueStateSchema.optional(),
+    state: stateFilterSchema.optional(),
     /** Only the runs this pipeline of `jobs/*.yaml` started. */
     pipeline: pipelineNameSchema.optional().describe('only the runs this pipeline of jobs/*.yaml started'),
     limit: z.coerce.number().int().min(1).max(1000).default(20),
@@ -58,8 +67,16 @@ export const runResumedSchema = z.object({ runId: z.string(), resumed: z.literal
 /** `POST /runs/:id/resume`'s body, optional: the caps the resumed run goes on under (none given: uncapped). */
 export const runResumeSchema = runOptionsSchema.pick({ maxRequests: true, maxRows: true, deadline: true }).strict();
 
-/** `POST /runs/:id/accept`: who accepted the run's drift and when, and whether it had been accepted before (nothing changed then). */
-export const runAcceptedSchema = z.object({ runId: z.string(), already: z.boolean(), accepted: manifestSchema.shape.accepted.unwrap() });
+/** `POST /runs/:id/accept` and `/reject`'s body, optional: why, kept in the manifest. */
+export const runJudgementSchema = z
+  .object({ why: z.string().min(1).max(JUDGEMENT_WHY_CHARS).optional().describe('why the run is judged so, kept in its manifest') })
+  .strict();
+
+/** `POST /runs/:id/accept`: the run's state now, who accepted it, when and why, and whether it had been accepted before (nothing changed then). */
+export const runAcceptedSchema = z.object({ runId: z.string(), already: z.boolean(), state: runStateSchema, accepted: manifestSchema.shape.accepted.unwrap() });
+
+/** `POST /runs/:id/reject`: the run's state now, who rejected it, when and why, and whether it had been rejected before. */
+export const runRejectedSchema = z.object({ runId: z.string(), already: z.boolean(), state: runStateSchema, rejected: manifestSchema.shape.rejected.unwrap() });
 
 const progressSchema = z.object({
   rowsDone: z.int(),
@@ -74,9 +91,11 @@ const progressSchema = z.object({
 /** A run as `status --json` shows it. */
 export const runStatusSchema = z.object({
   runId: z.string(),
-  state: runQueueStateSchema,
+  state: runStateSchema,
   progress: progressSchema.optional(),
-  /** Why a failed run failed, ending with its error code. */
+  /** How its last attempt ended, once it has (see RunResult): counts, error, drift verdict, shadow agreement, cap, acceptance. */
+  result: runResultSchema.optional(),
+  /** The reason the queue kept for a run job that failed without a result (it stalled past its limit). */
   failedReason: z.string().optional(),
   attempts: z.int(),
   /** The run folder, `<out>/<runId>`. */

@@ -28,6 +28,8 @@ export interface ServerDeps {
   dryRun: RunRoutesDeps['dryRun'];
   /** Where run folders (manifests) are read from. */
   storage: Storage;
+  /** Hears a held run end when it is judged (see RunRoutesDeps). */
+  listener?: RunRoutesDeps['listener'];
   log: Logger;
   /** Without any, every route is open (`serve` allows that on loopback only, or with `--insecure`). */
   credentials: Credentials;
@@ -92,7 +94,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const openApi = openApiDocument();
   void app.register(async (api) => {
     api.addHook('onRequest', auth.api);
-    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage, dryRun: deps.dryRun });
+    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage, dryRun: deps.dryRun, ...(deps.listener && { listener: deps.listener }) });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
     api.get('/openapi.json', () => openApi);
   });

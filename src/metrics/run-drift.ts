@@ -1,8 +1,9 @@
+import { isSettled } from '../pipeline/run-lifecycle.js';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.js';
 import type { Drift } from '../pipeline/drift.js';
 import { readManifest } from '../pipeline/manifest.js';
-import { runEnded, type RunQueue } from '../queue/producer.js';
+import { type RunQueue } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 
@@ -30,7 +31,7 @@ export function collectRunDrift(registry: Registry, sources: DriftSources, log?:
   /** A finished run's drift (null: none), by run id and end. */
   let known = new Map<string, Drift | null>();
   const latestDrift = async (pipeline: string, seen: Map<string, Drift | null>) => {
-    const latest = (await sources.runs.list({ pipeline, limit: LATEST_RUNS })).find(runEnded);
+    const latest = (await sources.runs.list({ pipeline, limit: LATEST_RUNS })).find((r) => isSettled(r.state));
     if (!latest) return null;
     const key = `${latest.runId}@${latest.finishedAt ?? ''}`;
     let drift = known.get(key);

@@ -1,61 +1,45 @@
 import type { QueueEvents } from 'bullmq';
 import type { Registry } from 'prom-client';
-import { z } from 'zod';
+import type { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
-import { failedByCancel } from '../queue/run-cancel.js';
-import { failureCode } from '../queue/to-queue-error.js';
+import { ENDING_STATES } from '../pipeline/run-lifecycle.js';
+import { RUN_SETTLED_EVENT, settledResult } from '../queue/run-results.js';
 import { outcomeCounter } from './registry.js';
 
-/** How a run ended, as `batch_scorer_runs_total` counts it. */
-export type RunOutcome = 'succeeded' | 'failed' | 'cancelled' | 'expired';
-
-/** The part of a run job's return value (see summary() in src/queue/run-job.ts) that is counted. */
-const runResultSchema = z.object({
-  state: z.string(),
-  counts: z.object({ rowsScored: z.int().min(0), rowsQuarantined: z.int().min(0) }).optional(),
-  /** The run succeeded under an earlier job, which was counted then. */
-  repeat: z.literal(true).optional(),
-});
-
 /**
- * Counts finished runs by outcome, and the rows of the runs that succeeded exactly as their
- * manifests count them (`counts.rowsScored`, `counts.rowsQuarantined`), from the runs queue's
- * events (see openRunEvents): for `serve`, which scores nothing itself. BullMQ writes a job's `completed` or `failed`
- * event once, when it is final (an attempt retried writes `waiting` or `delayed`), so retries
- * do not count twice; a failed run resumed and then succeeding counts once failed and once
- * succeeded, its rows once. While Redis is away, the events wait in their stream and are read
- * when it is back. Each process counts what it saw since it started, as counters do.
+ * Counts the attempts of runs that ended, by the state they ended in (see run-lifecycle.ts), and
+ * the rows of the runs that succeeded exactly as their manifests count them (`counts.rowsScored`,
+ * `counts.rowsQuarantined`), from the run results told on the runs queue's event stream (see
+ * keepRunResult): for `serve`, which scores nothing itself. A result is told once per attempt's
+ * end, and once more when a held run is judged (it then counts as succeeded, or failed), so
+ * retries do not count twice; a failed run resumed and then succeeding counts once failed and
+ * once succeeded, its rows once. While Redis is away, the events wait in their stream and are
+ * read when it is back. Each process counts what it saw since it started, as counters do.
  */
 export function trackRunOutcomes(registry: Registry, events: QueueEvents, log?: Logger): void {
-  const runs = outcomeCounter(registry, 'batch_scorer_runs_total', 'Runs that ended, by outcome: succeeded, failed, cancelled, expired (stopped on a cap).', [
-    'succeeded',
-    'failed',
-    'cancelled',
-    'expired',
-  ] satisfies RunOutcome[]);
+  const runs = outcomeCounter(
+    registry,
+    'batch_scorer_runs_total',
+    'Run attempts that ended, by the state they ended in: succeeded, failed, cancelled, expired (stopped on a cap), held (by the drift gate; counted again when judged).',
+    [...ENDING_STATES],
+  );
   const rows = outcomeCounter(
     registry,
     'batch_scorer_run_rows_total',
     "Rows of the runs that succeeded, by outcome (scored, quarantined), as their manifests' counts say.",
     ['scored', 'quarantined'],
   );
-
-  events.on('completed', ({ jobId, returnvalue }) => {
-    const result = runResultSchema.safeParse(returnvalue);
-    if (!result.success) {
-      log?.warn({ runId: jobId }, 'a finished run job answered no run summary; not counted');
+  // A custom event of the stream: BullMQ emits it by its name, with its fields.
+  (events as unknown as EventEmitter).on(RUN_SETTLED_EVENT, (args: { runId?: string; result?: unknown }) => {
+    const result = settledResult(args);
+    if (!result) {
+      log?.warn({ runId: args.runId }, 'a run result on the event stream does not fit its schema; not counted');
       return;
     }
-    const { state, counts, repeat } = result.data;
-    if (repeat) return;
-    const outcome: RunOutcome = state === 'succeeded' ? 'succeeded' : state === 'cancelled' ? 'cancelled' : 'failed';
-    runs.inc({ outcome });
-    if (outcome === 'succeeded' && counts) {
-      rows.inc({ outcome: 'scored' }, counts.rowsScored);
-      rows.inc({ outcome: 'quarantined' }, counts.rowsQuarantined);
+    runs.inc({ outcome: result.state });
+    if (result.state === 'succeeded' && result.counts) {
+      rows.inc({ outcome: 'scored' }, result.counts.rowsScored);
+      rows.inc({ outcome: 'quarantined' }, result.counts.rowsQuarantined);
     }
-  });
-  events.on('failed', ({ failedReason }) => {
-    runs.inc({ outcome: failureCode(failedReason) === 'E_EXPIRED' ? 'expired' : failedByCancel(failedReason) ? 'cancelled' : 'failed' });
   });
 }

@@ -1,21 +1,27 @@
 import { z } from 'zod';
+import { ENDING_STATES } from '../pipeline/run-lifecycle.js';
 
 /**
- * What a run's end is told as: its state (`completed` for a run that succeeded), and `drift`
- * beside it when the run's drift check found its predictions moved (level warn or fail).
+ * What a run's end is told as: the state it ended in (see run-lifecycle.ts: `succeeded`, `failed`,
+ * `expired`, `cancelled`, `held`), and `drift` beside it when the run's drift check found its
+ * predictions moved (level warn or fail).
  */
-export const NOTIFY_EVENTS = ['completed', 'failed', 'expired', 'cancelled', 'drift'] as const;
+export const NOTIFY_EVENTS = [...ENDING_STATES, 'drift'] as const;
 export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
-export const notifyEventSchema = z.enum(NOTIFY_EVENTS);
 
-/** The event of each end state; a state this release does not know is told as a failure. */
-const STATE_EVENTS: Readonly<Record<string, NotifyEvent>> = { succeeded: 'completed', failed: 'failed', expired: 'expired', cancelled: 'cancelled' };
+/** Event names of earlier releases, accepted in `notify.on` until the next release: `completed` is `succeeded`. */
+const FORMER_EVENT_NAMES: Readonly<Record<string, NotifyEvent>> = { completed: 'succeeded' };
+
+/** An event as `notify.on` names it: one of NOTIFY_EVENTS, or a former name of one. */
+export const notifyEventSchema = z
+  .enum([...NOTIFY_EVENTS, ...(Object.keys(FORMER_EVENT_NAMES) as [string, ...string[]])])
+  .transform((name): NotifyEvent => FORMER_EVENT_NAMES[name] ?? (name as NotifyEvent));
 
 /**
- * The events of one run end, its state's first: a run that failed on its drift is
- * `['failed', 'drift']`, told in one delivery (a receiver filtering on either hears it once).
+ * The events of one run end, its state's first: a held run whose drift failed is
+ * `['held', 'drift']`, told in one delivery (a receiver filtering on either hears it once).
  */
-export function runEvents(end: { state: string; drift: { level: string } | null }): NotifyEvent[] {
+export function runEvents(end: { state: (typeof ENDING_STATES)[number]; drift: { level: string } | null }): NotifyEvent[] {
   const moved = end.drift?.level === 'warn' || end.drift?.level === 'fail';
-  return [STATE_EVENTS[end.state] ?? 'failed', ...(moved ? (['drift'] as const) : [])];
+  return [end.state, ...(moved ? (['drift'] as const) : [])];
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { runOptionsSchema } from '../config/run-options.js';
 import { manifestSchema, type Manifest } from '../pipeline/manifest.js';
 import { describeTrigger, triggerPipeline } from '../pipeline/run-trigger.js';
+import { runResult, runResultSchema } from '../pipeline/run-result.js';
 import { excerpt } from '../text-excerpt.js';
 
 /** Bytes of a run's error message a delivery carries at most: a chat line, not a log. */
@@ -42,6 +43,8 @@ export const runEndSchema = z
       .object({ level: z.enum(['ok', 'warn', 'fail']) })
       .strict()
       .nullable(),
+    /** What the run came to, as every view tells it (see RunResult): counts, drift verdict, shadow agreement, cap, acceptance. */
+    result: runResultSchema,
     /** The run folder as the manifest writes it, `<out>/<runId>`; null for a run that has none. */
     folder: textOf(FOLDER_BYTES).nullable(),
   })
@@ -68,6 +71,7 @@ export function runEndOf(manifest: Manifest): RunEnd {
     counts: c ? { rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined } : null,
     error: manifest.error ? { code: manifest.error.code, message: excerpt(manifest.error.message, MESSAGE_BYTES) } : null,
     drift: manifest.drift ? { level: manifest.drift.level } : null,
+    result: runResult(manifest),
     folder: manifest.folder,
   });
 }

@@ -1,10 +1,11 @@
 import { excerpt } from '../text-excerpt.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
 import type { RunEnd } from './run-end.js';
+import { describeResult, type RunResult } from '../pipeline/run-result.js';
 
 /** What a receiver gets, as JSON: the run end, and a `text` line chat webhooks (Slack, Teams) show as it is. */
 export interface WebhookBody {
-  /** The end's state, as an event (`completed`, `failed`, `expired`, `cancelled`). */
+  /** The end's state, as an event (`succeeded`, `failed`, `expired`, `cancelled`, `held`). */
   event: NotifyEvent;
   /** `event`, and `drift` when the run's predictions drifted (warn or fail). */
   events: NotifyEvent[];
@@ -22,6 +23,8 @@ export interface WebhookBody {
   /** The error of a run that did not succeed, its message at most 500 bytes (see runEndSchema). */
   error: { code: string; message: string } | null;
   drift: { level: string } | null;
+  /** What the run came to (see RunResult): counts, drift verdict (worst column and PSI), shadow agreement, cap reached, acceptance. */
+  result: RunResult;
   links: {
     /** The run page, when PUBLIC_URL says where `serve` is reached. */
     run: string | null;
@@ -34,7 +37,7 @@ export interface WebhookBody {
 /** The body of one delivery of a run end (see runEndOf): its facts, and what follows from them and the deployment's PUBLIC_URL. */
 export function webhookBody(end: RunEnd, deliveryId: string, publicUrl: string | undefined): WebhookBody {
   const events = runEvents(end);
-  const { runId, state, pipeline, trigger, startedAt, finishedAt, durationMs, counts, error, drift, folder } = end;
+  const { runId, state, pipeline, trigger, startedAt, finishedAt, durationMs, counts, error, drift, result, folder } = end;
   const body: Omit<WebhookBody, 'text'> = {
     event: events[0],
     events,
@@ -49,6 +52,7 @@ export function webhookBody(end: RunEnd, deliveryId: string, publicUrl: string |
     counts,
     error,
     drift,
+    result,
     links: { run: publicUrl ? `${publicUrl}/ui/runs/${encodeURIComponent(runId)}` : null, folder },
   };
   return { ...body, text: chatText(body) };
@@ -56,14 +60,12 @@ export function webhookBody(end: RunEnd, deliveryId: string, publicUrl: string |
 
 /**
  * One line a person reads in a chat channel, and a second with the link: `batch-scorer: run
- * nightly-20261126T0200Z (pipeline nightly) failed [E_INPUT_NOT_FOUND]: ...`.
+ * nightly-20261126T0200Z (pipeline nightly) held: 1000 rows scored, 2 quarantined; [E_DRIFT];
+ * drift fail (price PSI 0.412 from run r-1)` (see describeResult), the error's message after it.
  */
 function chatText(b: Omit<WebhookBody, 'text'>): string {
   const who = `run ${b.runId}${b.pipeline ? ` (pipeline ${b.pipeline})` : ''}`;
-  const what = b.state === 'succeeded' ? 'completed' : b.state;
-  const counts = b.counts ? `: ${b.counts.rowsScored} rows scored, ${b.counts.rowsQuarantined} quarantined` : '';
-  const error = b.error ? ` [${b.error.code}]: ${excerpt(b.error.message, 200)}` : counts;
-  const drift = b.drift && b.drift.level !== 'ok' ? `; drift ${b.drift.level}` : '';
+  const error = b.error && b.state !== 'succeeded' ? `: ${excerpt(b.error.message, 200)}` : '';
   const link = b.links.run ?? b.links.folder;
-  return `batch-scorer: ${who} ${what}${error}${drift}${link ? `\n${link}` : ''}`;
+  return `batch-scorer: ${who} ${describeResult(b.result)}${error}${link ? `\n${link}` : ''}`;
 }

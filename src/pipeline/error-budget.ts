@@ -27,16 +27,18 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
 }
 
 /**
- * Why a run over its allowance fails. It gives no count: rows quarantined by the segments still
- * stopping come after the one that went past, and the counts that agree with errors.jsonl are
- * taken once every segment has stopped (see keepQuarantinedRows).
+ * Why a run over its allowance fails. Its counts, where given, are those that agree with
+ * errors.jsonl, taken once every segment has stopped (see keepQuarantinedRows): the segments still
+ * stopping quarantine rows after the one that went past. Without them (the moment the run is
+ * found past it) it names the allowance alone; the run's manifest holds the message with them.
  */
-export function errorRateExceeded(run: PreparedRun): BatchScorerError {
+export function errorRateExceeded(run: PreparedRun, counts?: { rowsIn: number; rowsQuarantined: number }): BatchScorerError {
   const { maxErrorRate } = run.request.options;
   const allowed = quarantineAllowance(run.input.rows, maxErrorRate);
+  const seen = counts ? `${counts.rowsQuarantined} of the ${counts.rowsIn} rows read were quarantined` : 'more rows were quarantined';
   return new BatchScorerError(
     'E_ERROR_RATE',
-    `more rows were quarantined than --max-error-rate ${maxErrorRate} allows (${allowed} of ${run.input.rows} rows); the rows and reasons are in errors.jsonl: fix the input, or resume the run with a higher --max-error-rate`,
+    `${seen}, past --max-error-rate ${maxErrorRate}, which allows ${allowed} of the input's ${run.input.rows} rows; the rows and reasons are in errors.jsonl: fix the input, or resume the run with a higher --max-error-rate`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { shellWord } from '../shell-word.js';
 import { BatchScorerError, errorCode, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
@@ -17,6 +18,7 @@ import { namedBaseline, type FindBaseline } from './drift-baseline.js';
 import { computeDrift, type Drift } from './drift.js';
 import { comparisonSummary } from './model-comparison.js';
 import { modelChangeWarnings } from './model-change.js';
+import { currentAttempt } from './run-attempt.js';
 import { formatModelRef } from '../service/model-ref.js';
 import type { PredictionProfile } from './prediction-profile.js';
 
@@ -48,6 +50,8 @@ export async function finishRun(
     /** The segments' done markers as handed in while they were scored (see FinishedSegments); read here when absent. */
     finished?: FinishedSegments;
     queue?: (segments: Partial<SegmentFacts>[]) => QueueFacts;
+    /** The attempt this is (see run-attempt.ts); read from the run folder when absent. */
+    attempt?: number;
   },
   ctx: FinishContext,
 ): Promise<Manifest> {
@@ -58,7 +62,7 @@ export async function finishRun(
   const { counts } = finished;
   // Segments stop once the run is past its allowance; a run resumed with a lower one (its
   // finished segments past it already, none left to score) is caught here.
-  if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run);
+  if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run, counts);
   const warnings = await modelChangeWarnings(run, ctx);
   const { profile, warning } = finished.profile;
   if (warning) {
@@ -69,13 +73,14 @@ export async function finishRun(
   const drift = profile ? await measureDrift(run, profile, ctx, warnings) : null;
   const comparison = run.compare && finished.comparison?.summary(modelName(run.model), modelName(run.compare));
   if (comparison) await writeRunFile(storage, runFiles.comparison(folder), comparison, { pretty: true, signal });
-  const moved = drift?.level === 'fail' ? driftError(drift) : undefined;
+  const moved = drift?.level === 'fail' ? driftError(drift, run) : undefined;
   if (counts.unechoedRows > 0) {
     warnings.push(`${counts.unechoedRows} answer rows carried no row id (${run.model.rowIdMember ?? 'none sent'}): those were aligned by position alone`);
   }
   const manifest = buildManifest({
     runId: run.runId,
     startedAt: facts.startedAt,
+    attempt: facts.attempt ?? (await currentAttempt(storage, folder, signal)),
     run,
     counts,
     profile,
@@ -122,14 +127,14 @@ async function measureDrift(run: PreparedRun, profile: PredictionProfile, ctx: F
   return drift;
 }
 
-/** E_DRIFT naming the columns past `fail`, with their PSI. */
-function driftError(drift: Drift): BatchScorerError {
+/** E_DRIFT naming the columns past `fail`, with their PSI, and the commands that judge the held run. */
+function driftError(drift: Drift, run: PreparedRun): BatchScorerError {
   const failed = drift.columns.filter((c) => c.level === 'fail').sort((a, b) => b.psi - a.psi);
   const named = failed.slice(0, 5).map((c) => `${c.column} (PSI ${c.psi.toFixed(3)})`);
   const more = failed.length > 5 ? ` and ${failed.length - 5} more` : '';
   return new BatchScorerError(
     'E_DRIFT',
-    `the run drifted from baseline run ${drift.baseline.runId} past --drift-fail ${drift.thresholds.fail}: ${named.join(', ')}${more}; its outputs are written without _SUCCESS: accept it with batch-scorer accept if the change is expected`,
+    `the run drifted from baseline run ${drift.baseline.runId} past --drift-fail ${drift.thresholds.fail}: ${named.join(', ')}${more}; it is held, its outputs written without _SUCCESS: if the change is expected, batch-scorer accept ${run.runId} --out ${shellWord(run.request.out)} --why '<reason>'; if not, batch-scorer reject ${run.runId} --out ${shellWord(run.request.out)}`,
   );
 }
 
@@ -155,52 +160,64 @@ const RECORDED_AT_FINISH: readonly ErrorCode[] = ['E_DRIFT'];
 
 /**
  * Failures over a run folder that is not this run's to write or resume: its run id is another
- * run's or one that succeeded, or its files are another release's or damaged.
+ * run's or one that succeeded, its run is held for a judgement (E_RUN_CONFLICT), or its files are
+ * another release's or damaged.
  */
-export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_STATE'];
+export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_CONFLICT', 'E_RUN_STATE'];
 
 /**
- * Records a failed or cancelled (E_CANCELLED) run: a manifest that says why, and never
- * `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that finished. Only in
- * the run's own folder (see run-folder-claim.ts), never over a succeeded run's manifest, nor
- * another run's. Best effort: a failure to write it is logged, and the original error stays the
- * one reported. A run that failed on its error threshold also gets errors.jsonl (see
- * keepQuarantinedRows), and counts that agree with it; `onQuarantined` hears each segment's rows
- * in it (queue mode sets its progress from them) and must not throw.
+ * Records a failed, cancelled (E_CANCELLED) or expired (E_EXPIRED) attempt: a manifest that says
+ * why, and never `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that
+ * finished. Only in the run's own folder (see run-folder-claim.ts), never over a succeeded run's
+ * manifest, nor another run's. Best effort: a failure to write it is logged, and the original
+ * error stays the one reported. A run that failed on its error threshold also gets errors.jsonl
+ * (see keepQuarantinedRows), and counts that agree with it; `onQuarantined` hears each segment's
+ * rows in it (queue mode sets its progress from them) and must not throw.
+ * @returns the manifest of the attempt's end; undefined for a request that never became a run of
+ *   this folder (refused before it claimed it, or the folder is another run's or one that
+ *   succeeded): it has no lifecycle, and nothing is told of it
  */
 export async function recordFailure(
   storage: Storage,
   folder: Location,
   parts: ManifestParts,
   log: Logger,
-  onQuarantined?: (bySegment: readonly number[]) => Promise<void>,
-): Promise<Manifest> {
+  options: {
+    /** Hears each segment's quarantined rows, as errors.jsonl keeps them. */
+    onQuarantined?: (bySegment: readonly number[]) => Promise<void>;
+    /** This process began the attempt (see openAttempt): its end is told even where its folder could not be written in (a claim withdrawn). */
+    begun?: boolean;
+  } = {},
+): Promise<Manifest | undefined> {
   let manifest = buildManifest({ ...parts, folder });
   let quarantined: number[] | undefined;
   try {
     // A run id taken by another request, or a run folder this release cannot read: its manifest is not ours to replace.
     const code = parts.error && errorCode(parts.error);
-    if (code !== undefined && NOT_THIS_RUNS.includes(code)) return manifest;
+    if (code !== undefined && NOT_THIS_RUNS.includes(code)) return undefined;
     // Its listeners hear the manifest finishRun wrote, with its drift.
     if (code !== undefined && RECORDED_AT_FINISH.includes(code)) return (await readManifest(storage, folder).catch(() => undefined)) ?? manifest;
     // A request refused before it started (preflight's refusals) leaves no run folder behind, nor
     // changes the manifest of the run it would have resumed.
-    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return manifest;
+    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return undefined;
     // A folder never claimed (the run stopped before), or found to be another's, is not written in.
-    if (!(await ownsRunFolder(storage, folder, parts.runId))) return manifest;
-    if (await storage.exists(runFiles.success(folder))) return manifest;
+    if (!(await ownsRunFolder(storage, folder, parts.runId))) return options.begun ? manifest : undefined;
+    if (await storage.exists(runFiles.success(folder))) return undefined;
+    manifest = buildManifest({ ...parts, folder, attempt: parts.attempt ?? (await currentAttempt(storage, folder)) });
     // Planned by an earlier attempt, the run is that plan's even when this attempt stopped before reading it.
     const run = parts.run ?? (await readPreparedRun(storage, folder).catch(() => undefined));
-    if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run });
+    if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt });
     if (run && code === 'E_ERROR_RATE') {
       const kept = await keepQuarantinedRows(storage, run);
-      manifest = buildManifest({ ...parts, folder, run, counts: kept.counts });
+      // Its message counts the rows errors.jsonl holds, now that every segment has stopped.
+      const error = errorRateExceeded(run, kept.counts);
+      manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt, counts: kept.counts, error });
       quarantined = kept.bySegment;
     }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
     log.error({ err }, 'could not write the failed run manifest');
   }
-  if (quarantined) await onQuarantined?.(quarantined);
+  if (quarantined) await options.onQuarantined?.(quarantined);
   return manifest;
 }

@@ -4,6 +4,7 @@ import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { TOOL } from '../version.js';
+import { endingState, endingStateSchema } from './run-lifecycle.js';
 import { driftSchema, type Drift } from './drift.js';
 import { comparisonSummarySchema, type ComparisonSummary } from './model-comparison.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
@@ -31,6 +32,14 @@ const inputFileSchema = z.object({
 });
 type ManifestInput = z.output<typeof inputFileSchema>;
 
+/** Who judged a held run, when, why, and the error it was held on. */
+const judgementSchema = z.object({
+  by: z.string(),
+  at: z.string(),
+  why: z.string().optional(),
+  error: z.object({ code: z.string(), message: z.string() }),
+});
+
 /** Facts about the queue when a run was scored by workers (absent in direct mode). */
 const queueFactsSchema = z.object({ jobIds: z.array(z.string()), attempts: z.int().min(1), workers: z.array(z.string()) });
 export type QueueFacts = z.output<typeof queueFactsSchema>;
@@ -41,10 +50,15 @@ export const manifestSchema = z.object({
   /** The run folder, `<out>/<runId>`; null in manifests of releases that wrote one for a run that failed before it was prepared. */
   folder: z.string().nullable(),
   /**
-   * `cancelled`: stopped on request (E_CANCELLED); `expired`: stopped on a cap (E_EXPIRED, see
-   * `cap`); both resumable as a failed run is.
+   * How the attempt ended (see run-lifecycle.ts): `cancelled`: stopped on request (E_CANCELLED);
+   * `expired`: stopped on a cap (E_EXPIRED, see `cap`), both resumable as a failed run is; `held`:
+   * its outputs are written but its drift (E_DRIFT) holds back `_SUCCESS` until `accept` (then
+   * `succeeded`, see `accepted`) or `reject` (then `failed`, see `rejected`). Manifests of 0.3.0 and
+   * earlier say `failed` with E_DRIFT for a held run: readManifest reads them as `held`.
    */
-  state: z.enum(['succeeded', 'failed', 'cancelled', 'expired']),
+  state: endingStateSchema,
+  /** Which attempt of the run this manifest records: 1 for its first start, one more for each resume (see run-attempt.ts); absent in manifests of 0.3.0 and earlier (1). */
+  attempt: z.int().min(1).optional(),
   /** The cap an expired run reached and how far it got (see CapReached); absent otherwise. */
   cap: capReachedSchema.optional(),
   /**
@@ -95,8 +109,10 @@ export const manifestSchema = z.object({
   drift: driftSchema.nullable().default(null),
   /** Shadow scoring (--compare-model): comparison.json without its rows; absent without it. */
   comparison: comparisonSummarySchema.optional(),
-  /** Who accepted a run that failed on its drift (E_DRIFT), and when: its `_SUCCESS` was written then. */
-  accepted: z.object({ by: z.string(), at: z.string(), error: z.object({ code: z.string(), message: z.string() }) }).optional(),
+  /** Who accepted a held run (E_DRIFT), when and why (absent when they gave no reason): its `_SUCCESS` was written then. */
+  accepted: judgementSchema.optional(),
+  /** Who rejected a held run, when and why: it failed for good, its outputs judged wrong. */
+  rejected: judgementSchema.optional(),
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   queue: queueFactsSchema.optional(),
@@ -104,8 +120,15 @@ export const manifestSchema = z.object({
 export type Manifest = z.output<typeof manifestSchema>;
 
 /** The manifest.json of the run folder `folder`, or undefined when it has none (see readRunFile for what is refused). */
-export function readManifest(storage: Storage, folder: Location, signal?: AbortSignal): Promise<Manifest | undefined> {
-  return readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+export async function readManifest(storage: Storage, folder: Location, signal?: AbortSignal): Promise<Manifest | undefined> {
+  const manifest = await readRunFile(storage, runFiles.manifest(folder), manifestSchema, signal);
+  return manifest && asThisRelease(manifest);
+}
+
+/** A manifest as this release writes them: a run an earlier release recorded as failed on its drift, never judged, is held. */
+export function asThisRelease(manifest: Manifest): Manifest {
+  const held = manifest.state === 'failed' && manifest.error?.code === 'E_DRIFT' && !manifest.rejected;
+  return held ? { ...manifest, state: 'held' } : manifest;
 }
 
 /** The manifest of a run that succeeded: its model as resolved and its options as run. */
@@ -114,6 +137,8 @@ export const succeededManifestSchema = manifestSchema.extend({ state: z.literal(
 export interface ManifestParts {
   runId: string;
   startedAt: string;
+  /** The attempt (see run-attempt.ts); 1 when absent. */
+  attempt?: number;
   /** The prepared run, when the run got that far. */
   run?: PreparedRun;
   /** Where the run's folder is, for runs that failed before being prepared (a prepared run knows its own). */
@@ -132,9 +157,6 @@ export interface ManifestParts {
   queue?: QueueFacts;
 }
 
-/** The states of runs that ended on these codes rather than failed. */
-const ENDED_STATES: Partial<Record<string, Manifest['state']>> = { E_CANCELLED: 'cancelled', E_EXPIRED: 'expired' };
-
 export function buildManifest(parts: ManifestParts): Manifest {
   const { run } = parts;
   const finishedAt = new Date();
@@ -142,7 +164,8 @@ export function buildManifest(parts: ManifestParts): Manifest {
   return {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : parts.folder ? formatLocation(parts.folder) : null,
-    state: !parts.error ? 'succeeded' : (ENDED_STATES[errorCode(parts.error)] ?? 'failed'),
+    state: endingState(parts.error && errorCode(parts.error)),
+    attempt: parts.attempt ?? 1,
     ...(parts.error instanceof ExpiredError && parts.error.cap && { cap: parts.error.cap }),
     started: run !== undefined,
     startedAt: parts.startedAt,

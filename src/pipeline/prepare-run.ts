@@ -22,6 +22,8 @@ import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from '.
 import { SegmentFeed } from './segment-feed.js';
 import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
+import { readManifest } from './manifest.js';
+import { requireNext } from './run-lifecycle.js';
 import { claimRunFolder, refusedWhilePlanning, withdrawClaim } from './run-folder-claim.js';
 
 export interface PrepareContext {
@@ -34,7 +36,7 @@ export interface PrepareContext {
   /** Hears the input bytes planning reads (see PlanOptions.onBytes): what it throws stops planning. */
   onInputBytes?: (bytes: number) => void;
   /** Called once the run folder is known to be this run's and to ask what it asked, before the run writes in it. */
-  onClaimed?: () => void;
+  onClaimed?: () => Promise<void> | void;
 }
 
 /** A new run id: sortable by time, unique enough across machines. */
@@ -84,10 +86,13 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
   if (await storage.exists(runFiles.success(folder))) {
     throw new BatchScorerError('E_RUN_EXISTS', `run ${runId} already succeeded in ${formatLocation(folder)}; choose another --run-id`);
   }
+  // A held run waits for a judgement: scoring it again would meet its gate again.
+  const ended = await readManifest(storage, folder, signal);
+  if (ended?.state === 'held') requireNext(runId, ended.state, 'resume', `resumed (its outputs in ${formatLocation(folder)} wait for it)`);
   const existing = await readPreparedRun(storage, folder, signal);
   const stored = existing?.request ?? claimed;
   if (stored) refuseOtherOutput(runId, folder, stored, request);
-  ctx.onClaimed?.();
+  await ctx.onClaimed?.();
   const segments = new SegmentFeed();
   if (existing) {
     const run = await resume(existing, request, ctx);

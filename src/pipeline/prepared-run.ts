@@ -99,6 +99,8 @@ export const runFiles = {
   claim: (folder: Location) => joinLocation(folder, '_work', 'claim.json'),
   prepared: (folder: Location) => joinLocation(folder, '_work', 'run.json'),
   work: (folder: Location) => joinLocation(folder, '_work'),
+  /** The attempt under way (see run-attempt.ts). */
+  attempt: (folder: Location) => joinLocation(folder, '_work', 'attempt.json'),
   /** What a run scored by `score` used of its caps by the end of its last attempt (see run-caps.ts). */
   caps: (folder: Location) => joinLocation(folder, '_work', 'caps.json'),
   segmentsFolder: (folder: Location) => joinLocation(folder, '_work', 'segments'),

@@ -1,4 +1,5 @@
 import { errorSpec, type ErrorCode } from '../errors.js';
+import { endingState, isResumable } from './run-lifecycle.js';
 
 /**
  * Failures a resume meets again whatever it keeps: the input is malformed, or it or the model
@@ -16,6 +17,8 @@ const MET_AGAIN: readonly ErrorCode[] = ['E_INPUT', 'E_INPUT_CHANGED', 'E_MODEL_
  * taken by another request), nor for a run that never made its plan and failed for good.
  */
 export function resumeCanHelp(code: ErrorCode, planned: boolean): boolean {
+  // A held run is judged, not resumed (see run-lifecycle.ts).
+  if (!isResumable(endingState(code))) return false;
   const spec = errorSpec(code);
   if (spec.retriable) return true;
   return planned && spec.exit === 1 && !MET_AGAIN.includes(code);

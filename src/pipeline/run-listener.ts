@@ -11,16 +11,20 @@ export interface RunStart {
   folder: Location;
   /** When the run started (ISO 8601). */
   startedAt: string;
+  /** Which attempt of the run this is (see run-attempt.ts): each is heard to start once, and to end once. */
+  attempt: number;
 }
 
 /**
- * Hears runs start and end, for what tells the world about them (webhooks, lineage): the
- * pipeline and the queue report through it and know nothing of what listens. A run is heard to
- * end once per outcome: `score` when it returns or fails, a queued run when its job completes or
- * fails for good (an attempt that BullMQ tries again is not an end). A run refused before it
- * started (a missing input, a usage error) may be heard to end without having been heard to
- * start. Calls must be cheap and must not throw: a listener does its work in the background,
- * and a listener that fails never fails or delays a run.
+ * Hears each attempt of a run start and end (see run-attempt.ts and run-lifecycle.ts), for what
+ * tells the world about them (webhooks, lineage): the pipeline and the queue report through it and
+ * know nothing of what listens. An attempt is heard to start once, when it has claimed the run's
+ * folder, and to end once: `score` when it returns or fails, a queued run when its job completes
+ * or fails for good (a job that BullMQ tries again is not an end), and a held run again when it
+ * is accepted or rejected. A request refused before it claimed its folder (a missing input, a
+ * usage error, a run id another run holds) is no run: it is heard neither to start nor to end.
+ * Calls must be cheap and must not throw: a listener does its work in the background, and a
+ * listener that fails never fails or delays a run.
  */
 export interface RunListener {
   runStarted(start: RunStart): void;

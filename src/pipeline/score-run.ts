@@ -1,6 +1,6 @@
 import type { Limits } from '../config/limits.js';
 import pLimit from 'p-limit';
-import { AbortedError, BatchScorerError, isAbortError } from '../errors.js';
+import { AbortedError, BatchScorerError, errorCode, isAbortError } from '../errors.js';
 import { processConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
 import { createRequestSlots, maxConcurrency } from '../service/request-slots.js';
@@ -13,6 +13,7 @@ import { preflight } from './preflight.js';
 import type { PredictorFactory } from './predictor.js';
 import { newRunId, startRun } from './prepare-run.js';
 import type { RunListener } from './run-listener.js';
+import { openAttempt, type OpenAttempt } from './run-attempt.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
@@ -63,10 +64,13 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   const own = ctx.predictorFor(request.options, maxConcurrency(processConcurrency(request.options)), log);
   const client = cappedPredictor(own, caps);
   let run: PreparedRun | undefined;
+  // Its attempt, once the run has claimed its folder: a request refused before has no lifecycle.
+  let attempt: OpenAttempt | undefined;
   try {
-    const onClaimed = () => {
+    const onClaimed = async () => {
       ctx.onStage?.('claimed');
-      ctx.listener?.runStarted({ runId, request, folder, startedAt });
+      attempt = await openAttempt(storage, folder, startedAt, signal);
+      if (attempt.opened) ctx.listener?.runStarted({ runId, request, folder, startedAt, attempt: attempt.attempt });
     };
     const started = await startRun(request, runId, { storage, client, log, signal, onClaimed, ...(ctx.limits && { limits: ctx.limits }) });
     ctx.onStage?.('planned');
@@ -176,7 +180,11 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     }
     signal.throwIfAborted();
     report(true);
-    const manifest = await finishRun(run, { startedAt, plannedAt, planEndAt: tracker.planEndAt, finished }, { storage, client, log, signal });
+    const manifest = await finishRun(
+      run,
+      { startedAt, plannedAt, planEndAt: tracker.planEndAt, finished, attempt: attempt?.attempt },
+      { storage, client, log, signal },
+    );
     log.info({ rows: manifest.counts?.rowsIn, quarantined: manifest.counts?.rowsQuarantined, folder: manifest.folder }, 'run succeeded');
     ctx.listener?.runEnded(manifest);
     return manifest;
@@ -192,12 +200,17 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         return caught;
       });
     }
+    const manifest = await recordFailure(storage, folder, { runId, startedAt, attempt: attempt?.attempt, run, request, error: err as Error }, log, {
+      begun: attempt !== undefined,
+    });
     // What this attempt sent counts against the caps of the run's resumes, once it has a plan to
-    // resume from: a run that failed before its plan (its probe's calls) starts afresh.
-    if (run) await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
-    const manifest = await recordFailure(storage, folder, { runId, startedAt, run, request, error: err as Error }, log);
-    ctx.listener?.runEnded(manifest);
-    throw err;
+    // resume from: a run that failed before its plan (its probe's calls) starts afresh, and a held
+    // run is not resumed (its _work is gone).
+    if (run && manifest?.state !== 'held')
+      await writeCapUsage(storage, folder, caps.usage).catch((e: unknown) => log.warn({ err: e }, 'could not record what the run sent'));
+    if (manifest) ctx.listener?.runEnded(manifest);
+    // The manifest's message counts what errors.jsonl holds (see recordFailure).
+    throw manifest?.error && errorCode(err) === 'E_ERROR_RATE' ? new BatchScorerError('E_ERROR_RATE', manifest.error.message, { cause: err }) : err;
   } finally {
     await own.close();
   }

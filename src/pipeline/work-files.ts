@@ -4,8 +4,8 @@ import { runFiles, type PreparedRun } from './prepared-run.js';
 import { piecesOf, type SegmentDone } from './segment-done.js';
 
 /**
- * The names, below `_work`, of every file a prepared run writes there: its claim, run.json and
- * caps.json, the staged copies of its inputs, and each segment's parts and quarantined rows (a file
+ * The names, below `_work`, of every file a prepared run writes there: its claim, run.json,
+ * caps.json and attempt.json, the staged copies of its inputs, and each segment's parts and quarantined rows (a file
  * of each per piece, see `done`), done marker and prefix marker.
  */
 export function workFileNames(run: PreparedRun, done: readonly Pick<SegmentDone, 'pieces'>[]): Set<string> {
@@ -16,6 +16,7 @@ export function workFileNames(run: PreparedRun, done: readonly Pick<SegmentDone,
     runFiles.claim(folder),
     runFiles.prepared(folder),
     runFiles.caps(folder),
+    runFiles.attempt(folder),
     ...run.input.files.map((_, i) => runFiles.stagedInput(folder, i)),
     ...run.input.segments.flatMap((s) => [
       ...piecesOf(done[s.index], (piece) => runFiles.segmentPart(folder, s.index, run.outputFormat, piece)),

@@ -26,35 +26,34 @@ import { CANCEL_POLL_MS } from './cancel-watch.js';
 import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-drop-claims.js';
 import { IdempotencyKeys, type EnqueueAnswer, type IdempotencyKeysOptions, type IdempotentRequest } from './idempotency-keys.js';
 import { PipelineRuns } from './pipeline-runs.js';
-import { failedByCancel, RunCancels, type CancelMark } from './run-cancel.js';
+import { RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
-import { failureCode } from './to-queue-error.js';
+import { keepRunResult, keptResult } from './run-results.js';
+import type { Manifest } from '../pipeline/manifest.js';
+import { runResult } from '../pipeline/run-result.js';
+import { isResumable, isSettled, requireNext, type RunState } from '../pipeline/run-lifecycle.js';
+import type { RunResult } from '../pipeline/run-result.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
 const ASSEMBLY_WAIT_MS = 60_000;
 
-/**
- * Where a run is, as the queue sees it (its jobs' states; not the run folder's state, see
- * src/pipeline/): `waiting` (queued or backing off), `active` (planning, scoring or assembling),
- * `cancelling` (cancelled, while its jobs still run: they stop within about a second),
- * `completed`, `failed`, `cancelled` (none of its jobs runs, and none will score again), or
- * `expired` (stopped on a cap, E_EXPIRED: --max-requests, --max-rows or --deadline).
- */
-export const RUN_QUEUE_STATES = ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled', 'expired'] as const;
-export type RunQueueState = (typeof RUN_QUEUE_STATES)[number];
-
 /** A cancelled run's job may be in any state but completed: it fails, with E_CANCELLED, once a worker takes it after the cancel. */
 const CANCELLED_JOB_STATES: JobType[] = ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'];
 
-/** The BullMQ states a run job may be in while its run is in a given state. */
-const JOB_STATES: Record<RunQueueState, JobType[]> = {
-  waiting: ['waiting', 'delayed', 'prioritized'],
-  active: ['active', 'waiting-children'],
+/**
+ * The BullMQ states a run job may be in while its run is in a given state (see run-lifecycle.ts):
+ * a job that failed holds the result of its attempt (see keepRunResult), which says whether the
+ * run failed, expired, was cancelled, is held, or was held and then accepted.
+ */
+const JOB_STATES: Record<RunState, JobType[]> = {
+  queued: ['waiting', 'delayed', 'prioritized'],
+  running: ['active', 'waiting-children'],
   cancelling: CANCELLED_JOB_STATES,
-  completed: ['completed'],
+  succeeded: ['completed', 'failed'],
   failed: ['failed'],
   cancelled: CANCELLED_JOB_STATES,
   expired: ['failed'],
+  held: ['failed'],
 };
 
 const ALL_JOB_STATES = [...new Set(Object.values(JOB_STATES).flat())];
@@ -65,16 +64,18 @@ export interface RunListOptions {
   limit?: number;
   /** Matching runs skipped first, newest first (0 by default): the page's start. */
   offset?: number;
-  state?: RunQueueState;
+  state?: RunState;
   pipeline?: string;
 }
 
 /** A run as `status` and the run API show it. */
 export interface RunStatus {
   runId: string;
-  state: RunQueueState;
+  state: RunState;
   progress?: RunProgress;
-  /** The reason of a failed run, with its error code. */
+  /** How the run's last attempt ended (see RunResult): what views tell of a settled run. */
+  result?: RunResult;
+  /** The reason BullMQ keeps for a run job that failed without a result (it stalled past its limit, or its worker could not keep one). */
   failedReason?: string;
   attempts: number;
   /** The run folder, `<out>/<runId>`. */
@@ -92,11 +93,6 @@ export interface RunStatus {
   pipeline?: string;
   enqueuedAt: string;
   finishedAt?: string;
-}
-
-/** A run that goes no further by itself: completed, failed, cancelled or expired (a `cancelling` run still has jobs running). */
-export function runEnded(s: Pick<RunStatus, 'state'>): boolean {
-  return s.state === 'completed' || s.state === 'failed' || s.state === 'cancelled' || s.state === 'expired';
 }
 
 /** No run of this id on the queue (E_RUN_NOT_FOUND, exit 2). */
@@ -174,7 +170,7 @@ function refuseOtherOutput(stored: RunJobData, asked: RunJobData): void {
  * The calls of a RunQueue that the run API, its pages and the triggers make, and which what
  * stands in for one (policedRuns, ReconnectingRunQueue) answers too.
  */
-export type RunQueueCalls = Pick<RunQueue, 'enqueue' | 'enqueueFileDrop' | 'get' | 'list' | 'cancel' | 'resume'>;
+export type RunQueueCalls = Pick<RunQueue, 'enqueue' | 'enqueueFileDrop' | 'get' | 'list' | 'cancel' | 'resume' | 'judged'>;
 
 /** How a RunQueue keeps what it keeps besides jobs: see IdempotencyKeysOptions. */
 export type RunQueueOptions = IdempotencyKeysOptions;
@@ -235,14 +231,14 @@ export class RunQueue {
     const existing = await this.queue.getJob(runId);
     const state = existing && (await this.stateOf(existing)).state;
     if (state === 'cancelling' && options.ifEnded !== 'keep') throw stillCancelling(runId, 'enqueued again');
-    const resumed = (state === 'failed' || state === 'cancelled' || state === 'expired') && options.ifEnded !== 'keep';
+    const resumed = state !== undefined && isResumable(state) && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
     if (existing && resumed) {
       refuseOtherOutput(existing.data, data);
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
           'E_RUN_CONFLICT',
-          `run ${runId} ${state === 'cancelled' ? 'was cancelled' : state === 'expired' ? 'expired' : 'failed'}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
+          `run ${runId} is ${state}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
         );
       }
       await this.progress.clear(runId);
@@ -307,7 +303,7 @@ export class RunQueue {
   }
 
   /** The newest `want` run jobs, from BullMQ's lists by state. */
-  private async latestJobs(want: number, state: RunQueueState | undefined): Promise<Job<RunJobData>[]> {
+  private async latestJobs(want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
     const types = state ? JOB_STATES[state] : ALL_JOB_STATES;
     const found: Job<RunJobData>[] = [];
     // A job's state is not the run's (a cancelled run's job may still be waiting): filtered page
@@ -326,7 +322,7 @@ export class RunQueue {
   }
 
   /** A pipeline's newest `want` run jobs, from its index (see PipelineRuns), newest first. */
-  private async latestOfPipeline(pipeline: string, want: number, state: RunQueueState | undefined): Promise<Job<RunJobData>[]> {
+  private async latestOfPipeline(pipeline: string, want: number, state: RunState | undefined): Promise<Job<RunJobData>[]> {
     const found: Job<RunJobData>[] = [];
     for (let start = 0; found.length < want; start += want) {
       const ids = await this.pipelineRuns.page(pipeline, start, want);
@@ -344,7 +340,7 @@ export class RunQueue {
     return found.slice(0, want);
   }
 
-  private async inState(jobs: Job<RunJobData>[], state: RunQueueState): Promise<Job<RunJobData>[]> {
+  private async inState(jobs: Job<RunJobData>[], state: RunState): Promise<Job<RunJobData>[]> {
     const states = await Promise.all(jobs.map(async (j) => (await this.stateOf(j)).state));
     return jobs.filter((_, i) => states[i] === state);
   }
@@ -354,13 +350,13 @@ export class RunQueue {
    * never assembled, and its manifest says `cancelled`. Answers its status: `cancelling` while
    * some of its jobs still run, `cancelled` once none does (at once for a run no worker took);
    * cancelling it again answers its state then. E_RUN_NOT_FOUND for an unknown id,
-   * E_RUN_CONFLICT for a run that already completed or failed.
+   * E_RUN_CONFLICT for a run that is settled (see run-lifecycle.ts).
    */
   async cancel(runId: string): Promise<RunStatus> {
     const job = await this.requireJob(runId);
     const { state: before } = await this.stateOf(job);
     if (before === 'cancelling' || before === 'cancelled') return this.describe(job);
-    if (before === 'completed' || before === 'failed' || before === 'expired') throw alreadyFinished(runId, before);
+    requireNext(runId, before, 'cancel', 'cancelled');
     await this.cancels.mark(runId);
     // Segments no worker took yet go at once; those being scored stop when their workers see the
     // marker. A run job left with no segment is taken again, and ends the run as cancelled.
@@ -374,10 +370,10 @@ export class RunQueue {
       now = await this.requireJob(runId);
     }
     const after = await this.describe(now);
-    if (after.state === 'completed' || after.state === 'failed' || after.state === 'expired') {
+    if (after.state !== 'cancelling' && after.state !== 'cancelled' && isSettled(after.state)) {
       // It finished meanwhile: too late to cancel, and the marker must not outlive the answer.
       await this.cancels.clear(runId);
-      throw alreadyFinished(runId, after.state);
+      requireNext(runId, after.state, 'cancel', 'cancelled');
     }
     return after;
   }
@@ -386,21 +382,29 @@ export class RunQueue {
    * Resumes a failed, cancelled or expired run: enqueued again from its stored request, keeping
    * the segments it finished, under the caps given (`caps`: --max-requests, --max-rows,
    * --deadline; none given, none). E_RUN_NOT_FOUND for an unknown id, E_RUN_CONFLICT for a
-   * waiting, active, cancelling or completed run.
+   * run in any other state (see run-lifecycle.ts).
    */
   async resume(runId: string, caps: Pick<RunOptionsInput, (typeof CAP_OPTIONS)[number]> = {}): Promise<{ runId: string; resumed: true }> {
     const job = await this.requireJob(runId);
     const { state } = await this.stateOf(job);
     if (state === 'cancelling') throw stillCancelling(runId, 'resumed');
-    if (state !== 'failed' && state !== 'cancelled' && state !== 'expired') {
-      throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${state}; only a failed, cancelled or expired run can be resumed`);
-    }
+    requireNext(runId, state, 'resume', 'resumed');
     const { input, model, out, trigger } = job.data.request;
     const options: RunOptionsInput = { ...job.data.request.options };
     for (const cap of CAP_OPTIONS) delete options[cap];
     const again = await this.enqueue({ input, model, out, options: { ...options, ...caps }, trigger });
     if (!again.created) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was resumed meanwhile`);
     return { runId, resumed: true };
+  }
+
+  /**
+   * A held run was judged (see judgeRun): the result its manifest now records is kept beside its
+   * job, where views read its state, and told to the runs' event stream. A run the queue never had
+   * (scored by `score`) or no longer has keeps nothing here; its manifest is its record.
+   */
+  async judged(manifest: Manifest): Promise<void> {
+    await this.ready();
+    await keepRunResult(this.queue, this.producer.redis, manifest.runId, runResult(manifest));
   }
 
   /** The milestones a run's job logged (planned, segment k done, assembled), from the `from`th on (0-based). */
@@ -428,25 +432,31 @@ export class RunQueue {
   }
 
   /**
-   * A run's state from its job's, and whether its job has ended. A run whose job failed with
-   * E_CANCELLED, or whose cancel marker is set, is `cancelling` while one of its jobs still
-   * runs, then `cancelled`: established, not assumed, since a segment failing its run
-   * (`failParentOnFailure`) ends the run job while siblings still score.
+   * A run's state from its job's, and whether its job has ended. A job that ended keeps the result
+   * of its attempt (see keepRunResult), which says how: read, never derived from its failed
+   * reason. A run whose result says cancelled, or (its result lost) whose cancel marker is set, is
+   * `cancelling` while one of its jobs still runs, then `cancelled`: established, not assumed, since
+   * a segment failing its run (`failParentOnFailure`) ends the run job while siblings still score.
    */
-  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunQueueState; ended: boolean; job: Job<RunJobData> }> {
+  private async stateOf(job: Job<RunJobData>): Promise<{ state: RunState; ended: boolean; job: Job<RunJobData> }> {
     const raw = await job.getState();
     const { runId } = job.data;
     if (raw === 'completed' || raw === 'failed') {
-      // A job that ended after this copy of it was read: its reason and end time are in a fresh one.
-      const ended = job.finishedOn === undefined ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job) : job;
-      // Stopped on a cap: recognised, as a cancel, by the code its reason ends with.
-      if (raw === 'failed' && failureCode(ended.failedReason) === 'E_EXPIRED') return { state: 'expired', ended: true, job: ended };
-      if (raw === 'completed' || !failedByCancel(ended.failedReason)) return { state: raw, ended: true, job: ended };
-      return { state: await this.cancelState(runId, await this.cancels.read(runId), false), ended: true, job: ended };
+      // A job that ended after this copy of it was read: its result and end time are in a fresh one.
+      const ended =
+        job.finishedOn === undefined || (raw === 'failed' && job.data.result === undefined)
+          ? ((await Job.fromId<RunJobData>(this.queue, job.id!)) ?? job)
+          : job;
+      if (raw === 'completed') return { state: 'succeeded', ended: true, job: ended };
+      const state = keptResult(ended.data)?.state;
+      if (state !== undefined && state !== 'cancelled') return { state, ended: true, job: ended };
+      const cancel = await this.cancels.read(runId);
+      if (state === undefined && !cancel) return { state: 'failed', ended: true, job: ended };
+      return { state: await this.cancelState(runId, cancel, false), ended: true, job: ended };
     }
     const cancel = await this.cancels.read(runId);
     if (cancel) return { state: await this.cancelState(runId, cancel, raw === 'active'), ended: false, job };
-    return { state: raw === 'active' || raw === 'waiting-children' ? 'active' : 'waiting', ended: false, job };
+    return { state: raw === 'active' || raw === 'waiting-children' ? 'running' : 'queued', ended: false, job };
   }
 
   /**
@@ -470,8 +480,8 @@ export class RunQueue {
     const { state, ended: finished, job } = await this.stateOf(read);
     const stored = typeof job.progress === 'object' ? (job.progress as unknown as RunProgress) : undefined;
     const progress = (await this.progress.read(job.data.runId, finished ? job.finishedOn : undefined)) ?? stored;
-    const failedReason =
-      state === 'failed' ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : state === 'expired' ? job.failedReason : undefined;
+    const result = finished ? keptResult(job.data) : undefined;
+    const failedReason = finished && !result && job.failedReason ? ((await this.progress.failure(job.data.runId)) ?? job.failedReason) : undefined;
     // Job data written by other releases or by hand: a trigger that is not one is left out, not shown.
     const trigger = runTriggerSchema.safeParse(job.data.request.trigger).data;
     const pipeline = triggerPipeline(trigger);
@@ -479,6 +489,7 @@ export class RunQueue {
       runId: job.data.runId,
       state,
       ...(progress ? { progress } : {}),
+      ...(result ? { result } : {}),
       ...(failedReason ? { failedReason } : {}),
       attempts: job.attemptsMade,
       folder: formatLocation(runFiles.folder(job.data.request.out, job.data.runId)),
@@ -501,9 +512,4 @@ function stillCancelling(runId: string, what: string): BatchScorerError {
     'E_RUN_CONFLICT',
     `run ${runId} is cancelling: its jobs are still stopping; it can be ${what} once it is cancelled, within seconds (batch-scorer status ${runId} --watch)`,
   );
-}
-
-/** The refusal to cancel a run that has finished. */
-function alreadyFinished(runId: string, state: 'completed' | 'failed' | 'expired'): BatchScorerError {
-  return new BatchScorerError('E_RUN_CONFLICT', `run ${runId} already ${state}; there is nothing to cancel`);
 }

@@ -40,6 +40,8 @@ export interface RunJobData {
   startedAt?: string;
   /** When planning ended (ms since the epoch), for the manifest's timings. */
   plannedAt?: number;
+  /** How the run's attempt ended, kept by keepRunResult (see run-results.ts): what views read its state from. */
+  result?: unknown;
 }
 
 /** A run job's data as a worker reads it (runJobDataSchema): its run folder, `<out>/<runId>`, parsed. */

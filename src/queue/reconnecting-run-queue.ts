@@ -24,6 +24,7 @@ export class ReconnectingRunQueue implements RunQueueCalls {
   list: RunQueueCalls['list'] = (options) => this.use((runs) => runs.list(options));
   cancel: RunQueueCalls['cancel'] = (runId) => this.use((runs) => runs.cancel(runId));
   resume: RunQueueCalls['resume'] = (runId, caps) => this.use((runs) => runs.resume(runId, caps));
+  judged: RunQueueCalls['judged'] = (manifest) => this.use((runs) => runs.judged(manifest));
 
   async close(): Promise<void> {
     await this.queue?.close();

@@ -61,11 +61,6 @@ export class RunCancels {
   }
 }
 
-/** Whether a failed run job's reason is a cancel's: the error code ends the reason (see toQueueError). */
-export function failedByCancel(failedReason: string | undefined): boolean {
-  return (failedReason ?? '').endsWith('[E_CANCELLED]');
-}
-
 /** What a cancelled run ends with: its run job's reason and its manifest's error. */
 export function cancelledError(runId: string): BatchScorerError {
   return new BatchScorerError(

@@ -12,6 +12,7 @@ import { prepareRun } from '../pipeline/prepare-run.js';
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import { sameRequest, withNeutralOptions, type RunRequest } from '../pipeline/run-request.js';
 import { checkRunFolder, readClaimedRequest } from '../pipeline/run-folder-claim.js';
+import { openAttempt, type OpenAttempt } from '../pipeline/run-attempt.js';
 import { requireRunFile } from '../pipeline/run-file.js';
 import { sumCounts } from '../pipeline/segment-counts.js';
 import { readSegmentsDone, unfinished } from '../pipeline/segment-done.js';
@@ -50,6 +51,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
     let plannedAt = data.plannedAt;
     let request: RunRequest | undefined;
     let run: PreparedRun | undefined;
+    let attempt: OpenAttempt | undefined;
     try {
       // A run cancelled before a worker took it never starts; one cancelled while its segments
       // were scored comes back here once they have stopped, and is not assembled.
@@ -66,19 +68,24 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // Refused before describe is asked: a missing input or an output that cannot be written.
       if (data.step === undefined) {
         await preflight(request, ctx.storage, signal);
-        // Heard when an attempt takes the run from its start, not at each step: a resume starts it again.
-        ctx.options.listener?.runStarted({ runId: data.runId, request, folder, startedAt });
         // A run started anew (a resume) goes on under its own caps, counting what it sent before.
         await ctx.caps.reopen(data.runId);
       }
       // Planning's probe is a predict call like any other: taken from the run's caps.
       const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
       const client = cappedPredictor(ctx.clientFor(request.options), caps);
+      const claimed = request;
+      // Heard when an attempt begins, not at each step or take of its job (see openAttempt).
+      const onClaimed = async () => {
+        attempt = await openAttempt(ctx.storage, folder, startedAt, signal);
+        if (attempt.opened) ctx.options.listener?.runStarted({ runId: data.runId, request: claimed, folder, startedAt, attempt: attempt.attempt });
+      };
       run = await prepareRun(request, data.runId, {
         storage: ctx.storage,
         client,
         log: jobLog,
         signal,
+        onClaimed,
         ...(ctx.options.limits && { limits: ctx.options.limits }),
       });
       // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
@@ -138,12 +145,12 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       const manifest = await finishRun(
         run,
         // A run resumed at its assembly (a release that kept no plannedAt) counts no scoring time.
-        { startedAt, plannedAt: plannedAt ?? Date.now(), queue },
+        { startedAt, plannedAt: plannedAt ?? Date.now(), queue, attempt: attempt?.attempt },
         { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling, findBaseline: ctx.findBaseline },
       );
       await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
       jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
-      ctx.options.listener?.runEnded(manifest);
+      await ctx.runEnded(manifest, jobLog);
       return summary(manifest, formatLocation(folder));
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
@@ -151,9 +158,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       const endRequest = request ?? { ...data.request, options: { ...data.request.options } };
       // What a cancel causes may come before the watch's next poll (its segments removed under it).
       const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
-      if (cancelled) {
-        throw await endCancelled(ctx, job, folder, { runId: data.runId, startedAt, run, request: endRequest }, jobLog);
-      }
+      const parts = { runId: data.runId, startedAt, attempt: attempt?.attempt, run, request: endRequest };
+      if (cancelled) throw await endCancelled(ctx, job, folder, parts, attempt !== undefined, jobLog);
       // A run past its error budget shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
       const keepQuarantined = (bySegment: readonly number[]) =>
         ctx.progress
@@ -168,14 +174,11 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
             })
           : err;
       throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
-        const manifest = await recordFailure(
-          ctx.storage,
-          folder,
-          { runId: data.runId, startedAt, run, request: endRequest, error: e },
-          jobLog,
-          keepQuarantined,
-        );
-        ctx.options.listener?.runEnded(manifest);
+        const manifest = await recordFailure(ctx.storage, folder, { ...parts, error: e }, jobLog, {
+          onQuarantined: keepQuarantined,
+          begun: attempt !== undefined,
+        });
+        if (manifest) await ctx.runEnded(manifest, jobLog);
       });
     } finally {
       cancel.release();
@@ -187,13 +190,13 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
  * Ends a cancelled run: its segments no worker has taken are removed, its manifest says
  * `cancelled` (`_work` stays, for a resume), and its job fails for good with E_CANCELLED.
  */
-async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, jobLog: Logger): Promise<Error> {
+async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, begun: boolean, jobLog: Logger): Promise<Error> {
   const error = cancelledError(parts.runId);
   // Tidying: segments left waiting skip a cancelled run anyway, so a failure here must not replace the cancel.
   await job.removeUnprocessedChildren().catch((err: unknown) => jobLog.warn({ err }, 'could not remove the segments no worker took'));
   // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
-  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog);
-  ctx.options.listener?.runEnded(manifest);
+  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog, { begun });
+  if (manifest) await ctx.runEnded(manifest, jobLog);
   await job.log('cancelled');
   jobLog.info('run cancelled');
   return toQueueError(error);

@@ -35,7 +35,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
       const manifest = await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
       // BullMQ fails the run job without taking it again: its end is heard here, from the first segment that failed it.
-      if (first) ctx.options.listener?.runEnded(manifest);
+      if (first && manifest) await ctx.runEnded(manifest, jobLog);
     };
     const { policy = {} } = ctx.options;
     // Segment job data may come from any producer that can write to Redis: its folder is checked

@@ -5,18 +5,13 @@ import { excerpt, excerptStack, MESSAGE_BYTES } from '../text-excerpt.js';
 /**
  * An error as BullMQ should treat it: a permanent one (unknown model, bad input, error threshold)
  * becomes UnrecoverableError, so the job fails at once; anything else is retried with backoff.
- * The code stays in the message, where `status` and the manifest show it. BullMQ keeps the
+ * The code stays in the message, for people reading BullMQ's own views; the run's state and code are kept as data (see keepRunResult). BullMQ keeps the
  * message as the job's failed reason and each attempt's stack in Redis: both come out bounded.
  */
 export function toQueueError(err: unknown): Error {
   if (err instanceof BatchScorerError && !err.retriable) return new UnrecoverableError(`${err.message} [${err.code}]`);
   if (err instanceof BatchScorerError) return new Error(`${err.message} [${err.code}]`, { cause: err });
   return err instanceof Error ? boundedError(err) : new Error(errorMessage(err));
-}
-
-/** The code a failed run's reason ends with, as toQueueError writes it (`... [E_MODEL_NOT_FOUND]`); none for a failure without one (a job that stalled). */
-export function failureCode(reason: string | undefined): string | undefined {
-  return /\[(E_[A-Z_]+)\]$/.exec(reason ?? '')?.[1];
 }
 
 /**

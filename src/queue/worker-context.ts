@@ -23,6 +23,9 @@ import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
 import type { FindBaseline } from '../pipeline/drift-baseline.js';
 import { pipelineBaseline } from './pipeline-baseline.js';
+import type { Manifest } from '../pipeline/manifest.js';
+import { runResult } from '../pipeline/run-result.js';
+import { keepRunResult } from './run-results.js';
 import { PipelineRuns } from './pipeline-runs.js';
 
 /** Runs a worker has seen recently; older ones are forgotten so a long-lived worker does not grow. */
@@ -172,6 +175,18 @@ export class WorkerContext {
     jobLog.error({ err, code: errorCode(err), attempt: job.attemptsMade + 1 }, 'job failed');
     if (isFinalFailure(mapped, job.attemptsMade, job.opts.attempts)) await onFinal(err as Error);
     return mapped;
+  }
+
+  /**
+   * An attempt of a run ended, as its manifest records it: its result is kept beside its run job
+   * (see keepRunResult) and its listeners are told. Keeping the result is best effort (a Redis
+   * hiccup is logged): the manifest in the run folder is the record.
+   */
+  async runEnded(manifest: Manifest, jobLog: Logger): Promise<void> {
+    await keepRunResult(this.runsQueue, this.redis, manifest.runId, runResult(manifest)).catch((err: unknown) =>
+      jobLog.warn({ err }, "could not keep the run's result beside its job; its manifest holds it"),
+    );
+    this.options.listener?.runEnded(manifest);
   }
 
   /**

@@ -117,7 +117,7 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       out,
       options: { runId: 'browser', segmentRows: PAGE_RUN.segmentRows, batchSize: PAGE_RUN.batchSize },
     });
-    expect((await f.finished(runId)).state).toBe('completed');
+    expect((await f.finished(runId)).state).toBe('succeeded');
     // A run that fails before planning, on an input of a long path: its row too must read well at 1280 px.
     const missing = join(tmp.dir, 'incoming', 'a-rather-long-folder-name-for-the-nightly-export', 'rentals-2026-11-25-full-extract.csv');
     await f.queue.enqueue({ input: missing, model: 'mindsdb/home_rentals_model', out, options: { runId: 'browser-missing' } });
@@ -220,7 +220,7 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       } as const;
       await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options: { runId: `${pipeline}-${i + 1}` }, trigger });
       const done = await f.finished(`${pipeline}-${i + 1}`);
-      expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+      expect([done.state, done.failedReason]).toEqual(['succeeded', undefined]);
     }
     storage.close();
 
@@ -280,7 +280,7 @@ describe.skipIf(!CHROMIUM)('the run page in a browser', () => {
       options: { runId: 'browser-compared', compareModel: 'mindsdb/home_rentals_challenger', batchSize: 100 },
     });
     const done = await f.finished('browser-compared');
-    expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+    expect([done.state, done.failedReason]).toEqual(['succeeded', undefined]);
 
     const s = await serve({ ...f.env(), API_TOKEN: 'browser-test-token', DASHBOARD_USER: USER, DASHBOARD_PASSWORD: PASSWORD });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, httpCredentials: { username: USER, password: PASSWORD } });

@@ -143,7 +143,7 @@ export function useQueueFixture() {
         async () => {
           // While Redis restarts the producer's calls fail; keep asking.
           const s = await f.queue.get(runId).catch(() => undefined);
-          return s && (s.state === 'completed' || s.state === 'failed' || s.state === 'expired') ? s : undefined;
+          return s && (s.state === 'succeeded' || s.state === 'failed' || s.state === 'expired' || s.state === 'held') ? s : undefined;
         },
         ms,
       ),

@@ -45,7 +45,7 @@ afterAll(async () => {
 describe('batch-scorer accept (child process)', () => {
   it('refuses a run that succeeded, and one with no manifest, with exit 2', async () => {
     const succeeded = await runCli(['accept', 'a', '--out', out], env());
-    expect([succeeded.code, succeeded.stderr]).toEqual([2, expect.stringMatching(/run a succeeded; only a run that failed on its drift.*\[E_RUN_CONFLICT\]/)]);
+    expect([succeeded.code, succeeded.stderr]).toEqual([2, expect.stringMatching(/run a is succeeded; it cannot be accepted.*\[E_RUN_CONFLICT\]/)]);
     const none = await runCli(['accept', 'nope', '--out', out], env());
     expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/no manifest\.json in .*nope.*\[E_RUN_CONFLICT\]/)]);
     const bad = await runCli(['accept', '../a', '--out', out], env());
@@ -53,20 +53,20 @@ describe('batch-scorer accept (child process)', () => {
     expect((await manifestOf('a')).accepted).toBeUndefined();
   });
 
-  it('accepts a run that failed on its drift: succeeded, the error kept, _SUCCESS last; again is a no-op', async () => {
+  it('accepts a run held by its drift gate: succeeded, the error kept, _SUCCESS last; again is a no-op', async () => {
     const before = await manifestOf('b');
-    expect(before).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { level: 'fail', baseline: { runId: 'a' } } });
+    expect(before).toMatchObject({ state: 'held', error: { code: 'E_DRIFT' }, drift: { level: 'fail', baseline: { runId: 'a' } } });
     expect(existsSync(join(out, 'b', '_SUCCESS'))).toBe(false);
 
-    const r = await runCli(['accept', 'b', '--out', out, '--by', 'reviewer'], env());
+    const r = await runCli(['accept', 'b', '--out', out, '--by', 'reviewer', '--why', 'new pricing'], env());
     expect([r.code, r.stderr]).toEqual([0, '']);
-    expect(r.stdout).toMatch(/^run b accepted by reviewer at \S+: succeeded, _SUCCESS written \(it had failed with E_DRIFT\)\n$/);
+    expect(r.stdout).toMatch(/^run b accepted by reviewer at \S+: succeeded, _SUCCESS written \(it was held on E_DRIFT\)\n$/);
     const after = await manifestOf('b');
     expect(after).toMatchObject({
       state: 'succeeded',
       drift: before.drift,
       outputs: before.outputs,
-      accepted: { by: 'reviewer', error: before.error },
+      accepted: { by: 'reviewer', why: 'new pricing', error: before.error },
     });
     expect(after).not.toHaveProperty('error');
     const at = (after.accepted as { at: string }).at;

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import type { RunQueueState, RunStatus } from '../../src/queue/producer.js';
+import type { RunStatus } from '../../src/queue/producer.js';
+import type { RunState } from '../../src/pipeline/run-lifecycle.js';
 import { runCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { useRentalsInput } from '../helpers/scoring.js';
@@ -47,7 +48,7 @@ describe('cancelling, then cancelled', () => {
     expect(cancel.stderr).toBe(`its jobs stop within seconds; batch-scorer status ${runId} --watch follows it until it is cancelled\n`);
 
     // Read as `status` and the run API read it, until it says cancelled.
-    const seen: RunQueueState[] = [];
+    const seen: RunState[] = [];
     const reportedAt = await waitFor(
       'the run to read cancelled',
       async () => {

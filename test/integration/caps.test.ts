@@ -202,7 +202,7 @@ describe('caps on queued runs', () => {
     const sent = f.sim.stats.predictRows;
     const resumed = await runCli(['resume', 'q'], f.env());
     expect(resumed.code).toBe(0);
-    expect((await f.finished('q')).state).toBe('completed');
+    expect((await f.finished('q')).state).toBe('succeeded');
     expect(f.sim.stats.predictRows - sent).toBe(ROWS - keptAfter);
     expect(await predictions(out, 'q')).toBe(whole);
     expect(await manifestOf(out, 'q')).toMatchObject({ state: 'succeeded', counts: { rowsScored: ROWS } });

@@ -186,7 +186,7 @@ describe('lineage events from queue workers', () => {
     f.worker([], { OPENLINEAGE_URL: receiver.url, OPENLINEAGE_NAMESPACE: 'batch-scorer' });
     const out = join(tmp.dir, 'queue-ok');
     await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'lq-ok', segmentRows: 1_000 } });
-    expect((await f.finished('lq-ok')).state).toBe('completed');
+    expect((await f.finished('lq-ok')).state).toBe('succeeded');
     const events = await receiver.runEvents('lq-ok', 2);
     expect(types(events)).toEqual(['START', 'COMPLETE']);
     expectOneRun(events, 'lq-ok', 'mindsdb.home_rentals_model');

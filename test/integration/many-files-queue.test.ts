@@ -63,7 +63,7 @@ describe('many files through the queue and the API', () => {
     const posted = await fetch(`${s.url}/runs`, { method: 'POST', headers: bearer, body: JSON.stringify(submission) });
     expect(posted.status).toBe(201);
     const done = await f.finished('glob');
-    expect(done.state).toBe('completed');
+    expect(done.state).toBe('succeeded');
     const outputs = (await readdir(join(out, 'glob', 'predictions'))).sort();
     expect(outputs).toEqual(Array.from({ length: PARTS }, (_, p) => `part-${p}.csv`));
 

@@ -71,7 +71,7 @@ describe('worker --metrics-port', () => {
     );
     const request = { input, model: 'mindsdb/home_rentals_model', out: join(tmp.dir, 'out') };
     const { runId } = await f.queue.enqueue({ ...request, options: m1 });
-    expect((await f.finished(runId)).state).toBe('completed');
+    expect((await f.finished(runId)).state).toBe('succeeded');
     const manifest = JSON.parse(await readFile(join(tmp.dir, 'out', 'm1', 'manifest.json'), 'utf8')) as Manifest;
     const counts = manifest.counts!;
     expect(counts.rowsQuarantined).toBe(4);
@@ -128,9 +128,9 @@ describe('worker --metrics-port', () => {
     });
     expect(await runs.remove(runId)).toBe(1);
     await f.queue.enqueue({ ...request, options: m1 });
-    expect((await f.finished(runId)).state).toBe('completed');
+    expect((await f.finished(runId)).state).toBe('succeeded');
     await f.queue.enqueue({ ...request, options: { ...spared, runId: 'm2', limit: 100 } });
-    expect((await f.finished('m2')).state).toBe('completed');
+    expect((await f.finished('m2')).state).toBe('succeeded');
     const m2 = (JSON.parse(await readFile(join(tmp.dir, 'out', 'm2', 'manifest.json'), 'utf8')) as Manifest).counts!;
     const both = await succeededOnServe(2);
     expect(byOutcome(both, 'batch_scorer_run_rows_total')).toEqual({

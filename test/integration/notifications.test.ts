@@ -143,11 +143,11 @@ describe('webhooks of queued runs', () => {
     );
     f.worker([], { JOBS_DIR: dir, NOTIFY_SECRET: SECRET, NOTIFY_URLS: everyEnd.url, PUBLIC_URL: 'https://scorer.example/' });
     const status = await fire(schedules, 'fine');
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     await waitFor('the delivery to be taken', () => everyEnd.accepted.length === 1, 30_000);
     const [taken] = everyEnd.accepted;
     expect(taken.body).toMatchObject({
-      event: 'completed',
+      event: 'succeeded',
       runId: status.runId,
       state: 'succeeded',
       error: null,
@@ -162,7 +162,7 @@ describe('webhooks of queued runs', () => {
     const [record] = await waitFor('the record', () => records(folder).catch(() => undefined));
     expect(record).toMatchObject({
       deliveryId: taken.id,
-      events: ['completed'],
+      events: ['succeeded'],
       target: new URL(everyEnd.url).origin,
       attempts: 1,
       lastStatus: 200,
@@ -196,10 +196,10 @@ describe('webhooks of queued runs', () => {
     f.worker([], { NOTIFY_SECRET: SECRET, NOTIFY_URLS: `${hung.url}/hook,${hook.url}` });
     await f.queue.enqueue({ input, model: MODEL, out: join(tmp.dir, 'two-targets-out'), options: { runId: 'two-targets' } });
     const status = await f.finished('two-targets', 60_000);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     await waitFor('the other target to take the delivery', () => hook.accepted.length === 1, 30_000);
     expect(hook.accepted[0].at - Date.parse(status.finishedAt!)).toBeLessThan(5_000);
-    expect(hook.accepted[0].body).toMatchObject({ runId: 'two-targets', event: 'completed' });
+    expect(hook.accepted[0].body).toMatchObject({ runId: 'two-targets', event: 'succeeded' });
     // The hung target got its attempt, and has not answered it.
     await waitFor('the hung target to be asked', () => hung.requests.length >= 1, 10_000);
     expect(hung.requests[0].headers['x-batch-scorer-delivery']).not.toBe(hook.accepted[0].id);
@@ -229,7 +229,7 @@ describe('webhooks of score', () => {
     expect(hook.refused).toEqual([]);
     expect(hook.accepted).toHaveLength(1);
     expect(hook.accepted[0].body).toMatchObject({
-      event: 'completed',
+      event: 'succeeded',
       runId: line.runId,
       pipeline: null,
       trigger: 'cli (score)',

@@ -88,7 +88,7 @@ describe('pipeline pages on a real serve, workers and S3', () => {
     };
 
     const base = await dropEvent(s.url, 'drops/day-1.csv', await drop('drops/day-1.csv'));
-    expect((await f.finished(base)).state).toBe('completed');
+    expect((await f.finished(base)).state).toBe('succeeded');
     // Every sqft half again as large: drift past 0.25, and the run fails (E_DRIFT) with its outputs and manifest written.
     const shifted = await dropEvent(s.url, 'drops/day-2.csv', await drop('drops/day-2.csv', (v) => Math.round(v * 1.5)));
     const failed = await f.finished(shifted);
@@ -119,7 +119,7 @@ describe('pipeline pages on a real serve, workers and S3', () => {
     expect(page.status).toBe(200);
     const baseRow = rowCells(page.body, 'run', base);
     const shiftedRow = rowCells(page.body, 'run', shifted);
-    expect(baseRow.slice(0, 2)).toEqual([base, 'completed']);
+    expect(baseRow.slice(0, 2)).toEqual([base, 'succeeded']);
     expect(baseRow[3]).toBe('600');
     expect(baseRow[6]).toBe('–');
     expect(shiftedRow[1]).toMatch(/^failed E_DRIFT \S/);

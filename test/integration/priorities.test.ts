@@ -46,8 +46,8 @@ describe('run priorities on the queue', () => {
       expect((await f.queue.get('low'))?.priority).toBe('low');
       await segments.resume();
 
-      expect((await f.finished('low')).state).toBe('completed');
-      expect((await f.finished('high')).state).toBe('completed');
+      expect((await f.finished('low')).state).toBe('succeeded');
+      expect((await f.finished('high')).state).toBe('succeeded');
       const done = (await segments.getJobs(['completed'])).sort((a, b) => a.processedOn! - b.processedOn!);
       expect(done).toHaveLength(LOW_SEGMENTS + HIGH_SEGMENTS);
       // One segment at a time: every high one, then every low one, though the low ones waited first.

@@ -89,7 +89,7 @@ describe('cancelling and resuming queued runs', () => {
     expect(resumed.code).toBe(0);
     expect(JSON.parse(resumed.stdout) as unknown).toEqual({ runId, resumed: true });
     const done = await f.finished(runId);
-    expect(done.state).toBe('completed');
+    expect(done.state).toBe('succeeded');
     // Only the segments it had not finished were scored again.
     expect((await f.queue.logs(runId))[0]).toMatch(
       new RegExp(`^planned: ${ROWS} rows in ${ROWS / SEGMENT_ROWS} segments \\(${ROWS / SEGMENT_ROWS - kept} to score\\)`),
@@ -108,13 +108,13 @@ describe('cancelling and resuming queued runs', () => {
     const out = join(tmp.dir, 'waiting');
     const runId = 'wx';
     const waiting = startCli(['enqueue', short, '--model', MODEL, '--out', out, '--run-id', runId, '--wait'], f.env());
-    await waitFor('the run to be waiting', async () => (await f.queue.get(runId))?.state === 'waiting', 10_000);
-    expect((await f.queue.list({ state: 'waiting' })).map((r) => r.runId)).toEqual([runId]);
+    await waitFor('the run to be waiting', async () => (await f.queue.get(runId))?.state === 'queued', 10_000);
+    expect((await f.queue.list({ state: 'queued' })).map((r) => r.runId)).toEqual([runId]);
 
     expect(await f.queue.cancel(runId)).toMatchObject({ runId, state: 'cancelled' });
     expect(await waiting.exited).toBe(1);
     expect(waiting.stderr()).toMatch(new RegExp(`${runId}  cancelled  .*\\n  resume: batch-scorer enqueue ${short} .*--run-id ${runId}\\n$`));
-    expect(await f.queue.list({ state: 'waiting' })).toEqual([]);
+    expect(await f.queue.list({ state: 'queued' })).toEqual([]);
 
     // A worker that comes later ends its job as cancelled without asking the service anything.
     f.worker();
@@ -126,7 +126,7 @@ describe('cancelling and resuming queued runs', () => {
 
     await expect(f.queue.resume('nosuch')).rejects.toMatchObject({ code: 'E_RUN_NOT_FOUND' });
     expect(await f.queue.resume(runId)).toEqual({ runId, resumed: true });
-    expect(await f.finished(runId)).toMatchObject({ state: 'completed', progress: { rowsDone: 500 } });
+    expect(await f.finished(runId)).toMatchObject({ state: 'succeeded', progress: { rowsDone: 500 } });
     await expect(f.queue.resume(runId)).rejects.toMatchObject({ code: 'E_RUN_CONFLICT' });
   });
 
@@ -138,10 +138,10 @@ describe('cancelling and resuming queued runs', () => {
 
     f.worker();
     const { runId } = await f.queue.enqueue({ input: short, model: MODEL, out: join(tmp.dir, 'finished'), options: { runId: 'fx' } });
-    expect(await f.finished(runId)).toMatchObject({ state: 'completed' });
+    expect(await f.finished(runId)).toMatchObject({ state: 'succeeded' });
     const late = await runCli(['cancel', runId], f.env());
     expect(late.code).toBe(2);
     expect(late.stderr).toBe('batch-scorer: run fx already completed; there is nothing to cancel [E_RUN_CONFLICT]\n');
-    expect((await f.queue.get(runId))?.state).toBe('completed');
+    expect((await f.queue.get(runId))?.state).toBe('succeeded');
   });
 });

@@ -52,7 +52,7 @@ describe('queue mode under faults', () => {
       await once(redis, 'exit');
       redis = await startRedis(port, dir);
       const status = await f.finished(runId);
-      expect(status.state).toBe('completed');
+      expect(status.state).toBe('succeeded');
       expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected);
     } finally {
       redis.kill('SIGKILL');
@@ -72,7 +72,7 @@ describe('queue mode under faults', () => {
       options: { service: f.sim.url, runId: 'long', segmentRows: SEGMENT_ROWS, batchSize: 100 },
     });
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     // The rows of the run once each, plus the one-row probe at planning.
     expect(f.sim.stats.predictRows - before).toBe(ROWS + 1);
   });
@@ -110,7 +110,7 @@ describe('queue mode under faults', () => {
     // Describe answers; predict hangs, so the worker is busy with a request that will not end. Signalled
     // before a request hangs (between planning and taking a segment, say), it would have nothing in
     // flight and stop at once on the first signal.
-    await waitFor('the worker to be planning', async () => (await f.queue.get(runId))?.state === 'active');
+    await waitFor('the worker to be planning', async () => (await f.queue.get(runId))?.state === 'running');
     await waitFor('a predict request to hang', () => f.sim.stats.faults.hangs > 0);
     w.child.kill('SIGTERM');
     await waitFor('the first signal to be taken', () => w.log().includes('shutting down'));
@@ -150,7 +150,7 @@ describe('queue mode under faults', () => {
     );
     expect(again).toEqual({ runId, created: true, resumed: true });
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     // The segments finished before the failure count in the resumed run's progress.
     expect(status.progress).toMatchObject({ rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 6, segmentsTotal: 6 });
     expect(f.sim.stats.predictRows - rowsBefore).toBeLessThanOrEqual(ROWS - kept * SEGMENT_ROWS);
@@ -179,7 +179,7 @@ describe('queue mode under faults', () => {
         options: { service: flaky.url, runId: 'outage', segmentRows: SEGMENT_ROWS, retries: 2 },
       });
       const status = await f.finished(runId, 120_000);
-      expect(status.state).toBe('completed');
+      expect(status.state).toBe('succeeded');
       expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(expected);
       const logs = await f.queue.logs(runId);
       expect(logs.some((l) => /attempt [2-9]/.test(l))).toBe(true);

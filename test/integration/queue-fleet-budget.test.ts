@@ -23,7 +23,7 @@ describe("a queued run's --concurrency across its workers", () => {
     for (let i = 0; i < 4; i++) f.worker(['--concurrency', '4', '--segments', '2']);
     const { runId } = await enqueue('fleet3', { concurrency: 3 });
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     expect(f.sim.stats.predictRows).toBeGreaterThanOrEqual(ROWS);
     expect(f.sim.stats.peakInFlight).toBeLessThanOrEqual(3);
     expect(f.sim.stats.overCapacity).toBe(0);
@@ -33,7 +33,7 @@ describe("a queued run's --concurrency across its workers", () => {
     await f.setup({ latencyMs: 10 });
     for (let i = 0; i < 2; i++) f.worker(['--concurrency', '2']);
     const { runId } = await enqueue('unset', {});
-    expect((await f.finished(runId)).state).toBe('completed');
+    expect((await f.finished(runId)).state).toBe('succeeded');
     expect(f.sim.stats.peakInFlight).toBeLessThanOrEqual(4);
     const redis = new Redis(f.redisUrl);
     try {
@@ -74,7 +74,7 @@ describe("a queued run's --concurrency across its workers", () => {
     // The budget still counts the dead worker's two slots: the second worker scores only once they come back.
     f.worker(['--concurrency', '2']);
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     expect(f.sim.stats.peakInFlight).toBe(2);
   });
 });

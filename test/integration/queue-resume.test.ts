@@ -63,7 +63,7 @@ describe('resuming a failed queue run', () => {
     });
     expect(JSON.parse(again.stdout.trim()) as unknown).toMatchObject({ runId: 'qr', created: true, resumed: true });
     const done = await f.finished('qr');
-    expect(done.state).toBe('completed');
+    expect(done.state).toBe('succeeded');
 
     await score(input, join(tmp.dir, 'direct'), { service: f.sim.url, runId: 'd', segmentRows: 500, batchSize: 25, maxErrorRate: 0.05 });
     for (const file of ['predictions.csv', 'errors.jsonl']) {

@@ -67,7 +67,7 @@ describe('queue mode with real worker processes on Redis', () => {
       });
       expect({ runId, created }).toEqual({ runId: 'two', created: true });
       const status = await f.finished(runId);
-      expect(status).toMatchObject({ state: 'completed', progress: { rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 15, segmentsTotal: 15 } });
+      expect(status).toMatchObject({ state: 'succeeded', progress: { rowsDone: ROWS, rowsTotal: ROWS, segmentsDone: 15, segmentsTotal: 15 } });
 
       const queued = await text(await storage.read(parseLocation('s3://results/q/two/predictions.csv')));
       expect(sha256(queued)).toBe(sha256(await directRun('two')));
@@ -106,7 +106,7 @@ describe('queue mode with real worker processes on Redis', () => {
     const options = { service: f.sim.url, runId: 'balance', segmentRows: SEGMENT_ROWS, batchSize: 50 };
     const { runId } = await f.queue.enqueue({ input, model: 'mindsdb/home_rentals_model', out, options });
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));
     for (const w of workers) {
       const sending = new Set<string>();
@@ -153,7 +153,7 @@ describe('queue mode with real worker processes on Redis', () => {
       victim = worker(['--segments', '2']);
     }
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     const got = await readFile(join(out, runId, 'predictions.csv'));
     expect(sha256(got)).toBe(sha256(expected));
     // Each kill can lose at most the 2 segments its worker was scoring (plus the one-row plan probe).
@@ -180,7 +180,7 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(leaving.log()).toContain('handed back on shutdown');
     worker(['--concurrency', '8']);
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));
   });
 
@@ -223,7 +223,7 @@ describe('queue mode with real worker processes on Redis', () => {
     const status = await runCli(['status', 'once', '--json'], env());
     expect(JSON.parse(status.stdout)).toMatchObject({
       runId: 'once',
-      state: 'completed',
+      state: 'succeeded',
       progress: { rowsDone: 100, rowsTotal: 100 },
       folder: join(out, 'once'),
     });
@@ -266,7 +266,7 @@ describe('status', () => {
     await waitFor('the clock to move on by 1.5 s', () => Date.now() - asked > 1_500, 5_000);
     const second = await statusJson(runId);
 
-    expect(first).toMatchObject({ state: 'completed', progress: { rowsDone: STATUS_ROWS, etaSeconds: 0 } });
+    expect(first).toMatchObject({ state: 'succeeded', progress: { rowsDone: STATUS_ROWS, etaSeconds: 0 } });
     expect(second.progress).toEqual(first.progress);
     // The run started after it was enqueued: its rate is at least the rows over enqueue-to-finish.
     const enqueueToFinishMs = Date.parse(first.finishedAt!) - Date.parse(first.enqueuedAt);
@@ -284,7 +284,7 @@ describe('status', () => {
     const text = startCli(['status', runId, '--watch', '--logs'], f.env());
     const json = startCli(['status', runId, '--watch', '--logs', '--json'], f.env());
     // No worker yet: the run waits, and its frame stays the same for a few rounds (one a second).
-    await waitFor('both to show the waiting run', () => text.stdout().includes('watch  waiting') && json.stdout().includes('"state":"waiting"'), 15_000);
+    await waitFor('both to show the waiting run', () => text.stdout().includes('watch  queued') && json.stdout().includes('"state":"queued"'), 15_000);
     const since = Date.now();
     await waitFor('a few rounds to pass', () => Date.now() - since > 2_500, 5_000);
     f.worker();
@@ -307,8 +307,8 @@ describe('status', () => {
       .map((l) => JSON.parse(l) as Partial<RunStatus> & { log?: string });
     expect(records.filter((r) => r.log !== undefined)).toEqual(logs.map((log) => ({ runId, log })));
     const states = records.filter((r) => r.log === undefined);
-    expect(states.filter((r) => r.state === 'waiting')).toHaveLength(1);
-    expect(states.at(-1)).toMatchObject({ runId, state: 'completed' });
+    expect(states.filter((r) => r.state === 'queued')).toHaveLength(1);
+    expect(states.at(-1)).toMatchObject({ runId, state: 'succeeded' });
     for (let i = 1; i < states.length; i++) expect(states[i]).not.toEqual(states[i - 1]);
   });
 });

@@ -46,7 +46,7 @@ describe.skipIf(!hasRedisServer)('queue mode on a real Redis Cluster of three ma
     });
     expect({ code: enqueued.code, stdout: enqueued.stdout.trim() }).toEqual({ code: 0, stdout: 'on-cluster' });
     const status = await f.finished('on-cluster');
-    expect(status).toMatchObject({ state: 'completed', progress: { rowsDone: ROWS, segmentsDone: ROWS / SEGMENT_ROWS } });
+    expect(status).toMatchObject({ state: 'succeeded', progress: { rowsDone: ROWS, segmentsDone: ROWS / SEGMENT_ROWS } });
 
     const direct = join(tmp.dir, 'direct');
     await score(input, direct, { service: f.sim.url, runId: 'd', segmentRows: SEGMENT_ROWS });

@@ -8,7 +8,7 @@ import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { Comparison } from '../../src/pipeline/model-comparison.js';
 import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
 import { escapeHtml } from '../../src/http/html.js';
-import { acceptRun } from '../../src/pipeline/accept-run.js';
+import { judgeRun } from '../../src/pipeline/judge-run.js';
 import { runFiles } from '../../src/pipeline/prepared-run.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
@@ -74,7 +74,7 @@ describe('run pages on a real queue run', () => {
     expect(live).toMatch(/<dt>Pinned version<\/dt><dd>\d+<\/dd>/);
 
     const status = await f.finished(runId);
-    expect(status.state).toBe('completed');
+    expect(status.state).toBe('succeeded');
 
     const res = await get(`/ui/runs/${runId}`);
     expect(res.statusCode).toBe(200);
@@ -238,7 +238,7 @@ describe('run pages on a real queue run', () => {
     const submit = (runId: string, from: string, options: Record<string, unknown> = {}) =>
       f.queue.enqueue({ input: from, model: 'mindsdb/home_rentals_model', out, options: { runId, ...options } });
     await submit('base', base);
-    expect((await f.finished('base')).state).toBe('completed');
+    expect((await f.finished('base')).state).toBe('succeeded');
     await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
     expect((await f.finished('moved')).failedReason).toMatch(/\[E_DRIFT\]$/);
 
@@ -251,7 +251,7 @@ describe('run pages on a real queue run', () => {
     expect(drifted).not.toContain('id="drift-accepted"');
     expect(section(await get('/ui/runs/base'))).toBe('');
 
-    await acceptRun(storage, runFiles.folder(out, 'moved'), 'reviewer');
+    await judgeRun(storage, runFiles.folder(out, 'moved'), { verdict: 'accept', by: 'reviewer' });
     expect(section(await get('/ui/runs/moved'))).toMatch(/<dd id="drift-accepted">by reviewer, <time datetime="[^"]+">.*?\(it had failed: E_DRIFT\)/);
   });
 
@@ -274,7 +274,7 @@ describe('run pages on a real queue run', () => {
       options: { runId: 'compared', compareModel: 'mindsdb/home_rentals_challenger', segmentRows: 500, batchSize: 100 },
     });
     const done = await f.finished('compared');
-    expect([done.state, done.failedReason]).toEqual(['completed', undefined]);
+    expect([done.state, done.failedReason]).toEqual(['succeeded', undefined]);
     const folder = join(out, 'compared');
     const file = await readFile(join(folder, 'comparison.json'), 'utf8');
     const comparison = JSON.parse(file) as Comparison;

@@ -190,7 +190,7 @@ describe('scheduled runs', () => {
     const runs = await waitFor(
       'two scheduled runs to complete',
       async () => {
-        const done = await f.queue.list({ pipeline: 'fast', state: 'completed' });
+        const done = await f.queue.list({ pipeline: 'fast', state: 'succeeded' });
         return done.length >= 2 && done;
       },
       40_000,
@@ -230,7 +230,7 @@ describe('scheduled runs', () => {
     );
     expect(retried.returnvalue).toEqual({ runId: one.runId, created: false, input: join(inputs, `${dayIn(new Date(fireMillis), tz)}.csv`) });
     const still = await f.queue.get(one.runId);
-    expect(still).toMatchObject({ state: 'completed', enqueuedAt: one.enqueuedAt, finishedAt: one.finishedAt });
+    expect(still).toMatchObject({ state: 'succeeded', enqueuedAt: one.enqueuedAt, finishedAt: one.finishedAt });
   });
 
   it('a scheduled run whose input is missing fails at once with E_INPUT_NOT_FOUND, naming the filled location', async () => {

@@ -63,13 +63,13 @@ describe('serve', () => {
       'the run to finish',
       async () => {
         const r = await call(`${s.url}/runs/over-http`, { headers: bearer });
-        return r.json?.state === 'completed' || r.json?.state === 'failed' ? r.json : undefined;
+        return r.json?.state === 'succeeded' || r.json?.state === 'failed' ? r.json : undefined;
       },
       30_000,
     );
     expect(done).toMatchObject({
       runId: 'over-http',
-      state: 'completed',
+      state: 'succeeded',
       progress: { rowsDone: 3_000, rowsTotal: 3_000, segmentsDone: 3, segmentsTotal: 3 },
       folder: join(out, 'over-http'),
       manifest: { runId: 'over-http', state: 'succeeded', counts: { rowsIn: 3_000, rowsScored: 3_000, rowsQuarantined: 0, segments: 3 } },
@@ -131,8 +131,8 @@ describe('serve', () => {
 
     const resumed = await call(`${s.url}/runs/to-cancel/resume`, { method: 'POST', headers: bearer });
     expect([resumed.status, resumed.json]).toEqual([200, { runId: 'to-cancel', resumed: true }]);
-    const done = await waitFor('the resumed run to finish', async () => ((await status()).state === 'completed' ? status() : undefined), 60_000);
-    expect(done.state).toBe('completed');
+    const done = await waitFor('the resumed run to finish', async () => ((await status()).state === 'succeeded' ? status() : undefined), 60_000);
+    expect(done.state).toBe('succeeded');
     // Resuming a completed run, or cancelling it, conflicts.
     expect((await call(`${s.url}/runs/to-cancel/resume`, { method: 'POST', headers: bearer })).status).toBe(409);
     expect((await call(`${s.url}/runs/to-cancel`, { method: 'DELETE', headers: bearer })).status).toBe(409);
@@ -162,7 +162,7 @@ describe('serve', () => {
         (await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: { input: from, model: MODEL, out, options: { runId, ...options } } })).status,
       ).toBe(201);
     await submit('base', input);
-    expect(await finished('base')).toMatchObject({ state: 'completed' });
+    expect(await finished('base')).toMatchObject({ state: 'succeeded' });
     await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
     expect(await finished('moved')).toMatchObject({ state: 'failed', manifest: { state: 'failed', error: { code: 'E_DRIFT' } } });
     expect(existsSync(join(out, 'moved', '_SUCCESS'))).toBe(false);

@@ -71,7 +71,7 @@ describe('the example pipelines in jobs/', () => {
     const [runId, ...others] = r.stdout.trim().split('\n');
     expect(others).toEqual([]);
     expect(runId).toMatch(/^rentals-inbox-\d{8}-[0-9a-f]{12}$/);
-    expect(await f.finished(runId)).toMatchObject({ state: 'completed', pipeline: 'rentals-inbox' });
+    expect(await f.finished(runId)).toMatchObject({ state: 'succeeded', pipeline: 'rentals-inbox' });
     const manifest = await succeeded(`s3://results/inbox/${runId}`);
     expect(manifest).toMatchObject({
       input: { location: 's3://inbox/rentals/2026-11-23.csv', rows: 500 },
@@ -108,7 +108,7 @@ describe('the example pipelines in jobs/', () => {
     });
     const runId = `nightly-rentals-${next.toISOString().slice(0, 16).replace(/[-:]/g, '')}Z`;
     expect(runs.map((r) => r.runId)).toEqual([runId]);
-    expect(await f.finished(runId)).toMatchObject({ state: 'completed' });
+    expect(await f.finished(runId)).toMatchObject({ state: 'succeeded' });
     const manifest = await succeeded(`s3://results/nightly/${runId}`);
     expect(manifest).toMatchObject({
       input: { location: input, rows: 300 },

@@ -140,10 +140,10 @@ describe('a model retrained during a run, on a real MindsDB', () => {
     await startRetrain(name);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-    expect((await f.queue.get(runId))?.state).not.toBe('completed');
+    expect((await f.queue.get(runId))?.state).not.toBe('succeeded');
     await retrained(name);
     const second = f.worker(['--concurrency', '1']);
-    expect((await f.finished(runId)).state).toBe('completed');
+    expect((await f.finished(runId)).state).toBe('succeeded');
     // Both scored: rows before the retrain and after it, all of version 1.
     const pids = (await f.queue.logs(runId)).flatMap((l) => (l.startsWith('segment ') ? [/\(\S+:(\d+), attempt/.exec(l)![1]] : []));
     expect(new Set(pids)).toEqual(new Set([first, second].map((w) => String(w.child.pid))));

@@ -54,7 +54,7 @@ function ended(s: ServeProcess, runId: string) {
     `run ${runId} to end`,
     async () => {
       const r = await call(`${s.url}/runs/${runId}`);
-      return r.json?.state === 'completed' || r.json?.state === 'failed' ? r : undefined;
+      return r.json?.state === 'succeeded' || r.json?.state === 'failed' ? r : undefined;
     },
     90_000,
   );
@@ -253,7 +253,7 @@ describe('a JSON Lines row nested too deep', () => {
     const posted = await call(`${s.url}/runs`, { method: 'POST', body: { input, model: MODEL, out, options: { runId: 'deep-row', maxErrorRate: 0.1 } } });
     expect(posted.status).toBe(201);
     const detail = await ended(s, 'deep-row');
-    expect(detail.json).toMatchObject({ state: 'completed', manifest: { counts: { rowsIn: 20, rowsScored: 19, rowsQuarantined: 1 } } });
+    expect(detail.json).toMatchObject({ state: 'succeeded', manifest: { counts: { rowsIn: 20, rowsScored: 19, rowsQuarantined: 1 } } });
     const errors = (await readFile(join(out, 'deep-row', 'errors.jsonl'), 'utf8')).trim().split('\n');
     expect(errors).toHaveLength(1);
     const quarantined = JSON.parse(errors[0]) as Record<string, unknown>;

@@ -97,7 +97,7 @@ beforeAll(async () => {
   worker = startWorkerProcess(env, ['--lock-duration', '2000']);
   // A run that succeeded, told to its webhook target (the delivery recorded in its folder) and the lineage server.
   await queue.enqueue({ input: rentals, model: MODEL, out: dirs.out, options: { runId: 'good' } });
-  expect((await finished('good')).state).toBe('completed');
+  expect((await finished('good')).state).toBe('succeeded');
   await waitFor('the delivery of good to be recorded', () => hook.accepted.length === 1 && stat(join(goodFolder(), 'notifications')).catch(() => false));
   await waitFor('its record to say delivered', async () => Object.keys(await folderTree(join(goodFolder(), 'notifications'))).length === 1);
   outBefore = await folderTree(dirs.out);
@@ -119,7 +119,7 @@ function finished(runId: string): Promise<RunStatus> {
     `run ${runId} to end`,
     async () => {
       const s = await queue.get(runId);
-      return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
+      return s && (s.state === 'succeeded' || s.state === 'failed') ? s : undefined;
     },
     30_000,
   );
@@ -262,7 +262,7 @@ describe('forged jobs, added to Redis with BullMQ directly', () => {
       await expectRefused(segments, [
         ['forged-finished', { runId: 'good', folder: goodFolder(), index: 0, generation: 1 }, /run\.json is missing from its run folder/],
       ]);
-      expect((await queue.get('good'))?.state).toBe('completed');
+      expect((await queue.get('good'))?.state).toBe('succeeded');
     } finally {
       await segments.close();
     }

@@ -155,7 +155,7 @@ const finished = (runId: string) =>
     `run ${runId} to end`,
     async () => {
       const s = await queue.get(runId);
-      return s && (s.state === 'completed' || s.state === 'failed') ? s : undefined;
+      return s && (s.state === 'succeeded' || s.state === 'failed') ? s : undefined;
     },
     60_000,
   );
@@ -323,8 +323,8 @@ describe('credentials', () => {
     await queue.enqueue({ input, model: MODEL, out, options: { runId: 'to-home' } });
     await queue.enqueue({ input, model: MODEL, out, options: { runId: 'to-second', service: second.url } });
     await queue.enqueue({ input, model: MODEL, out, options: { runId: 'to-open', service: open.url } });
-    expect((await finished('to-home')).state).toBe('completed');
-    expect((await finished('to-second')).state).toBe('completed');
+    expect((await finished('to-home')).state).toBe('succeeded');
+    expect((await finished('to-second')).state).toBe('succeeded');
     expect(second.stats.predictRows).toBeGreaterThanOrEqual(50);
     const toOpen = await finished('to-open');
     expect(toOpen.state).toBe('failed');

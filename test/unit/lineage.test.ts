@@ -108,6 +108,7 @@ describe('lineage events of pipeline runs and S3 files', () => {
         request,
         folder: { kind: 's3', bucket: 'results', key: 'runs/nightly-rentals-0301' },
         startedAt: '2026-11-24T01:00:02.000Z',
+        attempt: 1,
       },
       'prod',
     );
@@ -144,7 +145,7 @@ describe('lineage events of pipeline runs and S3 files', () => {
   });
 
   it('the schema refuses an event without what the spec requires', () => {
-    const start = startEvent({ runId: 'r', request, folder: { kind: 'file', path: '/out/r' }, startedAt: '2026-11-24T01:00:02.000Z' }, 'ns');
+    const start = startEvent({ runId: 'r', request, folder: { kind: 'file', path: '/out/r' }, startedAt: '2026-11-24T01:00:02.000Z', attempt: 1 }, 'ns');
     expect(eventProblems({ ...start, run: { runId: 'r' } })).toMatch(/\/run\/runId must match pattern/);
     expect(eventProblems({ ...start, schemaURL: undefined })).toMatch(/must have required property 'schemaURL'/);
     const { _producer: _, ...unsigned } = start.job.facets.jobType;

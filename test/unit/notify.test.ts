@@ -56,7 +56,14 @@ function completedRun(drift: Drift['level'] | undefined = undefined): Manifest {
     folder: { kind: 'file', path: '/out/r1' },
     counts: { rowsIn: 10, rowsScored: 9, rowsQuarantined: 1, requests: 1, retries: 0, intervalViolations: 0, segments: 1 } as never,
   });
-  return { ...m, durationMs: 2000, finishedAt: '2026-11-26T01:00:02.000Z', ...(drift && { drift: { level: drift } as Drift }) };
+  return {
+    ...m,
+    durationMs: 2000,
+    finishedAt: '2026-11-26T01:00:02.000Z',
+    ...(drift && {
+      drift: { level: drift, columns: [], baseline: { runId: 'b0', finishedAt: '2026-11-25T01:00:02.000Z', chosen: 'previous' } } as unknown as Drift,
+    }),
+  };
 }
 
 /** The message of the E_CONFIG loading settings from `env` fails with. */
@@ -84,7 +91,8 @@ describe('webhook body', () => {
   it("carries the run end's fields, its error message bounded, links, and a one-line chat text with the link after it", () => {
     const m = failedRun();
     const body = webhookBody(runEndOf(m), 'the-id', 'https://scorer.example');
-    const { text, error, ...rest } = body;
+    const { text, error, result, ...rest } = body;
+    expect(result).toMatchObject({ state: 'failed', attempt: 1, counts: null, error: { code: 'E_INPUT_NOT_FOUND', message: error?.message } });
     expect(rest).toEqual({
       event: 'failed',
       events: ['failed'],
@@ -104,26 +112,26 @@ describe('webhook body', () => {
     expect(error?.message).toMatch(/^\/data\/2026-11-25\.csv: no such file or object x+\.\.\. \d+ more bytes$/);
     expect(Buffer.byteLength(error!.message)).toBeLessThanOrEqual(500);
     const [line, link] = text.split('\n');
-    expect(line).toMatch(/^batch-scorer: run nightly-20261126T0200Z \(pipeline nightly\) failed \[E_INPUT_NOT_FOUND\]: \/data\/2026-11-25\.csv: no such file/);
+    expect(line).toMatch(/^batch-scorer: run nightly-20261126T0200Z \(pipeline nightly\) failed: \[E_INPUT_NOT_FOUND\]: \/data\/2026-11-25\.csv: no such file/);
     expect(Buffer.byteLength(line)).toBeLessThan(300);
     expect(link).toBe('https://scorer.example/ui/runs/nightly-20261126T0200Z');
   });
 
   it('says the counts of a completed run, its drift, and links the folder when no PUBLIC_URL is set', () => {
     const body = webhookBody(runEndOf(completedRun('warn')), 'id', undefined);
-    expect(body).toMatchObject({ event: 'completed', events: ['completed', 'drift'], pipeline: null, error: null, drift: { level: 'warn' } });
+    expect(body).toMatchObject({ event: 'succeeded', events: ['succeeded', 'drift'], pipeline: null, error: null, drift: { level: 'warn' } });
     expect(body.counts).toEqual({ rowsIn: 10, rowsScored: 9, rowsQuarantined: 1 });
     expect(body.links).toEqual({ run: null, folder: '/out/r1' });
-    expect(body.text).toBe('batch-scorer: run r1 completed: 9 rows scored, 1 quarantined; drift warn\n/out/r1');
+    expect(body.text).toBe('batch-scorer: run r1 succeeded: 9 rows scored, 1 quarantined; drift warn\n/out/r1');
   });
 });
 
 describe('run events and targets', () => {
   it('a run end is its state, and drift beside it at warn or fail (one delivery with both)', () => {
-    expect(runEvents(completedRun())).toEqual(['completed']);
-    expect(runEvents(completedRun('ok'))).toEqual(['completed']);
-    expect(runEvents(completedRun('fail'))).toEqual(['completed', 'drift']);
-    expect(runEvents({ ...failedRun(), drift: { level: 'fail' } })).toEqual(['failed', 'drift']);
+    expect(runEvents(completedRun())).toEqual(['succeeded']);
+    expect(runEvents(completedRun('ok'))).toEqual(['succeeded']);
+    expect(runEvents(completedRun('fail'))).toEqual(['succeeded', 'drift']);
+    expect(runEvents({ ...failedRun(), drift: { level: 'fail' as const } })).toEqual(['failed', 'drift']);
     expect(runEvents({ ...failedRun(), state: 'cancelled' })).toEqual(['cancelled']);
     expect(runEvents({ ...failedRun(), state: 'expired' })).toEqual(['expired']);
   });
@@ -307,7 +315,7 @@ describe("a pipeline's notify in jobs/*.yaml", () => {
     const [a] = await loadPipelines(jobs(pipeline(`notify: { urls: ["${TOKEN_URL}"], on: [failed, drift] }\n`)));
     expect(a.notify).toEqual({ urls: [TOKEN_URL], on: ['failed', 'drift'] });
     const [b] = await loadPipelines(jobs(pipeline('notify: { urls: ["https://hooks.example/x"] }\n')));
-    expect(b.notify?.on).toEqual(['completed', 'failed', 'expired', 'cancelled', 'drift']);
+    expect(b.notify?.on).toEqual(['succeeded', 'failed', 'cancelled', 'expired', 'held', 'drift']);
   });
 
   it('refuses an unknown event, a bad URL (not quoting it) and unknown fields, naming the field', async () => {

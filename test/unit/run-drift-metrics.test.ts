@@ -36,7 +36,7 @@ function drift(columns: [string, 'prediction' | 'input', number][]): Drift {
 /** A run of `pipeline` as the queue lists it, with a manifest holding `measured` once it ended. */
 async function run(runId: string, pipeline: string, state: RunStatus['state'], measured: Drift | null): Promise<RunStatus> {
   const folder = runFiles.folder(tmp.dir, runId);
-  const ended = state !== 'active';
+  const ended = state !== 'running';
   if (ended) {
     const manifest = buildManifest({
       runId,
@@ -66,18 +66,18 @@ async function run(runId: string, pipeline: string, state: RunStatus['state'], m
 describe('batch_scorer_drift_psi', () => {
   it("is each column's PSI of each pipeline's latest run that ended, labelled by pipeline, never by run", async () => {
     let queue: RunStatus[] = [
-      await run('n3', 'nightly', 'active', null),
+      await run('n3', 'nightly', 'running', null),
       await run(
         'n2',
         'nightly',
-        'completed',
+        'succeeded',
         drift([
           ['rental_price', 'prediction', 0.02],
           ['sqft', 'input', 0.5],
         ]),
       ),
-      await run('n1', 'nightly', 'completed', drift([['rental_price', 'prediction', 9]])),
-      await run('i1', 'inbox', 'completed', null),
+      await run('n1', 'nightly', 'succeeded', drift([['rental_price', 'prediction', 9]])),
+      await run('i1', 'inbox', 'succeeded', null),
     ];
     let redisAway = false;
     const runs = {

@@ -22,7 +22,7 @@ describe('allListeners', () => {
     };
     const all = allListeners([recording('a'), throwing, recording('b')], log);
     const request = { input: 'in.csv', out: 'out/', model: 'p/m', options: {} } as never;
-    all.runStarted({ runId: 'r1', request, folder: parseLocation('out/r1'), startedAt: new Date().toISOString() });
+    all.runStarted({ runId: 'r1', request, folder: parseLocation('out/r1'), startedAt: new Date().toISOString(), attempt: 1 });
     all.runEnded({ runId: 'r1' } as Manifest);
 
     expect(heard).toEqual(['a started r1', 'b started r1', 'a ended r1', 'b ended r1']);

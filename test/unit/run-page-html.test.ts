@@ -16,7 +16,7 @@ const ATTRIBUTE_BREAK = '"><img src=x onerror=alert(1)>';
 function status(over: Partial<RunStatus> = {}): RunStatus {
   return {
     runId: 'r1',
-    state: 'completed',
+    state: 'succeeded',
     progress: { rowsDone: 1000, rowsTotal: 1000, rowsQuarantined: 2, segmentsDone: 2, segmentsTotal: 2, rowsPerSecond: 500, etaSeconds: 0 },
     attempts: 1,
     folder: '/tmp/out/r1',
@@ -261,12 +261,12 @@ describe('run pages', () => {
   });
 
   it('give each state its badge, and an unknown state a neutral one', () => {
-    for (const state of ['waiting', 'active', 'cancelling', 'completed', 'failed', 'cancelled']) {
+    for (const state of ['queued', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled', 'expired', 'held']) {
       expect(stateBadge(state).text).toBe(`<span class="badge badge-${state}">${state}</span>`);
     }
     expect(stateBadge('paused').text).toBe('<span class="badge badge-unknown">paused</span>');
-    const list = renderRunList(ctx, listOf([status({ runId: 'a', state: 'active' }), status({ runId: 'b', state: 'failed' })]));
-    expect(list).toContain('<span class="badge badge-active">active</span>');
+    const list = renderRunList(ctx, listOf([status({ runId: 'a', state: 'running' }), status({ runId: 'b', state: 'failed' })]));
+    expect(list).toContain('<span class="badge badge-running">running</span>');
     expect(list).toContain('<span class="badge badge-failed">failed</span>');
   });
 
@@ -303,7 +303,7 @@ describe('run pages', () => {
   });
 
   it('refresh a live run page, a cancelling one too, not a finished one', () => {
-    const active = status({ state: 'active', finishedAt: undefined });
+    const active = status({ state: 'running', finishedAt: undefined });
     expect(renderRunPage(ctx, view({ status: active, manifest: undefined }))).toContain('<meta http-equiv="refresh" content="5"');
     // Its jobs are still stopping: it becomes cancelled within seconds.
     const cancelling = status({ state: 'cancelling', finishedAt: undefined });

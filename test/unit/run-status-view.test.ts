@@ -4,7 +4,7 @@ import type { RunStatus } from '../../src/queue/producer.js';
 
 const run: RunStatus = {
   runId: 'r1',
-  state: 'waiting',
+  state: 'queued',
   attempts: 0,
   folder: '/out/r1',
   input: '/in.csv',
@@ -17,7 +17,7 @@ const run: RunStatus = {
 
 describe('formatRunStatus', () => {
   it("says a run's priority unless it is normal", () => {
-    expect(formatRunStatus({ ...run, priority: 'high' })).toBe('r1  waiting  -  priority high  attempts 0  by unknown  /out/r1');
-    expect(formatRunStatus(run)).toBe('r1  waiting  -  attempts 0  by unknown  /out/r1');
+    expect(formatRunStatus({ ...run, priority: 'high' })).toBe('r1  queued  -  priority high  attempts 0  by unknown  /out/r1');
+    expect(formatRunStatus(run)).toBe('r1  queued  -  attempts 0  by unknown  /out/r1');
   });
 });

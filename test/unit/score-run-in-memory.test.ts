@@ -385,7 +385,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     expect(err.message).toMatch(/sqft \(PSI \d/);
     const files = await runFolder(storage, 'shifted');
     const manifest = JSON.parse(files['manifest.json']) as Manifest;
-    expect(manifest).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
+    expect(manifest).toMatchObject({ state: 'held', error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
     expect(manifest.drift!.moved[0]).toBe('sqft');
     expect(manifest.drift!.moved).not.toContain('location');
     // Written, but not presented as complete.
@@ -419,7 +419,7 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
       rentalsText(ROWS, (row) => void (row.sqft = String(Math.round(Number(row.sqft) * 1.5)))),
     );
     await failure(score(storage, 'told-drift', { baselineRun: 'told', driftFail: 0.25 }, { input: shifted, listener }));
-    expect(heard).toEqual([`started told-drift ${OUT}/told-drift told-drift`, 'ended told-drift failed']);
+    expect(heard).toEqual([`started told-drift ${OUT}/told-drift told-drift`, 'ended told-drift held']);
     expect(ended[1]).toMatchObject({ error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
     expect(ended[1].drift!.moved[0]).toBe('sqft');
 

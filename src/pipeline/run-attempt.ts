@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import type { Location } from '../storage/location.js';
+import type { Storage } from '../storage/storage-types.js';
+import { readManifest } from './manifest.js';
+import { runFiles } from './prepared-run.js';
+import { readRunFile, writeRunFile } from './run-file.js';
+
+/** `_work/attempt.json`: the attempt of the run under way, and when it began. */
+const attemptSchema = z.object({ attempt: z.int().min(1), startedAt: z.string() });
+export type OpenAttempt = z.output<typeof attemptSchema> & {
+  /** True when this call began the attempt; false when it goes on with one begun before (a crash, a job tried again). */
+  opened: boolean;
+};
+
+/**
+ * Opens the run's attempt, once the run has claimed its folder. An attempt is a run's start and
+ * its end (each is one OpenLineage run, for one): the first start is attempt 1, each resume of an
+ * ended run one more. An attempt under way whose process crashed, or whose queued job BullMQ takes
+ * again, goes on as the same attempt: it is ended only when a manifest records it.
+ */
+export async function openAttempt(storage: Storage, folder: Location, startedAt: string, signal?: AbortSignal): Promise<OpenAttempt> {
+  const [open, manifest] = await Promise.all([readRunFile(storage, runFiles.attempt(folder), attemptSchema, signal), readManifest(storage, folder, signal)]);
+  const recorded = manifest ? (manifest.attempt ?? 1) : 0;
+  if (open && open.attempt > recorded) return { ...open, opened: false };
+  const attempt = { attempt: Math.max(open?.attempt ?? 0, recorded) + 1, startedAt };
+  await writeRunFile(storage, runFiles.attempt(folder), attempt, { signal });
+  return { ...attempt, opened: true };
+}
+
+/** The attempt under way in a run folder (1 where none was recorded: a folder of an earlier release, or a run stopped before it opened one). */
+export async function currentAttempt(storage: Storage, folder: Location, signal?: AbortSignal): Promise<number> {
+  return (await readRunFile(storage, runFiles.attempt(folder), attemptSchema, signal).catch(() => undefined))?.attempt ?? 1;
+}

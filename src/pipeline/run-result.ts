@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { excerpt } from '../text-excerpt.js';
+import type { Manifest } from './manifest.js';
+import { endingStateSchema } from './run-lifecycle.js';
+import { capReachedSchema } from './run-caps.js';
+
+/** Bytes of an error message a result carries: a chat line, not a log (the manifest keeps it whole). */
+export const RESULT_MESSAGE_BYTES = 500;
+/** Bytes of a column or model name a result carries. */
+const NAME_BYTES = 128;
+
+const bounded = (maxBytes: number) => z.string().refine((text) => Buffer.byteLength(text) <= maxBytes, { message: `must be at most ${maxBytes} bytes` });
+
+/**
+ * How an attempt of a run ended, in the facts every view tells of it (the CLI's summary,
+ * `status`, the run API and pages, webhooks): computed once from the run's manifest by runResult,
+ * kept beside the queue's job, never derived again by a view. Every text is bounded, so a result
+ * read back from Redis is safe to show.
+ */
+export const runResultSchema = z
+  .object({
+    state: endingStateSchema,
+    /** Which attempt of the run (1 for its first start, one more for each resume). */
+    attempt: z.int().min(1),
+    finishedAt: z.iso.datetime(),
+    error: z
+      .object({ code: z.string().regex(/^E_[A-Z_]{1,40}$/), message: bounded(RESULT_MESSAGE_BYTES) })
+      .strict()
+      .nullable(),
+    counts: z
+      .object({ rowsIn: z.int().min(0), rowsScored: z.int().min(0), rowsQuarantined: z.int().min(0) })
+      .strict()
+      .nullable(),
+    /** The drift verdict: its level, and the column that moved most (its PSI) from which baseline run. */
+    drift: z
+      .object({ level: z.enum(['ok', 'warn', 'fail']), column: bounded(NAME_BYTES).nullable(), psi: z.number().nullable(), baseline: bounded(NAME_BYTES) })
+      .strict()
+      .nullable(),
+    /** Shadow scoring (--compare-model): the model compared with, and the lowest agreement of its targets (null with nothing compared). */
+    shadow: z
+      .object({ other: bounded(NAME_BYTES), agreement: z.number().nullable() })
+      .strict()
+      .nullable(),
+    /** The cap an expired run reached. */
+    cap: capReachedSchema.pick({ kind: true, limit: true }).strict().nullable(),
+    /** Who accepted a held run, when and why. */
+    accepted: z
+      .object({ by: bounded(NAME_BYTES * 2), at: z.iso.datetime(), why: bounded(RESULT_MESSAGE_BYTES).nullable() })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+export type RunResult = z.output<typeof runResultSchema>;
+
+/** The result of the attempt a manifest records. */
+export function runResult(manifest: Manifest): RunResult {
+  const c = manifest.counts;
+  return runResultSchema.parse({
+    state: manifest.state,
+    attempt: manifest.attempt ?? 1,
+    finishedAt: manifest.finishedAt,
+    error: manifest.error ? { code: manifest.error.code, message: excerpt(manifest.error.message, RESULT_MESSAGE_BYTES) } : null,
+    counts: c ? { rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined } : null,
+    drift: driftVerdict(manifest.drift),
+    shadow: shadowAgreement(manifest.comparison),
+    cap: manifest.cap ? { kind: manifest.cap.kind, limit: manifest.cap.limit } : null,
+    accepted: manifest.accepted
+      ? {
+          by: excerpt(manifest.accepted.by, NAME_BYTES * 2),
+          at: manifest.accepted.at,
+          why: manifest.accepted.why ? excerpt(manifest.accepted.why, RESULT_MESSAGE_BYTES) : null,
+        }
+      : null,
+  });
+}
+
+function driftVerdict(drift: Manifest['drift']): RunResult['drift'] {
+  if (!drift) return null;
+  const worst = drift.columns.reduce<(typeof drift.columns)[number] | undefined>((w, c) => (w === undefined || c.psi > w.psi ? c : w), undefined);
+  return {
+    level: drift.level,
+    column: worst ? excerpt(worst.column, NAME_BYTES) : null,
+    psi: worst?.psi ?? null,
+    baseline: excerpt(drift.baseline.runId, NAME_BYTES),
+  };
+}
+
+function shadowAgreement(comparison: Manifest['comparison']): RunResult['shadow'] {
+  if (!comparison) return null;
+  const rates = comparison.targets.flatMap((t) => (t.agreement === null ? [] : [t.agreement]));
+  return { other: excerpt(comparison.other, NAME_BYTES), agreement: rates.length > 0 ? Math.min(...rates) : null };
+}
+
+/**
+ * The result in words, as the CLI's summary, `status`, the runs list and webhooks say it:
+ * `held: 10000 rows scored, 2 quarantined; drift fail (price PSI 0.412 from run r-1); ...`.
+ */
+export function describeResult(r: RunResult): string {
+  const parts = resultFacts(r);
+  return `${r.state}${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`;
+}
+
+/** The facts of a result a view lists beside its state: counts, error code, cap, drift verdict, shadow agreement, acceptance. */
+export function resultFacts(r: RunResult): string[] {
+  return [
+    r.counts && `${r.counts.rowsScored} rows scored, ${r.counts.rowsQuarantined} quarantined`,
+    r.error && r.state !== 'succeeded' && `[${r.error.code}]`,
+    r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached`,
+    r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
+    r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,
+    r.accepted && `accepted by ${r.accepted.by} at ${r.accepted.at}${r.accepted.why ? `: ${excerpt(r.accepted.why, 120)}` : ''}`,
+  ].filter((p): p is string => typeof p === 'string' && p !== '');
+}
