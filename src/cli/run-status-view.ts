@@ -3,7 +3,7 @@ import { resumeCanHelp } from '../pipeline/resume-advice.js';
 import { describeTrigger } from '../pipeline/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
 import { isResumable } from '../pipeline/run-lifecycle.js';
-import { describeResult } from '../pipeline/run-result.js';
+import { describeResult, resultFacts } from '../pipeline/run-result.js';
 import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 
@@ -29,11 +29,16 @@ export function formatRunStatus(s: RunStatus): string {
   return [...said, ...(next ? [`  ${next}`] : [])].join('\n');
 }
 
-/** The result of a settled run, and its error, each on a line of its own. */
+/**
+ * The result of a settled run, when it has facts to tell (see resultFacts), and the error of one
+ * that failed, expired or is held, each on a line of its own (a cancel's message says only that).
+ */
 function resultLines(s: RunStatus): string[] {
   if (!s.result) return s.failedReason ? [`  failed: ${s.failedReason}`] : [];
   const { error } = s.result;
-  return [`  ${describeResult(s.result)}`, ...(error && s.state !== 'succeeded' ? [`  ${error.code}: ${error.message}`] : [])];
+  const facts = resultFacts(s.result);
+  const told = error && s.state !== 'succeeded' && s.state !== 'cancelled';
+  return [...(facts.length > 0 ? [`  ${describeResult(s.result)}`] : []), ...(told ? [`  ${error.code}: ${error.message}`] : [])];
 }
 
 /** What takes a settled run further, ready to copy: a judgement for a held run, a resume for one a resume can help. */

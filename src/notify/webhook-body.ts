@@ -61,11 +61,11 @@ export function webhookBody(end: RunEnd, deliveryId: string, publicUrl: string |
 /**
  * One line a person reads in a chat channel, and a second with the link: `batch-scorer: run
  * nightly-20261126T0200Z (pipeline nightly) held: 1000 rows scored, 2 quarantined; [E_DRIFT];
- * drift fail (price PSI 0.412 from run r-1)` (see describeResult), the error's message after it.
+ * drift fail (price PSI 0.412 from run r-1) the run drifted...` (see describeResult), the error's message last.
  */
 function chatText(b: Omit<WebhookBody, 'text'>): string {
   const who = `run ${b.runId}${b.pipeline ? ` (pipeline ${b.pipeline})` : ''}`;
-  const error = b.error && b.state !== 'succeeded' ? `: ${excerpt(b.error.message, 200)}` : '';
+  const error = b.error && b.state !== 'succeeded' ? ` ${excerpt(b.error.message, 200)}` : '';
   const link = b.links.run ?? b.links.folder;
   return `batch-scorer: ${who} ${describeResult(b.result)}${error}${link ? `\n${link}` : ''}`;
 }

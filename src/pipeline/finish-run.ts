@@ -185,7 +185,12 @@ export async function recordFailure(
   options: {
     /** Hears each segment's quarantined rows, as errors.jsonl keeps them. */
     onQuarantined?: (bySegment: readonly number[]) => Promise<void>;
-    /** This process began the attempt (see openAttempt): its end is told even where its folder could not be written in (a claim withdrawn). */
+    /**
+     * The run's lifecycle had begun: this process opened its attempt (see openAttempt), or the run
+     * was queued (a queued run exists from its enqueue on). Its end is then told even where
+     * nothing could be written (refused before it claimed its folder, a claim withdrawn), save
+     * over another run's folder or one that succeeded.
+     */
     begun?: boolean;
   } = {},
 ): Promise<Manifest | undefined> {
@@ -199,7 +204,7 @@ export async function recordFailure(
     if (code !== undefined && RECORDED_AT_FINISH.includes(code)) return (await readManifest(storage, folder).catch(() => undefined)) ?? manifest;
     // A request refused before it started (preflight's refusals) leaves no run folder behind, nor
     // changes the manifest of the run it would have resumed.
-    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return undefined;
+    if (!parts.run && code !== undefined && REFUSED_BEFORE_START.includes(code)) return options.begun ? manifest : undefined;
     // A folder never claimed (the run stopped before), or found to be another's, is not written in.
     if (!(await ownsRunFolder(storage, folder, parts.runId))) return options.begun ? manifest : undefined;
     if (await storage.exists(runFiles.success(folder))) return undefined;

@@ -57,8 +57,12 @@ export const manifestSchema = z.object({
    * earlier say `failed` with E_DRIFT for a held run: readManifest reads them as `held`.
    */
   state: endingStateSchema,
-  /** Which attempt of the run this manifest records: 1 for its first start, one more for each resume (see run-attempt.ts); absent in manifests of 0.3.0 and earlier (1). */
-  attempt: z.int().min(1).optional(),
+  /**
+   * Which attempt of the run this manifest records: 1 for its first start, one more for each
+   * resume (see run-attempt.ts); 0 for a queued run that ended before it began one (refused in
+   * its worker before it claimed its folder). Absent in manifests of 0.3.0 and earlier (1).
+   */
+  attempt: z.int().min(0).optional(),
   /** The cap an expired run reached and how far it got (see CapReached); absent otherwise. */
   cap: capReachedSchema.optional(),
   /**
@@ -137,7 +141,7 @@ export const succeededManifestSchema = manifestSchema.extend({ state: z.literal(
 export interface ManifestParts {
   runId: string;
   startedAt: string;
-  /** The attempt (see run-attempt.ts); 1 when absent. */
+  /** The attempt (see run-attempt.ts); 0 when absent: none began. */
   attempt?: number;
   /** The prepared run, when the run got that far. */
   run?: PreparedRun;
@@ -165,7 +169,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : parts.folder ? formatLocation(parts.folder) : null,
     state: endingState(parts.error && errorCode(parts.error)),
-    attempt: parts.attempt ?? 1,
+    attempt: parts.attempt ?? 0,
     ...(parts.error instanceof ExpiredError && parts.error.cap && { cap: parts.error.cap }),
     started: run !== undefined,
     startedAt: parts.startedAt,

@@ -52,9 +52,21 @@ export function nextState(from: RunState, event: RunEvent): RunState | undefined
 /** The state `event` moves the run to, or E_RUN_CONFLICT naming the run, its state and what was asked. */
 export function requireNext(runId: string, from: RunState, event: RunEvent, asked: string): RunState {
   const to = nextState(from, event);
-  if (to === undefined) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} is ${from}; it cannot be ${asked}${conflictAdvice(from)}`);
+  if (to === undefined) throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} ${STATE_PHRASES[from]}; it cannot be ${asked}${conflictAdvice(from)}`);
   return to;
 }
+
+/** Each state as a sentence says a run is in it. */
+const STATE_PHRASES: Readonly<Record<RunState, string>> = {
+  queued: 'is queued',
+  running: 'is running',
+  cancelling: 'is cancelling',
+  held: 'is held',
+  succeeded: 'has succeeded',
+  failed: 'has failed',
+  cancelled: 'was cancelled',
+  expired: 'has expired',
+};
 
 /** What a person can do with a run in `state` instead. */
 function conflictAdvice(state: RunState): string {

@@ -20,8 +20,8 @@ const bounded = (maxBytes: number) => z.string().refine((text) => Buffer.byteLen
 export const runResultSchema = z
   .object({
     state: endingStateSchema,
-    /** Which attempt of the run (1 for its first start, one more for each resume). */
-    attempt: z.int().min(1),
+    /** Which attempt of the run (1 for its first start, one more for each resume; 0: it ended before it began one). */
+    attempt: z.int().min(0),
     finishedAt: z.iso.datetime(),
     error: z
       .object({ code: z.string().regex(/^E_[A-Z_]{1,40}$/), message: bounded(RESULT_MESSAGE_BYTES) })
@@ -104,7 +104,8 @@ export function describeResult(r: RunResult): string {
 export function resultFacts(r: RunResult): string[] {
   return [
     r.counts && `${r.counts.rowsScored} rows scored, ${r.counts.rowsQuarantined} quarantined`,
-    r.error && r.state !== 'succeeded' && `[${r.error.code}]`,
+    // A failed or held run's code; a cancelled or expired run's state says it (and its cap, which).
+    r.error && (r.state === 'failed' || r.state === 'held') && `[${r.error.code}]`,
     r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached`,
     r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
     r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,

@@ -159,7 +159,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       // What a cancel causes may come before the watch's next poll (its segments removed under it).
       const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
       const parts = { runId: data.runId, startedAt, attempt: attempt?.attempt, run, request: endRequest };
-      if (cancelled) throw await endCancelled(ctx, job, folder, parts, attempt !== undefined, jobLog);
+      if (cancelled) throw await endCancelled(ctx, job, folder, parts, jobLog);
       // A run past its error budget shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
       const keepQuarantined = (bySegment: readonly number[]) =>
         ctx.progress
@@ -176,7 +176,8 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
         const manifest = await recordFailure(ctx.storage, folder, { ...parts, error: e }, jobLog, {
           onQuarantined: keepQuarantined,
-          begun: attempt !== undefined,
+          // A queued run's lifecycle began when it was enqueued: its end is told, attempt or not.
+          begun: true,
         });
         if (manifest) await ctx.runEnded(manifest, jobLog);
       });
@@ -190,12 +191,12 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
  * Ends a cancelled run: its segments no worker has taken are removed, its manifest says
  * `cancelled` (`_work` stays, for a resume), and its job fails for good with E_CANCELLED.
  */
-async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, begun: boolean, jobLog: Logger): Promise<Error> {
+async function endCancelled(ctx: WorkerContext, job: Job<RunJobData>, folder: Location, parts: ManifestParts, jobLog: Logger): Promise<Error> {
   const error = cancelledError(parts.runId);
   // Tidying: segments left waiting skip a cancelled run anyway, so a failure here must not replace the cancel.
   await job.removeUnprocessedChildren().catch((err: unknown) => jobLog.warn({ err }, 'could not remove the segments no worker took'));
   // Cancelled between two steps, the run was prepared by an earlier take of its job: recordFailure reads its plan.
-  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog, { begun });
+  const manifest = await recordFailure(ctx.storage, folder, { ...parts, error }, jobLog, { begun: true });
   if (manifest) await ctx.runEnded(manifest, jobLog);
   await job.log('cancelled');
   jobLog.info('run cancelled');

@@ -33,7 +33,9 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       const reason = `segment ${index}: ${toQueueError(e).message}`;
       const first = await ctx.progress.fail(runId, reason);
       await Job.addJobLog(ctx.runsQueue, runId, `failed: ${reason}`);
-      const manifest = await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog);
+      const manifest = await recordFailure(ctx.storage, folder, { runId, startedAt: run?.createdAt ?? new Date().toISOString(), run, error: e }, jobLog, {
+        begun: true,
+      });
       // BullMQ fails the run job without taking it again: its end is heard here, from the first segment that failed it.
       if (first && manifest) await ctx.runEnded(manifest, jobLog);
     };

@@ -45,7 +45,7 @@ afterAll(async () => {
 describe('batch-scorer accept (child process)', () => {
   it('refuses a run that succeeded, and one with no manifest, with exit 2', async () => {
     const succeeded = await runCli(['accept', 'a', '--out', out], env());
-    expect([succeeded.code, succeeded.stderr]).toEqual([2, expect.stringMatching(/run a is succeeded; it cannot be accepted.*\[E_RUN_CONFLICT\]/)]);
+    expect([succeeded.code, succeeded.stderr]).toEqual([2, expect.stringMatching(/run a has succeeded; it cannot be accepted.*\[E_RUN_CONFLICT\]/)]);
     const none = await runCli(['accept', 'nope', '--out', out], env());
     expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/no manifest\.json in .*nope.*\[E_RUN_CONFLICT\]/)]);
     const bad = await runCli(['accept', '../a', '--out', out], env());

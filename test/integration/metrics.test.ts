@@ -9,6 +9,8 @@ import { trackRunOutcomes } from '../../src/metrics/run-outcomes.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import { openRunEvents } from '../../src/queue/run-events.js';
+import { keepRunResult } from '../../src/queue/run-results.js';
+import type { RunResult } from '../../src/pipeline/run-result.js';
 import { runCli } from '../helpers/cli.js';
 import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';
 import { noteMissing, PROMTOOL } from '../helpers/tools.js';
@@ -200,29 +202,52 @@ describe('run outcomes and queue depths, for serve', () => {
     closers.push(() => Promise.all([runs.close(), segments.close()]));
     collectQueueDepths(registry, [runs, segments]);
 
-    // Run jobs answer as the run job does (summary() in run-job.ts), or fail as it does (toQueueError).
-    const answers: Record<string, (attempt: number) => unknown> = {
-      ok: () => ({ folder: '/x/ok', state: 'succeeded', counts: { rowsScored: 7, rowsQuarantined: 2 } }),
+    // Run jobs end as the run job does: their attempt's result kept and told (keepRunResult) once
+    // it is final, then answered (summary() in run-job.ts) or thrown (toQueueError).
+    const result = (state: RunResult['state'], rows?: [number, number]): RunResult => ({
+      state,
+      attempt: 1,
+      finishedAt: new Date().toISOString(),
+      error: state === 'succeeded' ? null : { code: state === 'held' ? 'E_DRIFT' : 'E_MODEL_NOT_FOUND', message: 'x' },
+      counts: rows ? { rowsIn: rows[0] + rows[1], rowsScored: rows[0], rowsQuarantined: rows[1] } : null,
+      drift: null,
+      shadow: null,
+      cap: null,
+      accepted: null,
+    });
+    const ends = async (name: string, r: RunResult) => keepRunResult(runs, connection, name, r);
+    const answers: Record<string, (attempt: number) => Promise<unknown>> = {
+      ok: async () => ends('ok', result('succeeded', [7, 2])),
       // Fails once, passing, then succeeds: one run, counted once.
-      flaky: (attempt) => {
+      flaky: async (attempt) => {
         if (attempt === 0) throw new Error('service overloaded [E_SERVICE_UNAVAILABLE]');
-        return { folder: '/x/flaky', state: 'succeeded', counts: { rowsScored: 5, rowsQuarantined: 0 } };
+        await ends('flaky', result('succeeded', [5, 0]));
       },
-      // A run that succeeded under an earlier job, enqueued again: counted then, not now.
-      repeat: () => ({ folder: '/x/ok', state: 'succeeded', counts: { rowsScored: 7, rowsQuarantined: 2 }, repeat: true }),
-      bad: () => {
+      // A run that succeeded under an earlier job, enqueued again: it keeps no new result, and is not counted again.
+      repeat: async () => ({ repeat: true }),
+      bad: async () => {
+        await ends('bad', result('failed'));
         throw new UnrecoverableError('unknown model [E_MODEL_NOT_FOUND]');
       },
-      cancelled: () => {
+      cancelled: async () => {
+        await ends('cancelled', result('cancelled'));
         throw new UnrecoverableError('run cancelled [E_CANCELLED]');
       },
-      expired: () => {
-        throw new UnrecoverableError('run expired: --max-requests 50 reached after 50 predict calls [E_EXPIRED]');
+      expired: async () => {
+        await ends('expired', result('expired'));
+        throw new UnrecoverableError('run expired [E_EXPIRED]');
+      },
+      // Held by its drift gate, then accepted: counted held, then succeeded with its rows.
+      held: async () => {
+        await ends('held', result('held', [3, 1]));
+        throw new UnrecoverableError('drifted [E_DRIFT]');
       },
     };
-    const worker = new Worker(RUNS_QUEUE, (job) => Promise.resolve().then(() => answers[job.name](job.attemptsMade)), { connection, prefix });
+    const worker = new Worker(RUNS_QUEUE, (job) => answers[job.name](job.attemptsMade), { connection, prefix });
     closers.push(() => worker.close());
     for (const name of Object.keys(answers)) await runs.add(name, {}, { jobId: name, attempts: 2, backoff: { type: 'fixed', delay: 10 } });
+    await waitFor('the held run to be held', async () => (await runs.getJobState('held')) === 'failed');
+    await ends('held', { ...result('succeeded', [3, 1]), accepted: { by: 'reviewer', at: new Date().toISOString(), why: null } });
     await segments.add('later', {}, { delay: 60_000 });
     await segments.add('now', {});
 
@@ -230,14 +255,14 @@ describe('run outcomes and queue depths, for serve', () => {
       'every run outcome',
       async () => {
         const v = parseSamples(await registry.metrics());
-        return Object.values(byOutcome(v, 'batch_scorer_runs_total')).reduce((a, b) => a + b) === 5 ? v : undefined;
+        return Object.values(byOutcome(v, 'batch_scorer_runs_total')).reduce((a, b) => a + b) === 7 ? v : undefined;
       },
       20_000,
     );
-    expect(byOutcome(s, 'batch_scorer_runs_total')).toEqual({ succeeded: 2, failed: 1, cancelled: 1, expired: 1 });
-    expect(byOutcome(s, 'batch_scorer_run_rows_total')).toEqual({ scored: 12, quarantined: 2 });
+    expect(byOutcome(s, 'batch_scorer_runs_total')).toEqual({ succeeded: 3, failed: 1, cancelled: 1, expired: 1, held: 1 });
+    expect(byOutcome(s, 'batch_scorer_run_rows_total')).toEqual({ scored: 15, quarantined: 3 });
     expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="completed"}')).toBe(3);
-    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="failed"}')).toBe(3);
+    expect(sample(s, 'batch_scorer_queue_jobs{queue="runs",state="failed"}')).toBe(4);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="delayed"}')).toBe(1);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting"}')).toBe(1);
     expect(sample(s, 'batch_scorer_queue_jobs{queue="segments",state="waiting-children"}')).toBe(0);

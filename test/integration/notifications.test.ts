@@ -124,7 +124,7 @@ describe('webhooks of queued runs', () => {
       links: { run: null, folder: join(out, status.runId) },
     });
     expect((taken.body.error as { message: string }).message).toMatch(/nowhere\/\d{4}-\d\d-\d\d\.csv: no such file or object/);
-    expect(taken.body.text).toMatch(new RegExp(`^batch-scorer: run ${status.runId} \\(pipeline failing\\) failed \\[E_INPUT_NOT_FOUND\\]: `));
+    expect(taken.body.text).toMatch(new RegExp(`^batch-scorer: run ${status.runId} \\(pipeline failing\\) failed: \\[E_INPUT_NOT_FOUND\\] `));
     // Refused before it made its folder, the run gets none from its webhook either.
     expect(existsSync(join(out, status.runId))).toBe(false);
     const logs = workers.map((w) => w.log()).join('');
@@ -176,7 +176,7 @@ describe('webhooks of queued runs', () => {
       const page = (await app.inject({ method: 'GET', url: `/ui/runs/${status.runId}` })).body.replace(/>\s+</g, '><');
       expect(page).toContain(`<section class="card" id="notifications"><h2>Notifications</h2>`);
       expect(page).toContain(
-        `<td><code>${taken.id}</code></td><td>completed</td><td class="wrap">${new URL(everyEnd.url).origin}</td><td class="num">1</td><td>200</td><td>delivered`,
+        `<td><code>${taken.id}</code></td><td>succeeded</td><td class="wrap">${new URL(everyEnd.url).origin}</td><td class="num">1</td><td>200</td><td>delivered`,
       );
       expect(page).not.toContain('receiver-secret');
     } finally {
@@ -275,10 +275,10 @@ describe('webhooks of score', () => {
     expect(await cli.exited).toBe(1);
     expect(hook.requests).toHaveLength(1);
     expect(hook.accepted[0].body).toMatchObject({
-      event: 'failed',
-      events: ['failed', 'drift'],
+      event: 'held',
+      events: ['held', 'drift'],
       runId: 'shifted',
-      state: 'failed',
+      state: 'held',
       error: { code: 'E_DRIFT' },
       drift: { level: 'fail' },
     });

@@ -141,7 +141,7 @@ describe('cancelling and resuming queued runs', () => {
     expect(await f.finished(runId)).toMatchObject({ state: 'succeeded' });
     const late = await runCli(['cancel', runId], f.env());
     expect(late.code).toBe(2);
-    expect(late.stderr).toBe('batch-scorer: run fx already completed; there is nothing to cancel [E_RUN_CONFLICT]\n');
+    expect(late.stderr).toBe('batch-scorer: run fx has succeeded; it cannot be cancelled [E_RUN_CONFLICT]\n');
     expect((await f.queue.get(runId))?.state).toBe('succeeded');
   });
 });

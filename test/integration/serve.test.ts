@@ -8,6 +8,7 @@ import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
 import { byOutcome, parseSamples, sample } from '../helpers/metrics.js';
 import { score, tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 import { useServeProcesses } from '../helpers/serve.js';
+import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
 const TOKEN = 'tok-3f9a1c7e5b2d4086';
 const USER = 'operator';
@@ -16,6 +17,7 @@ const CREDENTIALS = { API_TOKEN: TOKEN, DASHBOARD_USER: USER, DASHBOARD_PASSWORD
 const bearer = { authorization: `Bearer ${TOKEN}` };
 const basic = { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` };
 const MODEL = 'mindsdb/home_rentals_model';
+const HOOK_SECRET = 'whsec-serve-5b8e2d';
 
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let input: string;
@@ -141,22 +143,17 @@ describe('serve', () => {
     expect(await readFile(join(folder, 'predictions.csv'))).toEqual(await readFile(join(direct, 'direct', 'predictions.csv')));
   }, 120_000);
 
-  it('accepts a run that failed on its drift over HTTP: 200 (again: already), 409 for any other run, 404 for none', async () => {
+  it('a held run accepted over HTTP says succeeded (accepted) everywhere: status, the API, the list, its page, the metric and a webhook', async () => {
     await f.setup();
-    f.worker();
-    const s = await serve({ ...f.env(), ...CREDENTIALS });
+    const hook = await startWebhookReceiver(HOOK_SECRET);
+    const hooks = { NOTIFY_URLS: hook.url, NOTIFY_SECRET: HOOK_SECRET };
+    f.worker([], hooks);
+    const s = await serve({ ...f.env(), ...CREDENTIALS, ...hooks });
     const out = join(tmp.dir, 'drifted');
     const shifted = join(tmp.dir, 'shifted.csv');
     await writeShiftedRentals(shifted, 3_000, 3);
-    const finished = (runId: string) =>
-      waitFor(
-        `run ${runId} to finish`,
-        async () => {
-          const r = (await call(`${s.url}/runs/${runId}`, { headers: bearer })).json;
-          return r?.finishedAt ? r : undefined;
-        },
-        30_000,
-      );
+    const detail = async (runId: string) => (await call(`${s.url}/runs/${runId}`, { headers: bearer })).json;
+    const finished = (runId: string) => waitFor(`run ${runId} to finish`, async () => ((await detail(runId))?.finishedAt ? detail(runId) : undefined), 30_000);
     const submit = async (runId: string, from: string, options: Record<string, unknown> = {}) =>
       expect(
         (await call(`${s.url}/runs`, { method: 'POST', headers: bearer, body: { input: from, model: MODEL, out, options: { runId, ...options } } })).status,
@@ -164,23 +161,66 @@ describe('serve', () => {
     await submit('base', input);
     expect(await finished('base')).toMatchObject({ state: 'succeeded' });
     await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
-    expect(await finished('moved')).toMatchObject({ state: 'failed', manifest: { state: 'failed', error: { code: 'E_DRIFT' } } });
+    expect(await finished('moved')).toMatchObject({
+      state: 'held',
+      result: { state: 'held', error: { code: 'E_DRIFT' }, drift: { level: 'fail', baseline: 'base' } },
+      manifest: { state: 'held', error: { code: 'E_DRIFT' } },
+    });
     expect(existsSync(join(out, 'moved', '_SUCCESS'))).toBe(false);
+    const held = await waitFor('the held webhook', () => hook.accepted.find((d) => d.body.runId === 'moved'), 30_000);
+    expect(held.body).toMatchObject({ state: 'held', events: ['held', 'drift'] });
 
-    const accept = (runId: string) => call(`${s.url}/runs/${runId}/accept`, { method: 'POST', headers: bearer });
-    const accepted = await accept('moved');
+    const accept = (runId: string, body?: unknown) => call(`${s.url}/runs/${runId}/accept`, { method: 'POST', headers: bearer, body });
+    const accepted = await accept('moved', { why: 'new pricing from June' });
     expect(accepted.status).toBe(200);
-    expect(accepted.json).toMatchObject({ runId: 'moved', already: false, accepted: { by: 'api', error: { code: 'E_DRIFT' } } });
+    expect(accepted.json).toMatchObject({
+      runId: 'moved',
+      already: false,
+      state: 'succeeded',
+      accepted: { by: 'api', why: 'new pricing from June', error: { code: 'E_DRIFT' } },
+    });
     expect(existsSync(join(out, 'moved', '_SUCCESS'))).toBe(true);
     const manifest = JSON.parse(await readFile(join(out, 'moved', 'manifest.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest).toMatchObject({ state: 'succeeded', accepted: accepted.json?.accepted });
     expect(manifest).not.toHaveProperty('error');
+    expect(existsSync(join(out, 'moved', '_work', 'caps.json'))).toBe(false);
+
+    // Every view says the same: succeeded, accepted by api.
+    const acceptedBy = { state: 'succeeded', result: { state: 'succeeded', accepted: { by: 'api', why: 'new pricing from June' } } };
+    expect(await detail('moved')).toMatchObject({ ...acceptedBy, manifest: { state: 'succeeded' } });
+    const listed = (await call(`${s.url}/runs`, { headers: bearer })).json?.runs as { runId: string }[];
+    expect(listed.find((r) => r.runId === 'moved')).toMatchObject(acceptedBy);
+    expect((await call(`${s.url}/runs?state=succeeded`, { headers: bearer })).json?.runs).toEqual(
+      expect.arrayContaining([expect.objectContaining({ runId: 'moved' })]),
+    );
+    const status = await runCli(['status', 'moved'], f.env());
+    expect(status.stdout).toMatch(
+      /^moved  succeeded  .*\n  succeeded: 3000 rows scored, 0 quarantined; drift fail \(\w+ PSI \d+\.\d{3} from run base\); accepted by api at \S+: new pricing from June\n$/,
+    );
+    const page = await call(`${s.url}/ui/runs/moved`, { headers: basic });
+    expect(page.text).toContain('<span class="badge badge-succeeded">succeeded</span>');
+    expect(page.text).toMatch(/<p class="notice" id="accepted">\s*Accepted by api at <time[^>]*>[^<]*<\/time>: new pricing from June\.\s*<\/p>/);
+    expect(page.text).not.toContain('notice error');
+    const list = await call(`${s.url}/ui/runs`, { headers: basic });
+    expect(list.text).toMatch(/<a href="\/ui\/runs\/moved">moved<\/a><\/td>\s*<td class="state-cell"><span class="badge badge-succeeded">succeeded<\/span>/);
+    const metrics = await waitFor('the metric to count the acceptance', async () => {
+      const v = parseSamples((await call(`${s.url}/metrics`, { headers: bearer })).text);
+      return byOutcome(v, 'batch_scorer_runs_total').succeeded === 2 ? v : undefined;
+    });
+    expect(byOutcome(metrics, 'batch_scorer_runs_total')).toMatchObject({ succeeded: 2, held: 1, failed: 0 });
+    const told = await waitFor('the accepted webhook', () => hook.accepted.find((d) => d.body.runId === 'moved' && d.body.state === 'succeeded'), 30_000);
+    expect(told.body).toMatchObject({ event: 'succeeded', result: { state: 'succeeded', accepted: { by: 'api', why: 'new pricing from June' } } });
+    expect(told.body.text).toMatch(
+      /^batch-scorer: run moved succeeded: 3000 rows scored, 0 quarantined; drift fail .*; accepted by api at \S+: new pricing from June/,
+    );
+
     const again = await accept('moved');
     expect([again.status, again.json]).toEqual([200, { ...accepted.json, already: true }]);
     const conflict = await accept('base');
     expect([conflict.status, conflict.json?.error]).toEqual([409, 'E_RUN_CONFLICT']);
     const missing = await accept('no-such-run');
     expect([missing.status, missing.json?.error]).toEqual([404, 'E_RUN_NOT_FOUND']);
+    await hook.close();
   });
 
   it('refuses bad requests naming each bad field, and bodies over 64 KiB', async () => {

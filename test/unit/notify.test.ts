@@ -92,7 +92,7 @@ describe('webhook body', () => {
     const m = failedRun();
     const body = webhookBody(runEndOf(m), 'the-id', 'https://scorer.example');
     const { text, error, result, ...rest } = body;
-    expect(result).toMatchObject({ state: 'failed', attempt: 1, counts: null, error: { code: 'E_INPUT_NOT_FOUND', message: error?.message } });
+    expect(result).toMatchObject({ state: 'failed', attempt: 0, counts: null, error: { code: 'E_INPUT_NOT_FOUND', message: error?.message } });
     expect(rest).toEqual({
       event: 'failed',
       events: ['failed'],
@@ -112,7 +112,7 @@ describe('webhook body', () => {
     expect(error?.message).toMatch(/^\/data\/2026-11-25\.csv: no such file or object x+\.\.\. \d+ more bytes$/);
     expect(Buffer.byteLength(error!.message)).toBeLessThanOrEqual(500);
     const [line, link] = text.split('\n');
-    expect(line).toMatch(/^batch-scorer: run nightly-20261126T0200Z \(pipeline nightly\) failed: \[E_INPUT_NOT_FOUND\]: \/data\/2026-11-25\.csv: no such file/);
+    expect(line).toMatch(/^batch-scorer: run nightly-20261126T0200Z \(pipeline nightly\) failed: \[E_INPUT_NOT_FOUND\] \/data\/2026-11-25\.csv: no such file/);
     expect(Buffer.byteLength(line)).toBeLessThan(300);
     expect(link).toBe('https://scorer.example/ui/runs/nightly-20261126T0200Z');
   });
