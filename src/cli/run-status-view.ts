@@ -15,8 +15,11 @@ import { enqueueCommand } from './resume-command.js';
  */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
-  const rows = p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
-  const rate = p ? `${p.rowsPerSecond} rows/s` : '';
+  // An expired run's rows are those its segments keep, as its cap says (its progress may have counted rows a stopped batch lost).
+  const cap = s.result?.cap;
+  const rows = cap ? `${cap.rowsKept}/${cap.rowsTotal} rows kept` : p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
+  // A settled run's rate is its record's (see rowsPerSecond), as the pages show it.
+  const rate = s.result?.rowsPerSecond != null ? `${s.result.rowsPerSecond} rows/s` : p ? `${p.rowsPerSecond} rows/s` : '';
   const eta = p && s.state === 'running' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantined = p?.rowsQuarantined && !s.result ? `${p.rowsQuarantined} quarantined` : '';

@@ -1,3 +1,4 @@
+import { rowsPerSecond } from '../pipeline/run-result.js';
 import { isSettled, RUN_STATES } from '../pipeline/run-lifecycle.js';
 
 import type { Pipeline } from '../triggers/pipelines.js';
@@ -156,11 +157,6 @@ export function maxPsi(m: PageManifest): number | null {
   return m.drift && m.drift.columns.length > 0 ? Math.max(...m.drift.columns.map((c) => c.psi)) : null;
 }
 
-/** Rows scored per second of the run's duration; null when it scored nothing or took no time. */
-export function rowsPerSecond(m: PageManifest): number | null {
-  return m.counts && m.durationMs > 0 ? m.counts.rowsScored / (m.durationMs / 1000) : null;
-}
-
 /** Quantile bands per numeric target, the highest PSI, and rows per second, over the runs of the page. */
 function trendCharts(runs: PipelineRun[]): ChartSpec[] {
   const points = chartedRuns(runs);
@@ -207,7 +203,7 @@ function trendCharts(runs: PipelineRun[]): ChartSpec[] {
       ),
     );
   charts.push(
-    trend('chart-rate', 'rows scored per second', 'rows/s', [{ label: 'rows/s', color: 'green', values: points.map((r) => rowsPerSecond(r.manifest)) }]),
+    trend('chart-rate', 'rows read per second', 'rows/s', [{ label: 'rows/s', color: 'green', values: points.map((r) => rowsPerSecond(r.manifest)) }]),
   );
   return charts;
 }

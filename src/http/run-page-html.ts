@@ -114,6 +114,12 @@ function formatBytes(n: number): string {
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
+/** A run's rows per second: a settled run's from its record (see rowsPerSecond), as `status` and the pipeline pages say it; a live run's from its progress. */
+function rateOf(r: Pick<RunStatus, 'result' | 'progress'>): string {
+  const rate = r.result?.rowsPerSecond ?? r.progress?.rowsPerSecond;
+  return rate === undefined || rate === null ? '–' : integer(rate);
+}
+
 /** A run state's coloured badge; a state this release does not know still shows, in grey. */
 export function stateBadge(state: string): Html {
   const known = (RUN_STATES as readonly string[]).includes(state) ? state : 'unknown';
@@ -204,7 +210,7 @@ export function renderRunList(ctx: PageContext, list: RunListPage, filter: RunLi
       <td class="progress-cell">
         ${p ? html`${progressBar(p.rowsDone, p.rowsTotal)}<span class="muted">${integer(p.rowsDone)} / ${integer(p.rowsTotal)}</span>` : html`<span class="muted">not planned</span>`}
       </td>
-      <td class="num">${p ? integer(p.rowsPerSecond) : '–'}</td>
+      <td class="num">${rateOf(r)}</td>
       <td>
         <div class="nowrap">${shortDateTime(r.enqueuedAt)}</div>
         ${r.finishedAt ? html`<div class="nowrap muted">${shortDateTime(r.finishedAt)}</div>` : ''}
@@ -292,9 +298,8 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
     }
     <div class="stats">
       ${stat('Rows', p ? html`${integer(p.rowsDone)} <small>/ ${integer(p.rowsTotal)}</small>` : '–', 'rows')}
-      ${stat('Quarantined', p ? integer(p.rowsQuarantined) : '–', 'quarantined')} ${stat('Rows/s', p ? integer(p.rowsPerSecond) : '–', 'rate')}
-      ${stat('ETA', eta, 'eta')} ${stat('Segments', p ? html`${p.segmentsDone} <small>/ ${p.segmentsTotal}</small>` : '–', 'segments')}
-      ${stat('Attempts', status.attempts, 'attempts')}
+      ${stat('Quarantined', p ? integer(p.rowsQuarantined) : '–', 'quarantined')} ${stat('Rows/s', rateOf(status), 'rate')} ${stat('ETA', eta, 'eta')}
+      ${stat('Segments', p ? html`${p.segmentsDone} <small>/ ${p.segmentsTotal}</small>` : '–', 'segments')} ${stat('Attempts', status.attempts, 'attempts')}
     </div>
     <dl class="facts">
       <dt>Priority</dt>

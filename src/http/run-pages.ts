@@ -1,4 +1,5 @@
 import { RUN_STATES } from '../pipeline/run-lifecycle.js';
+import { stateFilterSchema } from './run-schemas.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -33,7 +34,7 @@ export interface RunPagesDeps extends RunPageSources {
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 const listQuery = z.object({
-  state: z.enum(RUN_STATES).optional(),
+  state: stateFilterSchema.optional(),
   pipeline: pipelineNameSchema.optional(),
   page: pageNumberSchema(LIST_MAX_PAGE).optional(),
 });

@@ -36,7 +36,7 @@ export const runSubmissionSchema = z
  * The `GET /runs` state filter: a state (see RUN_STATES), or a name the API answered before this
  * release (FORMER_STATE_NAMES: `completed`, `waiting`, `active`), accepted for one more release.
  */
-const stateFilterSchema = z
+export const stateFilterSchema = z
   .enum([...RUN_STATES, ...(Object.keys(FORMER_STATE_NAMES) as [string, ...string[]])])
   .transform((name) => stateNamed(name)!)
   .describe(`one of ${RUN_STATES.join(', ')}; ${Object.keys(FORMER_STATE_NAMES).join(', ')} are former names, accepted until the next release`);

@@ -31,6 +31,8 @@ export const runResultSchema = z
       .object({ rowsIn: z.int().min(0), rowsScored: z.int().min(0), rowsQuarantined: z.int().min(0) })
       .strict()
       .nullable(),
+    /** Rows read per second of the attempt's duration (see rowsPerSecond); null without counts. */
+    rowsPerSecond: z.int().min(0).nullable(),
     /** The drift verdict: its level, and the column that moved most (its PSI) from which baseline run. */
     drift: z
       .object({ level: z.enum(['ok', 'warn', 'fail']), column: bounded(NAME_BYTES).nullable(), psi: z.number().nullable(), baseline: bounded(NAME_BYTES) })
@@ -41,8 +43,12 @@ export const runResultSchema = z
       .object({ other: bounded(NAME_BYTES), agreement: z.number().nullable() })
       .strict()
       .nullable(),
-    /** The cap an expired run reached. */
-    cap: capReachedSchema.pick({ kind: true, limit: true }).strict().nullable(),
+    /** The cap an expired run reached, and the rows its segments keep of the input's (what a resume goes on after). */
+    cap: capReachedSchema
+      .pick({ kind: true, limit: true })
+      .extend({ rowsKept: z.int().min(0), rowsTotal: z.int().min(0) })
+      .strict()
+      .nullable(),
     /** Who accepted a held run, when and why. */
     accepted: z
       .object({ by: bounded(NAME_BYTES * 2), at: z.iso.datetime(), why: bounded(RESULT_MESSAGE_BYTES).nullable() })
@@ -61,9 +67,12 @@ export function runResult(manifest: Manifest): RunResult {
     finishedAt: manifest.finishedAt,
     error: manifest.error ? { code: manifest.error.code, message: excerpt(manifest.error.message, RESULT_MESSAGE_BYTES) } : null,
     counts: c ? { rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined } : null,
+    rowsPerSecond: rowsPerSecond(manifest),
     drift: driftVerdict(manifest.drift),
     shadow: shadowAgreement(manifest.comparison),
-    cap: manifest.cap ? { kind: manifest.cap.kind, limit: manifest.cap.limit } : null,
+    cap: manifest.cap
+      ? { kind: manifest.cap.kind, limit: manifest.cap.limit, rowsKept: manifest.cap.reached.rowsScored, rowsTotal: manifest.cap.reached.rowsTotal }
+      : null,
     accepted: manifest.accepted
       ? {
           by: excerpt(manifest.accepted.by, NAME_BYTES * 2),
@@ -72,6 +81,14 @@ export function runResult(manifest: Manifest): RunResult {
         }
       : null,
   });
+}
+
+/**
+ * A finished run's rate, as every view shows it: the rows it read (scored and quarantined) per
+ * second of its attempt's duration, whole; null without counts or duration.
+ */
+export function rowsPerSecond(manifest: Pick<Manifest, 'counts' | 'durationMs'>): number | null {
+  return manifest.counts && manifest.durationMs > 0 ? Math.round((manifest.counts.rowsIn * 1000) / manifest.durationMs) : null;
 }
 
 function driftVerdict(drift: Manifest['drift']): RunResult['drift'] {
@@ -106,7 +123,7 @@ export function resultFacts(r: RunResult): string[] {
     r.counts && `${r.counts.rowsScored} rows scored, ${r.counts.rowsQuarantined} quarantined`,
     // A failed or held run's code; a cancelled or expired run's state says it (and its cap, which).
     r.error && (r.state === 'failed' || r.state === 'held') && `[${r.error.code}]`,
-    r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached`,
+    r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached, ${r.cap.rowsKept} of ${r.cap.rowsTotal} rows kept`,
     r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
     r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,
     r.accepted && `accepted by ${r.accepted.by} at ${r.accepted.at}${r.accepted.why ? `: ${excerpt(r.accepted.why, 120)}` : ''}`,

@@ -96,6 +96,12 @@ const NO_JOBS_DIR = '/nonexistent/batch-scorer-test-jobs';
  * A queue test's world: its own prefix, a simulator (or a real server's URL), a producer, and the
  * worker processes it starts, all torn down after each test (workers killed, keys dropped).
  */
+/** A settled run's reason as one line, `<message> [<code>]`, from its result (or, without one, the reason BullMQ kept). */
+export function reasonOf(status: Pick<RunStatus, 'result' | 'failedReason'> | undefined): string | undefined {
+  const error = status?.result?.error;
+  return error ? `${error.message} [${error.code}]` : status?.failedReason;
+}
+
 export function useQueueFixture() {
   const f = {
     prefix: '',

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { score, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
 
 // The "done when": --max-requests 50 on a run of 200 requests (20,000 rows in batches of
@@ -174,7 +174,7 @@ describe('caps on queued runs', () => {
     expect(enqueued.code).toBe(1);
     const expired = await f.finished('q');
     expect(expired.state).toBe('expired');
-    expect(expired.failedReason).toMatch(/^run q expired: --max-requests 50 reached after 50 predict calls; .* \[E_EXPIRED\]$/);
+    expect(reasonOf(expired)).toMatch(/^run q expired: --max-requests 50 reached after 50 predict calls; .* \[E_EXPIRED\]$/);
     expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(50);
     expect(f.sim.stats.faults.rateLimited).toBeGreaterThan(0);
     expect(existsSync(join(out, 'q', '_SUCCESS'))).toBe(false);
@@ -193,7 +193,7 @@ describe('caps on queued runs', () => {
     expect((await runCli(['resume', 'q', '--max-requests', '70'], f.env())).code).toBe(0);
     const again = await f.finished('q');
     expect(again.state).toBe('expired');
-    expect(again.failedReason).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
+    expect(reasonOf(again)).toMatch(/^run q expired: --max-requests 70 reached after 70 predict calls;/);
     expect(f.sim.stats.predictRequests).toBeLessThanOrEqual(70);
     const keptAfter = (await manifestOf(out, 'q')).cap!.reached.rowsScored;
     expect(keptAfter).toBeGreaterThanOrEqual(kept);

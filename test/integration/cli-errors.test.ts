@@ -108,8 +108,16 @@ describe('a failed run explains itself', () => {
     const out = join(tmp.dir, 'failed-plain');
     const r = await runCli(['score', withBadRows, '--model', MODEL, '--out', out, '--max-error-rate', '0'], env());
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^batch-scorer: run \S+ failed: more rows were quarantined than --max-error-rate 0 allows \(0 of \d+ rows\).* \[E_ERROR_RATE\]$/m);
     const { runId, folder, resume } = failureLines(r.stderr);
+    // The count is the rows errors.jsonl holds, not the allowance.
+    const quarantined = (await readFile(join(folder, 'errors.jsonl'), 'utf8')).trim().split('\n').length;
+    expect(quarantined).toBeGreaterThan(0);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^batch-scorer: run \\S+ failed: ${quarantined} of the \\d+ rows read were quarantined, past --max-error-rate 0, which allows 0 of the input's \\d+ rows.* \\[E_ERROR_RATE\\]$`,
+        'm',
+      ),
+    );
     expect(folder).toBe(join(out, runId));
     expect(resume).toBe(`batch-scorer score ${withBadRows} --model ${MODEL} --out ${out} --max-error-rate 0 --run-id ${runId}`);
     const manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as { runId: string; state: string };
@@ -132,7 +140,7 @@ describe('a failed run explains itself', () => {
       runId: 'bad-rows',
       state: 'failed',
       folder: join(out, 'bad-rows'),
-      error: { code: 'E_ERROR_RATE', message: expect.stringMatching(/^more rows were quarantined/) as string },
+      error: { code: 'E_ERROR_RATE', message: expect.stringMatching(/^\d+ of the \d+ rows read were quarantined/) as string },
       resume: `batch-scorer score ${withBadRows} --model ${MODEL} --out ${out} --max-error-rate 0 --run-id bad-rows --json`,
     });
     expect(failureLines(r.stderr).runId).toBe('bad-rows');

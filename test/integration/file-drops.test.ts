@@ -9,7 +9,7 @@ import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import { runCli, startCli, type CliProcess } from '../helpers/cli.js';
-import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { freePort, useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { rentalsWithSqft } from '../helpers/scoring.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { useServeProcesses } from '../helpers/serve.js';
@@ -111,7 +111,7 @@ const runIds = async () => (await f.queue.list({ pipeline: PIPELINE, limit: 2000
 /** Waits for a run to complete and answers its manifest, checking its folder holds `_SUCCESS`. */
 async function completedRun(name: string, runId: string): Promise<Manifest> {
   const status = await f.finished(runId);
-  expect([runId, status.state, status.failedReason]).toEqual([runId, 'completed', undefined]);
+  expect([runId, status.state, status.failedReason]).toEqual([runId, 'succeeded', undefined]);
   expect(await storage.exists(parseLocation(`s3://results/${name}/${runId}/_SUCCESS`))).toBe(true);
   return JSON.parse(await storage.readText(parseLocation(`s3://results/${name}/${runId}/manifest.json`))) as Manifest;
 }
@@ -283,10 +283,10 @@ describe('file drops', () => {
     f.worker([], env(jobs));
     const failed = await f.finished(lateRun);
     expect(failed).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(failed.failedReason).toContain(
+    expect(reasonOf(failed)).toContain(
       `s3://inbox/${key} was replaced after this run was started for it: the run is for version ${older}, the file is now ${newer}`,
     );
-    expect(failed.failedReason).toContain('E_INPUT_CHANGED');
+    expect(reasonOf(failed)).toContain('E_INPUT_CHANGED');
     const manifest = await completedRun('replaced', currentRun);
     expect(manifest).toMatchObject({ input: { rows: 80 }, trigger: { kind: 'event', object: { etag: newer } } });
     // Sighted again, the failed run stays failed: it is not restarted.
@@ -321,7 +321,7 @@ describe('file drops', () => {
     const third = await runOf('wednesday.csv', 1.5);
     const status = await f.finished(third);
     expect(status.state).toBe('failed');
-    expect(status.failedReason).toMatch(/E_DRIFT/);
+    expect(reasonOf(status)).toMatch(/E_DRIFT/);
     const shifted = await manifestOf(third);
     expect(shifted).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { baseline: { runId: second }, level: 'fail' } });
     expect(shifted.drift!.moved[0]).toBe('sqft');

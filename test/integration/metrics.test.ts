@@ -210,6 +210,7 @@ describe('run outcomes and queue depths, for serve', () => {
       finishedAt: new Date().toISOString(),
       error: state === 'succeeded' ? null : { code: state === 'held' ? 'E_DRIFT' : 'E_MODEL_NOT_FOUND', message: 'x' },
       counts: rows ? { rowsIn: rows[0] + rows[1], rowsScored: rows[0], rowsQuarantined: rows[1] } : null,
+      rowsPerSecond: null,
       drift: null,
       shadow: null,
       cap: null,

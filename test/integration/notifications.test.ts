@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { join, relative } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -241,6 +242,25 @@ describe('webhooks of score', () => {
     ]);
   });
 
+  it('a refused re-run of a succeeded run is no run: no webhook, and the succeeded folder stays byte-identical', async () => {
+    const hook = await receiver(0);
+    const input = join(tmp.dir, 'once.csv');
+    await writeRentals(input, 20);
+    const out = join(tmp.dir, 'once-out');
+    const first = score(input, out, { NOTIFY_URLS: hook.url }, ['--run-id', 'once']);
+    expect(await first.exited, first.stderr()).toBe(0);
+    expect(hook.accepted).toHaveLength(1);
+    const folder = join(out, 'once');
+    const before = await folderBytes(folder);
+    expect(Object.keys(before)).toEqual(expect.arrayContaining(['_SUCCESS', 'manifest.json', 'predictions.csv']));
+
+    const again = score(input, out, { NOTIFY_URLS: hook.url }, ['--run-id', 'once']);
+    expect(await again.exited).toBe(2);
+    expect(again.stderr()).toContain('[E_RUN_EXISTS]');
+    expect(hook.requests).toHaveLength(1);
+    expect(await folderBytes(folder)).toEqual(before);
+  });
+
   it('a receiver that is down: the run still exits 0, within the delivery bound of its end, the delivery given up and recorded', async () => {
     const input = join(tmp.dir, 'down.csv');
     await writeRentals(input, 10);
@@ -302,3 +322,19 @@ describe('pipelines check', () => {
     for (const out of [json.stdout, json.stderr, text.stdout, text.stderr]) expect(out).not.toMatch(/slack-token|query-token/);
   });
 });
+
+/** Every file under `folder` (its path below it) with its bytes' sha256. */
+async function folderBytes(folder: string): Promise<Record<string, string>> {
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => relative(folder, join(e.parentPath, e.name)));
+  return Object.fromEntries(
+    await Promise.all(
+      files.sort().map(async (f) => [
+        f,
+        createHash('sha256')
+          .update(await readFile(join(folder, f)))
+          .digest('hex'),
+      ]),
+    ),
+  );
+}

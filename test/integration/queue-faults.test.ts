@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { createSimulator } from '../../src/simulator/server.js';
-import { startRedis, useQueueFixture, waitFor } from '../helpers/queue.js';
+import { startRedis, useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
@@ -93,7 +93,7 @@ describe('queue mode under faults', () => {
     });
     const status = await f.finished(runId);
     expect(status.state).toBe('failed');
-    expect(status.failedReason).toMatch(/E_ERROR_RATE/);
+    expect(reasonOf(status)).toMatch(/E_ERROR_RATE/);
     expect(JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8'))).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
     expect(existsSync(join(out, runId, '_SUCCESS'))).toBe(false);
   });
@@ -135,7 +135,7 @@ describe('queue mode under faults', () => {
     wrong.child.kill('SIGTERM');
     await wrong.exited;
     expect(failed.state).toBe('failed');
-    expect(failed.failedReason).toMatch(/401.*E_SERVICE_UNAUTHORIZED/);
+    expect(reasonOf(failed)).toMatch(/401.*E_SERVICE_UNAUTHORIZED/);
     const kept = await done();
     expect(kept).toBeGreaterThanOrEqual(2);
 

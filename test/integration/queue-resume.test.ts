@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { runCli } from '../helpers/cli.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { score, tempDir } from '../helpers/scoring.js';
 
 // A queue run that fails on its error threshold, enqueued again under its run id with a higher
@@ -49,7 +49,7 @@ describe('resuming a failed queue run', () => {
     for (const flag of ['--segment-rows 500', '--batch-size 25', '--max-error-rate 0']) expect(resume).toContain(flag);
     const failed = await f.finished('qr');
     expect(failed.state).toBe('failed');
-    expect(failed.failedReason).toMatch(/E_ERROR_RATE/);
+    expect(reasonOf(failed)).toMatch(/E_ERROR_RATE/);
     expect(existsSync(join(out, 'qr', '_SUCCESS'))).toBe(false);
     const kept = await readFile(join(out, 'qr', 'errors.jsonl'), 'utf8');
     expect(kept).toContain('"title":"MLEngineException"');
@@ -82,7 +82,7 @@ describe('resuming a failed queue run', () => {
     const { runId } = await f.queue.enqueue({ input: missing, model: 'mindsdb/home_rentals_model', out, options: { runId: 'gone' } });
     const status = await f.finished(runId);
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(status.failedReason).toContain(`${missing}: no such file or object [E_INPUT_NOT_FOUND]`);
+    expect(reasonOf(status)).toContain(`${missing}: no such file or object [E_INPUT_NOT_FOUND]`);
     expect(existsSync(join(out, 'gone'))).toBe(false);
     expect(f.sim.stats.describeRequests).toBe(0);
   });

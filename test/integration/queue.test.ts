@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
+import { rowsPerSecond } from '../../src/pipeline/run-result.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import type { RunStatus } from '../../src/queue/producer.js';
@@ -11,7 +12,7 @@ import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { dropPrefix, useQueueFixture, waitFor, type WorkerProcess } from '../helpers/queue.js';
+import { dropPrefix, useQueueFixture, waitFor, type WorkerProcess, reasonOf } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { score, tempDir, writeRentals } from '../helpers/scoring.js';
 
@@ -193,7 +194,7 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(r.stdout.trim()).toBe('bad');
     const status = await f.queue.get('bad');
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(status!.failedReason).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
+    expect(reasonOf(status!)).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
     expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({
       state: 'failed',
       error: { code: 'E_MODEL_NOT_FOUND' },
@@ -271,6 +272,10 @@ describe('status', () => {
     // The run started after it was enqueued: its rate is at least the rows over enqueue-to-finish.
     const enqueueToFinishMs = Date.parse(first.finishedAt!) - Date.parse(first.enqueuedAt);
     expect(first.progress!.rowsPerSecond).toBeGreaterThanOrEqual(Math.floor((STATUS_ROWS * 1000) / enqueueToFinishMs));
+    // Settled, the run's rate is its record's, the one figure status, the run pages and the pipeline pages show.
+    const manifest = JSON.parse(await readFile(join(tmp.dir, 'rate', runId, 'manifest.json'), 'utf8')) as Manifest;
+    expect(first.result?.rowsPerSecond).toBe(rowsPerSecond(manifest));
+    expect(second.result).toEqual(first.result);
   });
 
   it('--watch, not on a terminal, writes a frame only when it changed and --logs each milestone once; --json stays JSON lines', async () => {

@@ -9,7 +9,7 @@ import { createStorage } from '../../src/storage/storage.js';
 import type { Storage } from '../../src/storage/storage-types.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { folderTree } from '../helpers/folder-tree.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { startS3Server, type S3Server } from '../helpers/s3-server.js';
 import { startSimulator, tempDir, writeRentals, writeRentalsWithEngineErrors } from '../helpers/scoring.js';
 
@@ -172,7 +172,7 @@ describe('queue mode', () => {
     await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'q' } });
     const status = await f.finished('q');
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(status.failedReason).toMatch(
+    expect(reasonOf(status)).toMatch(
       /already exists and is not run q's folder: no run q wrote its files \(_work\/notes\.txt, predictions\.csv\).*\[E_OUTPUT\]/,
     );
     expect(f.sim.stats.describeRequests).toBe(0);

@@ -81,7 +81,7 @@ describe('run pages on a real queue run', () => {
     expect(res.headers['content-security-policy']).toMatch(/^default-src 'self'/);
     const page = res.body;
     expect(page).not.toContain('http-equiv="refresh"');
-    expect(page).toContain('<span class="badge badge-completed">completed</span>');
+    expect(page).toContain('<span class="badge badge-succeeded">succeeded</span>');
     expect(stat(page, 'rows')).toBe('6,000 <small>/ 6,000</small>');
     expect(stat(page, 'quarantined')).toBe(String(PAGE_RUN.quarantined));
     expect(stat(page, 'segments')).toBe('6 <small>/ 6</small>');
@@ -133,7 +133,7 @@ describe('run pages on a real queue run', () => {
     // The list, filtered by state; an unknown run and an unknown state.
     const list = (await get('/ui/runs')).body;
     expect(list).toContain('<a href="/ui/runs/pages">pages</a>');
-    expect(list).toContain('<span class="badge badge-completed">completed</span>');
+    expect(list).toContain('<span class="badge badge-succeeded">succeeded</span>');
     expect((await get('/ui/runs?state=completed')).body).toContain('<a href="/ui/runs/pages">pages</a>');
     expect((await get('/ui/runs?state=failed')).body).toContain('No failed runs on the queue.');
     expect((await get('/ui/runs?state=nope')).statusCode).toBe(400);
@@ -203,9 +203,9 @@ describe('run pages on a real queue run', () => {
 
     const nightly = await get('/ui/runs?pipeline=nightly-rentals');
     expect(runLinks(nightly.body)).toEqual(['by-schedule']);
-    expect(nightly.body).toContain('<a class="pill" href="/ui/runs?state=waiting&amp;pipeline=nightly-rentals">waiting</a>');
+    expect(nightly.body).toContain('<a class="pill" href="/ui/runs?state=queued&amp;pipeline=nightly-rentals">queued</a>');
     expect(runLinks((await get('/ui/runs?pipeline=rentals-inbox&state=waiting')).body)).toEqual(['by-event']);
-    expect((await get('/ui/runs?state=completed&pipeline=rentals-inbox')).body).toContain('No completed runs of pipeline rentals-inbox on the queue.');
+    expect((await get('/ui/runs?state=completed&pipeline=rentals-inbox')).body).toContain('No succeeded runs of pipeline rentals-inbox on the queue.');
     const bad = await get(`/ui/runs?pipeline=${encodeURIComponent('<b>x')}`);
     expect([bad.status, bad.csp]).toEqual([400, expect.stringMatching(/^default-src 'self'/)]);
     expect(bad.body).toContain('pipeline: use letters, digits');
@@ -377,9 +377,9 @@ describe('run pages on a real queue run', () => {
     // The filters are kept from page to page; a pipeline's runs are paged from its index.
     const waiting = await get('/ui/runs?state=waiting&pipeline=paged');
     expect(runLinks(waiting.body)).toHaveLength(50);
-    expect(waiting.body).toContain('rel="next" href="/ui/runs?state=waiting&amp;pipeline=paged&amp;page=2"');
+    expect(waiting.body).toContain('rel="next" href="/ui/runs?state=queued&amp;pipeline=paged&amp;page=2"');
     const older = await get('/ui/runs?state=waiting&pipeline=paged&page=2');
-    expect(older.body).toContain('rel="prev" href="/ui/runs?state=waiting&amp;pipeline=paged"');
+    expect(older.body).toContain('rel="prev" href="/ui/runs?state=queued&amp;pipeline=paged"');
     expect([...runLinks(waiting.body), ...runLinks(older.body)].sort()).toEqual(ids);
     expect(runLinks((await get('/ui/runs?pipeline=paged&page=2')).body)).toHaveLength(3);
 

@@ -9,7 +9,7 @@ import type { Manifest } from '../../src/pipeline/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
 import type { ScheduledRunResult } from '../../src/triggers/scheduled-run.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { tempDir, writeRentals } from '../helpers/scoring.js';
 
 const MODEL = 'mindsdb/home_rentals_model';
@@ -254,7 +254,7 @@ describe('scheduled runs', () => {
     const filled = join(missing, `${dayIn(new Date(next!), tz, 1)}.csv`);
     expect(fired.input).toBe(filled);
     expect(status).toMatchObject({ state: 'failed', attempts: 1, pipeline: 'gone', trigger: { kind: 'schedule', fireTime: new Date(next!).toISOString() } });
-    expect(status.failedReason).toContain(`${filled}: no such file or object [E_INPUT_NOT_FOUND]`);
+    expect(reasonOf(status)).toContain(`${filled}: no such file or object [E_INPUT_NOT_FOUND]`);
     // The same firing taken again (a retry) leaves the failed run failed: it is not resumed.
     const firstFinish = (await Job.fromId(queue, job.id!))!.finishedOn!;
     await (await Job.fromId(queue, job.id!))!.retry('completed');

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import { runCli } from '../helpers/cli.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { useRentalsInput } from '../helpers/scoring.js';
 import { useServeProcesses } from '../helpers/serve.js';
 
@@ -106,9 +106,9 @@ describe('segments per run (MAX_SEGMENTS)', () => {
     f.worker();
     const status = await f.finished('forged');
     expect(status.state).toBe('failed');
-    expect(status.failedReason).toMatch(/first 10,001 rows already make more than 10,000 segments of --segment-rows 1, past MAX_SEGMENTS \(10,000\)/);
-    expect(status.failedReason).toMatch(/choose a --segment-rows \(segmentRows\) of at least 2/);
-    expect(status.failedReason).toMatch(/E_LIMIT/);
+    expect(reasonOf(status)).toMatch(/first 10,001 rows already make more than 10,000 segments of --segment-rows 1, past MAX_SEGMENTS \(10,000\)/);
+    expect(reasonOf(status)).toMatch(/choose a --segment-rows \(segmentRows\) of at least 2/);
+    expect(reasonOf(status)).toMatch(/E_LIMIT/);
     const jobs = await jobsOf('forged');
     expect([jobs.total, jobs.keys.filter((k) => k.includes(`:${SEGMENTS_QUEUE}:`))]).toEqual([1, []]);
   });
