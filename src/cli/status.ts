@@ -25,7 +25,11 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue, runEnded, runNotFound }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
+        const [{ RunQueue, runEnded, runNotFound }, { followRun }, { againIfDropped }] = await Promise.all([
+          import('../queue/producer.js'),
+          import('./run-follow.js'),
+          import('../queue/queue-connection.js'),
+        ]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
@@ -44,10 +48,13 @@ export function registerStatus(program: Command): void {
             return;
           }
           for (;;) {
-            const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
-            if (runId && !runs[0]) throw runNotFound(runId);
-            const shown = runs.filter((r) => r !== undefined);
-            await show(shown);
+            const shown = await againIfDropped(async () => {
+              const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
+              if (runId && !runs[0]) throw runNotFound(runId);
+              const found = runs.filter((r) => r !== undefined);
+              await show(found);
+              return found;
+            });
             if (!flags.watch || shown.every(runEnded)) break;
             await sleep(1_000);
           }
