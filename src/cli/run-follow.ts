@@ -14,8 +14,11 @@ export interface FollowOptions {
    * read is E_RUN_NOT_FOUND, and the command to resume a vanished run is made from its job.
    */
   enqueuedBy?: string;
-  /** Shows a status read; its own reads of Redis are asked again as the status's are. */
-  show: (status: RunStatus) => void | Promise<void>;
+  /**
+   * Shows a status read, with the lines the run's job logged since the last read (milestones,
+   * failed attempts: see readFailedAttempt); its own reads of Redis are asked again as the status's are.
+   */
+  show: (status: RunStatus, logs: string[]) => void | Promise<void>;
 }
 
 /**
@@ -30,11 +33,16 @@ export interface FollowOptions {
  */
 export async function followRun(queue: RunQueue, runId: string, options: FollowOptions): Promise<RunStatus> {
   let last: RunStatus | undefined;
+  /** The job log lines shown so far. */
+  let logged = 0;
   for (; ; await sleep(options.everyMs)) {
     let status: RunStatus | undefined;
     try {
       status = await queue.get(runId);
-      if (status) await options.show(status);
+      // Read after the status: what the job logged before it ended comes with its end.
+      const logs = status ? await queue.logs(runId, logged) : [];
+      if (status) await options.show(status, logs);
+      logged += logs.length;
     } catch (err) {
       const followed = last !== undefined || options.enqueuedBy !== undefined;
       if (followed && errorCode(err) === 'E_REDIS_UNAVAILABLE') throw stoppedFollowing(runId, err);
