@@ -8,7 +8,7 @@ import { deploymentStorage } from './deployment-storage.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
-import { formatRunStatus, resumable } from './run-status-view.js';
+import { formatRunStatus, resumable, shownLogs } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
   addRunFlags(
@@ -18,7 +18,7 @@ export function registerEnqueue(program: Command): void {
       .argument('<input>', `${INPUT_ARGUMENT} (local paths must be seen by the workers)`),
     'enqueue',
   )
-    .option('--wait', 'follow the run with a progress bar and exit 0/1 with its result (1, E_RUN_LOST, if it vanishes from Redis)')
+    .option('--wait', 'follow the run with a progress bar, saying each failed attempt, and exit 0/1 with its result (1, E_RUN_LOST, if it vanishes from Redis)')
     .option('--json', 'print JSON lines instead of text')
     .action(
       action(async (input: string, flags: Record<string, unknown>) => {
@@ -61,7 +61,12 @@ export function registerEnqueue(program: Command): void {
           const status = await followRun(queue, runId, {
             everyMs: 500,
             enqueuedBy: again,
-            show: ({ progress }) => {
+            show: ({ progress }, logs) => {
+              // Failed attempts as they happen, each on a line of its own (JSON lines on stdout with --json).
+              for (const line of shownLogs(runId, logs, { json: Boolean(flags.json), milestones: false })) {
+                if (flags.json) process.stdout.write(`${line}\n`);
+                else bar.say(line);
+              }
               if (progress) bar.update(progress);
             },
           }).finally(() => bar.stop());

@@ -1,12 +1,22 @@
+import { clearLine, cursorTo } from 'node:readline';
 import type { RunProgress } from '../pipeline/progress.js';
+
+/** A progress bar, and a way to say something beside it. */
+export interface ProgressBar {
+  update: (p: RunProgress) => void;
+  /** Writes a line on stderr, above the bar when one is shown (drawn again below it at its next update). */
+  say: (line: string) => void;
+  stop: () => void;
+}
 
 /**
  * A progress bar on stderr when it is a terminal (rows, rows/s, ETA); nothing otherwise.
  * cli-progress (and the string-width modules it pulls in) is loaded only when a bar is shown: a
  * run with --json or without a terminal starts without it.
  */
-export async function createProgressBar(enabled: boolean): Promise<{ update: (p: RunProgress) => void; stop: () => void }> {
-  if (!enabled || !process.stderr.isTTY) return { update: () => {}, stop: () => {} };
+export async function createProgressBar(enabled: boolean): Promise<ProgressBar> {
+  const say = (line: string) => void process.stderr.write(`${line}\n`);
+  if (!enabled || !process.stderr.isTTY) return { update: () => {}, say, stop: () => {} };
   const { default: cliProgress } = await import('cli-progress');
   const bar = new cliProgress.SingleBar(
     {
@@ -24,6 +34,14 @@ export async function createProgressBar(enabled: boolean): Promise<{ update: (p:
         bar.start(p.rowsTotal, p.rowsDone, payload);
         started = true;
       } else bar.update(p.rowsDone, payload);
+    },
+    say: (line) => {
+      // The bar's line is cleared, so the line said does not start with the bar's text.
+      if (started) {
+        clearLine(process.stderr, 0);
+        cursorTo(process.stderr, 0);
+      }
+      say(line);
     },
     stop: () => started && bar.stop(),
   };

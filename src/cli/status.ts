@@ -7,7 +7,7 @@ import type { RunStatus } from '../queue/producer.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
-import { formatRunStatus } from './run-status-view.js';
+import { formatRunStatus, shownLogs } from './run-status-view.js';
 
 export function registerStatus(program: Command): void {
   program
@@ -17,7 +17,7 @@ export function registerStatus(program: Command): void {
     .option('--pipeline <name>', 'only the runs this pipeline of jobs/*.yaml started (without a run id)', pipelineName)
     .option(
       '--watch',
-      'refresh every second until the run ends (in place on a terminal; elsewhere a line only when it changed); a run that vanishes from Redis ends it with E_RUN_LOST, exit 1',
+      'refresh every second until the run ends, saying each failed attempt (in place on a terminal; elsewhere a line only when it changed); a run that vanishes from Redis ends it with E_RUN_LOST, exit 1',
     )
     .option('--json', 'print JSON (JSON lines with --watch; log lines as {"runId","log"})')
     .option('--logs', "also print the run's milestones (planned, segments done, assembled); with --watch, each once")
@@ -26,29 +26,34 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue, runNotFound }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
+        const [{ RunQueue, runNotFound }, { followRun }, { againIfDropped }] = await Promise.all([
+          import('../queue/producer.js'),
+          import('./run-follow.js'),
+          import('../queue/queue-connection.js'),
+        ]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);
-        let logsShown = 0;
-        const show = async (runs: RunStatus[]) => {
+        /** Writes the runs, and above them the lines a run's job logged since the last write (see shownLogs). */
+        const show = (runs: RunStatus[], logs: string[] = []) => {
           const frame = flags.json
             ? JSON.stringify(runId ? runs[0] : runs)
             : runs.map(formatRunStatus).join('\n') || `no runs${flags.pipeline ? ` of pipeline ${flags.pipeline}` : ''}`;
-          const logs = flags.logs && runId ? await queue.logs(runId, logsShown) : [];
-          logsShown += logs.length;
-          out.write(frame, flags.json ? logs.map((log) => JSON.stringify({ runId, log })) : logs);
+          out.write(frame, runId ? shownLogs(runId, logs, { json: Boolean(flags.json), milestones: Boolean(flags.logs) }) : []);
         };
         try {
           if (runId && flags.watch) {
-            await followRun(queue, runId, { everyMs: 1_000, show: (run) => show([run]) });
+            await followRun(queue, runId, { everyMs: 1_000, show: (run, logs) => show([run], logs) });
             return;
           }
           for (;;) {
-            const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
-            if (runId && !runs[0]) throw runNotFound(runId);
-            const shown = runs.filter((r) => r !== undefined);
-            await show(shown);
+            const shown = await againIfDropped(async () => {
+              const runs = runId ? [await queue.get(runId)] : await queue.list({ pipeline: flags.pipeline });
+              if (runId && !runs[0]) throw runNotFound(runId);
+              const found = runs.filter((r) => r !== undefined);
+              show(found, flags.logs && runId ? await queue.logs(runId) : []);
+              return found;
+            });
             if (!flags.watch || shown.every((r) => isSettled(r.state))) break;
             await sleep(1_000);
           }

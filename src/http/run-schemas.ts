@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { z } from 'zod';
 import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
@@ -8,7 +9,9 @@ import { runResultSchema } from '../pipeline/run-result.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
 
 import { parseModelRef } from '../service/model-ref.js';
-import { parseLocation } from '../storage/location.js';
+import { UsageError } from '../errors.js';
+import { hasScheme, parseLocation, type Location } from '../storage/location.js';
+import { excerpt } from '../text-excerpt.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
 
 /**
@@ -16,15 +19,32 @@ import { pipelineNameSchema } from '../triggers/pipelines.js';
  * `/openapi.json` is generated from them.
  */
 
-/** `POST /runs`: what `enqueue` takes (see validateSubmission), field by field. */
+/**
+ * A location sent to the server: s3://, file:// or an absolute path. `enqueue` makes a relative
+ * path absolute in the folder it runs in; over the API it would mean serve's and the workers'
+ * working folders, which the client knows nothing of, so it is refused.
+ */
+function serverLocation(text: string): Location {
+  const location = parseLocation(text);
+  if (!hasScheme(text) && !path.isAbsolute(text)) {
+    throw new UsageError(
+      `'${excerpt(text)}' is a relative path, which the server would resolve in its own working folder: an absolute path (or file:///absolute/path) or an s3:// URL is needed`,
+    );
+  }
+  return location;
+}
+
+/** `POST /runs`: what `enqueue` takes (see validateSubmission), field by field; local paths absolute. */
 export const runSubmissionSchema = z
   .object({
-    /** The input: a local path (seen by the workers), file:///path or s3://bucket/key. */
-    input: checkedText(parseLocation).describe(
-      'a file, a folder or prefix ending in /, or a glob: a local path (seen by the workers), file:///path or s3://bucket/key',
+    /** The input: an absolute local path (seen by the workers), file:///path or s3://bucket/key. */
+    input: checkedText(serverLocation).describe(
+      'a file, a folder or prefix ending in /, or a glob: an absolute local path (seen by the workers), file:///path or s3://bucket/key',
     ),
     model: checkedText(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
-    out: checkedText(parseLocation).describe('the output folder; the run writes into <out>/<runId>/'),
+    out: checkedText(serverLocation).describe(
+      'the output folder (an absolute local path, file:///path or s3://bucket/prefix/); the run writes into <out>/<runId>/',
+    ),
     /** Run options as `enqueue` flags set them (`batchSize` is `--batch-size`); what is not set is the worker's to default. */
     options: runOptionsSchema.optional(),
     /** Plan the input and score a few canary batches, enqueue nothing: answers what the run would do (see DryRunReport). */

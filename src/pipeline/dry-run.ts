@@ -8,6 +8,7 @@ import { AUTO_SLOTS, fixedSlots, maxConcurrency, type RequestSlots } from '../se
 import { formatLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { outputGroups } from './assemble.js';
+import { quarantineRisk } from './error-budget.js';
 import { preflight } from './preflight.js';
 import type { PreparedRun } from './prepared-run.js';
 import { planRun } from './prepare-run.js';
@@ -63,10 +64,15 @@ export const dryRunReportSchema = z.object({
   outputs: z.array(z.string()),
   /** The output's columns, in order. */
   columns: z.array(z.string()),
-  /** The canary: batches of the first rows, scored at once (see CANARY_BATCHES): their rows, how they fared, and the time they took. */
+  /**
+   * The canary: batches of the first rows, scored at once (see CANARY_BATCHES): their rows, how
+   * they fared (quarantined counts the malformed rows among them, which are never sent, and the
+   * rows the model refused), and the time they took.
+   */
   canary: z.object({ batches: z.int(), rows: z.int(), scored: z.int(), quarantined: z.int(), ms: z.number() }),
   estimate: runEstimateSchema,
   model: z.object({ requested: z.string(), resolvedVersion: z.int().nullable(), rowIdMember: z.string().nullable() }),
+  /** What the run would meet, in words: planning's warnings, then the canary's quarantined share when it is past --max-error-rate (see quarantineRisk). */
   warnings: z.array(z.string()),
 });
 export type DryRunReport = z.output<typeof dryRunReportSchema>;
@@ -129,7 +135,7 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
     });
     const fixedMs = performance.now() - started;
     const rowIdMember = run.model.rowIdMember ?? undefined;
-    const batches = await canaryBatches(storage, run, signal);
+    const { batches, malformed } = await canaryBatches(storage, run, signal);
     const counts = emptyCounts();
     const slots = Math.max(1, Math.min(Math.floor(batches.length / 2), canaryConcurrency));
     // The first wave's times, then the rest's, by the order the requests took their slots.
@@ -170,6 +176,8 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
       warmUpMs,
       concurrency,
     });
+    const quarantined = outcomes.length - scored + malformed;
+    const risk = quarantineRisk({ rows: scored + quarantined, quarantined }, run.input.rows, options.maxErrorRate);
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,
@@ -178,7 +186,7 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
       segments: run.input.segments.length,
       outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
       columns: [...(run.output.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...run.output.inputColumns, ...run.schema.columns],
-      canary: { batches: batches.length, rows: outcomes.length, scored, quarantined: outcomes.length - scored, ms: Math.round(ms) },
+      canary: { batches: batches.length, rows: scored + quarantined, scored, quarantined, ms: Math.round(ms) },
       estimate: {
         requests: estimate.requests,
         rows: estimate.rows,
@@ -196,7 +204,7 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
         },
       },
       model: { requested: run.model.requested, resolvedVersion: run.model.resolvedVersion, rowIdMember: run.model.rowIdMember ?? null },
-      warnings: run.warnings,
+      warnings: [...run.warnings, ...(risk === undefined ? [] : [risk])],
     };
   } finally {
     await client.close();
@@ -206,20 +214,29 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
 /**
  * The first CANARY_BATCHES batches of the input, cut as the run cuts them (by --batch-size and
  * --max-batch-bytes, never across a segment's end), each with its rows' JSON bytes. Malformed rows
- * are left out: they are never sent.
+ * are left out, as they are never sent: `malformed` counts those met among the batches' rows,
+ * which the run quarantines.
  */
-async function canaryBatches(storage: Storage, run: PreparedRun, signal: AbortSignal | undefined): Promise<{ batch: RequestBatch; bytes: number }[]> {
+async function canaryBatches(
+  storage: Storage,
+  run: PreparedRun,
+  signal: AbortSignal | undefined,
+): Promise<{ batches: { batch: RequestBatch; bytes: number }[]; malformed: number }> {
   const { options } = run.request;
   const encoder = new RequestEncoder(run.sent, run.input.syntax === 'csv', run.model.rowIdMember ?? undefined);
   const batches: { batch: RequestBatch; bytes: number }[] = [];
   const builder = new RequestBatchBuilder();
+  let malformed = 0;
   const take = () => {
     if (builder.length > 0) batches.push({ bytes: builder.bytes, batch: builder.take() });
   };
   for (let index = 0; index < run.input.segments.length && batches.length < CANARY_BATCHES; index++) {
     read: for await (const rows of readSegment(storage, run.input, index, options, signal)) {
       for (const row of rows) {
-        if (!row.record) continue;
+        if (!row.record) {
+          malformed++;
+          continue;
+        }
         if (batchIsFull(builder.length, builder.bytes, encoder.encode(row.record, row.index), options)) {
           take();
           if (batches.length === CANARY_BATCHES) break read;
@@ -229,7 +246,7 @@ async function canaryBatches(storage: Storage, run: PreparedRun, signal: AbortSi
     }
     take();
   }
-  return batches;
+  return { batches, malformed };
 }
 
 /** What the estimate takes for granted, for people. */

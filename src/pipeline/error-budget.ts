@@ -27,6 +27,19 @@ export function quarantineAllowance(rows: number, maxErrorRate: number): number 
 }
 
 /**
+ * A dry run's warning when the share of its canary's rows quarantined (malformed, or refused by
+ * the model), taken over the whole input's `rows`, is past the run's allowance: the run would
+ * fail E_ERROR_RATE. Exact when the canary covered every row; an extrapolation otherwise.
+ */
+export function quarantineRisk(canary: { rows: number; quarantined: number }, rows: number, maxErrorRate: number): string | undefined {
+  const { quarantined } = canary;
+  if (quarantined === 0 || (quarantined * rows) / canary.rows <= quarantineAllowance(rows, maxErrorRate)) return undefined;
+  const percent = Number(((quarantined / canary.rows) * 100).toPrecision(2));
+  const outcome = canary.rows >= rows ? 'the run would fail with E_ERROR_RATE' : 'at that share the run would fail with E_ERROR_RATE';
+  return `${quarantined} of ${canary.rows} canary rows quarantined (${percent}%): past --max-error-rate ${maxErrorRate} (${quarantineAllowance(rows, maxErrorRate)} of ${rows} rows allowed); ${outcome}`;
+}
+
+/**
  * Why a run over its allowance fails. Its counts, where given, are those that agree with
  * errors.jsonl, taken once every segment has stopped (see keepQuarantinedRows): the segments still
  * stopping quarantine rows after the one that went past. Without them (the moment the run is

@@ -55,9 +55,38 @@ export function redisUnavailable(redis: QueueConnectionExtras, waitedMs: number,
 
 /**
  * Whether an error says Redis cannot be reached, rather than that a command failed: BullMQ's
- * rule, and a cluster none of whose nodes answers (ioredis's ClusterAllFailedError, or no seed
- * node at the start), which BullMQ's rule takes for a failed command.
+ * rule, a cluster none of whose nodes answers (ioredis's ClusterAllFailedError, or no seed node
+ * at the start), and a producer's command given up while its connection was down (ioredis's
+ * MaxRetriesPerRequestError), which BullMQ's rule takes for failed commands.
  */
 export function isConnectionError(err: Error): boolean {
-  return !isNotConnectionError(err) || err.name === 'ClusterAllFailedError' || err.message.startsWith('None of startup nodes is available');
+  return (
+    !isNotConnectionError(err) ||
+    err.name === 'ClusterAllFailedError' ||
+    err.name === 'MaxRetriesPerRequestError' ||
+    err.message.startsWith('None of startup nodes is available')
+  );
+}
+
+/**
+ * Whether a producer's call failed because its connection dropped under it (Redis restarting, or
+ * gone): ioredis's or BullMQ's error, not our E_REDIS_UNAVAILABLE (whose reason may name
+ * ECONNREFUSED too). The next call waits for Redis to be back (see OwnConnectionQueue.ready).
+ */
+export function isDroppedCall(err: unknown): boolean {
+  return err instanceof Error && !(err instanceof BatchScorerError) && isConnectionError(err);
+}
+
+/**
+ * A producer's call, made again once when the connection dropped under it: the call again waits
+ * for Redis and, if it does not come back, fails E_REDIS_UNAVAILABLE naming Redis and what to
+ * check, instead of ioredis's words for the command it gave up on.
+ */
+export async function againIfDropped<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!isDroppedCall(err)) throw err;
+    return call();
+  }
 }

@@ -1,9 +1,9 @@
-import { DelayedError, Job, Queue } from 'bullmq';
+import { Backoffs, DelayedError, Job, Queue } from 'bullmq';
 import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
 import type { z } from 'zod';
 import type { RunOptions } from '../config/run-options.js';
-import { AbortedError, errorCode } from '../errors.js';
+import { AbortedError, errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadPreparedRun, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { ScoringObserver } from '../pipeline/scoring-observer.js';
@@ -13,6 +13,7 @@ import type { RequestSlots } from '../service/request-slots.js';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { CancelWatch } from './cancel-watch.js';
+import { failedAttemptLine } from './failed-attempt.js';
 import { FleetBudgets } from './fleet-budget.js';
 import { readJobData, RUNS_QUEUE, SEGMENTS_QUEUE, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RunCancels } from './run-cancel.js';
@@ -163,7 +164,8 @@ export class WorkerContext {
 
   /**
    * The error a job throws: on shutdown the job is handed back (delayed to now, no attempt spent);
-   * otherwise the error as BullMQ should treat it, after `onFinal` when no attempt is left.
+   * otherwise the error as BullMQ should treat it, after `onFinal` when no attempt is left. A run
+   * job's failed attempt is recorded in its log first (see recordAttempt).
    */
   async failJob(job: Job, token: string | undefined, err: unknown, jobLog: Logger, onFinal: (e: Error) => Promise<unknown>): Promise<Error> {
     if (this.shutdown.signal.aborted && token) {
@@ -173,7 +175,10 @@ export class WorkerContext {
     }
     const mapped = toQueueError(err);
     jobLog.error({ err, code: errorCode(err), attempt: job.attemptsMade + 1 }, 'job failed');
-    if (isFinalFailure(mapped, job.attemptsMade, job.opts.attempts)) await onFinal(err as Error);
+    const final = isFinalFailure(mapped, job.attemptsMade, job.opts.attempts);
+    // An expired run is not a failed one: its status says how far it got.
+    if (job.queueName === RUNS_QUEUE && errorCode(err) !== 'E_EXPIRED') await recordAttempt(job, err, mapped, final, jobLog);
+    if (final) await onFinal(err as Error);
     return mapped;
   }
 
@@ -206,6 +211,30 @@ export class WorkerContext {
     this.cancelWatch.stop();
     await Promise.all([this.runsQueue.close(), this.segmentsQueue.close(), this.budgets.close()]);
     await Promise.all([...this.clients.values()].map((c) => c.close()));
+  }
+}
+
+/**
+ * Writes a run job's failed attempt into its log (see failedAttemptLine), where those following
+ * the run (`enqueue --wait`, `status --watch`) read it as it happens; when it is tried again is
+ * worked out as BullMQ will, from the job's backoff. A failure to write is only logged.
+ */
+async function recordAttempt(job: Job, err: unknown, mapped: Error, final: boolean, jobLog: Logger): Promise<void> {
+  try {
+    const attemptsMade = job.attemptsMade + 1;
+    const backoff = job.opts.backoff === undefined ? undefined : Backoffs.normalize(job.opts.backoff);
+    // No backoff: tried again at once; -1: a strategy's word that it is not tried again.
+    const delay = final ? -1 : ((backoff && (await Backoffs.calculate(backoff, attemptsMade, mapped, job))) ?? 0);
+    const line = failedAttemptLine({
+      attempt: attemptsMade,
+      attempts: job.opts.attempts ?? 1,
+      code: errorCode(err),
+      reason: errorMessage(err),
+      retryAt: delay === -1 ? null : new Date(Date.now() + delay).toISOString(),
+    });
+    await job.log(line);
+  } catch (e) {
+    jobLog.warn({ err: e }, 'could not record the failed attempt in the job log');
   }
 }
 

@@ -1,7 +1,8 @@
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli, type CliProcess } from '../helpers/cli.js';
 import { freePort, startRedis, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess } from '../helpers/queue.js';
 import { tempDir, writeRentals } from '../helpers/scoring.js';
 
@@ -59,6 +60,53 @@ describe('commands against a Redis that is not there', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--batch-size: must be at least 1 \[E_USAGE\]/);
     expect(r.stderr).not.toMatch(/E_REDIS_UNAVAILABLE/);
+  });
+});
+
+describe('commands following runs when Redis goes away', () => {
+  it('enqueue --wait, status <runId> --watch and status --watch say so once, in our words: exit 2, E_REDIS_UNAVAILABLE', async () => {
+    const redisPort = await freePort();
+    const redis = await startRedis(redisPort, tmp.dir, { persist: false });
+    // No worker: the run waits on the queue, followed, until Redis goes.
+    const env = { REDIS_URL: `redis://127.0.0.1:${redisPort}`, QUEUE_PREFIX: uniquePrefix(), LOG_LEVEL: 'warn' };
+    const runId = 'away';
+    const clis: CliProcess[] = [];
+    try {
+      const waiting = startCli(['enqueue', input, '--model', 'mindsdb/home_rentals_model', '--out', join(tmp.dir, 'away'), '--run-id', runId, '--wait'], env);
+      clis.push(waiting);
+      await waitFor('the run to be enqueued', () => waiting.stdout() === `${runId}\n`, GIVE_UP_MS);
+      const watching = startCli(['status', runId, '--watch'], env);
+      const listing = startCli(['status', '--watch'], env);
+      clis.push(watching, listing);
+      await waitFor('both watches to show the run', () => [watching, listing].every((c) => c.stdout().includes(`${runId}  waiting`)), GIVE_UP_MS);
+
+      redis.kill('SIGKILL');
+      await once(redis, 'exit');
+      const gone = Date.now();
+      await waitFor('the three commands to give up', () => clis.every((c) => c.child.exitCode !== null), GIVE_UP_MS);
+      expect(Date.now() - gone).toBeLessThan(GIVE_UP_MS);
+      for (const cli of clis) {
+        expect(await cli.exited).toBe(2);
+        const stderr = cli.stderr();
+        expect(stderr).not.toContain('maxRetriesPerRequest');
+        const lines = stderr.trimEnd().split('\n');
+        expect(lines, stderr).toHaveLength(1);
+        expect(lines[0]).toMatch(
+          new RegExp(
+            `^batch-scorer: Redis at redis://127\\.0\\.0\\.1:${redisPort} did not answer within 5 s \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${redisPort}\\); check REDIS_URL and that Redis is running.* \\[E_REDIS_UNAVAILABLE\\]$`,
+          ),
+        );
+      }
+      // Those that followed the run say how to follow it again.
+      for (const cli of [waiting, watching]) {
+        expect(cli.stderr()).toContain(
+          `; stopped following run ${runId}: once Redis answers, batch-scorer status ${runId} --watch follows it again [E_REDIS_UNAVAILABLE]`,
+        );
+      }
+    } finally {
+      redis.kill('SIGKILL');
+      for (const cli of clis) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    }
   });
 });
 

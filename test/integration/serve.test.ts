@@ -240,6 +240,15 @@ describe('serve', () => {
 
     const missing = await post({ model: MODEL });
     expect(fields(missing)).toEqual(['input', 'out']);
+    // A relative path would be serve's and the workers' working folder's, not the client's: refused, dry run or not.
+    for (const dryRun of [false, true]) {
+      const relative = await post({ input: 'rentals.csv', model: MODEL, out: 'runs/', dryRun });
+      expect([relative.status, relative.json?.error, fields(relative)]).toEqual([400, 'E_USAGE', ['input', 'out']]);
+      expect(relative.json?.message).toMatch(
+        /^input: 'rentals\.csv' is a relative path, .*: an absolute path \(or file:\/\/\/absolute\/path\) or an s3:\/\/ URL is needed; out: 'runs\/' is a relative path/,
+      );
+    }
+    expect(fields(await post({ input, model: MODEL, out: './runs' }))).toEqual(['out']);
     // A submitter names no webhook targets: where the deployment sends requests is not theirs to choose.
     const hooks = { urls: ['http://169.254.169.254/latest'] };
     expect(fields(await post({ input, model: MODEL, out: tmp.dir, notify: hooks, options: { notify: hooks } }))).toEqual(['notify', 'options.notify']);
