@@ -38,6 +38,8 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 # The run pages' script, stylesheet and icon, served as they are (no front-end build).
 COPY assets ./assets
+# The JSON Schemas of the OpenLineage facets, which serve answers at /schemas/openlineage/.
+COPY schemas ./schemas
 # jobs/*.yaml (JOBS_DIR defaults to ./jobs) and config/*.yaml (read from ./config).
 COPY jobs ./jobs
 COPY config ./config

@@ -8,6 +8,8 @@ export interface LineageSettings {
   namespace: string;
   /** OPENLINEAGE_API_KEY: sent as a bearer token when set; never logged. */
   apiKey?: string;
+  /** PUBLIC_URL (see NotifySettings): where `serve` answers the custom facets' schemas, which their `_schemaURL`s name (see facetSchemaUrl). */
+  publicUrl?: string;
 }
 
 /** The path below OPENLINEAGE_URL events go to unless OPENLINEAGE_ENDPOINT says otherwise, as in OpenLineage's HTTP transport (Marquez's). */
@@ -18,9 +20,10 @@ export const DEFAULT_LINEAGE_NAMESPACE = 'batch-scorer';
  * OPENLINEAGE_URL (the lineage server's base URL, as OpenLineage's clients take it: events go to
  * `<url>/<OPENLINEAGE_ENDPOINT>`), OPENLINEAGE_ENDPOINT, OPENLINEAGE_NAMESPACE and
  * OPENLINEAGE_API_KEY; undefined when OPENLINEAGE_URL is unset. Messages never quote the URL: one
- * refused for carrying credentials would show them.
+ * refused for carrying credentials would show them. `publicUrl` is PUBLIC_URL as read with the
+ * notification settings.
  */
-export function lineageSettingsFromEnv(env: NodeJS.ProcessEnv): LineageSettings | undefined {
+export function lineageSettingsFromEnv(env: NodeJS.ProcessEnv, publicUrl?: string): LineageSettings | undefined {
   const text = env.OPENLINEAGE_URL?.trim();
   if (!text) return undefined;
   let base: URL;
@@ -47,5 +50,5 @@ export function lineageSettingsFromEnv(env: NodeJS.ProcessEnv): LineageSettings 
     );
   }
   const apiKey = env.OPENLINEAGE_API_KEY || undefined;
-  return { endpoint: `${base.origin}${base.pathname.replace(/\/+$/, '')}/${path}`, namespace, ...(apiKey && { apiKey }) };
+  return { endpoint: `${base.origin}${base.pathname.replace(/\/+$/, '')}/${path}`, namespace, ...(apiKey && { apiKey }), ...(publicUrl && { publicUrl }) };
 }

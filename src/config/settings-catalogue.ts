@@ -170,7 +170,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'PUBLIC_URL',
-    meaning: 'Where people reach `serve` (`https://scorer.example`): webhooks link to the run page under it.',
+    meaning:
+      'Where people reach `serve` (`https://scorer.example`): webhooks link to the run page under it, and lineage events name the schemas of their custom facets under it.',
     secret: false,
   },
   {

@@ -92,6 +92,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
   const runDefaults = { ...file.run, ...(env.MODEL_SERVICE_URL ? { service: env.MODEL_SERVICE_URL } : {}) };
   const home = serviceSetting(runDefaults.service, 'MODEL_SERVICE_URL');
   const policy = policyFromEnv(env, home);
+  const notify = notifyFromEnv(env);
   return {
     runDefaults,
     serviceTokens: serviceTokensFromEnv(env, home, policy),
@@ -104,8 +105,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     dashboard: dashboardFromEnv(env),
     port: portFromEnv(env.PORT),
     jobsDir: env.JOBS_DIR || 'jobs',
-    lineage: lineageSettingsFromEnv(env),
-    notify: notifyFromEnv(env),
+    lineage: lineageSettingsFromEnv(env, notify.publicUrl),
+    notify,
     limits: limitsFromEnv(env),
   };
 }

@@ -9,6 +9,7 @@ import type { Pipeline } from '../triggers/pipelines.js';
 import { serverAuth, type Credentials } from './auth.js';
 import { dashboardInlineStyles, QUEUES_PATH, queueDashboard } from './dashboard.js';
 import { eventRoutes } from './event-routes.js';
+import { registerFacetSchemaRoutes } from './facet-schema-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
 import { openApiDocument } from './openapi.js';
@@ -51,7 +52,7 @@ export interface ServerDeps {
 }
 
 /**
- * The HTTP server of `serve`, not yet listening: health (open), the run API, `POST /events/s3`,
+ * The HTTP server of `serve`, not yet listening: health and the lineage facets' schemas (open), the run API, `POST /events/s3`,
  * `/openapi.json` and `/metrics` (bearer token), and `/ui` (basic auth or the token). Every answer carries
  * `x-request-id` (the client's when it sent a sane one), which every log line of the request has, and
  * the security headers (security-headers.ts). Refused credentials are throttled per client (auth-throttle.ts).
@@ -90,6 +91,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       return reply.code(503).send({ status: 'unavailable' });
     }
   });
+
+  registerFacetSchemaRoutes(app);
 
   const openApi = openApiDocument();
   void app.register(async (api) => {

@@ -13,8 +13,10 @@ export interface LineageListener extends RunListener {
 }
 
 /**
- * OpenLineage run events for the runs of this process (START, then COMPLETE, FAIL or ABORT), sent
- * in the background; without settings (OPENLINEAGE_URL unset) it hears runs and sends nothing.
+ * OpenLineage run events for the runs of this process, one OpenLineage run per attempt (START,
+ * then COMPLETE, FAIL or ABORT; OTHER for a held attempt, whose end comes from whoever judges
+ * it), sent in the background; without settings (OPENLINEAGE_URL unset) it hears runs and sends
+ * nothing.
  */
 export function lineageListener(settings: LineageSettings | undefined, log: Logger): LineageListener {
   if (!settings) return { runStarted: () => undefined, runEnded: () => undefined, drain: () => Promise.resolve() };
@@ -29,8 +31,8 @@ export function lineageListener(settings: LineageSettings | undefined, log: Logg
     }
   };
   return {
-    runStarted: (start) => send(() => startEvent(start, settings.namespace)),
-    runEnded: (manifest) => send(() => endEvent(manifest, settings.namespace)),
+    runStarted: (start) => send(() => startEvent(start, settings)),
+    runEnded: (manifest) => send(() => endEvent(manifest, settings)),
     drain: (ms = LINEAGE_DRAIN_MS) => sender.drain(ms),
   };
 }

@@ -58,7 +58,12 @@ export class LineageSender {
     const body = JSON.stringify(event);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.settings.apiKey) headers.authorization = `Bearer ${this.settings.apiKey}`;
-    const about = { eventType: event.eventType, lineageRunId: event.run.runId, runId: event.run.facets.batchScorer?.runId };
+    const about = {
+      eventType: event.eventType,
+      lineageRunId: event.run.runId,
+      runId: event.run.facets.batchScorer?.runId,
+      attempt: event.run.facets.batchScorer?.attempt,
+    };
     for (let attempt = 0; ; attempt++) {
       let err: unknown;
       // Anything but overload, a server error or no answer would be answered the same again.

@@ -171,8 +171,9 @@ export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_CONFL
  * finished. Only in the run's own folder (see run-folder-claim.ts), never over a succeeded run's
  * manifest, nor another run's. Best effort: a failure to write it is logged, and the original
  * error stays the one reported. A run that failed on its error threshold also gets errors.jsonl
- * (see keepQuarantinedRows), and counts that agree with it; `onQuarantined` hears each segment's
- * rows in it (queue mode sets its progress from them) and must not throw.
+ * (see keepQuarantinedRows), listed in its manifest's outputs, and counts that agree with it;
+ * `onQuarantined` hears each segment's rows in it (queue mode sets its progress from them) and
+ * must not throw.
  * @returns the manifest of the attempt's end; undefined for a request that never became a run of
  *   this folder (refused before it claimed it, or the folder is another run's or one that
  *   succeeded): it has no lifecycle, and nothing is told of it
@@ -216,7 +217,7 @@ export async function recordFailure(
       const kept = await keepQuarantinedRows(storage, run);
       // Its message counts the rows errors.jsonl holds, now that every segment has stopped.
       const error = errorRateExceeded(run, kept.counts);
-      manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt, counts: kept.counts, error });
+      manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt, counts: kept.counts, outputs: [kept.file], error });
       quarantined = kept.bySegment;
     }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });

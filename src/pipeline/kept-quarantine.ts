@@ -1,6 +1,7 @@
 import { basename, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { concatenateParts } from './assemble.js';
+import type { OutputFile } from './manifest.js';
 import { runFiles, segmentErrorsPiece, type PreparedRun } from './prepared-run.js';
 import { sumCounts, type SegmentCounts } from './segment-counts.js';
 import { readSegmentsDone } from './segment-done.js';
@@ -15,6 +16,8 @@ export interface KeptQuarantine {
   counts: SegmentCounts & { segments: number };
   /** Each segment's rows in errors.jsonl, by segment index: 0 for a segment without a part. */
   bySegment: number[];
+  /** errors.jsonl as the manifest lists it among the run folder's files. */
+  file: OutputFile;
 }
 
 /**
@@ -35,7 +38,7 @@ export async function keepQuarantinedRows(storage: Storage, run: PreparedRun): P
   // A segment stopped on a cap and resumed has its rows in pieces, in order.
   parts.sort((a, b) => a.index - b.index || a.piece - b.piece);
   const bySegment = run.input.segments.map(() => 0);
-  await concatenateParts(
+  const written = await concatenateParts(
     storage,
     runFiles.errors(folder),
     parts.map((p) => p.location),
@@ -44,7 +47,11 @@ export async function keepQuarantinedRows(storage: Storage, run: PreparedRun): P
   const finished = (await readSegmentsDone(storage, run, (done) => ({ ...done, profile: null }))).filter((d) => d !== undefined);
   const kept = sumCounts(finished);
   const rowsQuarantined = bySegment.reduce((sum, rows) => sum + rows, 0);
-  return { counts: { ...kept, rowsQuarantined, rowsIn: kept.rowsScored + rowsQuarantined, segments: finished.length }, bySegment };
+  return {
+    counts: { ...kept, rowsQuarantined, rowsIn: kept.rowsScored + rowsQuarantined, segments: finished.length },
+    bySegment,
+    file: { ...written, rows: rowsQuarantined },
+  };
 }
 
 /** The line feeds in a chunk: errors.jsonl has one per row, and none inside one (JSON escapes them). */

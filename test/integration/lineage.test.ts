@@ -3,16 +3,20 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/lineage/run-event.js';
 import { LINEAGE_DRAIN_MS } from '../../src/lineage/lineage-listener.js';
+import { lineageRunId, wholeRunId } from '../../src/lineage/run-uuid.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { startForeignListener } from '../helpers/foreign-listener.js';
 import { startLineageReceiver, type LineageReceiver } from '../helpers/lineage-receiver.js';
+import { shippedFile } from '../helpers/lineage-schema.js';
 import { freePort, useQueueFixture, waitFor } from '../helpers/queue.js';
-import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';
+import { useServeProcesses } from '../helpers/serve.js';
+import { startSimulator, tempDir, writeRentals, writeRentalsWithEngineErrors, writeShiftedRentals } from '../helpers/scoring.js';
 import type { Simulator } from '../../src/simulator/server.js';
 
 // OpenLineage run events (OPENLINEAGE_URL) from `score` and from real worker processes, received
-// by a local lineage server that checks each against the project's schema of them.
+// by a local lineage server that checks each against OpenLineage's schemas (the RunEvent of spec
+// 2-0-2, each standard facet's) and each custom facet against the schema the package ships.
 
 const MODEL = 'mindsdb/home_rentals_model';
 const ROWS = 3_000;
@@ -116,6 +120,57 @@ describe('lineage events from score', () => {
     const manifest = await manifestOf(out, 'lin-fail');
     expect(events[1].run.facets.errorMessage).toMatchObject({ message: `${manifest.error!.code}: ${manifest.error!.message}` });
     expect(events[1].outputs).toEqual([]);
+  });
+
+  it('a run that fails on its error threshold sends FAIL naming errors.jsonl, with the rows it holds', async () => {
+    receiver = await startLineageReceiver();
+    const out = join(tmp.dir, 'score-error-rate');
+    const bad = join(tmp.dir, 'engine-errors.csv');
+    await writeRentalsWithEngineErrors(bad, 200, (i) => i % 10 === 3);
+    const r = await runCli(['score', bad, '--model', MODEL, '--out', out, '--run-id', 'lin-rate', '--max-error-rate', '0'], env(receiver.url));
+    expect(r.code).toBe(1);
+    const manifest = await manifestOf(out, 'lin-rate');
+    expect(manifest.error?.code).toBe('E_ERROR_RATE');
+    const events = receiver.events();
+    expect(types(events)).toEqual(['START', 'FAIL']);
+    expectOneRun(events, 'lin-rate', 'mindsdb.home_rentals_model');
+    const errors = await readFile(join(out, 'lin-rate', 'errors.jsonl'));
+    const rows = errors.toString('utf8').split('\n').filter(Boolean).length;
+    expect(rows).toBeGreaterThan(0);
+    expect(manifest.outputs).toMatchObject([{ file: 'errors.jsonl', rows, bytes: errors.length }]);
+    expect(events[1].outputs).toEqual([
+      {
+        namespace: 'file',
+        name: join(out, 'lin-rate', 'errors.jsonl'),
+        outputFacets: { outputStatistics: expect.objectContaining({ rowCount: rows, size: errors.length, fileCount: 1 }) as unknown },
+      },
+    ]);
+    expect(events[1].run.facets.errorMessage?.message).toMatch(/^E_ERROR_RATE: /);
+  });
+
+  it('a run held by its drift gate sends OTHER; accept sends its COMPLETE, reject its FAIL, on the same OpenLineage run', async () => {
+    receiver = await startLineageReceiver();
+    const out = join(tmp.dir, 'score-held');
+    const shifted = join(tmp.dir, 'shifted.csv');
+    await writeShiftedRentals(shifted, 300, 3);
+    const score = (file: string, runId: string, ...more: string[]) =>
+      runCli(['score', file, '--model', MODEL, '--out', out, '--run-id', runId, ...more], env(receiver!.url));
+    expect((await score(input, 'lin-base')).code).toBe(0);
+    for (const runId of ['lin-held-a', 'lin-held-r']) expect((await score(shifted, runId, '--baseline-run', 'lin-base', '--drift-fail', '0.25')).code).toBe(1);
+    expect((await runCli(['accept', 'lin-held-a', '--out', out, '--by', 'ana'], env(receiver.url))).code).toBe(0);
+    expect((await runCli(['reject', 'lin-held-r', '--out', out, '--by', 'ana'], env(receiver.url))).code).toBe(0);
+    for (const [runId, end, state] of [
+      ['lin-held-a', 'COMPLETE', 'succeeded'],
+      ['lin-held-r', 'FAIL', 'failed'],
+    ]) {
+      const events = receiver.events().filter((e) => e.run.facets.batchScorer.runId === runId);
+      expect(types(events)).toEqual(['START', 'OTHER', end]);
+      expectOneRun(events, runId, 'mindsdb.home_rentals_model');
+      expect(events.map((e) => e.run.facets.batchScorer.state)).toEqual([undefined, 'held', state]);
+      const manifest = await manifestOf(out, runId);
+      expect(events[2].eventTime).toBe((manifest.accepted ?? manifest.rejected)!.at);
+      expect(events[2].outputs.map((o) => o.name)).toEqual(manifest.outputs.map((o) => o.location));
+    }
   });
 
   it('an event the lineage server refuses with a 503 is sent again, and the end still comes after the start', async () => {
@@ -227,5 +282,70 @@ describe('lineage events from queue workers', () => {
     expectOneRun(events, 'lq-cx', 'mindsdb.home_rentals_model');
     expect(events[1].run.facets.errorMessage?.message).toMatch(/^E_CANCELLED: /);
     expect(events[1].run.facets.batchScorer).toMatchObject({ state: 'cancelled' });
+  });
+
+  const serve = useServeProcesses();
+
+  it('a run capped, capped again, cancelled and completed: four attempts, each one OpenLineage run with one START and one end', async () => {
+    await f.setup({ latencyMs: 40 });
+    receiver = await startLineageReceiver();
+    // PUBLIC_URL names this serve: the custom facets' _schemaURLs are its, and must resolve there.
+    const s = await serve(f.env());
+    f.worker(['--concurrency', '1'], { OPENLINEAGE_URL: receiver.url, PUBLIC_URL: s.url });
+    const out = join(tmp.dir, 'queue-story');
+    const runId = 'lq-story';
+    const folder = join(out, runId);
+    const state = async () => (await f.queue.get(runId))?.state;
+    // Six segments of 25 batches, one batch at a time: about a second a segment, six for the run.
+    await f.queue.enqueue({ input, model: MODEL, out, options: { runId, segmentRows: 500, batchSize: 20, concurrency: 1, maxRequests: 10 } });
+    expect((await f.finished(runId)).state).toBe('expired');
+    // A cap counts on from the calls sent: 10 more, and it expires again.
+    await f.queue.resume(runId, { maxRequests: 20 });
+    await waitFor(
+      'the second attempt to expire',
+      async () => (await manifestOf(out, runId).catch(() => undefined))?.attempt === 2 && (await state()) === 'expired',
+      60_000,
+    );
+    await f.queue.resume(runId);
+    await waitFor('a segment of the third attempt done', async () => ((await f.queue.get(runId))?.progress?.segmentsDone ?? 0) >= 1, 30_000);
+    expect((await f.queue.cancel(runId)).state).toMatch(/^cancell(ing|ed)$/);
+    await waitFor('the third attempt cancelled', async () => (await state()) === 'cancelled', 30_000);
+    await f.queue.resume(runId);
+    expect((await f.finished(runId)).state).toBe('succeeded');
+    expect(await manifestOf(out, runId)).toMatchObject({ state: 'succeeded', attempt: 4 });
+
+    const events = await receiver.runEvents(runId, 8);
+    expect(receiver.invalid()).toEqual([]);
+    const byRun = new Map<string, RunEvent[]>();
+    for (const e of events) byRun.set(e.run.runId, [...(byRun.get(e.run.runId) ?? []), e]);
+    expect(byRun.size).toBe(4);
+    const attempts = [...byRun.values()].map((of) => {
+      expect(of.filter((e) => e.eventType === 'START')).toHaveLength(1);
+      expect(of.filter((e) => ['COMPLETE', 'FAIL', 'ABORT'].includes(e.eventType))).toHaveLength(1);
+      expect(of).toHaveLength(2);
+      const attempt = of[0].run.facets.batchScorer.attempt as number;
+      expect(of.map((e) => e.run.facets.batchScorer.attempt)).toEqual([attempt, attempt]);
+      expect(of[0].run.runId).toBe(lineageRunId(folder, attempt));
+      // Grouped under one parent: the run as a whole.
+      for (const e of of) expect(e.run.facets.parent).toMatchObject({ run: { runId: wholeRunId(folder) }, job: { name: 'mindsdb.home_rentals_model' } });
+      const end = of.find((e) => e.eventType !== 'START')!;
+      return [attempt, end.eventType, end.run.facets.batchScorer.state];
+    });
+    expect(attempts.sort()).toEqual([
+      [1, 'ABORT', 'expired'],
+      [2, 'ABORT', 'expired'],
+      [3, 'ABORT', 'cancelled'],
+      [4, 'COMPLETE', 'succeeded'],
+    ]);
+
+    // Every custom facet's _schemaURL is one serve answers: the schema the package ships, against which receiver.invalid() checked it.
+    const urls = new Set(events.flatMap((e) => [e.run.facets.batchScorer._schemaURL, e.job.facets.batchScorerModel._schemaURL]));
+    expect(urls.size).toBe(2);
+    for (const url of urls) {
+      expect(url.startsWith(`${s.url}/schemas/openlineage/`)).toBe(true);
+      const answer = await fetch(url.replace(/#.*$/, ''));
+      expect([answer.status, answer.headers.get('content-type')]).toEqual([200, 'application/schema+json']);
+      expect(Buffer.from(await answer.arrayBuffer())).toEqual(await readFile(join(import.meta.dirname, '..', '..', shippedFile(url)!)));
+    }
   });
 });

@@ -184,7 +184,18 @@ describe('scoreRun with an in-memory storage and a fake model service', () => {
     const files = await runFolder(storage, 'too-bad');
     expect(files._SUCCESS).toBeUndefined();
     expect(JSON.parse(files['manifest.json'])).toMatchObject({ state: 'failed', error: { code: 'E_ERROR_RATE' } });
-    expect(parseJsonLines(files['errors.jsonl']).every((e) => (Number(e.row) - 1) % 20 === 3)).toBe(true);
+    const quarantined = parseJsonLines(files['errors.jsonl']);
+    expect(quarantined.every((e) => (Number(e.row) - 1) % 20 === 3)).toBe(true);
+    // The manifest lists errors.jsonl among the folder's files, as a successful run's does.
+    expect((JSON.parse(files['manifest.json']) as Manifest).outputs).toEqual([
+      {
+        file: 'errors.jsonl',
+        location: `${OUT}/too-bad/errors.jsonl`,
+        rows: quarantined.length,
+        bytes: Buffer.byteLength(files['errors.jsonl']),
+        sha256: sha256(files['errors.jsonl']),
+      },
+    ]);
   });
 
   it('retries overloads within --retries, and gives up with E_SERVICE_UNAVAILABLE past them', async () => {
