@@ -4,15 +4,16 @@ import { describeTrigger } from '../pipeline/run-trigger.js';
 import { readFailedAttempt, type FailedAttempt } from '../queue/failed-attempt.js';
 import type { RunStatus } from '../queue/producer.js';
 import { isResumable } from '../pipeline/run-lifecycle.js';
-import { describeResult, resultFacts } from '../pipeline/run-result.js';
+import { resultNotes } from '../pipeline/run-result.js';
 import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 
 /**
- * One line of a run for `status`: state, rows done/total, rows/s, ETA, its priority unless
- * `normal`, what started it (and its pipeline, if one did), output location; then, for a settled
- * run, its result (see describeResult: counts, drift verdict, shadow agreement, cap, acceptance)
- * and its error, and the command that takes it further where one does.
+ * One line of a run for `status`: state, rows done/total, rows/s, ETA, quarantined rows, its
+ * priority unless `normal`, what started it (and its pipeline, if one did), output location; for
+ * a settled run what its result notes (the cap reached, the drift verdict, shadow agreement, who
+ * accepted it, see resultNotes) and its error; then, on a line of its own, the command that takes
+ * it further where one does.
  */
 export function formatRunStatus(s: RunStatus): string {
   const p = s.progress;
@@ -23,26 +24,42 @@ export function formatRunStatus(s: RunStatus): string {
   const rate = s.result?.rowsPerSecond != null ? `${s.result.rowsPerSecond} rows/s` : p ? `${p.rowsPerSecond} rows/s` : '';
   const eta = p && s.state === 'running' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
-  const quarantined = p?.rowsQuarantined && !s.result ? `${p.rowsQuarantined} quarantined` : '';
+  const quarantinedRows = s.result?.counts?.rowsQuarantined ?? p?.rowsQuarantined;
+  const quarantined = quarantinedRows ? `${quarantinedRows} quarantined` : '';
   const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
-  const line = [s.runId, s.state, rows, segments, rate, eta, quarantined, priority, `attempts ${s.attempts}`, `by ${describeTrigger(s.trigger)}`, s.folder]
+  const notes = s.result ? resultNotes(s.result).filter((n) => !n.startsWith('cap ')) : [];
+  const line = [
+    s.runId,
+    s.state,
+    rows,
+    segments,
+    rate,
+    eta,
+    quarantined,
+    priority,
+    `attempts ${s.attempts}`,
+    `by ${describeTrigger(s.trigger)}`,
+    s.folder,
+    ...notes,
+    errorText(s),
+  ]
     .filter(Boolean)
     .join('  ');
-  const said = [line, ...resultLines(s)];
   const next = nextCommand(s);
-  return [...said, ...(next ? [`  ${next}`] : [])].join('\n');
+  return next ? `${line}\n  ${next}` : line;
 }
 
 /**
- * The result of a settled run, when it has facts to tell (see resultFacts), and the error of one
- * that failed, expired or is held, each on a line of its own (a cancel's message says only that).
+ * The error a settled run ended with, as `<message> [<code>]`: after `failed:` or `held:`, alone
+ * for an expired run (its message says it expired, and how far it got); none for a cancel, whose
+ * message says only that. For a job that failed without a result (it stalled), BullMQ's reason.
  */
-function resultLines(s: RunStatus): string[] {
-  if (!s.result) return s.failedReason ? [`  failed: ${s.failedReason}`] : [];
-  const { error } = s.result;
-  const facts = resultFacts(s.result);
-  const told = error && s.state !== 'succeeded' && s.state !== 'cancelled';
-  return [...(facts.length > 0 ? [`  ${describeResult(s.result)}`] : []), ...(told ? [`  ${error.code}: ${error.message}`] : [])];
+function errorText(s: RunStatus): string {
+  const error = s.result?.error;
+  if (!error) return s.failedReason ? `failed: ${s.failedReason}` : '';
+  if (s.state === 'cancelled' || s.state === 'succeeded') return '';
+  const text = `${error.message} [${error.code}]`;
+  return s.state === 'expired' ? text : `${s.state}: ${text}`;
 }
 
 /** What takes a settled run further, ready to copy: a judgement for a held run, a resume for one a resume can help. */

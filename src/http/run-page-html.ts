@@ -326,15 +326,20 @@ function progressSection({ status, progress: p, manifest }: RunPageView): Html {
   </section>`;
 }
 
+/** Why a settled run did not succeed, as `status` says it: `<message> [<code>]` (bounded), or the reason BullMQ kept for a job without a result. */
+function reasonText(status: RunStatus): string | undefined {
+  const error = status.result?.error;
+  if (error) return `${excerpt(error.message, MESSAGE_BYTES)} [${error.code}]`;
+  return status.failedReason && excerpt(status.failedReason, MESSAGE_BYTES);
+}
+
 /**
  * The banner of a settled run that did not simply succeed: its error (failed, expired, cancelled),
  * the judgement it waits for (held), or who accepted it. Nothing for a live run or a plain success.
  */
 function resultNotice(status: RunStatus): HtmlValue {
   const { result } = status;
-  const why = result?.error
-    ? `[${result.error.code}] ${excerpt(result.error.message, MESSAGE_BYTES)}`
-    : status.failedReason && excerpt(status.failedReason, MESSAGE_BYTES);
+  const why = reasonText(status);
   switch (status.state) {
     case 'held':
       return html`<p class="notice" id="held">Held: its outputs are written and wait for accept or reject. ${why ?? ''}</p>`;
@@ -522,7 +527,7 @@ function driftSection(ctx: PageContext, manifest: PageManifest | undefined): Htm
       ${
         accepted
           ? html`<dt>Accepted</dt>
-              <dd id="drift-accepted">by ${accepted.by}, ${dateTime(accepted.at)} <span class="muted">(it had failed: ${accepted.error.code})</span></dd>`
+              <dd id="drift-accepted">by ${accepted.by}, ${dateTime(accepted.at)} <span class="muted">(it was held on ${accepted.error.code})</span></dd>`
           : ''
       }
     </dl>

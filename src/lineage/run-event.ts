@@ -69,14 +69,16 @@ export function startEvent(start: RunStart, settings: EventSettings): RunEvent {
  * judgement's time. It names every input file and every file the run folder holds that the
  * manifest lists (errors.jsonl of a run failed on its error threshold too), with their rows and
  * bytes. Undefined for a run that never had a folder of its own (one found to be another run's:
- * its UUID would be that run's).
+ * its UUID would be that run's), or that never began an attempt (attempt 0).
  */
 export function endEvent(manifest: Manifest, settings: EventSettings): RunEvent | undefined {
   const { folder, error } = manifest;
   if (folder === null || (error && (NOT_THIS_RUNS as readonly string[]).includes(error.code))) return undefined;
+  // Attempt 0: a queued run its worker refused before it began an attempt, which sent no START.
+  const attempt = manifest.attempt ?? 1;
+  if (attempt === 0) return undefined;
   const trigger = manifest.trigger ?? undefined;
   const eventType = END_EVENTS[manifest.state];
-  const attempt = manifest.attempt ?? 1;
   const job = jobOf(settings, trigger, manifest.model);
   // The error is told with the end it made: a held attempt's drift, with its judgement (a rejection).
   const failing = eventType === 'FAIL' || eventType === 'ABORT';

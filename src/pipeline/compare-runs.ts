@@ -74,7 +74,7 @@ async function readSucceededRun(storage: Storage, folder: Location, which: strin
   if (!manifest) throw refused(`run ${which}: there is no manifest.json in ${where}: the run has not finished there, or never ran`);
   const runId = manifest.runId;
   if (manifest.state !== 'succeeded') {
-    const how = manifest.state === 'failed' ? `failed with ${manifest.error?.code ?? 'no error code'}` : manifest.state;
+    const how = manifest.state === 'failed' ? `failed with ${manifest.error?.code ?? 'no error code'}` : `is ${manifest.state}`;
     throw refused(`run ${which} (${runId}) ${how}; only runs that succeeded are compared`);
   }
   if (!(await storage.exists(runFiles.success(folder), signal)))

@@ -184,7 +184,7 @@ export function refusedWhilePlanning(code: ErrorCode): boolean {
 export function withdrawClaim(storage: Storage, folder: Location): Promise<void> {
   const root = formatLocation(folder);
   const below = (loc: Location) => formatLocation(loc).slice(root.length + 1);
-  const named = new Set([below(runFiles.claim(folder)), below(runFiles.describe(folder))]);
+  const named = new Set([below(runFiles.claim(folder)), below(runFiles.attempt(folder)), below(runFiles.describe(folder))]);
   const staged = below(runFiles.stagedInput(folder, 0)).replace(/[^/]*$/, '');
   return storage.removeFiles(folder, (name) => named.has(name) || (name.startsWith(staged) && !name.slice(staged.length).includes('/')));
 }

@@ -117,12 +117,19 @@ export function describeResult(r: RunResult): string {
   return `${r.state}${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`;
 }
 
-/** The facts of a result a view lists beside its state: counts, error code, cap, drift verdict, shadow agreement, acceptance. */
+/** The facts of a result a view lists beside its state: counts, error code, and its notes (see resultNotes). */
 export function resultFacts(r: RunResult): string[] {
   return [
     r.counts && `${r.counts.rowsScored} rows scored, ${r.counts.rowsQuarantined} quarantined`,
     // A failed or held run's code; a cancelled or expired run's state says it (and its cap, which).
     r.error && (r.state === 'failed' || r.state === 'held') && `[${r.error.code}]`,
+    ...resultNotes(r),
+  ].filter((p): p is string => typeof p === 'string' && p !== '');
+}
+
+/** What a result says beyond its counts and code: the cap reached, the drift verdict, shadow agreement, who accepted it. */
+export function resultNotes(r: RunResult): string[] {
+  return [
     r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached, ${r.cap.rowsKept} of ${r.cap.rowsTotal} rows kept`,
     r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
     r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,

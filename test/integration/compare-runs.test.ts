@@ -157,7 +157,7 @@ describe('batch-scorer compare (child process)', () => {
     const failed = await runCli(['compare', 'drifted', 'champion', '--out', f.out], env());
     expect([failed.code, failed.stderr]).toEqual([
       2,
-      expect.stringMatching(/run A \(drifted\) failed with E_DRIFT; only runs that succeeded are compared \[E_RUN_CONFLICT\]/),
+      expect.stringMatching(/run A \(drifted\) is held; only runs that succeeded are compared \[E_RUN_CONFLICT\]/),
     ]);
 
     const bad = await runCli(['compare', 'champion', '../champion', '--out', f.out], env());

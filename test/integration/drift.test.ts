@@ -49,7 +49,7 @@ describe('drift from a baseline run (score --baseline-run)', () => {
     expect(shifted.code).toBe(1);
     expect(shifted.stderr).toMatch(/E_DRIFT/);
     expect(shifted.stderr).toMatch(/sqft \(PSI \d/);
-    expect(shifted.manifest).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
+    expect(shifted.manifest).toMatchObject({ state: 'held', error: { code: 'E_DRIFT' }, drift: { level: 'fail' } });
     expect(shifted.manifest.drift!.moved[0]).toBe('sqft');
     expect(shifted.manifest.drift!.moved).not.toContain('location');
     // Written, but not presented as complete.

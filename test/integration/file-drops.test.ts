@@ -320,10 +320,10 @@ describe('file drops', () => {
 
     const third = await runOf('wednesday.csv', 1.5);
     const status = await f.finished(third);
-    expect(status.state).toBe('failed');
+    expect(status.state).toBe('held');
     expect(reasonOf(status)).toMatch(/E_DRIFT/);
     const shifted = await manifestOf(third);
-    expect(shifted).toMatchObject({ state: 'failed', error: { code: 'E_DRIFT' }, drift: { baseline: { runId: second }, level: 'fail' } });
+    expect(shifted).toMatchObject({ state: 'held', error: { code: 'E_DRIFT' }, drift: { baseline: { runId: second }, level: 'fail' } });
     expect(shifted.drift!.moved[0]).toBe('sqft');
     expect(await storage.exists(parseLocation(`s3://results/drift/${third}/_SUCCESS`))).toBe(false);
   });

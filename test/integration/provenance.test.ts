@@ -94,14 +94,14 @@ describe('provenance', () => {
     const scheduled = await runCli(['status', '--pipeline', 'nightly-rentals'], f.env());
     expect(scheduled.code).toBe(0);
     expect(scheduled.stdout).toBe(
-      `by-schedule  waiting  -  attempts 0  by schedule nightly-rentals (2026-11-23T01:00:00.000Z)  ${join(tmp.dir, 'out', 'by-schedule')}\n`,
+      `by-schedule  queued  -  attempts 0  by schedule nightly-rentals (2026-11-23T01:00:00.000Z)  ${join(tmp.dir, 'out', 'by-schedule')}\n`,
     );
 
     const events = (await runCli(['status', '--pipeline', 'rentals-inbox'], f.env())).stdout.trimEnd().split('\n');
     expect(events).toHaveLength(20);
     for (const line of events)
-      expect(line).toMatch(/^by-event-\d\d {2}waiting .* by event rentals-inbox \(s3:ObjectCreated:Put s3:\/\/inbox\/rentals\/file \d+\.csv\)/);
-    expect((await runCli(['status'], f.env())).stdout).toContain('by-cli  waiting  -  attempts 0  by cli (enqueue)  ');
+      expect(line).toMatch(/^by-event-\d\d {2}queued .* by event rentals-inbox \(s3:ObjectCreated:Put s3:\/\/inbox\/rentals\/file \d+\.csv\)/);
+    expect((await runCli(['status'], f.env())).stdout).toContain('by-cli  queued  -  attempts 0  by cli (enqueue)  ');
 
     const json = JSON.parse((await runCli(['status', '--pipeline', 'nightly-rentals', '--json'], f.env())).stdout) as RunStatus[];
     expect(json).toMatchObject([{ runId: 'by-schedule', trigger: SCHEDULE, pipeline: 'nightly-rentals' }]);
@@ -124,7 +124,7 @@ describe('provenance', () => {
     f.worker();
     expect(await watch.exited).toBe(0);
     const frames = watch.stdout().trimEnd().split('\n');
-    expect(frames.at(-1)).toMatch(/^by-schedule {2}completed {2}200\/200 rows .* by schedule nightly-rentals \(/);
+    expect(frames.at(-1)).toMatch(/^by-schedule {2}succeeded {2}200\/200 rows .* by schedule nightly-rentals \(/);
     for (const frame of frames) expect(frame).toMatch(/^by-schedule /);
   });
 

@@ -229,7 +229,7 @@ describe('queue mode with real worker processes on Redis', () => {
       folder: join(out, 'once'),
     });
     const text = await runCli(['status'], env());
-    expect(text.stdout).toMatch(/^once {2}completed {2}100\/100 rows/);
+    expect(text.stdout).toMatch(/^once {2}succeeded {2}100\/100 rows/);
 
     // Once its job is gone (retention), the same run id enqueued again finds the run done and scores nothing.
     const rows = f.sim.stats.predictRows;
@@ -301,8 +301,8 @@ describe('status', () => {
     const lines = text.stdout().trimEnd().split('\n');
     for (const log of logs) expect(lines.filter((l) => l === log)).toHaveLength(1);
     const frames = lines.filter((l) => l.startsWith(`${runId}  `));
-    expect(frames.filter((l) => l.startsWith(`${runId}  waiting`))).toHaveLength(1);
-    expect(frames.at(-1)).toMatch(/^watch {2}completed {2}10000\/10000 rows/);
+    expect(frames.filter((l) => l.startsWith(`${runId}  queued`))).toHaveLength(1);
+    expect(frames.at(-1)).toMatch(/^watch {2}succeeded {2}10000\/10000 rows/);
     for (let i = 1; i < frames.length; i++) expect(frames[i]).not.toBe(frames[i - 1]);
 
     const records = json

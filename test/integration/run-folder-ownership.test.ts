@@ -117,6 +117,7 @@ describe('the run’s own folder', () => {
     expect(failed.stderr).toMatch(/never closed.*\[E_INPUT\]\nrun folder: \S+\n$/);
     expect(await folderTree(join(out, 'r'))).toEqual({
       '_work/': 'folder',
+      '_work/attempt.json': expect.any(String) as string,
       '_work/claim.json': expect.any(String) as string,
       'manifest.json': expect.any(String) as string,
     });

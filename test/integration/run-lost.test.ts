@@ -39,7 +39,7 @@ describe('a followed run that vanishes from Redis', () => {
       const waiting = startCli([...args, '--wait'], f.env());
       await waitFor('a segment to be done', async () => (await segmentsDone(folder)) >= 1, 30_000);
       const watching = startCli(['status', runId, '--watch'], f.env());
-      await waitFor('status --watch to show the run active', () => watching.stdout().includes(`${runId}  active`), 10_000);
+      await waitFor('status --watch to show the run running', () => watching.stdout().includes(`${runId}  running`), 10_000);
       // The worker is scoring the second segment when the keys vanish (a segment is 40 requests).
       const perSegment = SEGMENT_ROWS / 50;
       await waitFor('the second segment to be scoring', () => f.sim.stats.predictRequests > perSegment, 10_000);
@@ -77,7 +77,7 @@ describe('a followed run that vanishes from Redis', () => {
       // The printed command resumes it, keeping the segments it had finished.
       const resume = /enqueue it again under its run id to resume it: batch-scorer (.*) \[E_RUN_LOST\]$/.exec(waiting.stderr().trimEnd())![1].split(' ');
       const resumed = await runCli(resume, f.env());
-      expect([resumed.code, resumed.stderr]).toEqual([0, expect.stringMatching(new RegExp(`^${runId}  completed  ${ROWS}/${ROWS} rows`, 'm'))]);
+      expect([resumed.code, resumed.stderr]).toEqual([0, expect.stringMatching(new RegExp(`^${runId}  succeeded  ${ROWS}/${ROWS} rows`, 'm'))]);
       expect(f.sim.stats.predictRequests).toBeGreaterThan(predictsStopped);
       expect((await f.queue.logs(runId))[0]).toMatch(new RegExp(`^planned: ${ROWS} rows in 3 segments \\(2 to score\\)`));
     } finally {

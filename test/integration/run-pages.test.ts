@@ -11,7 +11,7 @@ import { escapeHtml } from '../../src/http/html.js';
 import { judgeRun } from '../../src/pipeline/judge-run.js';
 import { runFiles } from '../../src/pipeline/prepared-run.js';
 import { createStorage } from '../../src/storage/storage.js';
-import { useQueueFixture, waitFor } from '../helpers/queue.js';
+import { useQueueFixture, waitFor, reasonOf } from '../helpers/queue.js';
 import { HOSTILE, mountRunPages, PAGE_RUN, writePageInput } from '../helpers/run-pages.js';
 import { parseCsv, tempDir, writeRentals, writeShiftedRentals } from '../helpers/scoring.js';
 
@@ -67,7 +67,7 @@ describe('run pages on a real queue run', () => {
       30_000,
     );
     expect(live).toContain('<meta http-equiv="refresh" content="5"');
-    expect(live).toContain('<span class="badge badge-active">active</span>');
+    expect(live).toContain('<span class="badge badge-running">running</span>');
     expect(cells(live)).toHaveLength(6);
     // Prepared, not yet assembled: the model section shows the version the run is pinned to, from its run.json.
     expect(live).not.toContain('manifest.json');
@@ -240,7 +240,7 @@ describe('run pages on a real queue run', () => {
     await submit('base', base);
     expect((await f.finished('base')).state).toBe('succeeded');
     await submit('moved', shifted, { baselineRun: 'base', driftFail: 0.25 });
-    expect((await f.finished('moved')).failedReason).toMatch(/\[E_DRIFT\]$/);
+    expect(reasonOf(await f.finished('moved'))).toMatch(/\[E_DRIFT\]$/);
 
     const section = (page: string) => /<section class="card" id="drift">(.*?)<\/section>/s.exec(page)?.[1] ?? '';
     const drifted = section(await get('/ui/runs/moved'));
@@ -252,7 +252,7 @@ describe('run pages on a real queue run', () => {
     expect(section(await get('/ui/runs/base'))).toBe('');
 
     await judgeRun(storage, runFiles.folder(out, 'moved'), { verdict: 'accept', by: 'reviewer' });
-    expect(section(await get('/ui/runs/moved'))).toMatch(/<dd id="drift-accepted">by reviewer, <time datetime="[^"]+">.*?\(it had failed: E_DRIFT\)/);
+    expect(section(await get('/ui/runs/moved'))).toMatch(/<dd id="drift-accepted">by reviewer, <time datetime="[^"]+">.*?\(it was held on E_DRIFT\)/);
   });
 
   it("show a shadow-scored run's comparison: 95% agreement, the differences charted, the 20 rows that differ most side by side", async () => {
@@ -331,12 +331,12 @@ describe('run pages on a real queue run', () => {
     await f.queue.enqueue({ input, model, out: join(tmp.dir, 'failed'), options: { runId: 'unplanned' } });
     const status = await f.finished('unplanned');
     expect(status.state).toBe('failed');
-    expect(status.failedReason).toMatch(/\[E_MODEL_NOT_FOUND\]$/);
+    expect(reasonOf(status)).toMatch(/\[E_MODEL_NOT_FOUND\]$/);
 
     const page = await get('/ui/runs/unplanned');
     expect(page).not.toContain('Not planned yet');
     const failure = /<p class="notice error" id="failure">(.*?)<\/p>/s.exec(page)?.[1].trim();
-    expect(failure).toBe(`The run failed before its input was planned: ${escapeHtml(status.failedReason!)}`);
+    expect(failure).toBe(`The run failed before its input was planned: ${escapeHtml(reasonOf(status)!)}`);
 
     const list = await get('/ui/runs');
     const reason = /<div class="reason"><code>(E_\w+)<\/code> (.*?)<\/div>/.exec(list);

@@ -195,7 +195,7 @@ describe('serve', () => {
     );
     const status = await runCli(['status', 'moved'], f.env());
     expect(status.stdout).toMatch(
-      /^moved  succeeded  .*\n  succeeded: 3000 rows scored, 0 quarantined; drift fail \(\w+ PSI \d+\.\d{3} from run base\); accepted by api at \S+: new pricing from June\n$/,
+      /^moved {2}succeeded {2}3000\/3000 rows {2}.* {2}drift fail \(\w+ PSI \d+\.\d{3} from run base\) {2}accepted by api at \S+: new pricing from June\n$/,
     );
     const page = await call(`${s.url}/ui/runs/moved`, { headers: basic });
     expect(page.text).toContain('<span class="badge badge-succeeded">succeeded</span>');

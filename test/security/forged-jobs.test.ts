@@ -20,7 +20,7 @@ import { runCli } from '../helpers/cli.js';
 import { folderTree } from '../helpers/folder-tree.js';
 import { startForeignListener, type ForeignListener } from '../helpers/foreign-listener.js';
 import { startLineageReceiver, type LineageReceiver } from '../helpers/lineage-receiver.js';
-import { dropPrefix, REDIS_URL, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess } from '../helpers/queue.js';
+import { dropPrefix, REDIS_URL, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess, reasonOf } from '../helpers/queue.js';
 import { writeRentals } from '../helpers/scoring.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
 
@@ -298,7 +298,7 @@ describe('forged jobs, added to Redis with BullMQ directly', () => {
       // The declared input, which is not there: the run fails before it makes a folder, as the pipeline's would.
       const run = await finished('nightly-20260101T0300Z');
       expect(run).toMatchObject({ state: 'failed', input: declaredInput, pipeline: 'nightly' });
-      expect(run.failedReason).toContain(`${declaredInput}: no such file or object [E_INPUT_NOT_FOUND]`);
+      expect(reasonOf(run)).toContain(`${declaredInput}: no such file or object [E_INPUT_NOT_FOUND]`);
       await waitFor('the pipeline’s target to hear it', () => pipelineHook.accepted.length === 1);
       expect(pipelineHook.accepted[0].body).toMatchObject({
         runId: 'nightly-20260101T0300Z',

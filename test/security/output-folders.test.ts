@@ -117,6 +117,7 @@ describe('a run that fails before its plan is made', () => {
   const neverStarted = async (folder: string) => {
     expect(await folderTree(folder)).toEqual({
       '_work/': 'folder',
+      '_work/attempt.json': expect.any(String) as string,
       '_work/claim.json': expect.any(String) as string,
       'manifest.json': expect.any(String) as string,
     });

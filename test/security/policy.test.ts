@@ -14,7 +14,7 @@ import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import { createSimulator, type Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { startForeignListener, type ForeignListener } from '../helpers/foreign-listener.js';
-import { dropPrefix, freePort, REDIS_URL, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess } from '../helpers/queue.js';
+import { dropPrefix, freePort, REDIS_URL, startWorkerProcess, uniquePrefix, waitFor, type WorkerProcess, reasonOf } from '../helpers/queue.js';
 import { writeRentals } from '../helpers/scoring.js';
 import { startServeProcess, type ServeProcess } from '../helpers/serve.js';
 
@@ -214,7 +214,7 @@ describe('the deployment policy against a caller with the API token', () => {
     expect(posted.status).toBe(201);
     const status = await finished('mixed-1');
     expect(status.state).toBe('failed');
-    expect(status.failedReason).toMatch(/mixed\/b\.csv leads outside INPUT_ROOTS or OUTPUT_ROOTS through a symbolic link.*\[E_NOT_ALLOWED\]/);
+    expect(reasonOf(status)).toMatch(/mixed\/b\.csv leads outside INPUT_ROOTS or OUTPUT_ROOTS through a symbolic link.*\[E_NOT_ALLOWED\]/);
     expect(status.attempts).toBeLessThanOrEqual(1);
     expect(home.stats.predictRequests).toBe(predictsBefore);
     await expectNothingLeft();

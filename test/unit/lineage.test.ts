@@ -97,6 +97,7 @@ describe('lineage end events', () => {
   const request = { input: '/data/in.csv', model: 'mindsdb/home_rentals_model', options: {} };
   const ended = (error?: BatchScorerError, attempt = 1) =>
     buildManifest({
+      attempt: 1,
       runId: 'r1',
       startedAt: new Date().toISOString(),
       attempt,
@@ -153,6 +154,7 @@ describe('lineage events of a held run', () => {
   const outputs = [{ file: 'predictions.csv', location: '/data/out/h1/predictions.csv', rows: 7, bytes: 512, sha256: 'x' }];
   const held: Manifest = {
     ...buildManifest({
+      attempt: 1,
       runId: 'h1',
       startedAt: '2026-11-24T01:00:00.000Z',
       attempt: 2,
@@ -220,6 +222,7 @@ describe('lineage events of pipeline runs and S3 files', () => {
 
     const manifest = {
       ...buildManifest({
+        attempt: 1,
         runId: 'nightly-rentals-0301',
         startedAt: start.eventTime,
         folder: { kind: 's3', bucket: 'results', key: 'runs/nightly-rentals-0301' },

@@ -241,7 +241,7 @@ describe('run pages', () => {
     ]);
     expect(section).toContain('<li><code>notes</code>: categorical in the baseline, numeric now</li>');
     expect(section).toMatch(
-      /<dd id="drift-accepted">by &lt;script&gt;alert\(1\)&lt;\/script&gt;, <time datetime="2024-05-01T11:00:00.000Z">.*?\(it had failed: E_DRIFT\)/,
+      /<dd id="drift-accepted">by &lt;script&gt;alert\(1\)&lt;\/script&gt;, <time datetime="2024-05-01T11:00:00.000Z">.*?\(it was held on E_DRIFT\)/,
     );
     // No inline script or style (the pages' CSP forbids both).
     expect(section).not.toMatch(/<script|style=/);
