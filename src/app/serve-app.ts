@@ -20,10 +20,12 @@ import { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
 import { RedisWatch } from '../queue/redis-watch.js';
 import { openRunEvents } from '../queue/run-events.js';
 import { RunProgressStore } from '../queue/run-progress.js';
+import { knownRuns, INDEX_REFRESH_MS, RunIndex } from '../run-index/index.js';
 import { Releasers } from '../shutdown-steps.js';
 import { segmentBoundCheck } from './segment-bound-check.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { Pipeline } from '../triggers/pipelines.js';
+import { listSchedules } from '../triggers/schedule-list.js';
 
 /** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
 const READY_TIMEOUT_MS = 1_000;
@@ -68,6 +70,8 @@ export interface ServeOptions {
   listener?: RunListener;
   /** The run options a submission's unset ones default to, as the workers' do (the config file's, MODEL_SERVICE_URL). */
   runDefaults?: RunOptionsInput;
+  /** How old the index of the run folders under OUTPUT_ROOTS may be when read, in ms (`--index-refresh`; INDEX_REFRESH_MS when absent). */
+  indexRefreshMs?: number;
 }
 
 /** A listening server; `close()` is the graceful shutdown and is safe to call twice. */
@@ -120,12 +124,14 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   // serve scores nothing: its metrics are the queues' depths, the runs that finished, and the drift of each pipeline's latest.
   collectQueueDepths(options.metrics, queues);
   collectRunDrift(options.metrics, { pipelines: (options.pipelines ?? []).map((p) => p.name), runs: api, storage: options.storage }, log);
+  const known = knownRuns(api, runIndex(options, releasers));
   const runEvents = openRunEvents(options.queue, log);
   releasers.add('run outcomes', () => runEvents.close());
   trackRunOutcomes(options.metrics, runEvents.events, log);
   let draining = false;
   const app = buildServer({
     runs: api,
+    known,
     // Checked before its input is read: a dry run reads inside this process.
     dryRun: async (submission) => {
       await checkSubmission(options.policy, submission);
@@ -144,7 +150,8 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     queueActions: options.queueActions,
     pipelines: options.pipelines ?? [],
     runPages: runPages({
-      runs: api,
+      runs: known,
+      schedules: () => listSchedules(queues[2]),
       storage: options.storage,
       segments: segmentsQueue,
       progress: new RunProgressStore(redis, options.queue.prefix),
@@ -199,4 +206,22 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
         log.info('server stopped');
       })()),
   };
+}
+
+/**
+ * The index of the run folders under OUTPUT_ROOTS, its first scan begun at once; none without
+ * OUTPUT_ROOTS, which leaves serve no folders to read: the queue alone lists runs then, and the
+ * log says so once.
+ */
+function runIndex(options: ServeOptions, releasers: Releasers): RunIndex | undefined {
+  const { log, policy } = options;
+  if (!policy.outputRoots) {
+    log.info('OUTPUT_ROOTS is not set: serve has no run folders to read, and lists the runs on the queue alone (not score runs, nor runs Redis no longer has)');
+    return undefined;
+  }
+  const index = new RunIndex({ storage: options.storage, roots: policy.outputRoots, refreshMs: options.indexRefreshMs ?? INDEX_REFRESH_MS, log });
+  releasers.add('run index', () => Promise.resolve(index.close()));
+  // What fails in a scan is logged where it fails (a root, a file); only a close stops it.
+  index.refresh().catch(() => undefined);
+  return index;
 }

@@ -19,6 +19,18 @@ import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
 import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
 import { serviceClientFactory } from '../app/service-clients.js';
+import { INDEX_REFRESH_MS } from '../run-index/index.js';
+
+/** The flags of `serve`, as commander parses them. */
+interface ServeFlags {
+  host: string;
+  port?: number;
+  shutdownTimeout: number;
+  indexRefresh: number;
+  queueActions?: boolean;
+  insecure?: boolean;
+  jobs?: string;
+}
 
 /** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -37,13 +49,19 @@ export function registerServe(program: Command): void {
     .option('--port <port>', 'port to listen on (default: PORT, or 8080)', tcpPort('--port'))
     .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
     .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
+    .option(
+      '--index-refresh <ms>',
+      'rescan the run folders under OUTPUT_ROOTS (listing them, reading only new or changed manifests) when the runs listed are older than this',
+      count('--index-refresh'),
+      INDEX_REFRESH_MS,
+    )
     .option(...JOBS_FLAG)
     .option(
       '--insecure',
       'listen beyond loopback without credentials or without a deployment policy (anyone who reaches the port may enqueue and cancel runs; runs may reach anything)',
     )
     .action(
-      action(async (flags: { host: string; port?: number; shutdownTimeout: number; queueActions?: boolean; insecure?: boolean; jobs?: string }) => {
+      action(async (flags: ServeFlags) => {
         const settings = loadSettings();
         const credentials: Credentials = { token: settings.apiToken, dashboard: settings.dashboard };
         const refusal = exposureRefusal(flags.host, credentials, settings.policy, flags.insecure ?? false);
@@ -79,6 +97,7 @@ export function registerServe(program: Command): void {
           policy: settings.policy,
           limits: settings.limits,
           runDefaults: settings.runDefaults,
+          indexRefreshMs: flags.indexRefresh,
           // A dry run is planned here, with this process's settings, as `score --dry-run` would.
           dryRun: (submission) =>
             dryRun(

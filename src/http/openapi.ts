@@ -104,7 +104,7 @@ export function openApiDocument(): Record<string, unknown> {
           },
         },
         get: {
-          summary: 'The most recent runs, newest first',
+          summary: 'The most recent runs, newest first: those on the queue and those whose run folders are under OUTPUT_ROOTS (score runs too)',
           parameters: Object.entries(query.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })),
           responses: { '200': answer('the runs', 'RunList'), '400': failure('a bad query parameter'), ...common },
         },

@@ -6,7 +6,8 @@ import { type RunStatus } from '../queue/producer.js';
 import { RETENTION } from '../queue/queues.js';
 import { parseLocation } from '../storage/location.js';
 import { nextFireTime } from '../triggers/next-fire-time.js';
-import type { Pipeline } from '../triggers/pipelines.js';
+import type { Pipeline, ScheduledPipeline } from '../triggers/pipelines.js';
+import type { ScheduleView } from '../triggers/schedule-list.js';
 import type { PageManifest, RunPageSources } from './run-page-data.js';
 
 /** Runs a pipeline's page lists (and charts), newest first. */
@@ -18,14 +19,29 @@ export const RECENT_RUNS = 50;
 /** Manifests read at once: a page reads its runs' manifests in parallel, but not all at once from the storage. */
 const MANIFEST_READS = 4;
 
-/** Where the pipeline pages read from: the runs (a pipeline's, newest first) and the run folders. */
-export type PipelinePageSources = Pick<RunPageSources, 'runs' | 'storage'>;
+/** Where the pipeline pages read from: the runs (a pipeline's, newest first), the run folders, and the schedulers in Redis. */
+export type PipelinePageSources = Pick<RunPageSources, 'runs' | 'storage'> & {
+  /** The job schedulers of the schedules queue (see listSchedules): what fires scheduled pipelines, whatever jobs/*.yaml says. */
+  schedules: () => Promise<Schedulers>;
+};
+
+/** The schedulers in Redis, as the pipeline pages read them: each one's id (its pipeline's name), cron and time zone. */
+type Schedulers = readonly Pick<ScheduleView, 'id' | 'cron' | 'tz'>[];
+
+/**
+ * How a scheduled pipeline's scheduler in Redis stands: `synced` (as jobs/*.yaml declares it),
+ * `missing` (none: never synced, or Redis lost it, so it does not fire), or `differs` (it fires by
+ * another cron or time zone: `schedule sync` was not run since jobs/*.yaml changed).
+ */
+export type SchedulerStanding = 'synced' | 'missing' | 'differs';
 
 /** What the list and a pipeline's page say of a pipeline above its runs. */
 export interface PipelineSummary {
   pipeline: Pipeline;
-  /** A scheduled pipeline's next firing after now, as its scheduler computes it. */
+  /** A scheduled pipeline's next firing after now, as its scheduler in Redis computes it; absent when Redis has none. */
   next?: Date;
+  /** A scheduled pipeline's scheduler in Redis (see SchedulerStanding), and the cron and time zone it fires by. */
+  scheduler?: { standing: SchedulerStanding; cron?: string; tz?: string };
   /** Its newest run, if the queue still has one. */
   latest?: RunStatus;
   /** Its RECENT_RUNS newest runs, counted by state. */
@@ -49,14 +65,15 @@ export interface PipelinePageView {
 }
 
 /** Every pipeline's summary, in the order `jobs/*.yaml` declares them. */
-export function gatherPipelineList(sources: PipelinePageSources, pipelines: readonly Pipeline[], now: Date): Promise<PipelineSummary[]> {
-  return Promise.all(pipelines.map((p) => summarize(sources, p, now)));
+export async function gatherPipelineList(sources: PipelinePageSources, pipelines: readonly Pipeline[], now: Date): Promise<PipelineSummary[]> {
+  const schedules = await sources.schedules();
+  return Promise.all(pipelines.map((p) => summarize(sources, schedules, p, now)));
 }
 
 /** A pipeline's page: its summary, a page of its runs and those runs' manifests (never more than the page's). */
 export async function gatherPipelinePage(sources: PipelinePageSources, pipeline: Pipeline, page: number, now: Date): Promise<PipelinePageView> {
   const [summary, listed] = await Promise.all([
-    summarize(sources, pipeline, now),
+    sources.schedules().then((schedules) => summarize(sources, schedules, pipeline, now)),
     sources.runs.list({ pipeline: pipeline.name, offset: (page - 1) * PIPELINE_PAGE_SIZE, limit: PIPELINE_PAGE_SIZE + 1 }),
   ]);
   const statuses = listed.slice(0, PIPELINE_PAGE_SIZE);
@@ -65,12 +82,25 @@ export async function gatherPipelinePage(sources: PipelinePageSources, pipeline:
   return { summary, runs, page, older: listed.length > PIPELINE_PAGE_SIZE };
 }
 
-async function summarize(sources: PipelinePageSources, pipeline: Pipeline, now: Date): Promise<PipelineSummary> {
+async function summarize(sources: PipelinePageSources, schedules: Schedulers, pipeline: Pipeline, now: Date): Promise<PipelineSummary> {
   const recent = await sources.runs.list({ pipeline: pipeline.name, limit: RECENT_RUNS });
   const byState: Partial<Record<RunState, number>> = {};
   for (const r of recent) byState[r.state] = (byState[r.state] ?? 0) + 1;
-  const next = pipeline.kind === 'schedule' ? nextFireTime(pipeline.schedule, now) : undefined;
-  return { pipeline, ...(next ? { next } : {}), ...(recent[0] ? { latest: recent[0] } : {}), recent: { total: recent.length, byState } };
+  const scheduled = pipeline.kind === 'schedule' ? schedulerOf(pipeline, schedules, now) : {};
+  return { pipeline, ...scheduled, ...(recent[0] ? { latest: recent[0] } : {}), recent: { total: recent.length, byState } };
+}
+
+/**
+ * A scheduled pipeline's scheduler as Redis holds it, and its next firing by the cron and time zone
+ * it fires by there: what jobs/*.yaml declares fires nothing until `schedule sync` makes it so.
+ */
+function schedulerOf(pipeline: ScheduledPipeline, schedules: Schedulers, now: Date): Pick<PipelineSummary, 'next' | 'scheduler'> {
+  const found = schedules.find((s) => s.id === pipeline.name);
+  if (!found) return { scheduler: { standing: 'missing' } };
+  const { cron, tz } = pipeline.schedule;
+  const standing = found.cron === cron && found.tz === tz ? 'synced' : 'differs';
+  const next = found.cron === undefined ? undefined : nextFireTime({ cron: found.cron, tz: found.tz }, now);
+  return { scheduler: { standing, ...(found.cron !== undefined && { cron: found.cron }), tz: found.tz }, ...(next ? { next } : {}) };
 }
 
 /** A run with its manifest, read as the run page reads it: only for a run that ended, whose folder has one. */

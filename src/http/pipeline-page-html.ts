@@ -38,11 +38,22 @@ function kindCell(p: Pipeline): Html {
         <code class="wrap">${p.trigger.prefix}</code>${p.trigger.suffix ? html` <span class="muted">*${p.trigger.suffix}</span>` : ''}`;
 }
 
-/** A scheduled pipeline's next firing, in UTC and on its schedule's own clock; a dash for file drops. */
-function nextCell({ pipeline: p, next }: PipelineSummary): Html {
+/**
+ * A scheduled pipeline's next firing as its scheduler in Redis makes it, in UTC and on the
+ * schedule's own clock; or, plainly, that Redis has no scheduler of it (it does not fire), or one
+ * firing otherwise than jobs/*.yaml declares.
+ */
+function nextCell({ pipeline: p, next, scheduler }: PipelineSummary): Html {
   if (p.kind !== 'schedule') return html`<span class="muted">on each new file</span>`;
-  if (!next) return html`<span class="muted">none</span>`;
-  return html`${shortDateTime(next.toISOString())}${p.schedule.tz !== 'UTC' ? html`<div class="muted nowrap">${zonedIso(next, p.schedule.tz)}</div>` : ''}`;
+  const sync = html`<code>batch-scorer schedule sync</code>`;
+  if (scheduler?.standing === 'missing') return html`<span data-scheduler="missing">not scheduled in Redis: it does not fire until ${sync}</span>`;
+  const tz = scheduler?.tz ?? p.schedule.tz;
+  const when = next
+    ? html`${shortDateTime(next.toISOString())}${tz !== 'UTC' ? html`<div class="muted nowrap">${zonedIso(next, tz)}</div>` : ''}`
+    : html`<span class="muted">none</span>`;
+  if (scheduler?.standing !== 'differs') return when;
+  return html`${when}
+    <div class="muted" data-scheduler="differs">Redis fires it by <code>${scheduler.cron ?? '?'}</code> ${tz}, not as jobs/*.yaml declares: ${sync}</div>`;
 }
 
 function latestCell(ctx: PageContext, { latest }: PipelineSummary): Html {

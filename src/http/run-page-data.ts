@@ -11,7 +11,8 @@ import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-rec
 import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
 import type { RunProgress } from '../pipeline/progress.js';
 import { readRunFile } from '../pipeline/run-file.js';
-import { type RunQueue, type RunStatus } from '../queue/producer.js';
+import type { RunStatus } from '../queue/producer.js';
+import type { KnownRuns } from '../run-index/index.js';
 import { RETENTION, segmentJobId } from '../queue/queues.js';
 import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
 import { joinLocation, parseLocation, type Location } from '../storage/location.js';
@@ -33,9 +34,9 @@ const COMPARISON_BYTES = 1 << 20;
 /** Points of the throughput chart at most: longer histories are shown over longer intervals. */
 const THROUGHPUT_POINTS = 300;
 
-/** Where the run pages read from: the run queue, the segment jobs, the progress hashes and the run folders. */
+/** Where the run pages read from: the runs (the queue's and the run folders', see knownRuns), the segment jobs, the progress hashes and the run folders. */
 export interface RunPageSources {
-  runs: Pick<RunQueue, 'get' | 'list'>;
+  runs: KnownRuns;
   segments: Queue;
   progress: RunProgressStore;
   storage: Storage;
@@ -79,6 +80,8 @@ export interface ThroughputPoint {
 /** Everything a run page shows; a part that could not be read is missing and its reason is in `problems`. */
 export interface RunPageView {
   status: RunStatus;
+  /** The queue has no record of the run (a `score` run, or one Redis no longer has): what only Redis keeps (segments, throughput) is not known. */
+  folderOnly?: boolean;
   progress?: RunProgress;
   /** Empty until the run is planned. */
   segments: SegmentCell[];
@@ -115,10 +118,11 @@ export async function gatherRunList(sources: RunPageSources, filter: RunListFilt
   return { runs: runs.slice(0, LIST_PAGE_SIZE), older: runs.length > LIST_PAGE_SIZE };
 }
 
-/** A run page's content, or undefined for a run the queue does not know. */
+/** A run page's content, or undefined for a run neither the queue nor the run folders know. */
 export async function gatherRunPage(sources: RunPageSources, runId: string): Promise<RunPageView | undefined> {
-  const status = await sources.runs.get(runId);
-  if (!status) return undefined;
+  const known = await sources.runs.find(runId);
+  if (!known) return undefined;
+  const { status, onQueue } = known;
   const problems: string[] = [];
   const attempt = async <T>(what: string, read: () => Promise<T>): Promise<T | undefined> => {
     try {
@@ -131,7 +135,10 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const folder = parseLocation(status.folder);
   const finished = isSettled(status.state);
   const finishedAt = status.finishedAt ? Date.parse(status.finishedAt) : undefined;
-  const details = await sources.progress.details(runId, finished ? finishedAt : undefined);
+  // Only Redis keeps a run's segments and throughput samples: none are asked of it for a run it has no record of.
+  const details: Awaited<ReturnType<RunProgressStore['details']>> = onQueue
+    ? await sources.progress.details(runId, finished ? finishedAt : undefined)
+    : { segments: [], samples: [] };
   const [manifest, describe] = await Promise.all([
     attempt('manifest.json', () => readManifest(sources.storage, folder)),
     attempt('describe.json', () => readRunFile(sources.storage, runFiles.describe(folder), describeSnapshotSchema)),
@@ -142,12 +149,13 @@ export async function gatherRunPage(sources: RunPageSources, runId: string): Pro
   const succeeded = manifest?.state === 'succeeded';
   // Past the progress hash's expiry, a run that succeeded still had all its segments done.
   const marks = details.segments.length === 0 && succeeded && manifest.counts ? Array<undefined>(manifest.counts.segments).fill(undefined) : details.segments;
-  const segments = await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded));
+  const segments = onQueue ? await attempt('segment jobs', () => segmentCells(sources.segments, runId, generation, marks, finished, succeeded)) : [];
   const quarantined = await attempt('quarantined rows', () => quarantineSample(sources.storage, folder, details.segments));
   const comparison = manifest?.comparison ? await attempt('comparison.json', () => comparisonFile(sources.storage, folder)) : undefined;
   const notifications = manifest ? await attempt('notifications/', () => readDeliveryRecords(sources.storage, folder)) : undefined;
   return {
     status,
+    ...(onQueue ? {} : { folderOnly: true }),
     ...(details.progress ? { progress: details.progress } : status.progress ? { progress: status.progress } : {}),
     segments: segments ?? [],
     throughput: throughputSeries(details.samples),

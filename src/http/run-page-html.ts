@@ -434,8 +434,16 @@ const CELL_LABELS: Record<SegmentCell['state'], string> = {
   skipped: 'not scored',
 };
 
+/** What a section of the page that only Redis keeps says of a run the queue has no record of. */
+const FOLDER_ONLY = 'Not known: the queue has no record of this run (scored by score, or gone from Redis); its run folder tells the rest.';
+
 function segmentsSection(view: RunPageView): Html {
   const cells = view.segments;
+  if (view.folderOnly)
+    return html`<section class="card" id="segments-unknown">
+      <h2>Segments</h2>
+      <p class="muted">${FOLDER_ONLY}</p>
+    </section>`;
   if (cells.length === 0)
     return html`<section class="card">
       <h2>Segments</h2>
@@ -481,7 +489,7 @@ function throughputSection(view: RunPageView, charts: ChartSpec[]): Html {
   if (view.throughput.length === 0)
     return html`<section class="card">
       <h2>Throughput</h2>
-      <p class="muted">No throughput samples yet.</p>
+      <p class="muted">${view.folderOnly ? FOLDER_ONLY : 'No throughput samples yet.'}</p>
     </section>`;
   charts.push({
     canvas: 'chart-throughput',

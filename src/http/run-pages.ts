@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import { pipelineNameSchema, type Pipeline } from '../triggers/pipelines.js';
 import { sendHtml } from './html-reply.js';
 import { pageNumberSchema } from './page-query.js';
+import type { PipelinePageSources } from './pipeline-page-data.js';
 import { pipelinePages } from './pipeline-pages.js';
 import { gatherRunList, gatherRunPage, LIST_MAX_PAGE, outputFile, type RunPageSources } from './run-page-data.js';
 import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
@@ -28,6 +29,8 @@ export interface RunPagesDeps extends RunPageSources {
   queuesPath?: string;
   /** The pipelines of `jobs/*.yaml` the pipeline pages show (none by default). */
   pipelines?: readonly Pipeline[];
+  /** The schedulers in Redis, which the pipeline pages tell scheduled pipelines' next firings from (see PipelinePageSources). */
+  schedules: PipelinePageSources['schedules'];
 }
 
 /** Assets are named by content (`?v=`), so browsers may keep them as long as they like. */
@@ -78,7 +81,7 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
       app.get(`/assets/${asset.name}`, (_request, reply) => reply.header('cache-control', IMMUTABLE).type(asset.type).send(asset.body));
     }
 
-    await app.register(pipelinePages({ runs: deps.runs, storage: deps.storage, pipelines: deps.pipelines ?? [] }, ctx));
+    await app.register(pipelinePages({ runs: deps.runs, storage: deps.storage, schedules: deps.schedules, pipelines: deps.pipelines ?? [] }, ctx));
 
     app.get('/runs', async (request, reply) => {
       const query = listQuery.safeParse(request.query);
@@ -95,7 +98,11 @@ export function runPages(deps: RunPagesDeps): FastifyPluginAsync {
         return sendHtml(
           reply,
           404,
-          renderMessage(ctx, 'No such run', `No run ${request.params.id} is on the queue (never enqueued, or removed after its retention).`),
+          renderMessage(
+            ctx,
+            'No such run',
+            `No run ${request.params.id} is on the queue nor in a run folder under OUTPUT_ROOTS (never started there, or removed since).`,
+          ),
         );
       return sendHtml(reply, 200, renderRunPage(ctx, view));
     });

@@ -6,6 +6,7 @@ import type { RunListener } from '../pipeline/run-listener.js';
 import type { DryRunReport } from '../pipeline/dry-run.js';
 import { readManifest, type Manifest } from '../pipeline/manifest.js';
 import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import type { KnownRuns } from '../run-index/index.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { parseRequest } from './http-errors.js';
@@ -26,6 +27,8 @@ const JUDGED_BY_API = 'api';
 
 export interface RunRoutesDeps {
   runs: RunQueueCalls;
+  /** The runs listed and shown: the queue's and those of the run folders, merged (see knownRuns). */
+  known: KnownRuns;
   /** `POST /runs` with `dryRun`: plans the submission and scores a few canary batches, enqueueing nothing. */
   dryRun: (submission: RunSubmission) => Promise<DryRunReport>;
   /** Where run folders are read from (their manifests). */
@@ -35,7 +38,7 @@ export interface RunRoutesDeps {
 }
 
 /** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`, `POST /runs/:id/reject`. */
-export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, storage, dryRun, listener }, done) => {
+export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, known, storage, dryRun, listener }, done) => {
   app.post('/runs', async (request, reply) => {
     const parsed = parseRequest(runSubmissionSchema, request.body, 'body');
     const idempotency = idempotencyOf(request.headers, parsed, request.body);
@@ -53,14 +56,14 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
   });
 
   app.get('/runs', async (request) => {
-    const { state, pipeline, limit } = parseRequest(runListQuerySchema, request.query, 'query');
-    const body: z.input<typeof runListSchema> = { runs: (await runs.list({ limit, state, pipeline })).map(shown) };
+    const { state, pipeline, limit, offset } = parseRequest(runListQuerySchema, request.query, 'query');
+    const body: z.input<typeof runListSchema> = { runs: (await known.list({ limit, offset, state, pipeline })).map(shown) };
     return body;
   });
 
   app.get('/runs/:id', async (request) => {
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
-    const status = await runs.get(id);
+    const status = await known.get(id);
     if (!status) throw runNotFound(id);
     const manifest = isSettled(status.state) ? await manifestOf(storage, status, request.log) : undefined;
     const body: z.input<typeof runDetailSchema> = {
@@ -88,7 +91,8 @@ export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, sto
   const judge = (verdict: Verdict) => async (request: FastifyRequest) => {
     const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
     const { why } = parseRequest(runJudgementSchema, request.body ?? {}, 'body');
-    const status = await runs.get(id);
+    // A held `score` run is judged too: its folder is known without the queue.
+    const status = await known.get(id);
     if (!status) throw runNotFound(id);
     // The bearer token names nobody: the manifest says the API judged it.
     const { manifest, already } = await judgeRun(storage, parseLocation(status.folder), { verdict, by: JUDGED_BY_API, ...(why !== undefined && { why }) });

@@ -6,6 +6,7 @@ import { manifestSchema } from '../pipeline/manifest.js';
 import { JUDGEMENT_WHY_CHARS } from '../pipeline/judge-run.js';
 import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../pipeline/run-lifecycle.js';
 import { runResultSchema } from '../pipeline/run-result.js';
+import { RETENTION } from '../queue/queues.js';
 import { runTriggerSchema } from '../pipeline/run-trigger.js';
 
 import { parseModelRef } from '../service/model-ref.js';
@@ -61,6 +62,9 @@ export const stateFilterSchema = z
   .transform((name) => stateNamed(name)!)
   .describe(`one of ${RUN_STATES.join(', ')}; ${Object.keys(FORMER_STATE_NAMES).join(', ')} are former names, accepted until the next release`);
 
+/** The deepest `GET /runs?offset=`: as far as the queue keeps runs of one state (see RETENTION), so a page stays a bounded read. */
+export const MAX_LIST_OFFSET = RETENTION.runs.removeOnFail.count;
+
 /** `GET /runs` query. */
 export const runListQuerySchema = z
   .object({
@@ -68,6 +72,8 @@ export const runListQuerySchema = z
     /** Only the runs this pipeline of `jobs/*.yaml` started. */
     pipeline: pipelineNameSchema.optional().describe('only the runs this pipeline of jobs/*.yaml started'),
     limit: z.coerce.number().int().min(1).max(1000).default(20),
+    /** Matching runs skipped first, newest first: the page's start. */
+    offset: z.coerce.number().int().min(0).max(MAX_LIST_OFFSET).default(0).describe('matching runs skipped first, newest first: where the page starts'),
   })
   .strict();
 

@@ -25,6 +25,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** What the HTTP server serves from; all of it is built by startServe (src/app/serve-app.ts), or by a test. */
 export interface ServerDeps {
   runs: RunQueueCalls;
+  /** The runs `GET /runs` lists and `GET /runs/:id` shows: the queue's and the run folders' (see RunRoutesDeps). */
+  known: RunRoutesDeps['known'];
   /** `POST /runs` with `dryRun` (see RunRoutesDeps). */
   dryRun: RunRoutesDeps['dryRun'];
   /** Where run folders (manifests) are read from. */
@@ -97,7 +99,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const openApi = openApiDocument();
   void app.register(async (api) => {
     api.addHook('onRequest', auth.api);
-    await api.register(runRoutes, { runs: deps.runs, storage: deps.storage, dryRun: deps.dryRun, ...(deps.listener && { listener: deps.listener }) });
+    await api.register(runRoutes, {
+      runs: deps.runs,
+      known: deps.known,
+      storage: deps.storage,
+      dryRun: deps.dryRun,
+      ...(deps.listener && { listener: deps.listener }),
+    });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
     api.get('/openapi.json', () => openApi);
   });

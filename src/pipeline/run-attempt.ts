@@ -19,7 +19,7 @@ export type OpenAttempt = z.output<typeof attemptSchema> & {
  * again, goes on as the same attempt: it is ended only when a manifest records it.
  */
 export async function openAttempt(storage: Storage, folder: Location, startedAt: string, signal?: AbortSignal): Promise<OpenAttempt> {
-  const [open, manifest] = await Promise.all([readRunFile(storage, runFiles.attempt(folder), attemptSchema, signal), readManifest(storage, folder, signal)]);
+  const [open, manifest] = await Promise.all([readOpenAttempt(storage, folder, signal), readManifest(storage, folder, signal)]);
   const recorded = manifest ? (manifest.attempt ?? 1) : 0;
   if (open && open.attempt > recorded) return { ...open, opened: false };
   const attempt = { attempt: Math.max(open?.attempt ?? 0, recorded) + 1, startedAt };
@@ -29,5 +29,10 @@ export async function openAttempt(storage: Storage, folder: Location, startedAt:
 
 /** The attempt under way in a run folder (1 where none was recorded: a folder of an earlier release, or a run stopped before it opened one). */
 export async function currentAttempt(storage: Storage, folder: Location, signal?: AbortSignal): Promise<number> {
-  return (await readRunFile(storage, runFiles.attempt(folder), attemptSchema, signal).catch(() => undefined))?.attempt ?? 1;
+  return (await readOpenAttempt(storage, folder, signal).catch(() => undefined))?.attempt ?? 1;
+}
+
+/** The folder's `_work/attempt.json`: the last attempt opened and when it began; undefined where none was. */
+export function readOpenAttempt(storage: Storage, folder: Location, signal?: AbortSignal): Promise<z.output<typeof attemptSchema> | undefined> {
+  return readRunFile(storage, runFiles.attempt(folder), attemptSchema, signal);
 }

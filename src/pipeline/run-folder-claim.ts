@@ -85,9 +85,14 @@ export async function ownsRunFolder(storage: Storage, folder: Location, runId: s
   return false;
 }
 
+/** The folder's claim (the run that made it, what it was asked, and when), if it has one. */
+export function readClaim(storage: Storage, folder: Location, signal?: AbortSignal): Promise<z.output<typeof claimSchema> | undefined> {
+  return readRunFile(storage, runFiles.claim(folder), claimSchema, signal);
+}
+
 /** The request stored by the folder's claim, if it has one. */
 export async function readClaimedRequest(storage: Storage, folder: Location, signal?: AbortSignal): Promise<RunRequest | undefined> {
-  return (await readRunFile(storage, runFiles.claim(folder), claimSchema, signal))?.request;
+  return (await readClaim(storage, folder, signal))?.request;
 }
 
 /**

@@ -85,3 +85,10 @@ export function basename(loc: Location): string {
   const segments = loc.key.split('/').filter((s) => s !== '');
   return segments.at(-1) ?? '';
 }
+
+/** The folder a file or folder is in: its path or key without the last segment (a key keeps its trailing '/'). */
+export function parentLocation(loc: Location): Location {
+  if (loc.kind === 'file') return { kind: 'file', path: path.dirname(loc.path) };
+  const key = loc.key.replace(/\/+$/, '');
+  return { kind: 's3', bucket: loc.bucket, key: key.slice(0, key.lastIndexOf('/') + 1) };
+}

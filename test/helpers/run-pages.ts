@@ -5,10 +5,12 @@ import { dashboardInlineStyles } from '../../src/http/dashboard.js';
 import { runPages } from '../../src/http/run-pages.js';
 import { securityHeaders } from '../../src/http/security-headers.js';
 import { silentLogger } from '../../src/log.js';
-import { redisConnection, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { redisConnection, SCHEDULES_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
 import { RunProgressStore } from '../../src/queue/run-progress.js';
+import { knownRuns } from '../../src/run-index/index.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import type { Storage } from '../../src/storage/storage-types.js';
+import { listSchedules } from '../../src/triggers/schedule-list.js';
 import type { useQueueFixture } from './queue.js';
 
 /** Markup in an input value, which the pages must show as text. */
@@ -31,17 +33,27 @@ export async function writePageInput(path: string): Promise<void> {
   await writeFile(path, lines.join(''));
 }
 
-/** A fastify server with the run pages under `/ui`, on the fixture's queue, as `serve` mounts them (with its security headers). */
+/** A fastify server with the run pages under `/ui`, on the fixture's queue alone (no run folders indexed), as `serve` mounts them (with its security headers). */
 export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, storage: Storage): Promise<FastifyInstance> {
   const connection = redisConnection({ redisUrl: f.redisUrl, prefix: f.prefix }, 'producer');
   const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
+  const schedules = new Queue(SCHEDULES_QUEUE, { connection, prefix: f.prefix });
   const app = Fastify();
   app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
-  await app.register(runPages({ runs: f.queue, storage, segments, progress: new RunProgressStore(connection, f.prefix), log: silentLogger }), {
-    prefix: '/ui',
-  });
+  await app.register(
+    runPages({
+      runs: knownRuns(f.queue),
+      schedules: () => listSchedules(schedules),
+      storage,
+      segments,
+      progress: new RunProgressStore(connection, f.prefix),
+      log: silentLogger,
+    }),
+    { prefix: '/ui' },
+  );
   app.addHook('onClose', async () => {
     await segments.close();
+    await schedules.close();
     await connection.close();
   });
   await app.ready();

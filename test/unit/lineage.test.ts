@@ -97,7 +97,6 @@ describe('lineage end events', () => {
   const request = { input: '/data/in.csv', model: 'mindsdb/home_rentals_model', options: {} };
   const ended = (error?: BatchScorerError, attempt = 1) =>
     buildManifest({
-      attempt: 1,
       runId: 'r1',
       startedAt: new Date().toISOString(),
       attempt,
@@ -154,7 +153,6 @@ describe('lineage events of a held run', () => {
   const outputs = [{ file: 'predictions.csv', location: '/data/out/h1/predictions.csv', rows: 7, bytes: 512, sha256: 'x' }];
   const held: Manifest = {
     ...buildManifest({
-      attempt: 1,
       runId: 'h1',
       startedAt: '2026-11-24T01:00:00.000Z',
       attempt: 2,
