@@ -1,7 +1,7 @@
 import { isSettled, RUN_STATES, type RunState } from '../pipeline/run-lifecycle.js';
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { type RunStatus } from '../queue/producer.js';
-import { resultFacts } from '../pipeline/run-result.js';
+import { resultNotes } from '../pipeline/run-result.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
 import { notificationsSection } from './notifications-section.js';
@@ -74,7 +74,7 @@ function cutText(text: string): Html {
 }
 
 /**
- * What a list says under a run's state: the facts of its result (see resultFacts), and for a run
+ * What a list says under a run's state: its quarantined rows and its result's notes (see resultNotes), and for a run
  * that did not succeed its error's code and a short excerpt of its message, never the whole; for a
  * job that failed without a result (it stalled), BullMQ's reason.
  */
@@ -85,7 +85,8 @@ export function resultNote(r: Pick<RunStatus, 'result' | 'failedReason' | 'state
     result.error && r.state !== 'succeeded'
       ? html`<div class="reason"><code>${result.error.code}</code> ${excerpt(result.error.message, LIST_REASON_BYTES)}</div>`
       : '';
-  const facts = resultFacts(result).filter((f) => !f.startsWith('['));
+  const quarantined = result.counts?.rowsQuarantined;
+  const facts = [...(quarantined ? [`${quarantined} quarantined`] : []), ...resultNotes(result)];
   return html`${error}${facts.length > 0 ? html`<div class="result muted">${facts.join('; ')}</div>` : ''}`;
 }
 
@@ -369,9 +370,12 @@ function notPlanned(status: RunStatus): Html {
     case 'cancelled':
       return html`<p class="muted">The run was cancelled before its input was planned.</p>`;
     case 'failed':
+      return html`<p class="notice error" id="failure">
+        The run failed before its input was planned${reasonText(status) ? html`: ${reasonText(status)}` : '.'}
+      </p>`;
     case 'expired':
       return html`<p class="notice error" id="failure">
-        The run ended ${status.state} before its input was planned: ${resultNotice(status) || 'no reason is known.'}
+        The run reached a cap before its input was planned${reasonText(status) ? html`: ${reasonText(status)}` : '.'}
       </p>`;
     case 'held':
     case 'succeeded':

@@ -105,10 +105,10 @@ describe('pipeline pages on a real serve, workers and S3', () => {
     expect(drops[2]).toBe('mindsdb/home_rentals_model');
     expect(drops[3]).toBe('s3://results/drops/');
     expect(drops[4]).toBe('on each new file');
-    expect(drops[5]).toMatch(new RegExp(`^failed ${shifted} \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d$`));
-    expect(drops[6]).toBe('1 completed 1 failed');
+    expect(drops[5]).toMatch(new RegExp(`^held ${shifted} \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d$`));
+    expect(drops[6]).toBe('1 held 1 succeeded');
     expect(list.body).toContain(`<a href="/ui/pipelines/${DROPS}">${DROPS}</a>`);
-    expect(list.body).toContain(`href="/ui/runs?state=failed&amp;pipeline=${DROPS}"`);
+    expect(list.body).toContain(`href="/ui/runs?state=held&amp;pipeline=${DROPS}"`);
     const nightly = rowCells(list.body, 'pipeline', NIGHTLY);
     expect(nightly[1]).toBe('schedule 0 2 * * * Europe/Paris');
     // Declared, never synced: Redis has no scheduler of it, so it fires at no time.
@@ -122,7 +122,7 @@ describe('pipeline pages on a real serve, workers and S3', () => {
     expect(baseRow.slice(0, 2)).toEqual([base, 'succeeded']);
     expect(baseRow[3]).toBe('600');
     expect(baseRow[6]).toBe('–');
-    expect(shiftedRow[1]).toMatch(/^failed E_DRIFT \S/);
+    expect(shiftedRow[1]).toMatch(/^held E_DRIFT \S/);
     expect(shiftedRow[3]).toBe('600');
     expect(shiftedRow[6]).toBe(`fail ${manifests[1].drift!.moved.join(', ')}`);
     // Newest first.
@@ -144,7 +144,7 @@ describe('pipeline pages on a real serve, workers and S3', () => {
     expect(maxPsi).toBeGreaterThan(0.25);
     expect(byCanvas['chart-psi'].series![0].values).toEqual([null, maxPsi]);
     expect(byCanvas['chart-psi'].notes![1]).toContain(`moved: ${manifests[1].drift!.moved.join(', ')}`);
-    expect(byCanvas['chart-rate'].series![0].values).toEqual(manifests.map((m) => m.counts!.rowsScored / (m.durationMs / 1000)));
+    expect(byCanvas['chart-rate'].series![0].values).toEqual(manifests.map((m) => Math.round((m.counts!.rowsIn * 1000) / m.durationMs)));
 
     // The run list links a run's pipeline to its page.
     expect((await get('/ui/runs')).body).toContain(`event <a href="/ui/pipelines/${DROPS}">${DROPS}</a>`);
