@@ -7,7 +7,7 @@ import { collectQueueDepths } from '../../src/metrics/queue-depths.js';
 import { createMetricsRegistry } from '../../src/metrics/registry.js';
 import { trackRunOutcomes } from '../../src/metrics/run-outcomes.js';
 import type { Manifest } from '../../src/pipeline/manifest.js';
-import { RUNS_QUEUE, SEGMENTS_QUEUE } from '../../src/queue/queues.js';
+import { RUNS_QUEUE, SEGMENTS_QUEUE, type RunJobData } from '../../src/queue/queues.js';
 import { openRunEvents } from '../../src/queue/run-events.js';
 import { keepRunResult } from '../../src/queue/run-results.js';
 import type { RunResult } from '../../src/pipeline/run-result.js';
@@ -216,7 +216,7 @@ describe('run outcomes and queue depths, for serve', () => {
       cap: null,
       accepted: null,
     });
-    const ends = async (name: string, r: RunResult) => keepRunResult(runs, connection, name, r);
+    const ends = async (name: string, r: RunResult) => keepRunResult(runs as Queue<RunJobData>, connection, name, r);
     const answers: Record<string, (attempt: number) => Promise<unknown>> = {
       ok: async () => ends('ok', result('succeeded', [7, 2])),
       // Fails once, passing, then succeeds: one run, counted once.
@@ -225,7 +225,7 @@ describe('run outcomes and queue depths, for serve', () => {
         await ends('flaky', result('succeeded', [5, 0]));
       },
       // A run that succeeded under an earlier job, enqueued again: it keeps no new result, and is not counted again.
-      repeat: async () => ({ repeat: true }),
+      repeat: () => Promise.resolve({ repeat: true }),
       bad: async () => {
         await ends('bad', result('failed'));
         throw new UnrecoverableError('unknown model [E_MODEL_NOT_FOUND]');

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { mountRunPages } from '../helpers/run-pages.js';
 import { rentalsWithSqft, tempDir, writeRentals } from '../helpers/scoring.js';
 import { startForeignListener } from '../helpers/foreign-listener.js';
 import { startWebhookReceiver } from '../helpers/webhook-receiver.js';
+import { folderTree } from '../helpers/folder-tree.js';
 
 const MODEL = 'mindsdb/home_rentals_model';
 const SECRET = 'webhook-secret-of-the-test-0123';
@@ -251,14 +251,14 @@ describe('webhooks of score', () => {
     expect(await first.exited, first.stderr()).toBe(0);
     expect(hook.accepted).toHaveLength(1);
     const folder = join(out, 'once');
-    const before = await folderBytes(folder);
+    const before = await folderTree(folder);
     expect(Object.keys(before)).toEqual(expect.arrayContaining(['_SUCCESS', 'manifest.json', 'predictions.csv']));
 
     const again = score(input, out, { NOTIFY_URLS: hook.url }, ['--run-id', 'once']);
     expect(await again.exited).toBe(2);
     expect(again.stderr()).toContain('[E_RUN_EXISTS]');
     expect(hook.requests).toHaveLength(1);
-    expect(await folderBytes(folder)).toEqual(before);
+    expect(await folderTree(folder)).toEqual(before);
   });
 
   it('a receiver that is down: the run still exits 0, within the delivery bound of its end, the delivery given up and recorded', async () => {
@@ -322,19 +322,3 @@ describe('pipelines check', () => {
     for (const out of [json.stdout, json.stderr, text.stdout, text.stderr]) expect(out).not.toMatch(/slack-token|query-token/);
   });
 });
-
-/** Every file under `folder` (its path below it) with its bytes' sha256. */
-async function folderBytes(folder: string): Promise<Record<string, string>> {
-  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
-  const files = entries.filter((e) => e.isFile()).map((e) => relative(folder, join(e.parentPath, e.name)));
-  return Object.fromEntries(
-    await Promise.all(
-      files.sort().map(async (f) => [
-        f,
-        createHash('sha256')
-          .update(await readFile(join(folder, f)))
-          .digest('hex'),
-      ]),
-    ),
-  );
-}

@@ -194,7 +194,7 @@ describe('queue mode with real worker processes on Redis', () => {
     expect(r.stdout.trim()).toBe('bad');
     const status = await f.queue.get('bad');
     expect(status).toMatchObject({ state: 'failed', attempts: 1 });
-    expect(reasonOf(status!)).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
+    expect(reasonOf(status)).toMatch(/Model not found.*E_MODEL_NOT_FOUND/);
     expect(JSON.parse(await readFile(join(out, 'bad', 'manifest.json'), 'utf8'))).toMatchObject({
       state: 'failed',
       error: { code: 'E_MODEL_NOT_FOUND' },

@@ -2,7 +2,6 @@ import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { RunStatus } from '../../src/queue/producer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PARAMS_DEPTH } from '../../src/config/run-options.js';
 import { MAX_ROW_DEPTH } from '../../src/formats/row-parser.js';
@@ -132,7 +131,7 @@ async function measureWideHeader(redisUrl: string): Promise<void> {
   expect(after - before, 'Redis growth in bytes').toBeLessThan(1024 * KiB);
   // The run's own keys, free of what Redis allocates for connections and scripts meanwhile: a few KiB.
   expect(await prefixBytes(redisUrl, f.prefix), "the run's keys in bytes").toBeLessThan(64 * KiB);
-  const reason = String(reasonOf(detail.json as unknown as RunStatus));
+  const reason = String(reasonOf(detail.json));
   expect(reason).toMatch(/has none of the model's input columns .*; its columns are h+\.\.\. \d+ more bytes \[E_COLUMNS\]$/);
   expect(Buffer.byteLength(detail.text), 'GET /runs/:id').toBeLessThan(ANSWER_BOUND);
   expect((detail.json?.manifest as { error: { message: string } }).error.message).toMatch(/\.\.\. \d+ more bytes$/);
