@@ -413,4 +413,19 @@ describe('the run lifecycle in direct mode, against a model', () => {
       ],
     ],
   ])('%s', (_, cmds) => runSequence(cmds));
+
+  // A known bug, reported on issue 34: this passes while it stands, and fails once it is fixed
+  // (then make it an `it`).
+  it.fails('an attempt whose failure could not be recorded is told to end, and its resume ends it again', async () => {
+    const world = await newWorld();
+    const ctx = () => ({ storage: world.storage, log: silentLogger, predictorFor: fakeService().predictorFor, listener: world.listener });
+    // A disk that refuses the segments' parts, and then the manifest of the failure.
+    world.storage.failWrites((loc) => /\/_work\/segments\/|\/manifest\.json$/.test(formatLocation(loc)));
+    expect(errorCode(await scoreRun(request(INPUT, {}), ctx()).catch((err: unknown) => err))).toBe('E_STORAGE');
+    expect(await readManifest(world.storage, FOLDER), 'no manifest records attempt 1').toBeUndefined();
+    world.storage.failWrites(undefined);
+    await scoreRun(request(INPUT, {}), ctx());
+    // Heard: start 1, end 1 failed (never recorded, so the resume goes on with attempt 1), end 1 succeeded.
+    expectOneEndPerAttempt(world.heard);
+  });
 });
