@@ -89,6 +89,13 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
   // A held run waits for a judgement: scoring it again would meet its gate again.
   const ended = await readManifest(storage, folder, signal);
   if (ended?.state === 'held') requireNext(runId, ended.state, 'resume', `resumed (its outputs in ${formatLocation(folder)} wait for it)`);
+  // A rejected run failed for good: its `_work` is gone, so scoring it again would start another run over its judged outputs.
+  if (ended?.rejected) {
+    throw new BatchScorerError(
+      'E_RUN_CONFLICT',
+      `run ${runId} was rejected by ${ended.rejected.by} at ${ended.rejected.at}: it failed for good; choose another --run-id`,
+    );
+  }
   const existing = await readPreparedRun(storage, folder, signal);
   const stored = existing?.request ?? claimed;
   if (stored) refuseOtherOutput(runId, folder, stored, request);
