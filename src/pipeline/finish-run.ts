@@ -18,7 +18,7 @@ import { namedBaseline, type FindBaseline } from './drift-baseline.js';
 import { computeDrift, type Drift } from './drift.js';
 import { comparisonSummary } from './model-comparison.js';
 import { modelChangeWarnings } from './model-change.js';
-import { currentAttempt } from './run-attempt.js';
+import { openAttemptNumber } from './run-attempt.js';
 import { formatModelRef } from '../service/model-ref.js';
 import type { PredictionProfile } from './prediction-profile.js';
 
@@ -80,7 +80,7 @@ export async function finishRun(
   const manifest = buildManifest({
     runId: run.runId,
     startedAt: facts.startedAt,
-    attempt: facts.attempt ?? (await currentAttempt(storage, folder, signal)),
+    attempt: facts.attempt ?? (await openAttemptNumber(storage, folder, signal)),
     run,
     counts,
     profile,
@@ -170,13 +170,15 @@ export const NOT_THIS_RUNS: readonly ErrorCode[] = ['E_RUN_EXISTS', 'E_RUN_CONFL
  * why, and never `_SUCCESS`. `_work` stays, so the same run id resumes from the segments that
  * finished. Only in the run's own folder (see run-folder-claim.ts), never over a succeeded run's
  * manifest, nor another run's. Best effort: a failure to write it is logged, and the original
- * error stays the one reported. A run that failed on its error threshold also gets errors.jsonl
+ * error stays the one reported; unrecorded, the attempt is not told to end (it stays open, and
+ * its resume ends it). A run that failed on its error threshold also gets errors.jsonl
  * (see keepQuarantinedRows), listed in its manifest's outputs, and counts that agree with it;
  * `onQuarantined` hears each segment's rows in it (queue mode sets its progress from them) and
  * must not throw.
  * @returns the manifest of the attempt's end; undefined for a request that never became a run of
  *   this folder (refused before it claimed it, or the folder is another run's or one that
- *   succeeded): it has no lifecycle, and nothing is told of it
+ *   succeeded): it has no lifecycle, and nothing is told of it; undefined too when the manifest
+ *   could not be written
  */
 export async function recordFailure(
   storage: Storage,
@@ -209,7 +211,11 @@ export async function recordFailure(
     // A folder never claimed (the run stopped before), or found to be another's, is not written in.
     if (!(await ownsRunFolder(storage, folder, parts.runId))) return options.begun ? manifest : undefined;
     if (await storage.exists(runFiles.success(folder))) return undefined;
-    manifest = buildManifest({ ...parts, folder, attempt: parts.attempt ?? (await currentAttempt(storage, folder)) });
+    const attempt = parts.attempt ?? (await openAttemptNumber(storage, folder));
+    manifest = buildManifest({ ...parts, folder, attempt });
+    // No attempt is open (a resumed run cancelled before a worker took it): the manifest of the
+    // last one stays its record; the run's end is told, of no attempt, as for a run refused before it began one.
+    if (attempt === 0 && (await storage.exists(runFiles.manifest(folder)))) return options.begun ? manifest : undefined;
     // Planned by an earlier attempt, the run is that plan's even when this attempt stopped before reading it.
     const run = parts.run ?? (await readPreparedRun(storage, folder).catch(() => undefined));
     if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt });
@@ -222,7 +228,9 @@ export async function recordFailure(
     }
     await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true });
   } catch (err) {
-    log.error({ err }, 'could not write the failed run manifest');
+    // Unrecorded, the attempt stays open: its resume goes on with it and ends it, once.
+    log.error({ err }, 'could not write the failed run manifest: its end is not told');
+    return undefined;
   }
   if (quarantined) await options.onQuarantined?.(quarantined);
   return manifest;

@@ -27,9 +27,20 @@ export async function openAttempt(storage: Storage, folder: Location, startedAt:
   return { ...attempt, opened: true };
 }
 
-/** The attempt under way in a run folder (1 where none was recorded: a folder of an earlier release, or a run stopped before it opened one). */
-export async function currentAttempt(storage: Storage, folder: Location, signal?: AbortSignal): Promise<number> {
-  return (await readOpenAttempt(storage, folder, signal).catch(() => undefined))?.attempt ?? 1;
+/**
+ * The attempt open in a run folder, opened and not yet ended by a manifest (see openAttempt); 0
+ * when none is: the last one ended (a run resumed on the queue and cancelled before a worker took
+ * it began none). A folder with neither file (one an earlier release claimed) is taken as in its
+ * first attempt.
+ */
+export async function openAttemptNumber(storage: Storage, folder: Location, signal?: AbortSignal): Promise<number> {
+  const [open, manifest] = await Promise.all([
+    readOpenAttempt(storage, folder, signal).catch(() => undefined),
+    readManifest(storage, folder, signal).catch(() => undefined),
+  ]);
+  const recorded = manifest ? (manifest.attempt ?? 1) : 0;
+  if (open) return open.attempt > recorded ? open.attempt : 0;
+  return manifest ? 0 : 1;
 }
 
 /** The folder's `_work/attempt.json`: the last attempt opened and when it began; undefined where none was. */

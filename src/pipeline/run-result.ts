@@ -11,6 +11,9 @@ const NAME_BYTES = 128;
 
 const bounded = (maxBytes: number) => z.string().refine((text) => Buffer.byteLength(text) <= maxBytes, { message: `must be at most ${maxBytes} bytes` });
 
+/** Who judged a held run, when and why (see judgeRun). */
+const judgementSchema = z.object({ by: bounded(NAME_BYTES * 2), at: z.iso.datetime(), why: bounded(RESULT_MESSAGE_BYTES).nullable() }).strict();
+
 /**
  * How an attempt of a run ended, in the facts every view tells of it (the CLI's summary,
  * `status`, the run API and pages, webhooks): computed once from the run's manifest by runResult,
@@ -50,10 +53,9 @@ export const runResultSchema = z
       .strict()
       .nullable(),
     /** Who accepted a held run, when and why. */
-    accepted: z
-      .object({ by: bounded(NAME_BYTES * 2), at: z.iso.datetime(), why: bounded(RESULT_MESSAGE_BYTES).nullable() })
-      .strict()
-      .nullable(),
+    accepted: judgementSchema.nullable(),
+    /** Who rejected a held run, when and why: it failed for good, and is not resumed. */
+    rejected: judgementSchema.nullable().default(null),
   })
   .strict();
 export type RunResult = z.output<typeof runResultSchema>;
@@ -73,13 +75,8 @@ export function runResult(manifest: Manifest): RunResult {
     cap: manifest.cap
       ? { kind: manifest.cap.kind, limit: manifest.cap.limit, rowsKept: manifest.cap.reached.rowsScored, rowsTotal: manifest.cap.reached.rowsTotal }
       : null,
-    accepted: manifest.accepted
-      ? {
-          by: excerpt(manifest.accepted.by, NAME_BYTES * 2),
-          at: manifest.accepted.at,
-          why: manifest.accepted.why ? excerpt(manifest.accepted.why, RESULT_MESSAGE_BYTES) : null,
-        }
-      : null,
+    accepted: judgement(manifest.accepted),
+    rejected: judgement(manifest.rejected),
   });
 }
 
@@ -89,6 +86,12 @@ export function runResult(manifest: Manifest): RunResult {
  */
 export function rowsPerSecond(manifest: Pick<Manifest, 'counts' | 'durationMs'>): number | null {
   return manifest.counts && manifest.durationMs > 0 ? Math.round((manifest.counts.rowsIn * 1000) / manifest.durationMs) : null;
+}
+
+/** A judgement of the manifest, its texts cut to their bounds. */
+function judgement(record: Manifest['accepted']): z.input<typeof judgementSchema> | null {
+  if (!record) return null;
+  return { by: excerpt(record.by, NAME_BYTES * 2), at: record.at, why: record.why ? excerpt(record.why, RESULT_MESSAGE_BYTES) : null };
 }
 
 function driftVerdict(drift: Manifest['drift']): RunResult['drift'] {
@@ -134,5 +137,6 @@ export function resultNotes(r: RunResult): string[] {
     r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
     r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,
     r.accepted && `accepted by ${r.accepted.by} at ${r.accepted.at}${r.accepted.why ? `: ${excerpt(r.accepted.why, 120)}` : ''}`,
+    r.rejected && `rejected by ${r.rejected.by} at ${r.rejected.at}${r.rejected.why ? `: ${excerpt(r.rejected.why, 120)}` : ''}`,
   ].filter((p): p is string => typeof p === 'string' && p !== '');
 }

@@ -234,6 +234,7 @@ export class RunQueue {
     const resumed = state !== undefined && isResumable(state) && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
     if (existing && resumed) {
+      refuseRejected(runId, existing);
       refuseOtherOutput(existing.data, data);
       if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
         throw new BatchScorerError(
@@ -389,6 +390,7 @@ export class RunQueue {
     const { state } = await this.stateOf(job);
     if (state === 'cancelling') throw stillCancelling(runId, 'resumed');
     requireNext(runId, state, 'resume', 'resumed');
+    refuseRejected(runId, job);
     const { input, model, out, trigger } = job.data.request;
     const options: RunOptionsInput = { ...job.data.request.options };
     for (const cap of CAP_OPTIONS) delete options[cap];
@@ -503,6 +505,13 @@ export class RunQueue {
       enqueuedAt: new Date(job.timestamp).toISOString(),
       ...(job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
     };
+  }
+}
+
+/** Refuses to resume a run whose held outputs were rejected: it failed for good (E_RUN_CONFLICT). */
+function refuseRejected(runId: string, job: Job<RunJobData>): void {
+  if (keptResult(job.data)?.rejected) {
+    throw new BatchScorerError('E_RUN_CONFLICT', `run ${runId} was rejected: it failed for good and is not resumed; score it again under another run id`);
   }
 }
 

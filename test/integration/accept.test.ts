@@ -57,6 +57,8 @@ describe('batch-scorer accept (child process)', () => {
     const before = await manifestOf('b');
     expect(before).toMatchObject({ state: 'held', error: { code: 'E_DRIFT' }, drift: { level: 'fail', baseline: { runId: 'a' } } });
     expect(existsSync(join(out, 'b', '_SUCCESS'))).toBe(false);
+    // Held, the run is not resumed: nothing of what it sent is kept for a resume.
+    expect(existsSync(join(out, 'b', '_work', 'caps.json'))).toBe(false);
 
     const r = await runCli(['accept', 'b', '--out', out, '--by', 'reviewer', '--why', 'new pricing'], env());
     expect([r.code, r.stderr]).toEqual([0, '']);

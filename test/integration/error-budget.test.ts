@@ -70,7 +70,7 @@ describe('one error budget per run', () => {
     // Its message counts what errors.jsonl holds, beside the allowance.
     const message = `${quarantined} of the ${manifest.counts!.rowsIn} rows read were quarantined, past --max-error-rate 0.01, which allows 120 of the input's 12000 rows`;
     expect(manifest.error!.message).toContain(message);
-    expect(waited.stderr).toContain(`E_ERROR_RATE: ${message}`);
+    expect(waited.stderr).toContain(`failed: ${message}`);
 
     // Failed at once, not tried again.
     const status = JSON.parse((await runCli(['status', 'over', '--json'], f.env())).stdout) as RunStatus;

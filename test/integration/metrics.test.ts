@@ -215,6 +215,7 @@ describe('run outcomes and queue depths, for serve', () => {
       shadow: null,
       cap: null,
       accepted: null,
+      rejected: null,
     });
     const ends = async (name: string, r: RunResult) => keepRunResult(runs as Queue<RunJobData>, connection, name, r);
     const answers: Record<string, (attempt: number) => Promise<unknown>> = {

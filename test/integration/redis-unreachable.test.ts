@@ -78,7 +78,7 @@ describe('commands following runs when Redis goes away', () => {
       const watching = startCli(['status', runId, '--watch'], env);
       const listing = startCli(['status', '--watch'], env);
       clis.push(watching, listing);
-      await waitFor('both watches to show the run', () => [watching, listing].every((c) => c.stdout().includes(`${runId}  waiting`)), GIVE_UP_MS);
+      await waitFor('both watches to show the run', () => [watching, listing].every((c) => c.stdout().includes(`${runId}  queued`)), GIVE_UP_MS);
 
       redis.kill('SIGKILL');
       await once(redis, 'exit');

@@ -55,7 +55,7 @@ const LINEAGE_TYPE: Record<EndingState, RunEvent['eventType']> = {
   failed: 'FAIL',
   cancelled: 'ABORT',
   expired: 'ABORT',
-  held: 'ABORT',
+  held: 'OTHER',
 };
 /** The code the error of an attempt made to end so names. */
 const ENDING_CODE: Record<Exclude<Ending, 'succeeded' | 'crash'>, ErrorCode> = {
@@ -99,12 +99,12 @@ async function newWorld(): Promise<World> {
   const listener: RunListener = {
     runStarted: (start) => {
       heard.push({ kind: 'start', attempt: start.attempt });
-      lineage.push(startEvent(start, NAMESPACE));
+      lineage.push(startEvent(start, { namespace: NAMESPACE }));
     },
     runEnded: (manifest) => {
       heard.push({ kind: 'end', attempt: manifest.attempt ?? 1, state: manifest.state });
       ended.push(manifest);
-      lineage.push(endEvent(manifest, NAMESPACE) ?? null);
+      lineage.push(endEvent(manifest, { namespace: NAMESPACE }) ?? null);
       const end = runEndOf(manifest);
       webhooks.push(webhookBody(end, deliveryId(end, HOOK), undefined));
     },
@@ -131,6 +131,18 @@ async function expectObserversAgree(model: RunModel, world: World, toldBefore: n
     world.lineage.map((e) => e && [e.eventType, e.run.facets.batchScorer.state]),
     'lineage events',
   ).toEqual(model.told.map((t) => (t.kind === 'start' ? ['START', undefined] : [LINEAGE_TYPE[t.state], t.state])));
+  // Each attempt is its own OpenLineage run: one START and one terminal event per run id (a held attempt's OTHER aside).
+  const byRun = new Map<string, RunEvent[]>();
+  for (const e of world.lineage) if (e) byRun.set(e.run.runId, [...(byRun.get(e.run.runId) ?? []), e]);
+  expect(byRun.size, 'one OpenLineage run per attempt').toBe(model.told.filter((t) => t.kind === 'start').length);
+  for (const [id, events] of byRun) {
+    const types = events.map((e) => e.eventType);
+    expect(
+      types.filter((t) => t === 'START'),
+      `START of ${id}`,
+    ).toHaveLength(1);
+    expect(types.filter((t) => t === 'COMPLETE' || t === 'FAIL' || t === 'ABORT').length, `terminal events of ${id}`).toBeLessThanOrEqual(1);
+  }
   const ends = model.told.filter((t) => t.kind === 'end');
   expect(
     world.webhooks.map((b) => [b.event, b.state, b.result.state, b.result.attempt]),
@@ -414,9 +426,7 @@ describe('the run lifecycle in direct mode, against a model', () => {
     ],
   ])('%s', (_, cmds) => runSequence(cmds));
 
-  // A known bug, reported on issue 34: this passes while it stands, and fails once it is fixed
-  // (then make it an `it`).
-  it.fails('an attempt whose failure could not be recorded is told to end, and its resume ends it again', async () => {
+  it('an attempt whose failure could not be recorded is not told to end: its resume goes on with it and ends it once', async () => {
     const world = await newWorld();
     const ctx = () => ({ storage: world.storage, log: silentLogger, predictorFor: fakeService().predictorFor, listener: world.listener });
     // A disk that refuses the segments' parts, and then the manifest of the failure.
@@ -425,7 +435,11 @@ describe('the run lifecycle in direct mode, against a model', () => {
     expect(await readManifest(world.storage, FOLDER), 'no manifest records attempt 1').toBeUndefined();
     world.storage.failWrites(undefined);
     await scoreRun(request(INPUT, {}), ctx());
-    // Heard: start 1, end 1 failed (never recorded, so the resume goes on with attempt 1), end 1 succeeded.
+    // Heard: start 1, then (the failure never recorded, so the resume goes on with attempt 1) end 1 succeeded.
+    expect(world.heard).toEqual([
+      { kind: 'start', attempt: 1 },
+      { kind: 'end', attempt: 1, state: 'succeeded' },
+    ]);
     expectOneEndPerAttempt(world.heard);
   });
 });
