@@ -178,8 +178,8 @@ export type RunQueueOptions = IdempotencyKeysOptions;
 /**
  * The producer side of queue mode: enqueue runs and read their state. `close()` is safe twice.
  * Its first call waits for Redis for CONNECT_TIMEOUT_MS (own-connection-queue.ts) at most, then fails with
- * E_REDIS_UNAVAILABLE; once connected, a call during a Redis restart fails after a few tries
- * and the next one goes through when Redis is back. Errors are BatchScorerErrors: E_USAGE for a
+ * E_REDIS_UNAVAILABLE; once connected, a call during a Redis outage waits for it as long again,
+ * then fails the same way, and the next one goes through when Redis is back. Errors are BatchScorerErrors: E_USAGE for a
  * bad submission, E_RUN_NOT_FOUND for an unknown run, E_RUN_CONFLICT for a run in a state that
  * does not allow the request, E_REDIS_UNAVAILABLE.
  */

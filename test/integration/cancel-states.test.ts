@@ -65,7 +65,6 @@ describe('cancelling, then cancelled', () => {
     const ended = await settled(runId);
     expect(ended.state).toBe('cancelled');
     expect((await f.queue.list({ state: 'cancelled' })).map((r) => r.runId)).toEqual([runId]);
-    expect(f.workers.some((w) => w.log().includes('run cancelled: stopping its jobs'))).toBe(true);
     // Requests were being sent when it was cancelled; none arrived once it read cancelled.
     expect(f.sim.stats.lastPredictAt).toBeGreaterThan(asked);
     expect(f.sim.stats.lastPredictAt).toBeLessThanOrEqual(reportedAt);

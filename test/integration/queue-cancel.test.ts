@@ -66,7 +66,6 @@ describe('cancelling and resuming queued runs', () => {
     const requests = f.sim.stats.predictRequests;
     await new Promise((resolve) => setTimeout(resolve, 1_500)); // a window in which a running segment would send ~60 requests
     expect(f.sim.stats.predictRequests).toBe(requests);
-    expect(f.workers.some((w) => w.log().includes('run cancelled: stopping its jobs'))).toBe(true);
 
     const folder = join(out, runId);
     expect(existsSync(join(folder, '_SUCCESS'))).toBe(false);
