@@ -4,7 +4,7 @@ import { describeTrigger } from '../pipeline/run-trigger.js';
 import { readFailedAttempt, type FailedAttempt } from '../queue/failed-attempt.js';
 import type { RunStatus } from '../queue/producer.js';
 import { isResumable } from '../pipeline/run-lifecycle.js';
-import { resultNotes } from '../pipeline/run-result.js';
+import { resultNotes, shownRate } from '../pipeline/run-result.js';
 import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 
@@ -20,14 +20,15 @@ export function formatRunStatus(s: RunStatus): string {
   // An expired run's rows are those its segments keep, as its cap says (its progress may have counted rows a stopped batch lost).
   const cap = s.result?.cap;
   const rows = cap ? `${cap.rowsKept}/${cap.rowsTotal} rows kept` : p ? `${p.rowsDone}/${p.rowsTotal} rows` : '-';
-  // A settled run's rate is its record's (see rowsPerSecond), as the pages show it.
-  const rate = s.result?.rowsPerSecond != null ? `${s.result.rowsPerSecond} rows/s` : p ? `${p.rowsPerSecond} rows/s` : '';
+  const rateShown = shownRate(s);
+  const rate = rateShown === undefined ? '' : `${rateShown} rows/s`;
   const eta = p && s.state === 'running' ? `ETA ${p.etaSeconds ?? '?'}s` : '';
   const segments = p ? `segments ${p.segmentsDone}/${p.segmentsTotal}` : '';
   const quarantinedRows = s.result?.counts?.rowsQuarantined ?? p?.rowsQuarantined;
   const quarantined = quarantinedRows ? `${quarantinedRows} quarantined` : '';
   const priority = s.priority === 'normal' ? '' : `priority ${s.priority}`;
-  const notes = s.result ? resultNotes(s.result).filter((n) => !n.startsWith('cap ')) : [];
+  // An expired run's cap is in its rows (kept) and its error: its notes without it.
+  const notes = s.result ? resultNotes(s.result) : [];
   const line = [
     s.runId,
     s.state,

@@ -1,7 +1,7 @@
 import { isSettled, RUN_STATES, type RunState } from '../pipeline/run-lifecycle.js';
 import { describeTrigger, type ObjectVersion, type RunTrigger } from '../pipeline/run-trigger.js';
 import { type RunStatus } from '../queue/producer.js';
-import { resultNotes } from '../pipeline/run-result.js';
+import { capNote, resultNotes, shownRate } from '../pipeline/run-result.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
 import { notificationsSection } from './notifications-section.js';
@@ -86,7 +86,7 @@ export function resultNote(r: Pick<RunStatus, 'result' | 'failedReason' | 'state
       ? html`<div class="reason"><code>${result.error.code}</code> ${excerpt(result.error.message, LIST_REASON_BYTES)}</div>`
       : '';
   const quarantined = result.counts?.rowsQuarantined;
-  const facts = [...(quarantined ? [`${quarantined} quarantined`] : []), ...resultNotes(result)];
+  const facts = [quarantined ? `${quarantined} quarantined` : undefined, capNote(result), ...resultNotes(result)].filter((f) => f !== undefined);
   return html`${error}${facts.length > 0 ? html`<div class="result muted">${facts.join('; ')}</div>` : ''}`;
 }
 
@@ -115,10 +115,10 @@ function formatBytes(n: number): string {
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
-/** A run's rows per second: a settled run's from its record (see rowsPerSecond), as `status` and the pipeline pages say it; a live run's from its progress. */
+/** A run's rows per second as `status` and the pipeline pages say it (see shownRate). */
 function rateOf(r: Pick<RunStatus, 'result' | 'progress'>): string {
-  const rate = r.result?.rowsPerSecond ?? r.progress?.rowsPerSecond;
-  return rate === undefined || rate === null ? '–' : integer(rate);
+  const rate = shownRate(r);
+  return rate === undefined ? '–' : integer(rate);
 }
 
 /** A run state's coloured badge; a state this release does not know still shows, in grey. */

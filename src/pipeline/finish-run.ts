@@ -214,8 +214,9 @@ export async function recordFailure(
     const attempt = parts.attempt ?? (await openAttemptNumber(storage, folder));
     manifest = buildManifest({ ...parts, folder, attempt });
     // No attempt is open (a resumed run cancelled before a worker took it): the manifest of the
-    // last one stays its record; the run's end is told, of no attempt, as for a run refused before it began one.
-    if (attempt === 0 && (await storage.exists(runFiles.manifest(folder)))) return options.begun ? manifest : undefined;
+    // last one, which openAttemptNumber read, stays its record; the run's end is told, of no
+    // attempt, as for a run refused before it began one.
+    if (attempt === 0) return options.begun ? manifest : undefined;
     // Planned by an earlier attempt, the run is that plan's even when this attempt stopped before reading it.
     const run = parts.run ?? (await readPreparedRun(storage, folder).catch(() => undefined));
     if (run !== parts.run) manifest = buildManifest({ ...parts, folder, run, attempt: manifest.attempt });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
-import { readManifest } from './manifest.js';
+import { readManifest, type Manifest } from './manifest.js';
 import { runFiles } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';
 
@@ -20,7 +20,7 @@ export type OpenAttempt = z.output<typeof attemptSchema> & {
  */
 export async function openAttempt(storage: Storage, folder: Location, startedAt: string, signal?: AbortSignal): Promise<OpenAttempt> {
   const [open, manifest] = await Promise.all([readOpenAttempt(storage, folder, signal), readManifest(storage, folder, signal)]);
-  const recorded = manifest ? (manifest.attempt ?? 1) : 0;
+  const recorded = recordedAttempt(manifest);
   if (open && open.attempt > recorded) return { ...open, opened: false };
   const attempt = { attempt: Math.max(open?.attempt ?? 0, recorded) + 1, startedAt };
   await writeRunFile(storage, runFiles.attempt(folder), attempt, { signal });
@@ -38,9 +38,14 @@ export async function openAttemptNumber(storage: Storage, folder: Location, sign
     readOpenAttempt(storage, folder, signal).catch(() => undefined),
     readManifest(storage, folder, signal).catch(() => undefined),
   ]);
-  const recorded = manifest ? (manifest.attempt ?? 1) : 0;
+  const recorded = recordedAttempt(manifest);
   if (open) return open.attempt > recorded ? open.attempt : 0;
   return manifest ? 0 : 1;
+}
+
+/** The last attempt a manifest records (1 in manifests of releases that kept none); 0 without a manifest. */
+function recordedAttempt(manifest: Manifest | undefined): number {
+  return manifest ? (manifest.attempt ?? 1) : 0;
 }
 
 /** The folder's `_work/attempt.json`: the last attempt opened and when it began; undefined where none was. */

@@ -116,27 +116,39 @@ function shadowAgreement(comparison: Manifest['comparison']): RunResult['shadow'
  * `held: 10000 rows scored, 2 quarantined; drift fail (price PSI 0.412 from run r-1); ...`.
  */
 export function describeResult(r: RunResult): string {
-  const parts = resultFacts(r);
-  return `${r.state}${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`;
-}
-
-/** The facts of a result a view lists beside its state: counts, error code, and its notes (see resultNotes). */
-export function resultFacts(r: RunResult): string[] {
-  return [
+  const parts = [
     r.counts && `${r.counts.rowsScored} rows scored, ${r.counts.rowsQuarantined} quarantined`,
     // A failed or held run's code; a cancelled or expired run's state says it (and its cap, which).
     r.error && (r.state === 'failed' || r.state === 'held') && `[${r.error.code}]`,
+    capNote(r),
     ...resultNotes(r),
+  ].filter((p): p is string => typeof p === 'string' && p !== '');
+  return `${r.state}${parts.length > 0 ? `: ${parts.join('; ')}` : ''}`;
+}
+
+/** The cap an expired run reached and the rows it keeps, in words; undefined for a run stopped by none. */
+export function capNote(r: RunResult): string | undefined {
+  return r.cap ? `cap ${r.cap.kind} ${r.cap.limit} reached, ${r.cap.rowsKept} of ${r.cap.rowsTotal} rows kept` : undefined;
+}
+
+/** What a result says beyond its counts, code and cap: the drift verdict, shadow agreement, who accepted or rejected it. */
+export function resultNotes(r: RunResult): string[] {
+  return [
+    r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
+    r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,
+    judgementNote('accepted', r.accepted),
+    judgementNote('rejected', r.rejected),
   ].filter((p): p is string => typeof p === 'string' && p !== '');
 }
 
-/** What a result says beyond its counts and code: the cap reached, the drift verdict, shadow agreement, who accepted it. */
-export function resultNotes(r: RunResult): string[] {
-  return [
-    r.cap && `cap ${r.cap.kind} ${r.cap.limit} reached, ${r.cap.rowsKept} of ${r.cap.rowsTotal} rows kept`,
-    r.drift && `drift ${r.drift.level}${r.drift.column === null ? '' : ` (${r.drift.column} PSI ${r.drift.psi!.toFixed(3)} from run ${r.drift.baseline})`}`,
-    r.shadow && `shadow agreement ${r.shadow.agreement === null ? '-' : `${(r.shadow.agreement * 100).toFixed(1)}%`} with ${r.shadow.other}`,
-    r.accepted && `accepted by ${r.accepted.by} at ${r.accepted.at}${r.accepted.why ? `: ${excerpt(r.accepted.why, 120)}` : ''}`,
-    r.rejected && `rejected by ${r.rejected.by} at ${r.rejected.at}${r.rejected.why ? `: ${excerpt(r.rejected.why, 120)}` : ''}`,
-  ].filter((p): p is string => typeof p === 'string' && p !== '');
+function judgementNote(verdict: 'accepted' | 'rejected', j: RunResult['accepted']): string | undefined {
+  return j ? `${verdict} by ${j.by} at ${j.at}${j.why ? `: ${excerpt(j.why, 120)}` : ''}` : undefined;
+}
+
+/**
+ * A run's rows per second as every view shows it: a settled run's from its record (see
+ * rowsPerSecond), a live run's from its progress; undefined without either.
+ */
+export function shownRate(r: { result?: Pick<RunResult, 'rowsPerSecond'>; progress?: { rowsPerSecond: number } }): number | undefined {
+  return r.result?.rowsPerSecond ?? r.progress?.rowsPerSecond;
 }
