@@ -4,9 +4,9 @@
  * request encoder keeps, computed beforehand, outside the timing), and of storing it per segment.
  * Measured in this process, in chunks, so the rows never all exist at once.
  */
-import { buildOutputSchema, predictionMembers } from '../src/pipeline/output-schema.js';
-import { ProfileAccumulator } from '../src/pipeline/prediction-profile.js';
-import { requestValue } from '../src/pipeline/request-row.js';
+import { buildOutputSchema, predictionMembers } from '../src/scoring/output-schema.js';
+import { ProfileAccumulator } from '../src/scoring/prediction-profile.js';
+import { requestValue } from '../src/scoring/request-row.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../src/simulator/models.js';
 import { RENTAL_COLUMNS, rentalRow } from '../src/simulator/sample-data.js';
 

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { format, resolveConfig } from 'prettier';
-import { requestValue } from '../src/pipeline/request-row.js';
+import { requestValue } from '../src/scoring/request-row.js';
 import { HOME_RENTALS_INPUTS } from '../src/simulator/models.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../src/simulator/sample-data.js';
 import {

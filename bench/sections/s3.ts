@@ -7,7 +7,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import Papa from 'papaparse';
-import { requestValue } from '../../src/pipeline/request-row.js';
+import { requestValue } from '../../src/scoring/request-row.js';
 import { HOME_RENTALS_INPUTS, predictTargets } from '../../src/simulator/models.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';

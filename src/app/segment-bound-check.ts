@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import type { Limits } from '../config/limits.js';
 import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
 import type { Logger } from '../log.js';
-import { checkSegments } from '../pipeline/segment-check.js';
+import { checkSegments } from '../scoring/segment-check.js';
 import type { RunSubmission } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';

@@ -10,7 +10,7 @@ import { checkSubmission, policedRuns } from '../http/policed-runs.js';
 import { runPages } from '../http/run-pages.js';
 import type { RunRoutesDeps } from '../http/run-routes.js';
 import { buildServer, closeHttp } from '../http/server.js';
-import type { RunListener } from '../pipeline/run-listener.js';
+import type { RunListener } from '../scoring/run-listener.js';
 import { collectQueueDepths } from '../metrics/queue-depths.js';
 import { collectRunDrift } from '../metrics/run-drift.js';
 import { trackRunOutcomes } from '../metrics/run-outcomes.js';

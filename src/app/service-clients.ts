@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { AnswerBounds } from '../service/answer-bounds.js';
 import { ServiceClient } from '../service/client.js';
 import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import type { PredictorFactory } from '../pipeline/predictor.js';
+import type { PredictorFactory } from '../scoring/predictor.js';
 
 // Wiring: the one place a run's options become a ServiceClient. Commands hand the factory to the
 // pipeline (scoreRun's predictorFor) and to workers (WorkerOptions.predictors), which never build

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { loadSettings } from '../config/settings.js';
-import { compareRuns, type RunComparison } from '../pipeline/compare-runs.js';
-import { runFiles } from '../pipeline/prepared-run.js';
+import { compareRuns, type RunComparison } from '../scoring/compare-runs.js';
+import { runFiles } from '../scoring/prepared-run.js';
 import { parseLocation } from '../storage/location.js';
 import { action } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';

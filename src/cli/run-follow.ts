@@ -1,4 +1,4 @@
-import { isSettled } from '../pipeline/run-lifecycle.js';
+import { isSettled } from '../scoring/run-lifecycle.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchScorerError, errorCode, errorMessage } from '../errors.js';
 import { runNotFound, type RunQueue, type RunStatus } from '../queue/producer.js';

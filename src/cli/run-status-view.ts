@@ -1,10 +1,10 @@
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
-import { resumeCanHelp } from '../pipeline/resume-advice.js';
-import { describeTrigger } from '../pipeline/run-trigger.js';
+import { resumeCanHelp } from '../scoring/resume-advice.js';
+import { describeTrigger } from '../scoring/run-trigger.js';
 import { readFailedAttempt, type FailedAttempt } from '../queue/failed-attempt.js';
 import type { RunStatus } from '../queue/producer.js';
-import { isResumable } from '../pipeline/run-lifecycle.js';
-import { resultNotes, shownRate } from '../pipeline/run-result.js';
+import { isResumable } from '../scoring/run-lifecycle.js';
+import { resultNotes, shownRate } from '../scoring/run-result.js';
 import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 

@@ -1,4 +1,4 @@
-import { isSettled } from '../pipeline/run-lifecycle.js';
+import { isSettled } from '../scoring/run-lifecycle.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadSettings } from '../config/settings.js';

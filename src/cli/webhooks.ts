@@ -1,7 +1,7 @@
 import type { Settings } from '../config/settings.js';
 import type { Logger } from '../log.js';
 import { directNotifier } from '../notify/direct-notifier.js';
-import type { RunListener } from '../pipeline/run-listener.js';
+import type { RunListener } from '../scoring/run-listener.js';
 import { notifyConfig } from '../notify/notify-config.js';
 import type { DeliveryJob } from '../notify/webhook-delivery.js';
 import { redisConnection, type QueueConfig } from '../queue/queues.js';

@@ -261,7 +261,7 @@ export const FIXED_BOUNDS: readonly FixedBound[] = [
   },
   { constant: 'formats/row-parser.ts MAX_ROW_DEPTH', value: 64, unit: 'levels', bounds: 'How deep a JSON Lines row nests.', past: 'the row is quarantined' },
   {
-    constant: 'pipeline/plan.ts MAX_JSONL_KEYS',
+    constant: 'scoring/plan.ts MAX_JSONL_KEYS',
     value: 10_000,
     unit: 'count',
     bounds: 'Distinct keys (columns) of a JSON Lines input.',

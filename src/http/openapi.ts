@@ -1,6 +1,6 @@
 import { LIMITS } from '../config/limits.js';
 import { z } from 'zod';
-import { dryRunReportSchema } from '../pipeline/dry-run.js';
+import { dryRunReportSchema } from '../scoring/dry-run.js';
 import { s3EventSchema } from '../triggers/s3-event.js';
 import { TOOL } from '../version.js';
 import { eventRunsSchema } from './event-routes.js';

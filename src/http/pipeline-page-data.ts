@@ -1,7 +1,7 @@
-import { isSettled, type RunState } from '../pipeline/run-lifecycle.js';
+import { isSettled, type RunState } from '../scoring/run-lifecycle.js';
 import pLimit from 'p-limit';
 import { errorMessage } from '../errors.js';
-import { readManifest } from '../pipeline/manifest.js';
+import { readManifest } from '../scoring/manifest.js';
 import { type RunStatus } from '../queue/producer.js';
 import { RETENTION } from '../queue/queues.js';
 import { parseLocation } from '../storage/location.js';

@@ -1,5 +1,5 @@
-import { rowsPerSecond } from '../pipeline/run-result.js';
-import { isSettled, RUN_STATES } from '../pipeline/run-lifecycle.js';
+import { rowsPerSecond } from '../scoring/run-result.js';
+import { isSettled, RUN_STATES } from '../scoring/run-lifecycle.js';
 
 import type { Pipeline } from '../triggers/pipelines.js';
 import { zonedIso } from '../triggers/zoned-time.js';

@@ -1,16 +1,16 @@
-import { isSettled, type RunState } from '../pipeline/run-lifecycle.js';
+import { isSettled, type RunState } from '../scoring/run-lifecycle.js';
 import { Job, type Queue } from 'bullmq';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
-import { describeSnapshotSchema, type DescribeSnapshot } from '../pipeline/describe-snapshot.js';
-import { readManifest, type Manifest } from '../pipeline/manifest.js';
-import { comparisonSchema, type Comparison } from '../pipeline/model-comparison.js';
+import { describeSnapshotSchema, type DescribeSnapshot } from '../scoring/describe-snapshot.js';
+import { readManifest, type Manifest } from '../scoring/manifest.js';
+import { comparisonSchema, type Comparison } from '../scoring/model-comparison.js';
 import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-record.js';
-import { readPreparedRun, runFiles, type PreparedRun } from '../pipeline/prepared-run.js';
-import type { RunProgress } from '../pipeline/progress.js';
-import { readRunFile } from '../pipeline/run-file.js';
+import { readPreparedRun, runFiles, type PreparedRun } from '../scoring/prepared-run.js';
+import type { RunProgress } from '../scoring/progress.js';
+import { readRunFile } from '../scoring/run-file.js';
 import type { RunStatus } from '../queue/producer.js';
 import type { KnownRuns } from '../run-index/index.js';
 import { RETENTION, segmentJobId } from '../queue/queues.js';
@@ -42,7 +42,7 @@ export interface RunPageSources {
   storage: Storage;
 }
 
-export type { NumericSummary, PredictionProfile } from '../pipeline/prediction-profile.js';
+export type { NumericSummary, PredictionProfile } from '../scoring/prediction-profile.js';
 
 /** The manifest as a page reads it (older runs' manifests read with a null profile). */
 export type PageManifest = Manifest;

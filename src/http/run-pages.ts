@@ -1,4 +1,4 @@
-import { RUN_STATES } from '../pipeline/run-lifecycle.js';
+import { RUN_STATES } from '../scoring/run-lifecycle.js';
 import { stateFilterSchema } from './run-schemas.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';

@@ -1,10 +1,10 @@
-import { isSettled } from '../pipeline/run-lifecycle.js';
+import { isSettled } from '../scoring/run-lifecycle.js';
 import type { FastifyBaseLogger, FastifyPluginCallback, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { judgeRun, type Verdict } from '../pipeline/judge-run.js';
-import type { RunListener } from '../pipeline/run-listener.js';
-import type { DryRunReport } from '../pipeline/dry-run.js';
-import { readManifest, type Manifest } from '../pipeline/manifest.js';
+import { judgeRun, type Verdict } from '../scoring/judge-run.js';
+import type { RunListener } from '../scoring/run-listener.js';
+import type { DryRunReport } from '../scoring/dry-run.js';
+import { readManifest, type Manifest } from '../scoring/manifest.js';
 import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
 import type { KnownRuns } from '../run-index/index.js';
 import { parseLocation } from '../storage/location.js';

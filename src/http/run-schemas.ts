@@ -2,12 +2,12 @@ import path from 'node:path';
 import { z } from 'zod';
 import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
-import { manifestSchema } from '../pipeline/manifest.js';
-import { JUDGEMENT_WHY_CHARS } from '../pipeline/judge-run.js';
-import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../pipeline/run-lifecycle.js';
-import { runResultSchema } from '../pipeline/run-result.js';
+import { manifestSchema } from '../scoring/manifest.js';
+import { JUDGEMENT_WHY_CHARS } from '../scoring/judge-run.js';
+import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../scoring/run-lifecycle.js';
+import { runResultSchema } from '../scoring/run-result.js';
 import { RETENTION } from '../queue/queues.js';
-import { runTriggerSchema } from '../pipeline/run-trigger.js';
+import { runTriggerSchema } from '../scoring/run-trigger.js';
 
 import { parseModelRef } from '../service/model-ref.js';
 import { UsageError } from '../errors.js';
@@ -16,7 +16,7 @@ import { excerpt } from '../text-excerpt.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
 
 /**
- * The request and answer shapes of the run API, from the schemas the CLI and the pipeline use;
+ * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use;
  * `/openapi.json` is generated from them.
  */
 

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { RunListener } from '../pipeline/run-listener.js';
+import type { RunListener } from '../scoring/run-listener.js';
 import { LineageSender } from './lineage-sender.js';
 import type { LineageSettings } from '../config/lineage-settings.js';
 import { endEvent, startEvent, type RunEvent } from './run-event.js';

@@ -1,7 +1,7 @@
-import { NOT_THIS_RUNS } from '../pipeline/finish-run.js';
-import type { Manifest } from '../pipeline/manifest.js';
-import type { RunStart } from '../pipeline/run-listener.js';
-import { triggerPipeline, type RunTrigger } from '../pipeline/run-trigger.js';
+import { NOT_THIS_RUNS } from '../scoring/finish-run.js';
+import type { Manifest } from '../scoring/manifest.js';
+import type { RunStart } from '../scoring/run-listener.js';
+import { triggerPipeline, type RunTrigger } from '../scoring/run-trigger.js';
 import { parseModelRef } from '../service/model-ref.js';
 import { formatLocation } from '../storage/location.js';
 import { excerpt } from '../text-excerpt.js';

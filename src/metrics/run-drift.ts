@@ -1,8 +1,8 @@
-import { isSettled } from '../pipeline/run-lifecycle.js';
+import { isSettled } from '../scoring/run-lifecycle.js';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.js';
-import type { Drift } from '../pipeline/drift.js';
-import { readManifest } from '../pipeline/manifest.js';
+import type { Drift } from '../scoring/drift.js';
+import { readManifest } from '../scoring/manifest.js';
 import { type RunQueue } from '../queue/producer.js';
 import { parseLocation } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';

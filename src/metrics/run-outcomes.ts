@@ -2,7 +2,7 @@ import type { QueueEvents } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
-import { ENDING_STATES } from '../pipeline/run-lifecycle.js';
+import { ENDING_STATES } from '../scoring/run-lifecycle.js';
 import { RUN_SETTLED_EVENT, settledResult } from '../queue/run-results.js';
 import { outcomeCounter } from './registry.js';
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../pipeline/scoring-observer.js';
+import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../scoring/scoring-observer.js';
 import type { RequestSlots } from '../service/request-slots.js';
 import { outcomeCounter } from './registry.js';
 

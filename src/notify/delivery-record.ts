@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { runFiles } from '../pipeline/prepared-run.js';
-import { readRunFile, writeRunFile } from '../pipeline/run-file.js';
+import { runFiles } from '../scoring/prepared-run.js';
+import { readRunFile, writeRunFile } from '../scoring/run-file.js';
 import { formatLocation, joinLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 

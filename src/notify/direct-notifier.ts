@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { Logger } from '../log.js';
-import type { RunListener } from '../pipeline/run-listener.js';
+import type { RunListener } from '../scoring/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { attemptDelivery, type AttemptContext } from './delivery-attempt.js';
 import { checkedDelivery } from './delivery-check.js';

@@ -3,7 +3,7 @@ import { errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { readJobData } from '../queue/queues.js';
 import { toQueueError } from '../queue/to-queue-error.js';
-import type { RunListener } from '../pipeline/run-listener.js';
+import type { RunListener } from '../scoring/run-listener.js';
 import type { Storage } from '../storage/storage-types.js';
 import { excerpt } from '../text-excerpt.js';
 import { attemptDelivery } from './delivery-attempt.js';

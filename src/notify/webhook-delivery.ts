@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Manifest } from '../pipeline/manifest.js';
+import type { Manifest } from '../scoring/manifest.js';
 import type { Location } from '../storage/location.js';
 import { deliverySeal } from './delivery-seal.js';
 import type { NotifyEvent } from './notify-events.js';

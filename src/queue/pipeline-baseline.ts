@@ -1,5 +1,5 @@
-import { readBaseline, namedBaseline, type FindBaseline } from '../pipeline/drift-baseline.js';
-import { triggerPipeline } from '../pipeline/run-trigger.js';
+import { readBaseline, namedBaseline, type FindBaseline } from '../scoring/drift-baseline.js';
+import { triggerPipeline } from '../scoring/run-trigger.js';
 import type { Storage } from '../storage/storage-types.js';
 import type { PipelineRuns } from './pipeline-runs.js';
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
-import type { ErrorBudget } from '../pipeline/error-budget.js';
-import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
+import type { ErrorBudget } from '../scoring/error-budget.js';
+import { PROGRESS_EVERY_MS } from '../scoring/progress.js';
 import type { RunProgressStore } from './run-progress.js';
 
 /**

@@ -1,13 +1,13 @@
 import { Job, type Processor } from 'bullmq';
 import { checkOutput, checkRun } from '../config/deployment-policy.js';
 import { errorCode } from '../errors.js';
-import { recordFailure } from '../pipeline/finish-run.js';
-import type { PreparedRun } from '../pipeline/prepared-run.js';
-import { PROGRESS_EVERY_MS } from '../pipeline/progress.js';
-import { quarantineAllowance } from '../pipeline/error-budget.js';
-import { capLimits, cappedPredictor } from '../pipeline/run-caps.js';
-import { scoreSegment } from '../pipeline/score-segment.js';
-import { readSegmentDone } from '../pipeline/segment-done.js';
+import { recordFailure } from '../scoring/finish-run.js';
+import type { PreparedRun } from '../scoring/prepared-run.js';
+import { PROGRESS_EVERY_MS } from '../scoring/progress.js';
+import { quarantineAllowance } from '../scoring/error-budget.js';
+import { capLimits, cappedPredictor } from '../scoring/run-caps.js';
+import { scoreSegment } from '../scoring/score-segment.js';
+import { readSegmentDone } from '../scoring/segment-done.js';
 import { segmentJobDataSchema, WORKER_ID, type SegmentJobData } from './queues.js';
 import { RunErrorBudget } from './run-error-budget.js';
 import { RedisRunCaps } from './run-caps-store.js';
@@ -17,7 +17,7 @@ import type { WorkerContext } from './worker-context.js';
 /** The states of a run job whose segments are being scored: waiting for them, or (for a moment) still adding them. */
 const RUN_UNDER_WAY: readonly string[] = ['waiting-children', 'active'];
 
-/** A segment job: scores one segment of a prepared run into storage, with the pipeline's scoreSegment. */
+/** A segment job: scores one segment of a prepared run into storage, with the scoring core's scoreSegment. */
 export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobData> {
   return async (job, token, lost) => {
     const { runId, folder, index, generation } = await ctx.readJob(job, token, segmentJobDataSchema);

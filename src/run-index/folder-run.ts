@@ -1,10 +1,10 @@
 import type { RunOptionsInput } from '../config/run-options.js';
-import type { Manifest } from '../pipeline/manifest.js';
-import { computeProgress } from '../pipeline/progress.js';
-import { runResult } from '../pipeline/run-result.js';
-import type { readOpenAttempt } from '../pipeline/run-attempt.js';
-import type { readClaim } from '../pipeline/run-folder-claim.js';
-import { triggerPipeline, type RunTrigger } from '../pipeline/run-trigger.js';
+import type { Manifest } from '../scoring/manifest.js';
+import { computeProgress } from '../scoring/progress.js';
+import { runResult } from '../scoring/run-result.js';
+import type { readOpenAttempt } from '../scoring/run-attempt.js';
+import type { readClaim } from '../scoring/run-folder-claim.js';
+import { triggerPipeline, type RunTrigger } from '../scoring/run-trigger.js';
 import type { RunStatus } from '../queue/producer.js';
 import { runPriority } from '../queue/queues.js';
 import { formatLocation, parentLocation, type Location } from '../storage/location.js';

@@ -1,4 +1,4 @@
-import { isSettled } from '../pipeline/run-lifecycle.js';
+import { isSettled } from '../scoring/run-lifecycle.js';
 import type { RunListOptions, RunQueueCalls, RunStatus } from '../queue/producer.js';
 import { newestFirst, type FolderRun } from './folder-run.js';
 import type { RunIndex, RunSnapshot } from './run-index.js';

@@ -1,9 +1,9 @@
 import pLimit from 'p-limit';
 import { errorCode, errorMessage, RunFolderError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readManifest } from '../pipeline/manifest.js';
-import { readOpenAttempt } from '../pipeline/run-attempt.js';
-import { readClaim } from '../pipeline/run-folder-claim.js';
+import { readManifest } from '../scoring/manifest.js';
+import { readOpenAttempt } from '../scoring/run-attempt.js';
+import { readClaim } from '../scoring/run-folder-claim.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { claimedRun, newestFirst, resumedRun, settledRun, type AttemptFacts, type ClaimFacts, type FolderRun } from './folder-run.js';

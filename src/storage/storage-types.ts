@@ -37,7 +37,7 @@ export interface WriteOptions {
 }
 
 /**
- * One API over local disk and S3, so the pipeline never branches on where data lives.
+ * One API over local disk and S3, so the scoring core never branches on where data lives.
  * Failures are BatchScorerErrors: NotFoundError (E_NOT_FOUND) for a missing file, object or bucket,
  * E_INPUT_CHANGED when `expect` no longer holds, E_STORAGE (retriable or not) otherwise;
  * aborts surface as AbortError. Folders ("prefixes") are always taken as whole folders:

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { ObjectVersion, RunTrigger } from '../pipeline/run-trigger.js';
+import type { ObjectVersion, RunTrigger } from '../scoring/run-trigger.js';
 import type { FileDropSubmission } from '../queue/producer.js';
 import { formatLocation, parseLocation, type Location } from '../storage/location.js';
 import type { FileDropPipeline, Pipeline } from './pipelines.js';

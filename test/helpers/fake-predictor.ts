@@ -1,6 +1,6 @@
 import { EventEmitter, once } from 'node:events';
 import { setImmediate as turn } from 'node:timers/promises';
-import type { OwnPredictor, PredictorFactory } from '../../src/pipeline/predictor.js';
+import type { OwnPredictor, PredictorFactory } from '../../src/scoring/predictor.js';
 import { predictBody, type CallOptions, type Envelope, type PredictOptions, type RowsJson } from '../../src/service/client.js';
 import { parseJsonBody } from '../../src/service/json-body.js';
 import { pickMembers, type PickedRow } from '../../src/service/json-members.js';

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { RunOptionsInput } from '../../src/config/run-options.js';
-import type { Verdict } from '../../src/pipeline/judge-run.js';
-import type { EndingState } from '../../src/pipeline/run-lifecycle.js';
+import type { Verdict } from '../../src/scoring/judge-run.js';
+import type { EndingState } from '../../src/scoring/run-lifecycle.js';
 import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
 import { rentalsText } from './scoring.js';
 

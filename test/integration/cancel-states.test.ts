@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import type { RunStatus } from '../../src/queue/producer.js';
-import type { RunState } from '../../src/pipeline/run-lifecycle.js';
+import type { RunState } from '../../src/scoring/run-lifecycle.js';
 import { runCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
 import { useRentalsInput } from '../helpers/scoring.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
+import type { DescribeSnapshot } from '../../src/scoring/describe-snapshot.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';

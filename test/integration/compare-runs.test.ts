@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RunComparison } from '../../src/pipeline/compare-runs.js';
-import type { Comparison } from '../../src/pipeline/model-comparison.js';
+import type { RunComparison } from '../../src/scoring/compare-runs.js';
+import type { Comparison } from '../../src/scoring/model-comparison.js';
 import { runCli } from '../helpers/cli.js';
 import { useScoringFixture, writeRentals, writeRentalsWithEngineErrors, writeShiftedRentals } from '../helpers/scoring.js';
 

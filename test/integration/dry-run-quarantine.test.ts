@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dryRunReportSchema } from '../../src/pipeline/dry-run.js';
+import { dryRunReportSchema } from '../../src/scoring/dry-run.js';
 import { runCli } from '../helpers/cli.js';
 import { rentalsText, useScoringFixture, writeRentals, writeRentalsWithEngineErrors } from '../helpers/scoring.js';
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import { runCli } from '../helpers/cli.js';
 import { filler, startHostileModel, type HostileModel } from '../helpers/hostile-model.js';
 import { runCliMeasured } from '../helpers/peak-rss.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunOptions, type RunOptionsInput } from '../../src/config/run-options.js';
 import { silentLogger } from '../../src/log.js';
-import { scoreRun } from '../../src/pipeline/score-run.js';
+import { scoreRun } from '../../src/scoring/score-run.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { fakeService, type FakeServiceOptions } from '../helpers/fake-predictor.js';
 import { MemoryStorage } from '../helpers/memory-storage.js';

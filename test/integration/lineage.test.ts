@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/lineage/run-event.js';
 import { LINEAGE_DRAIN_MS } from '../../src/lineage/lineage-listener.js';
 import { lineageRunId, wholeRunId } from '../../src/lineage/run-uuid.js';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { startForeignListener } from '../helpers/foreign-listener.js';
 import { startLineageReceiver, type LineageReceiver } from '../helpers/lineage-receiver.js';

@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { RENTAL_COLUMNS } from '../../src/simulator/sample-data.js';
 import { runCli } from '../helpers/cli.js';

@@ -2,7 +2,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { RENTAL_COLUMNS } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';

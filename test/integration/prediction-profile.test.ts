@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
-import { PROFILE_QUANTILES, RELATIVE_ACCURACY, type NumericSummary } from '../../src/pipeline/prediction-profile.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
+import { PROFILE_QUANTILES, RELATIVE_ACCURACY, type NumericSummary } from '../../src/scoring/prediction-profile.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { parseCsv, startSimulator, tempDir, writeRentals } from '../helpers/scoring.js';

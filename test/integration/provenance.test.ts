@@ -3,7 +3,7 @@
 // real `serve` and the built CLI.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunTrigger } from '../../src/pipeline/run-trigger.js';
+import type { RunTrigger } from '../../src/scoring/run-trigger.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';

@@ -2,8 +2,8 @@ import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promi
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
-import { loadPreparedRun } from '../../src/pipeline/prepared-run.js';
-import { SCHEMA_VERSION } from '../../src/pipeline/run-file.js';
+import { loadPreparedRun } from '../../src/scoring/prepared-run.js';
+import { SCHEMA_VERSION } from '../../src/scoring/run-file.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { TOOL } from '../../src/version.js';

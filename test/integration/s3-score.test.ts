@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DescribeSnapshot } from '../../src/pipeline/describe-snapshot.js';
+import type { DescribeSnapshot } from '../../src/scoring/describe-snapshot.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';

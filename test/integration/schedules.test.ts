@@ -5,7 +5,7 @@ import { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
 import type { ScheduledRunResult } from '../../src/triggers/scheduled-run.js';
 import { runCli, startCli } from '../helpers/cli.js';

@@ -3,7 +3,7 @@ import { Job, Queue } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { manifestSchema } from '../../src/pipeline/manifest.js';
+import { manifestSchema } from '../../src/scoring/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
 import { rentalsCsv } from '../../src/simulator/sample-data.js';
 import { parseLocation } from '../../src/storage/location.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseRunOptions } from '../../src/config/run-options.js';
 import { BatchScorerError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
-import { scoreRun } from '../../src/pipeline/score-run.js';
+import { scoreRun } from '../../src/scoring/score-run.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import type { Location } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';

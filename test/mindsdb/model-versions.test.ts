@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
-import type { Comparison } from '../../src/pipeline/model-comparison.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
+import type { Comparison } from '../../src/scoring/model-comparison.js';
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';
 import { scoreCli } from './score-cli.js';

@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ERROR_CATALOGUE, type ErrorCode } from '../../src/errors.js';
-import type { Manifest } from '../../src/pipeline/manifest.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 import { parseCsv, rentalsText, tempDir } from '../helpers/scoring.js';
 import { connectMindsdb } from './mindsdb-server.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { answerCheck } from '../../src/pipeline/answer-check.js';
-import { buildOutputSchema } from '../../src/pipeline/output-schema.js';
+import { answerCheck } from '../../src/scoring/answer-check.js';
+import { buildOutputSchema } from '../../src/scoring/output-schema.js';
 
 const probe = {
   price: 1,

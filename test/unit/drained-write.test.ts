@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { promiseHooks } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { drainedWrite } from '../../src/pipeline/drained-write.js';
+import { drainedWrite } from '../../src/scoring/drained-write.js';
 
 /** A stream that takes one byte before it asks to drain, and drains on the next turn of the loop. */
 function slowStream(): Writable {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { computeDrift, DRIFT_BINS, type ColumnDrift, type Drift } from '../../src/pipeline/drift.js';
-import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
-import { ProfileAccumulator, type PredictionProfile } from '../../src/pipeline/prediction-profile.js';
+import { computeDrift, DRIFT_BINS, type ColumnDrift, type Drift } from '../../src/scoring/drift.js';
+import { buildOutputSchema, predictionMembers } from '../../src/scoring/output-schema.js';
+import { ProfileAccumulator, type PredictionProfile } from '../../src/scoring/prediction-profile.js';
 import { mulberry32 } from '../../src/simulator/prng.js';
 
 /** One numeric target with confidence and interval; two inputs, `sqft` (numbers) and `area` (classes). */

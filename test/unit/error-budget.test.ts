@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryErrorBudget, quarantineAllowance } from '../../src/pipeline/error-budget.js';
+import { MemoryErrorBudget, quarantineAllowance } from '../../src/scoring/error-budget.js';
 
 describe("a run's error budget in one process", () => {
   it('allows the floor of rows x --max-error-rate', () => {

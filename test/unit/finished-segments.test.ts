@@ -2,12 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FinishedSegments } from '../../src/pipeline/finished-segments.js';
-import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
-import { ProfileAccumulator } from '../../src/pipeline/prediction-profile.js';
-import { runFiles, type PreparedRun } from '../../src/pipeline/prepared-run.js';
-import { emptyCounts } from '../../src/pipeline/segment-counts.js';
-import { readSegmentDone, writeSegmentDone } from '../../src/pipeline/segment-done.js';
+import { FinishedSegments } from '../../src/scoring/finished-segments.js';
+import { buildOutputSchema, predictionMembers } from '../../src/scoring/output-schema.js';
+import { ProfileAccumulator } from '../../src/scoring/prediction-profile.js';
+import { runFiles, type PreparedRun } from '../../src/scoring/prepared-run.js';
+import { emptyCounts } from '../../src/scoring/segment-counts.js';
+import { readSegmentDone, writeSegmentDone } from '../../src/scoring/segment-done.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';
 

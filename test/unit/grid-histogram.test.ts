@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GRID_CELLS, GridHistogram, gridHistogramSchema } from '../../src/pipeline/grid-histogram.js';
+import { GRID_CELLS, GridHistogram, gridHistogramSchema } from '../../src/scoring/grid-histogram.js';
 
 /** Values of every magnitude and sign, denormals and the extremes included. */
 const anyValue = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer({ min: -600, max: 600 }), fc.constantFrom(0, -0, 5e-324, -5e-324));

@@ -100,7 +100,7 @@ describe('import graph of src/', () => {
     ].join('\n');
     expect(relativeSpecifiers(text)).toEqual(['./a.js', '../b.js', './c.js', './d.js']);
     expect(importsOf('queue/worker.ts')).toContain('storage/storage-types.ts');
-    expect(graph.get('pipeline')?.has('formats')).toBe(true);
+    expect(graph.get('scoring')?.has('formats')).toBe(true);
   });
 
   it('has no cycle between folders', () => {
@@ -114,9 +114,9 @@ describe('import graph of src/', () => {
     expect(cycles.join('\n'), 'folders that import each other').toBe('');
   });
 
-  it('keeps pipeline/ free of the adapters and commands', () => {
+  it('keeps scoring/ free of the adapters and commands', () => {
     const forbidden = ['queue', 'http', 'cli', 'cli.ts', 'metrics', 'notify', 'lineage', 'triggers'];
-    const reached = [...(graph.get('pipeline') ?? [])].filter(([to]) => forbidden.includes(to)).map(([, evidence]) => evidence);
+    const reached = [...(graph.get('scoring') ?? [])].filter(([to]) => forbidden.includes(to)).map(([, evidence]) => evidence);
     expect(reached).toEqual([]);
   });
 });

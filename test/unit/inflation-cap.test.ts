@@ -3,8 +3,8 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, INFLATION_FLOOR_BYTES, type Limits } from '../../src/config/limits.js';
 import { BatchScorerError } from '../../src/errors.js';
-import { inflationCap } from '../../src/pipeline/input-bounds.js';
-import { gunzip } from '../../src/pipeline/input-bytes.js';
+import { inflationCap } from '../../src/scoring/input-bounds.js';
+import { gunzip } from '../../src/scoring/input-bytes.js';
 
 const MiB = 1024 * 1024;
 

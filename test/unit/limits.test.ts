@@ -7,7 +7,7 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../src/http/idempotency-key.js';
 import { MAX_PENDING } from '../../src/lineage/lineage-sender.js';
 import { MAX_TARGETS } from '../../src/notify/pipeline-notify.js';
 import { MESSAGE_BYTES as WEBHOOK_MESSAGE_BYTES } from '../../src/notify/run-end.js';
-import { MAX_JSONL_KEYS } from '../../src/pipeline/plan.js';
+import { MAX_JSONL_KEYS } from '../../src/scoring/plan.js';
 import { MESSAGE_BYTES } from '../../src/text-excerpt.js';
 import { ENV_SETTINGS } from '../../src/config/settings-catalogue.js';
 
@@ -54,7 +54,7 @@ describe('the fixed bounds listed in docs/limits.md', () => {
       'config/run-options.ts MAX_PARAMS_BYTES': MAX_PARAMS_BYTES,
       'config/run-options.ts MAX_PARAMS_DEPTH': MAX_PARAMS_DEPTH,
       'formats/row-parser.ts MAX_ROW_DEPTH': MAX_ROW_DEPTH,
-      'pipeline/plan.ts MAX_JSONL_KEYS': MAX_JSONL_KEYS,
+      'scoring/plan.ts MAX_JSONL_KEYS': MAX_JSONL_KEYS,
       'text-excerpt.ts MESSAGE_BYTES': MESSAGE_BYTES,
       'notify/pipeline-notify.ts MAX_TARGETS': MAX_TARGETS,
       'notify/run-end.ts MESSAGE_BYTES': WEBHOOK_MESSAGE_BYTES,

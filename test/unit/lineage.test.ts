@@ -7,9 +7,9 @@ import { lineageSettingsFromEnv } from '../../src/config/lineage-settings.js';
 import { CUSTOM_FACETS, facetSchemaUrl } from '../../src/lineage/facet-schemas.js';
 import { endEvent, PRODUCER, startEvent, type RunEvent } from '../../src/lineage/run-event.js';
 import { lineageRunId, wholeRunId } from '../../src/lineage/run-uuid.js';
-import { buildManifest, type Manifest } from '../../src/pipeline/manifest.js';
-import { ENDING_STATES } from '../../src/pipeline/run-lifecycle.js';
-import { runTriggerSchema } from '../../src/pipeline/run-trigger.js';
+import { buildManifest, type Manifest } from '../../src/scoring/manifest.js';
+import { ENDING_STATES } from '../../src/scoring/run-lifecycle.js';
+import { runTriggerSchema } from '../../src/scoring/run-trigger.js';
 import { eventProblems, shippedFile, SHIPPED_SCHEMAS } from '../helpers/lineage-schema.js';
 import { thrown } from '../helpers/rejection.js';
 

@@ -8,8 +8,8 @@ import {
   comparisonSummarySchema,
   ROWS_SHOWN,
   segmentComparisonSchema,
-} from '../../src/pipeline/model-comparison.js';
-import { buildOutputSchema, predictionMembers } from '../../src/pipeline/output-schema.js';
+} from '../../src/scoring/model-comparison.js';
+import { buildOutputSchema, predictionMembers } from '../../src/scoring/output-schema.js';
 
 /** `price` with an interval (value, confidence, min, max, anomaly), `label` without (value, confidence, anomaly). */
 const SCHEMA = buildOutputSchema(

@@ -18,8 +18,8 @@ import { webhookRetryDelayMs } from '../../src/notify/webhook-retry.js';
 import { readJobData } from '../../src/queue/queues.js';
 import { verdictOf } from '../../src/notify/webhook-post.js';
 import { webhookSignature } from '../../src/notify/webhook-signature.js';
-import { buildManifest, type Manifest } from '../../src/pipeline/manifest.js';
-import type { Drift } from '../../src/pipeline/drift.js';
+import { buildManifest, type Manifest } from '../../src/scoring/manifest.js';
+import type { Drift } from '../../src/scoring/drift.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { loadPipelines } from '../../src/triggers/pipelines.js';
 

@@ -2,8 +2,8 @@ import { gzipSync } from 'node:zlib';
 import iconv from 'iconv-lite';
 import { describe, expect, it } from 'vitest';
 import type { BatchScorerError } from '../../src/errors.js';
-import type { OutputFile } from '../../src/pipeline/manifest.js';
-import { readOutputRows } from '../../src/pipeline/output-rows.js';
+import type { OutputFile } from '../../src/scoring/manifest.js';
+import { readOutputRows } from '../../src/scoring/output-rows.js';
 import { joinLocation, parseLocation } from '../../src/storage/location.js';
 import { MemoryStorage } from '../helpers/memory-storage.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildOutputSchema, CLASH_PREFIX, predictionMembers, targetsFromAnswer } from '../../src/pipeline/output-schema.js';
+import { buildOutputSchema, CLASH_PREFIX, predictionMembers, targetsFromAnswer } from '../../src/scoring/output-schema.js';
 
 const numericProbe = {
   rental_price: 1200,

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ExactSum } from '../../src/pipeline/exact-sum.js';
+import { ExactSum } from '../../src/scoring/exact-sum.js';
 import { mulberry32 } from '../../src/simulator/prng.js';
-import { buildOutputSchema, predictionMembers, type OutputSchema } from '../../src/pipeline/output-schema.js';
+import { buildOutputSchema, predictionMembers, type OutputSchema } from '../../src/scoring/output-schema.js';
 import {
   CLASSES_KEPT,
   CLASSES_LISTED,
@@ -16,7 +16,7 @@ import {
   type NumericSummary,
   type SegmentProfile,
   type PredictionProfile,
-} from '../../src/pipeline/prediction-profile.js';
+} from '../../src/scoring/prediction-profile.js';
 
 /**
  * Three targets: `price` answers an interval (numeric whatever its values), `label` and `score`

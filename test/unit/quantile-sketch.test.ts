@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { DDSketch } from '@datadog/sketches-js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { QuantileSketch } from '../../src/pipeline/quantile-sketch.js';
+import { QuantileSketch } from '../../src/scoring/quantile-sketch.js';
 
 const ACCURACY = 0.01;
 /** A sketch of 1, 2, 2, -3 and 0 at 1% as sketches-js 2.1.1 writes it: the form of every release's done markers so far. */
@@ -28,7 +28,7 @@ describe('DDSketch, as QuantileSketch relies on it', () => {
   it('keeps its buckets in dense stores QuantileSketch reads and adds to by key, and its counts and ends in writable fields', () => {
     const sketch = new DDSketch({ relativeAccuracy: ACCURACY });
     for (const v of [1, 2, -3, 0]) sketch.accept(v);
-    const why = 'QuantileSketch (src/pipeline/quantile-sketch.ts) merges and bounds stores through these: adapt it to the new internals';
+    const why = 'QuantileSketch (src/scoring/quantile-sketch.ts) merges and bounds stores through these: adapt it to the new internals';
     for (const store of [sketch.store, sketch.negativeStore]) {
       expect(Array.isArray(store.bins), why).toBe(true);
       expect(store.offset, why).toBeTypeOf('number');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ReadAhead } from '../../src/pipeline/read-ahead.js';
+import { ReadAhead } from '../../src/scoring/read-ahead.js';
 
 const takeAll = (r: ReadAhead) => {
   let n = 0;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RequestBatchBuilder } from '../../src/pipeline/request-batch.js';
-import { RequestEncoder } from '../../src/pipeline/request-row.js';
+import { RequestBatchBuilder } from '../../src/scoring/request-batch.js';
+import { RequestEncoder } from '../../src/scoring/request-row.js';
 import type { InputRow } from '../../src/formats/row-parser.js';
 
 const encoder = new RequestEncoder(['name'], true, 'rid');

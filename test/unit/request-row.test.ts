@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import Papa from 'papaparse';
 import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
 import { MAX_ROW_DEPTH, quotedFieldBounds } from '../../src/formats/row-parser.js';
-import { inputColumns, RequestEncoder, requestValue } from '../../src/pipeline/request-row.js';
+import { inputColumns, RequestEncoder, requestValue } from '../../src/scoring/request-row.js';
 
 /** One row, as a segment's encoder encodes it: its JSON text and its length in bytes. */
 function encodeRequestRow(record: Record<string, unknown>, sent: string[], fromCsv: boolean, rowIdMember: string | undefined, rowId: number) {

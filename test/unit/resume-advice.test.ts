@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ErrorCode } from '../../src/errors.js';
-import { resumeCanHelp } from '../../src/pipeline/resume-advice.js';
+import { resumeCanHelp } from '../../src/scoring/resume-advice.js';
 
 describe('resumeCanHelp', () => {
   it('offers a resume for a failure that may pass, planned or not', () => {

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { deadlineTime } from '../../src/config/deadline.js';
 import { parseRunOptions } from '../../src/config/run-options.js';
 import { UsageError } from '../../src/errors.js';
-import { capLimits, ExpiredError, MemoryRunCaps, runExpired } from '../../src/pipeline/run-caps.js';
-import { withNeutralOptions, type RunRequest } from '../../src/pipeline/run-request.js';
+import { capLimits, ExpiredError, MemoryRunCaps, runExpired } from '../../src/scoring/run-caps.js';
+import { withNeutralOptions, type RunRequest } from '../../src/scoring/run-request.js';
 import { rejection, thrown } from '../helpers/rejection.js';
 
 const START = Date.parse('2026-11-26T01:00:00Z');

@@ -13,7 +13,7 @@ import {
   rowsPerRequest,
   type EstimateInput,
   type Range,
-} from '../../src/pipeline/run-estimate.js';
+} from '../../src/scoring/run-estimate.js';
 
 const LIMITS = { batchSize: 100, maxBatchBytes: 1_000_000 };
 

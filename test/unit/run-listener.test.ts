@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/pipeline/manifest.js';
-import { allListeners, type RunListener } from '../../src/pipeline/run-listener.js';
+import type { Manifest } from '../../src/scoring/manifest.js';
+import { allListeners, type RunListener } from '../../src/scoring/run-listener.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { keptLogger } from '../helpers/kept-logger.js';
 

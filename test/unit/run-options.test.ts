@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, optionFlag, parseRunOptions, processConcurrency, runOptionsSchema } from '../../src/config/run-options.js';
-import { requestDifference, withNeutralOptions, type RunRequest } from '../../src/pipeline/run-request.js';
+import { requestDifference, withNeutralOptions, type RunRequest } from '../../src/scoring/run-request.js';
 import { JOB_PRIORITY, runPriority } from '../../src/queue/queues.js';
 import { thrown } from '../helpers/rejection.js';
 

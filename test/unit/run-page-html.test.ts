@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { escapeHtml, html, jsonScript } from '../../src/http/html.js';
 import { throughputSeries, type PageManifest, type PredictionProfile, type RunListPage, type RunPageView } from '../../src/http/run-page-data.js';
 import { CHARTS_ELEMENT_ID, renderMessage, renderRunList, renderRunPage, stateBadge, type ChartSpec, type PageContext } from '../../src/http/run-page-html.js';
-import { comparisonSummary, type Comparison } from '../../src/pipeline/model-comparison.js';
+import { comparisonSummary, type Comparison } from '../../src/scoring/model-comparison.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 
 const ctx: PageContext = {

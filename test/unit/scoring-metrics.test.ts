@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMetricsRegistry } from '../../src/metrics/registry.js';
 import { scoringMetrics } from '../../src/metrics/scoring-metrics.js';
-import { loadOutcome, predictOutcome } from '../../src/pipeline/scoring-observer.js';
+import { loadOutcome, predictOutcome } from '../../src/scoring/scoring-observer.js';
 import { fixedSlots } from '../../src/service/request-slots.js';
 import { ServiceError } from '../../src/service/service-error.js';
 import { byOutcome, parseSamples, promtoolCheck, sample } from '../helpers/metrics.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SegmentFeed } from '../../src/pipeline/segment-feed.js';
+import { SegmentFeed } from '../../src/scoring/segment-feed.js';
 
 /** The indexes a feed hands out, and how it ended. */
 async function take(feed: SegmentFeed, taken: number[]): Promise<unknown> {

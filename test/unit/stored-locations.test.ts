@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inputPlanSchema, storedInputPlan, type InputPlan } from '../../src/pipeline/plan.js';
+import { inputPlanSchema, storedInputPlan, type InputPlan } from '../../src/scoring/plan.js';
 import { parseLocation, storedLocationSchema } from '../../src/storage/location.js';
 
 describe('storedLocationSchema', () => {

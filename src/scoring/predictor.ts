@@ -5,7 +5,7 @@ import type { PickedRow } from '../service/json-members.js';
 import type { ModelRef } from '../service/model-ref.js';
 
 /**
- * The model service as the pipeline uses it: describe a model, score rows. The pipeline takes it
+ * The model service as the scoring core uses it: describe a model, score rows. The core takes it
  * as it takes Storage, so that a run can score against two models and its planning, scoring and
  * assembly can be tested without an HTTP server. ServiceClient is the one for a Model Query
  * Service.
@@ -33,7 +33,7 @@ export interface Predictor {
 }
 
 /**
- * A predict call's options as the pipeline gives them: with the count of rows in `rowsJson`, which
+ * A predict call's options as the scoring core gives them: with the count of rows in `rowsJson`, which
  * a run's caps take at every attempt (see cappedPredictor). A service client need not read it.
  */
 export type RowsPredictOptions<Row = Record<string, unknown>> = PredictOptions<Row> & { rows: number };
@@ -46,6 +46,6 @@ export interface OwnPredictor extends Predictor {
 /**
  * A run's own predictor: the service, time limit and retries its options ask for, `connections`
  * kept alive (as many as its requests in flight), logging to `log`. Built where the process is
- * wired (the commands), so the pipeline never builds an adapter itself.
+ * wired (the commands), so the scoring core never builds an adapter itself.
  */
 export type PredictorFactory = (options: RunOptions, connections: number, log: Logger) => OwnPredictor;

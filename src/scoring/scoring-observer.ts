@@ -12,7 +12,7 @@ export type PredictOutcome = 'answered' | 'overloaded' | 'bad-rows' | 'bad-answe
 export type SegmentOutcome = 'scored' | 'failed' | 'stopped';
 
 /**
- * Hears what scoring does, for a process's metrics: the pipeline reports through it and knows
+ * Hears what scoring does, for a process's metrics: the scoring core reports through it and knows
  * nothing of what listens. It counts work done, so a segment scored again after a crash is heard
  * twice; the manifest's counts do not come from it. Calls must be cheap and must not throw.
  */

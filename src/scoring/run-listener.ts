@@ -17,7 +17,7 @@ export interface RunStart {
 
 /**
  * Hears each attempt of a run start and end (see run-attempt.ts and run-lifecycle.ts), for what
- * tells the world about them (webhooks, lineage): the pipeline and the queue report through it and
+ * tells the world about them (webhooks, lineage): the scoring core and the queue report through it and
  * know nothing of what listens. An attempt is heard to start once, when it has claimed the run's
  * folder, and to end once: `score` when it returns or fails, a queued run when its job completes
  * or fails for good (a job that BullMQ tries again is not an end), and a held run again when it
