@@ -20,8 +20,7 @@
 // command (and the container's entry point) run it (measured with `npm run bench`).
 import module from 'node:module';
 import v8 from 'node:v8';
-import { reportUsageErrors } from './cli/action.js';
-import { buildProgram } from './cli/program.js';
+import { buildProgram, reportUsageErrors } from './cli/index.js';
 
 // Scoring keeps thousands of rows in flight, so much of what it allocates outlives a young-generation
 // collection and ends as old-generation garbage; V8's default growth lets that reach ~190 MiB of heap

@@ -1,11 +1,9 @@
 import pLimit from 'p-limit';
-import type { Limits } from '../config/limits.js';
-import { parseRunOptions, type RunOptionsInput } from '../config/run-options.js';
+import { type Limits, parseRunOptions, type RunOptionsInput } from '../config/index.js';
 import type { Logger } from '../log.js';
-import { checkSegments } from '../scoring/segment-check.js';
-import type { RunSubmission } from '../queue/producer.js';
-import { parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { checkSegments } from '../scoring/index.js';
+import type { RunSubmission } from '../queue/index.js';
+import { parseLocation, type Storage } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 /** Submissions' segment checks that run at once in one `serve`; the others wait their turn. */

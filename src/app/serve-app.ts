@@ -1,31 +1,27 @@
 import { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
-import type { DeploymentPolicy } from '../config/deployment-policy.js';
-import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
-import type { RunOptionsInput } from '../config/run-options.js';
+import { DEFAULT_LIMITS, type DeploymentPolicy, type Limits, type RunOptionsInput } from '../config/index.js';
 import type { Logger } from '../log.js';
-import type { Credentials } from '../http/auth.js';
-import { QUEUES_PATH } from '../http/dashboard.js';
-import { checkSubmission, policedRuns } from '../http/policed-runs.js';
-import { runPages } from '../http/run-pages.js';
-import type { RunRoutesDeps } from '../http/run-routes.js';
-import { buildServer, closeHttp } from '../http/server.js';
-import type { RunListener } from '../scoring/run-listener.js';
-import { collectQueueDepths } from '../metrics/queue-depths.js';
-import { collectRunDrift } from '../metrics/run-drift.js';
-import { trackRunOutcomes } from '../metrics/run-outcomes.js';
-import { redisUnavailable } from '../queue/queue-connection.js';
-import { RUNS_QUEUE, SCHEDULES_QUEUE, SEGMENTS_QUEUE, redisConnection, type QueueConfig } from '../queue/queues.js';
-import { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
-import { RedisWatch } from '../queue/redis-watch.js';
-import { openRunEvents } from '../queue/run-events.js';
-import { RunProgressStore } from '../queue/run-progress.js';
-import { knownRuns, INDEX_REFRESH_MS, RunIndex } from '../run-index/index.js';
+import { loadServeServer, type Credentials, type RunRoutesDeps } from '../http/index.js';
+import type { RunListener } from '../scoring/index.js';
+import { collectQueueDepths, collectRunDrift, trackRunOutcomes } from '../metrics/index.js';
+import {
+  openRunEvents,
+  type QueueConfig,
+  ReconnectingRunQueue,
+  redisConnection,
+  redisUnavailable,
+  RedisWatch,
+  RunProgressStore,
+  RUNS_QUEUE,
+  SCHEDULES_QUEUE,
+  SEGMENTS_QUEUE,
+} from '../queue/index.js';
+import { INDEX_REFRESH_MS, knownRuns, RunIndex } from '../run-index/index.js';
 import { Releasers } from '../shutdown-steps.js';
 import { segmentBoundCheck } from './segment-bound-check.js';
-import type { Storage } from '../storage/storage-types.js';
-import type { Pipeline } from '../triggers/pipelines.js';
-import { listSchedules } from '../triggers/schedule-list.js';
+import type { Storage } from '../storage/index.js';
+import { listSchedules, type Pipeline } from '../triggers/index.js';
 
 /** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
 const READY_TIMEOUT_MS = 1_000;
@@ -93,6 +89,8 @@ export interface Serving {
  */
 export async function startServe(options: ServeOptions): Promise<Serving> {
   const { log } = options;
+  // Loaded before anything opens: a failed load leaves nothing to release.
+  const { buildServer, checkSubmission, closeHttp, policedRuns, QUEUES_PATH, runPages } = await loadServeServer();
   // Cleanups are registered as what they release opens, and run in reverse, each even when one before it failed.
   const releasers = new Releasers(log);
   const redis = redisConnection(options.queue, 'producer');

@@ -1,11 +1,7 @@
-import { ANSWER_FLOOR_BYTES, limitError, type Limits } from '../config/limits.js';
-import type { RunOptions } from '../config/run-options.js';
-import { tokenFor, type ServiceTokens } from '../config/service-tokens.js';
+import { ANSWER_FLOOR_BYTES, limitError, type Limits, type RunOptions, type ServiceTokens, tokenFor } from '../config/index.js';
 import type { Logger } from '../log.js';
-import type { AnswerBounds } from '../service/answer-bounds.js';
-import { ServiceClient } from '../service/client.js';
-import { DEFAULT_RETRY_POLICY } from '../service/retry-policy.js';
-import type { PredictorFactory } from '../scoring/predictor.js';
+import { type AnswerBounds, DEFAULT_RETRY_POLICY, ServiceClient } from '../service/index.js';
+import type { PredictorFactory } from '../scoring/index.js';
 
 // Wiring: the one place a run's options become a ServiceClient. Commands hand the factory to the
 // pipeline (scoreRun's predictorFor) and to workers (WorkerOptions.predictors), which never build

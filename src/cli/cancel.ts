@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { parseRunOptions } from '../config/run-options.js';
-import { loadSettings } from '../config/settings.js';
-import type { RunQueue } from '../queue/producer.js';
+import { loadSettings, parseRunOptions } from '../config/index.js';
+import type { RunQueue } from '../queue/index.js';
 import { action } from './action.js';
 import { count } from './number-flags.js';
 import { formatRunStatus } from './run-status-view.js';
@@ -51,7 +50,7 @@ export function registerCancel(program: Command): void {
 async function withRunQueue<T>(fn: (queue: RunQueue) => Promise<T>): Promise<T> {
   const settings = loadSettings();
   // bullmq loads only for the commands that use it.
-  const { RunQueue } = await import('../queue/producer.js');
+  const { RunQueue } = await import('../queue/index.js');
   const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
   try {
     return await fn(queue);

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
-import { compareRuns, type RunComparison } from '../scoring/compare-runs.js';
-import { runFiles } from '../scoring/prepared-run.js';
-import { parseLocation } from '../storage/location.js';
+import { loadSettings } from '../config/index.js';
+import { compareRuns, type RunComparison, runFiles } from '../scoring/index.js';
+import { parseLocation } from '../storage/index.js';
 import { action } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { runIdArgument } from './run-id-argument.js';

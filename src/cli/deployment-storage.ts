@@ -1,8 +1,5 @@
-import { storageGuard } from '../config/deployment-policy.js';
-import type { Settings } from '../config/settings.js';
-import { guardedStorage } from '../storage/guarded-storage.js';
-import { createStorage } from '../storage/storage.js';
-import type { Storage } from '../storage/storage-types.js';
+import { type Settings, storageGuard } from '../config/index.js';
+import { createStorage, guardedStorage, type Storage } from '../storage/index.js';
 
 /**
  * The storage of a command that runs or serves runs (`score`, `worker`, `serve`): local files and

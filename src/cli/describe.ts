@@ -1,12 +1,8 @@
 import type { Command } from 'commander';
-import { answerBounds } from '../app/service-clients.js';
-import { checkService } from '../config/deployment-policy.js';
-import { parseRunOptions } from '../config/run-options.js';
-import { tokenFor } from '../config/service-tokens.js';
-import { loadSettings } from '../config/settings.js';
+import { answerBounds } from '../app/index.js';
+import { checkService, loadSettings, parseRunOptions, tokenFor } from '../config/index.js';
 import { createLogger } from '../log.js';
-import { ServiceClient } from '../service/client.js';
-import { parseModelRef } from '../service/model-ref.js';
+import { parseModelRef, ServiceClient } from '../service/index.js';
 import { action } from './action.js';
 
 export function registerDescribe(program: Command): void {

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { parseRunOptions } from '../config/run-options.js';
-import { loadSettings } from '../config/settings.js';
-import { segmentBoundCheck } from '../app/segment-bound-check.js';
+import { loadSettings, parseRunOptions } from '../config/index.js';
+import { segmentBoundCheck } from '../app/index.js';
 import { createLogger } from '../log.js';
 import { action } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
@@ -40,7 +39,7 @@ export function registerEnqueue(program: Command): void {
           options,
         }).finally(() => storage.close());
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue }, { followRun }] = await Promise.all([import('../queue/producer.js'), import('./run-follow.js')]);
+        const [{ RunQueue }, { followRun }] = await Promise.all([import('../queue/index.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           const { runId, created, resumed } = await queue.enqueue({

@@ -1,4 +1,4 @@
-import type { DryRunReport } from '../scoring/dry-run.js';
+import type { DryRunReport } from '../scoring/index.js';
 
 /** A dry run's estimate for people: each figure expected (low to high), then what the range rests on. */
 export function estimateLines(e: DryRunReport['estimate']): string[] {

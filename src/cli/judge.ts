@@ -1,14 +1,11 @@
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { loadSettings, type Settings } from '../config/settings.js';
+import { loadSettings, type Settings } from '../config/index.js';
 import { errorMessage, UsageError } from '../errors.js';
-import { lineageListener } from '../lineage/lineage-listener.js';
+import { lineageListener } from '../lineage/index.js';
 import { createLogger, type Logger } from '../log.js';
-import { judgeRun, type JudgedRun, type Verdict } from '../scoring/judge-run.js';
-import type { Manifest } from '../scoring/manifest.js';
-import { runFiles } from '../scoring/prepared-run.js';
-import { allListeners } from '../scoring/run-listener.js';
-import { formatLocation } from '../storage/location.js';
+import { allListeners, type JudgedRun, judgeRun, type Manifest, runFiles, type Verdict } from '../scoring/index.js';
+import { formatLocation } from '../storage/index.js';
 import { action } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { runIdArgument } from './run-id-argument.js';
@@ -62,7 +59,7 @@ async function tellJudged(settings: Settings, storage: ReturnType<typeof deploym
   const lineage = lineageListener(settings.lineage, log);
   const webhooks = directWebhooks(settings, storage, log);
   allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log).runEnded(manifest);
-  const { RunQueue } = await import('../queue/producer.js');
+  const { RunQueue } = await import('../queue/index.js');
   const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
   try {
     await queue.judged(manifest);

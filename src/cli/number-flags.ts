@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { isTcpPort } from '../config/settings.js';
+import { isTcpPort } from '../config/index.js';
 
 /** A commander parser for a flag taking a whole number of at least 1. */
 export const count = (flag: string) => (v: string) => {

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
-import { targetOrigin } from '../config/webhook-url.js';
-import { loadPipelines, type Pipeline } from '../triggers/pipelines.js';
+import { loadSettings, targetOrigin } from '../config/index.js';
+import { loadPipelines, type Pipeline } from '../triggers/index.js';
 import { action } from './action.js';
 
 /** `--jobs <dir>`, shared by the commands that read `jobs/*.yaml`. */

@@ -1,5 +1,5 @@
 import { clearLine, cursorTo } from 'node:readline';
-import type { RunProgress } from '../scoring/progress.js';
+import type { RunProgress } from '../scoring/index.js';
 
 /** A progress bar, and a way to say something beside it. */
 export interface ProgressBar {

@@ -1,6 +1,6 @@
 import { shellWord } from '../shell-word.js';
-import { optionFlag, type RunOptionsInput } from '../config/run-options.js';
-import { CAP_FLAGS } from '../scoring/run-caps.js';
+import { optionFlag, type RunOptionsInput } from '../config/index.js';
+import { CAP_FLAGS } from '../scoring/index.js';
 
 /** The flags of the caps (each takes a value). They count the run's totals, so a run they ended cannot resume under them. */
 const CAP_FLAG_NAMES: readonly string[] = Object.values(CAP_FLAGS);

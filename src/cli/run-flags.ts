@@ -5,11 +5,11 @@ import {
   optionFlag,
   parseRunOptions,
   PREDICTION_MEMBERS,
-  runOptionsSchema,
   type RunOptions,
   type RunOptionsInput,
-} from '../config/run-options.js';
-import type { Settings } from '../config/settings.js';
+  runOptionsSchema,
+  type Settings,
+} from '../config/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 const int = (flag: string) => (value: string) => {

@@ -1,8 +1,7 @@
-import { isSettled } from '../scoring/run-lifecycle.js';
+import { isSettled } from '../scoring/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchScorerError, errorCode, errorMessage } from '../errors.js';
-import { runNotFound, type RunQueue, type RunStatus } from '../queue/producer.js';
-import { isDroppedCall } from '../queue/queue-connection.js';
+import { isDroppedCall, runNotFound, type RunQueue, type RunStatus } from '../queue/index.js';
 import { enqueueCommand } from './resume-command.js';
 
 /** How `followRun` reads and shows a run. */

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { runOptionsSchema } from '../config/run-options.js';
+import { runOptionsSchema } from '../config/index.js';
 
 /** A `<runId>` argument: the shape `--run-id` takes, so a path or a typo never reaches storage. */
 export function runIdArgument(value: string): string {

@@ -1,10 +1,6 @@
 import { ERROR_CATALOGUE, type ErrorCode } from '../errors.js';
-import { resumeCanHelp } from '../scoring/resume-advice.js';
-import { describeTrigger } from '../scoring/run-trigger.js';
-import { readFailedAttempt, type FailedAttempt } from '../queue/failed-attempt.js';
-import type { RunStatus } from '../queue/producer.js';
-import { isResumable } from '../scoring/run-lifecycle.js';
-import { resultNotes, shownRate } from '../scoring/run-result.js';
+import { describeTrigger, isResumable, resultNotes, resumeCanHelp, shownRate } from '../scoring/index.js';
+import { type FailedAttempt, readFailedAttempt, type RunStatus } from '../queue/index.js';
 import { shellWord } from '../shell-word.js';
 import { enqueueCommand } from './resume-command.js';
 

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
-import { loadPipelines, type ScheduledPipeline } from '../triggers/pipelines.js';
-import type { ScheduleView } from '../triggers/schedule-list.js';
-import type { ScheduleSyncResult } from '../triggers/schedule-sync.js';
+import { loadSettings } from '../config/index.js';
+import { listSchedules, loadPipelines, loadScheduleWriters, type ScheduledPipeline, type ScheduleSyncResult, type ScheduleView } from '../triggers/index.js';
 import { action } from './action.js';
 import { JOBS_FLAG } from './pipelines.js';
 
@@ -20,8 +18,8 @@ export function registerSchedule(program: Command): void {
         // Refused before anything reaches Redis: a bad jobs folder is E_CONFIG, exit 2.
         const scheduled = (await loadPipelines(dir)).filter((p): p is ScheduledPipeline => p.kind === 'schedule');
         // bullmq loads only for the commands that use it.
-        const [{ OwnConnectionQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/own-connection-queue.js'), import('../queue/queues.js')]);
-        const { syncSchedules } = await import('../triggers/schedule-sync.js');
+        const { OwnConnectionQueue, SCHEDULES_QUEUE } = await import('../queue/index.js');
+        const { syncSchedules } = await loadScheduleWriters();
         const schedules = new OwnConnectionQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
         try {
           const results = await syncSchedules(await schedules.ready(), scheduled);
@@ -42,8 +40,7 @@ export function registerSchedule(program: Command): void {
     .action(
       action(async (flags: { json?: boolean }) => {
         const settings = loadSettings();
-        const [{ OwnConnectionQueue }, { SCHEDULES_QUEUE }] = await Promise.all([import('../queue/own-connection-queue.js'), import('../queue/queues.js')]);
-        const { listSchedules } = await import('../triggers/schedule-list.js');
+        const { OwnConnectionQueue, SCHEDULES_QUEUE } = await import('../queue/index.js');
         const schedules = new OwnConnectionQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix }, SCHEDULES_QUEUE);
         try {
           const views = await listSchedules(await schedules.ready());

@@ -1,22 +1,26 @@
 import type { Command } from 'commander';
-import { checkRun } from '../config/deployment-policy.js';
-import { loadSettings, type Settings } from '../config/settings.js';
+import { checkRun, loadSettings, type Settings } from '../config/index.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
-import { lineageListener, type LineageListener } from '../lineage/lineage-listener.js';
+import { lineageListener, type LineageListener } from '../lineage/index.js';
 import { createLogger } from '../log.js';
-import { dryRun, type DryRunReport } from '../scoring/dry-run.js';
-import { NOT_THIS_RUNS } from '../scoring/finish-run.js';
-import type { Manifest } from '../scoring/manifest.js';
-import { allListeners } from '../scoring/run-listener.js';
-import { describeResult, runResult } from '../scoring/run-result.js';
-import { newRunId } from '../scoring/prepare-run.js';
-import type { RunRequest } from '../scoring/run-request.js';
-import { runFiles } from '../scoring/prepared-run.js';
-import { resumeCanHelp } from '../scoring/resume-advice.js';
-import { refusedWhilePlanning } from '../scoring/run-folder-claim.js';
-import { scoreRun, type RunStage } from '../scoring/score-run.js';
-import { checkSegments } from '../scoring/segment-check.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
+import {
+  allListeners,
+  checkSegments,
+  describeResult,
+  dryRun,
+  type DryRunReport,
+  type Manifest,
+  newRunId,
+  NOT_THIS_RUNS,
+  refusedWhilePlanning,
+  resumeCanHelp,
+  runFiles,
+  type RunRequest,
+  runResult,
+  type RunStage,
+  scoreRun,
+} from '../scoring/index.js';
+import { formatLocation, parseLocation } from '../storage/index.js';
 import { action, interruptSignal, reportError, type FailedRun } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { estimateLines } from './estimate-lines.js';
@@ -24,7 +28,7 @@ import { count } from './number-flags.js';
 import { createProgressBar } from './progress-bar.js';
 import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
-import { serviceClientFactory } from '../app/service-clients.js';
+import { serviceClientFactory } from '../app/index.js';
 import { directWebhooks } from './webhooks.js';
 
 /** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */

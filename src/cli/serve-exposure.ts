@@ -1,5 +1,5 @@
-import { openSettings, type DeploymentPolicy } from '../config/deployment-policy.js';
-import { hasCredentials, isLoopback, type Credentials } from '../http/auth.js';
+import { type DeploymentPolicy, openSettings } from '../config/index.js';
+import { type Credentials, hasCredentials, isLoopback } from '../http/index.js';
 
 /**
  * Why `serve` must not listen on `host`, or undefined when it may. Beyond loopback anyone who

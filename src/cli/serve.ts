@@ -1,24 +1,20 @@
 import type { Command } from 'commander';
-import { openSettings } from '../config/deployment-policy.js';
-import { loadSettings } from '../config/settings.js';
-import { parseRunOptions } from '../config/run-options.js';
+import { loadSettings, openSettings, parseRunOptions } from '../config/index.js';
 import { UsageError } from '../errors.js';
-import type { Credentials } from '../http/auth.js';
+import type { Credentials } from '../http/index.js';
 import { createLogger } from '../log.js';
-import { lineageListener } from '../lineage/lineage-listener.js';
-import { allListeners } from '../scoring/run-listener.js';
-import { queuedWebhooks } from './webhooks.js';
-import { createMetricsRegistry } from '../metrics/registry.js';
-import { dryRun } from '../scoring/dry-run.js';
-import { dryRunBudget } from '../scoring/work-budget.js';
-import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
+import { lineageListener } from '../lineage/index.js';
+import { allListeners, dryRun, dryRunBudget } from '../scoring/index.js';
+import { queuedWebhooks } from '../queue/index.js';
+import { createMetricsRegistry } from '../metrics/index.js';
+import { loadPipelinesIfPresent } from '../triggers/index.js';
 import { listenRefusal } from './listen-refusal.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
 import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
-import { serviceClientFactory } from '../app/service-clients.js';
+import { loadServe, serviceClientFactory } from '../app/index.js';
 import { INDEX_REFRESH_MS } from '../run-index/index.js';
 
 /** The flags of `serve`, as commander parses them. */
@@ -77,11 +73,11 @@ export function registerServe(program: Command): void {
         if (!pipelines) log.info({ jobsDir }, 'no pipelines folder: POST /events/s3 will start no runs');
         const storage = deploymentStorage(settings);
         const metrics = createMetricsRegistry();
-        const { startServe } = await import('../app/serve-app.js');
+        const { startServe } = await loadServe();
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
         // A held run judged over the API ends here: told as workers tell the runs they end.
         const lineage = lineageListener(settings.lineage, log);
-        const webhooks = await queuedWebhooks(settings, pipelines, queue, storage, log);
+        const webhooks = queuedWebhooks(settings, pipelines, queue, storage, log);
         const serving = await startServe({
           host: flags.host,
           port: flags.port ?? settings.port,

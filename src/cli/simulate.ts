@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { formatIssues } from '../config/run-options.js';
+import { formatIssues } from '../config/index.js';
 import { createLogger } from '../log.js';
-import { simulatorOptionsSchema } from '../simulator/options.js';
 import { action } from './action.js';
 import { listenRefusal } from './listen-refusal.js';
 
@@ -34,11 +33,12 @@ export function registerSimulate(program: Command): void {
     .option('--row-id-member <name>', 'row id member echoed back (__mindsdb_row_id; none: no echo)')
     .action(
       action(async (flags: Record<string, unknown>) => {
+        // The simulator's server loads only when it runs (the help of every command loads this module).
+        const { createSimulator, simulatorOptionsSchema } = await import('../simulator/index.js');
         // The token is a secret: from the environment only, never a flag (flags show in `ps`).
         const parsed = simulatorOptionsSchema.safeParse({ ...flags, token: process.env.SIMULATOR_TOKEN || undefined });
         if (!parsed.success) throw new UsageError(`simulate: ${formatIssues(parsed.error, 'flags')}`);
         const log = createLogger({ name: 'simulator' });
-        const { createSimulator } = await import('../simulator/server.js');
         const simulator = await createSimulator(parsed.data, log).catch((err: unknown) => {
           throw listenRefusal(err, 'simulate', parsed.data.host, parsed.data.port, 'choose another --port (0 picks a free one) or --host');
         });

@@ -1,10 +1,10 @@
-import { isSettled } from '../scoring/run-lifecycle.js';
+import { isSettled } from '../scoring/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
+import { loadSettings } from '../config/index.js';
 import { UsageError } from '../errors.js';
-import type { RunStatus } from '../queue/producer.js';
-import { pipelineNameSchema } from '../triggers/pipelines.js';
+import type { RunStatus } from '../queue/index.js';
+import { pipelineNameSchema } from '../triggers/index.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
 import { formatRunStatus, shownLogs } from './run-status-view.js';
@@ -26,11 +26,7 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue, runNotFound }, { followRun }, { againIfDropped }] = await Promise.all([
-          import('../queue/producer.js'),
-          import('./run-follow.js'),
-          import('../queue/queue-connection.js'),
-        ]);
+        const [{ RunQueue, runNotFound, againIfDropped }, { followRun }] = await Promise.all([import('../queue/index.js'), import('./run-follow.js')]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);

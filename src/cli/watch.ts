@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { loadSettings } from '../config/settings.js';
+import { loadSettings } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
 import { createLogger } from '../log.js';
-import { createStorage } from '../storage/storage.js';
-import { loadPipelines, type FileDropPipeline } from '../triggers/pipelines.js';
+import { createStorage } from '../storage/index.js';
+import { type FileDropPipeline, loadPipelines, pollDrops, watchDrops } from '../triggers/index.js';
 import { action, runUntilSignal } from './action.js';
 import { positiveNumber } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
@@ -31,8 +31,7 @@ export function registerWatch(program: Command): void {
         const log = createLogger({ level: settings.logLevel });
         const storage = createStorage(settings.s3);
         // bullmq loads only for the commands that use it.
-        const { RunQueue } = await import('../queue/producer.js');
-        const { pollDrops, watchDrops } = await import('../triggers/drop-poller.js');
+        const { RunQueue } = await import('../queue/index.js');
         const runs = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         const deps = { pipelines, storage, runs, log };
         const close = async () => {

@@ -1,20 +1,18 @@
 import type { Command } from 'commander';
-import { serviceClientFactory } from '../app/service-clients.js';
-import { loadSettings } from '../config/settings.js';
+import { serviceClientFactory } from '../app/index.js';
+import { loadSettings } from '../config/index.js';
 import { UsageError } from '../errors.js';
-import { isLoopback } from '../http/auth.js';
-import { lineageListener } from '../lineage/lineage-listener.js';
+import { isLoopback, loadMetricsServer } from '../http/index.js';
+import { lineageListener } from '../lineage/index.js';
 import { createLogger, type Logger } from '../log.js';
-import { allListeners } from '../scoring/run-listener.js';
-import type { ScoringObserver } from '../scoring/scoring-observer.js';
-import { redisTarget } from '../queue/redis-target.js';
-import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
+import { allListeners, type ScoringObserver } from '../scoring/index.js';
+import { DEFAULT_WORKER_OPTIONS, queuedWebhooks, ReconnectingRunQueue, redisTarget, startWorker } from '../queue/index.js';
 import { Releasers } from '../shutdown-steps.js';
 import { listenRefusal } from './listen-refusal.js';
 import { action, runUntilSignal } from './action.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
-import { queuedWebhooks } from './webhooks.js';
+import { loadPipelinesIfPresent, loadScheduleWriters, pipelineRunCheck } from '../triggers/index.js';
 
 /** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
 const METRICS_HOST = '127.0.0.1';
@@ -57,11 +55,7 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined): Metr
  * start (E_USAGE, exit 2).
  */
 async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number, log: Logger, releasers: Releasers): Promise<ScoringObserver> {
-  const [{ createMetricsRegistry }, { scoringMetrics }, { startMetricsServer }] = await Promise.all([
-    import('../metrics/registry.js'),
-    import('../metrics/scoring-metrics.js'),
-    import('../http/metrics-server.js'),
-  ]);
+  const [{ createMetricsRegistry, scoringMetrics }, { startMetricsServer }] = await Promise.all([import('../metrics/index.js'), loadMetricsServer()]);
   const { host, port, token } = endpoint;
   const registry = createMetricsRegistry();
   const observer = scoringMetrics(registry, { maxConcurrency: concurrency });
@@ -106,20 +100,14 @@ export function registerWorker(program: Command): void {
         releasers.add('storage', () => Promise.resolve(storage.close()));
         // Loaded before anything starts: from the first job taken to runUntilSignal's handlers, nothing
         // may wait, or a SIGTERM in between would kill the process instead of shutting it down.
-        const [{ startWorker }, { scheduledRuns }, { ReconnectingRunQueue }, { loadPipelinesIfPresent }, { pipelineRunCheck }] = await Promise.all([
-          import('../queue/worker.js'),
-          import('../triggers/scheduled-run.js'),
-          import('../queue/reconnecting-run-queue.js'),
-          import('../triggers/pipelines.js'),
-          import('../triggers/pipeline-run-check.js'),
-        ]);
+        const { scheduledRuns } = await loadScheduleWriters();
         const lineage = lineageListener(settings.lineage, log);
         releasers.add('lineage events', () => lineage.drain());
         try {
           // What the jobs folder declares bounds what fired jobs and runs naming a pipeline may do: without one, a worker takes no fired jobs.
           const pipelines = await loadPipelinesIfPresent(settings.jobsDir);
           if (!pipelines) log.warn({ jobsDir: settings.jobsDir }, 'no jobs folder (JOBS_DIR): this worker takes no scheduled runs');
-          const webhooks = await queuedWebhooks(settings, pipelines, queue, storage, log);
+          const webhooks = queuedWebhooks(settings, pipelines, queue, storage, log);
           const observer = metrics && (await startWorkerMetrics(metrics, flags.concurrency, log, releasers));
           const worker = startWorker(queue, storage, log, {
             concurrency: flags.concurrency,

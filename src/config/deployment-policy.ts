@@ -1,8 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { BatchScorerError } from '../errors.js';
-import { formatLocation, parseLocation, type Location, type S3Location } from '../storage/location.js';
-import type { StorageGuard } from '../storage/guarded-storage.js';
+import { formatLocation, type Location, parseLocation, type S3Location, type StorageGuard } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 /**

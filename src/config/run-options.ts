@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import { nestedDeeperThan } from '../formats/json-depth.js';
-import { checkEncoding } from '../formats/text-encoding.js';
+import { checkEncoding, nestedDeeperThan } from '../formats/index.js';
 import { DEADLINE_FORMAT, deadlineTime } from './deadline.js';
 
 /** The members of a prediction `predictionColumns` chooses among. */

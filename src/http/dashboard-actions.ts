@@ -1,4 +1,4 @@
-import { Job, type Queue } from 'bullmq';
+import { findJob, type Queue } from '../queue/index.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorSpec } from '../errors.js';
 import type { ErrorBody } from './http-errors.js';
@@ -51,6 +51,6 @@ async function refusal(request: FastifyRequest, path: string, queues: readonly Q
   if (route.endsWith('/retry/:queueStatus') && params.queueStatus !== 'failed') return `retrying ${excerpt(params.queueStatus ?? '')} jobs`;
   if (!route.endsWith('/:jobId/retry')) return undefined;
   const queue = queues.find((q) => q.name === params.queueName);
-  const state = queue && params.jobId ? await Job.fromId(queue, params.jobId).then((job) => job?.getState()) : undefined;
+  const state = queue && params.jobId ? await findJob(queue, params.jobId).then((job) => job?.getState()) : undefined;
   return state !== undefined && state !== 'failed' ? `retrying a ${state} job` : undefined;
 }

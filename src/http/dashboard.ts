@@ -1,7 +1,7 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { Queue } from 'bullmq';
+import type { Queue } from '../queue/index.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

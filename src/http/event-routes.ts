@@ -1,8 +1,7 @@
 import type { FastifyPluginCallback } from 'fastify';
 import { z } from 'zod';
-import { fileDropsOfEvent, s3EventSchema } from '../triggers/s3-event.js';
-import type { Pipeline } from '../triggers/pipelines.js';
-import type { RunQueue } from '../queue/producer.js';
+import { fileDropsOfEvent, type Pipeline, s3EventSchema } from '../triggers/index.js';
+import type { RunQueue } from '../queue/index.js';
 import { parseRequest } from './http-errors.js';
 
 /** What the event intake needs: the queue that claims file versions and enqueues their runs, and the pipelines. */

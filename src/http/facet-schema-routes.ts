@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { FACET_SCHEMAS_PATH, shippedFacetSchemas } from '../lineage/facet-schemas.js';
+import { FACET_SCHEMAS_PATH, shippedFacetSchemas } from '../lineage/index.js';
 
 /** How long a client may keep a schema: a version's file never changes (a changed facet is a new version). */
 const CACHE_CONTROL = 'public, max-age=86400';

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { restate } from '../config/run-options.js';
+import { restate } from '../config/index.js';
 import { BatchScorerError, errorSpec, UsageError, type ErrorCode } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
 import type { ServerAuth } from './auth.js';

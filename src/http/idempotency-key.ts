@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
-import type { IdempotentRequest } from '../queue/idempotency-keys.js';
+import { runOptionsSchema } from '../config/index.js';
+import type { IdempotentRequest } from '../queue/index.js';
 import { RequestError } from './http-errors.js';
 import type { runSubmissionSchema } from './run-schemas.js';
 

@@ -1,4 +1,4 @@
-import type { DeliveryRecord } from '../notify/delivery-record.js';
+import type { DeliveryRecord } from '../notify/index.js';
 import { html, type Html } from './html.js';
 
 /**

@@ -1,7 +1,7 @@
-import { LIMITS } from '../config/limits.js';
+import { LIMITS } from '../config/index.js';
 import { z } from 'zod';
-import { dryRunReportSchema } from '../scoring/dry-run.js';
-import { s3EventSchema } from '../triggers/s3-event.js';
+import { dryRunReportSchema } from '../scoring/index.js';
+import { s3EventSchema } from '../triggers/index.js';
 import { TOOL } from '../version.js';
 import { eventRunsSchema } from './event-routes.js';
 import { errorBodySchema } from './http-errors.js';

@@ -1,13 +1,9 @@
-import { isSettled, type RunState } from '../scoring/run-lifecycle.js';
+import { isSettled, readManifest, type RunState } from '../scoring/index.js';
 import pLimit from 'p-limit';
 import { errorMessage } from '../errors.js';
-import { readManifest } from '../scoring/manifest.js';
-import { type RunStatus } from '../queue/producer.js';
-import { RETENTION } from '../queue/queues.js';
-import { parseLocation } from '../storage/location.js';
-import { nextFireTime } from '../triggers/next-fire-time.js';
-import type { Pipeline, ScheduledPipeline } from '../triggers/pipelines.js';
-import type { ScheduleView } from '../triggers/schedule-list.js';
+import { RETENTION, type RunStatus } from '../queue/index.js';
+import { parseLocation } from '../storage/index.js';
+import { nextFireTime, type Pipeline, type ScheduledPipeline, type ScheduleView } from '../triggers/index.js';
 import type { PageManifest, RunPageSources } from './run-page-data.js';
 
 /** Runs a pipeline's page lists (and charts), newest first. */

@@ -1,8 +1,6 @@
-import { rowsPerSecond } from '../scoring/run-result.js';
-import { isSettled, RUN_STATES } from '../scoring/run-lifecycle.js';
+import { isSettled, rowsPerSecond, RUN_STATES } from '../scoring/index.js';
 
-import type { Pipeline } from '../triggers/pipelines.js';
-import { zonedIso } from '../triggers/zoned-time.js';
+import { type Pipeline, zonedIso } from '../triggers/index.js';
 import { html, type Html, type HtmlValue } from './html.js';
 import { RECENT_RUNS, type PipelinePageView, type PipelineRun, type PipelineSummary } from './pipeline-page-data.js';
 import type { PageManifest } from './run-page-data.js';

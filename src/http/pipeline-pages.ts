@@ -1,6 +1,6 @@
 import type { FastifyPluginCallback } from 'fastify';
 import { z } from 'zod';
-import { pipelineNameSchema, type Pipeline } from '../triggers/pipelines.js';
+import { type Pipeline, pipelineNameSchema } from '../triggers/index.js';
 import { sendHtml } from './html-reply.js';
 import { pageNumberSchema } from './page-query.js';
 import { gatherPipelineList, gatherPipelinePage, PIPELINE_MAX_PAGE, type PipelinePageSources } from './pipeline-page-data.js';

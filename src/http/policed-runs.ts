@@ -1,5 +1,5 @@
-import { checkRun, type DeploymentPolicy } from '../config/deployment-policy.js';
-import { runNotFound, type RunQueueCalls, type RunSubmission } from '../queue/producer.js';
+import { checkRun, type DeploymentPolicy } from '../config/index.js';
+import { runNotFound, type RunQueueCalls, type RunSubmission } from '../queue/index.js';
 
 /**
  * Refuses (E_NOT_ALLOWED) a submission whose input, output or service the policy does not allow.

@@ -1,22 +1,35 @@
-import { isSettled, type RunState } from '../scoring/run-lifecycle.js';
-import { Job, type Queue } from 'bullmq';
+import {
+  type Comparison,
+  comparisonSchema,
+  type DescribeSnapshot,
+  describeSnapshotSchema,
+  isSettled,
+  type Manifest,
+  type PreparedRun,
+  readManifest,
+  readPreparedRun,
+  readRunFile,
+  runFiles,
+  type RunProgress,
+  type RunState,
+} from '../scoring/index.js';
+import {
+  findJob,
+  type Queue,
+  RETENTION,
+  type RunProgressStore,
+  type RunStatus,
+  segmentJobId,
+  type SegmentMark,
+  type ThroughputSample,
+} from '../queue/index.js';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { errorMessage, NotFoundError } from '../errors.js';
-import { describeSnapshotSchema, type DescribeSnapshot } from '../scoring/describe-snapshot.js';
-import { readManifest, type Manifest } from '../scoring/manifest.js';
-import { comparisonSchema, type Comparison } from '../scoring/model-comparison.js';
-import { readDeliveryRecords, type DeliveryRecord } from '../notify/delivery-record.js';
-import { readPreparedRun, runFiles, type PreparedRun } from '../scoring/prepared-run.js';
-import type { RunProgress } from '../scoring/progress.js';
-import { readRunFile } from '../scoring/run-file.js';
-import type { RunStatus } from '../queue/producer.js';
+import { type DeliveryRecord, readDeliveryRecords } from '../notify/index.js';
 import type { KnownRuns } from '../run-index/index.js';
-import { RETENTION, segmentJobId } from '../queue/queues.js';
-import type { RunProgressStore, SegmentMark, ThroughputSample } from '../queue/run-progress.js';
-import { joinLocation, parseLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { joinLocation, type Location, parseLocation, type Storage } from '../storage/index.js';
 
 /** Runs a page of the list shows, newest first. */
 export const LIST_PAGE_SIZE = 50;
@@ -42,7 +55,7 @@ export interface RunPageSources {
   storage: Storage;
 }
 
-export type { NumericSummary, PredictionProfile } from '../scoring/prediction-profile.js';
+export type { NumericSummary, PredictionProfile } from '../scoring/index.js';
 
 /** The manifest as a page reads it (older runs' manifests read with a null profile). */
 export type PageManifest = Manifest;
@@ -190,7 +203,7 @@ async function segmentCells(
       const id = segmentJobId(runId, generation, index);
       // The state before the job: a copy read before its move to failed or completed lacks the reason and result.
       const state = await segments.getJobState(id);
-      const job = state === 'unknown' ? undefined : await Job.fromId(segments, id);
+      const job = state === 'unknown' ? undefined : await findJob(segments, id);
       if (!job) return { ...cell, state: runSucceeded ? 'done' : runFinished ? 'skipped' : 'waiting' };
       const facts = { ...cell, ...(job.processedBy ? { worker: job.processedBy } : {}), attempts: job.attemptsMade };
       if (state === 'active') return { ...facts, state: 'active' };

@@ -1,7 +1,15 @@
-import { isSettled, RUN_STATES, type RunState } from '../scoring/run-lifecycle.js';
-import { describeTrigger, type ObjectVersion, type RunTrigger } from '../scoring/run-trigger.js';
-import { type RunStatus } from '../queue/producer.js';
-import { capNote, resultNotes, shownRate } from '../scoring/run-result.js';
+import {
+  capNote,
+  describeTrigger,
+  isSettled,
+  type ObjectVersion,
+  resultNotes,
+  RUN_STATES,
+  type RunState,
+  type RunTrigger,
+  shownRate,
+} from '../scoring/index.js';
+import type { RunStatus } from '../queue/index.js';
 import { excerpt, MESSAGE_BYTES, VALUE_BYTES } from '../text-excerpt.js';
 import { html, jsonScript, type Html, type HtmlValue } from './html.js';
 import { notificationsSection } from './notifications-section.js';

@@ -1,4 +1,4 @@
-import { RUN_STATES } from '../scoring/run-lifecycle.js';
+import { RUN_STATES } from '../scoring/index.js';
 import { stateFilterSchema } from './run-schemas.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';
@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 
-import { pipelineNameSchema, type Pipeline } from '../triggers/pipelines.js';
+import { type Pipeline, pipelineNameSchema } from '../triggers/index.js';
 import { sendHtml } from './html-reply.js';
 import { pageNumberSchema } from './page-query.js';
 import type { PipelinePageSources } from './pipeline-page-data.js';

@@ -1,14 +1,9 @@
-import { isSettled } from '../scoring/run-lifecycle.js';
+import { type DryRunReport, isSettled, judgeRun, type Manifest, readManifest, type RunListener, type Verdict } from '../scoring/index.js';
 import type { FastifyBaseLogger, FastifyPluginCallback, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { judgeRun, type Verdict } from '../scoring/judge-run.js';
-import type { RunListener } from '../scoring/run-listener.js';
-import type { DryRunReport } from '../scoring/dry-run.js';
-import { readManifest, type Manifest } from '../scoring/manifest.js';
-import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/producer.js';
+import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/index.js';
 import type { KnownRuns } from '../run-index/index.js';
-import { parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { parseLocation, type Storage } from '../storage/index.js';
 import { parseRequest } from './http-errors.js';
 import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
 import type {

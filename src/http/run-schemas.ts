@@ -1,19 +1,23 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
-import { checkedText } from '../config/checked-text.js';
-import { manifestSchema } from '../scoring/manifest.js';
-import { JUDGEMENT_WHY_CHARS } from '../scoring/judge-run.js';
-import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../scoring/run-lifecycle.js';
-import { runResultSchema } from '../scoring/run-result.js';
-import { RETENTION } from '../queue/queues.js';
-import { runTriggerSchema } from '../scoring/run-trigger.js';
+import { checkedText, RUN_PRIORITIES, runOptionsSchema } from '../config/index.js';
+import {
+  FORMER_STATE_NAMES,
+  JUDGEMENT_WHY_CHARS,
+  manifestSchema,
+  RUN_STATES,
+  runResultSchema,
+  runStateSchema,
+  runTriggerSchema,
+  stateNamed,
+} from '../scoring/index.js';
+import { RETENTION } from '../queue/index.js';
 
-import { parseModelRef } from '../service/model-ref.js';
+import { parseModelRef } from '../service/index.js';
 import { UsageError } from '../errors.js';
-import { hasScheme, parseLocation, type Location } from '../storage/location.js';
+import { hasScheme, type Location, parseLocation } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
-import { pipelineNameSchema } from '../triggers/pipelines.js';
+import { pipelineNameSchema } from '../triggers/index.js';
 
 /**
  * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use;

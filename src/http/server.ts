@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
+import type { Queue, RunQueueCalls } from '../queue/index.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import { redactPath, type Logger } from '../log.js';
-import type { RunQueueCalls } from '../queue/producer.js';
-import type { Storage } from '../storage/storage-types.js';
-import type { Pipeline } from '../triggers/pipelines.js';
+import type { Storage } from '../storage/index.js';
+import type { Pipeline } from '../triggers/index.js';
 import { serverAuth, type Credentials } from './auth.js';
 import { dashboardInlineStyles, QUEUES_PATH, queueDashboard } from './dashboard.js';
 import { eventRoutes } from './event-routes.js';

@@ -1,5 +1,4 @@
-import { inputKind } from '../storage/input-files.js';
-import { parseLocation, type Location } from '../storage/location.js';
+import { inputKind, type Location, parseLocation } from '../storage/index.js';
 
 /** A dataset as OpenLineage names it: the datasource, and the dataset within it. */
 export interface DatasetName {

@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
-import type { RunListener } from '../scoring/run-listener.js';
+import type { RunListener } from '../scoring/index.js';
 import { LineageSender } from './lineage-sender.js';
-import type { LineageSettings } from '../config/lineage-settings.js';
+import type { LineageSettings } from '../config/index.js';
 import { endEvent, startEvent, type RunEvent } from './run-event.js';
 
 /** How long `score` waits at its exit, after printing the run's result, for its lineage events still in flight. */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.js';
-import type { LineageSettings } from '../config/lineage-settings.js';
+import type { LineageSettings } from '../config/index.js';
 import type { RunEvent } from './run-event.js';
 
 /** How long one POST may take before it is given up and tried again. */

@@ -1,12 +1,9 @@
-import { NOT_THIS_RUNS } from '../scoring/finish-run.js';
-import type { Manifest } from '../scoring/manifest.js';
-import type { RunStart } from '../scoring/run-listener.js';
-import { triggerPipeline, type RunTrigger } from '../scoring/run-trigger.js';
-import { parseModelRef } from '../service/model-ref.js';
-import { formatLocation } from '../storage/location.js';
+import { type Manifest, NOT_THIS_RUNS, type RunStart, type RunTrigger, triggerPipeline } from '../scoring/index.js';
+import { parseModelRef } from '../service/index.js';
+import { formatLocation } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { TOOL } from '../version.js';
-import type { LineageSettings } from '../config/lineage-settings.js';
+import type { LineageSettings } from '../config/index.js';
 import { datasetName } from './dataset-name.js';
 import { facetSchemaUrl, type CustomFacet } from './facet-schemas.js';
 import { lineageRunId, wholeRunId } from './run-uuid.js';

@@ -1,4 +1,4 @@
-import type { Queue } from 'bullmq';
+import type { Queue } from '../queue/index.js';
 import { Gauge, type Registry } from 'prom-client';
 
 /** The job states a queue's depth is counted in. */

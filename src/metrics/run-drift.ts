@@ -1,11 +1,8 @@
-import { isSettled } from '../scoring/run-lifecycle.js';
+import { type Drift, isSettled, readManifest } from '../scoring/index.js';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../log.js';
-import type { Drift } from '../scoring/drift.js';
-import { readManifest } from '../scoring/manifest.js';
-import { type RunQueue } from '../queue/producer.js';
-import { parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { RunQueue } from '../queue/index.js';
+import { parseLocation, type Storage } from '../storage/index.js';
 
 /** A pipeline's newest runs looked at for the latest one that ended: runs still going come first. */
 const LATEST_RUNS = 20;

@@ -1,9 +1,8 @@
-import type { QueueEvents } from 'bullmq';
+import { type QueueEvents, RUN_SETTLED_EVENT, settledResult } from '../queue/index.js';
 import type { Registry } from 'prom-client';
 import type { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
-import { ENDING_STATES } from '../scoring/run-lifecycle.js';
-import { RUN_SETTLED_EVENT, settledResult } from '../queue/run-results.js';
+import { ENDING_STATES } from '../scoring/index.js';
 import { outcomeCounter } from './registry.js';
 
 /**

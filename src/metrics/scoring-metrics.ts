@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../scoring/scoring-observer.js';
-import type { RequestSlots } from '../service/request-slots.js';
+import type { PredictOutcome, ScoringObserver, SegmentOutcome } from '../scoring/index.js';
+import type { RequestSlots } from '../service/index.js';
 import { outcomeCounter } from './registry.js';
 
 /** Predict latency buckets, in seconds: from a fast local model to the default 60 s time limit and beyond. */

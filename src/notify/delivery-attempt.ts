@@ -1,9 +1,9 @@
 import type { Logger } from '../log.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Storage } from '../storage/index.js';
 import { recordDelivery } from './delivery-record.js';
 import type { WebhookDelivery } from './webhook-delivery.js';
 import { postWebhook, type AttemptResult } from './webhook-post.js';
-import { targetOrigin } from '../config/webhook-url.js';
+import { targetOrigin } from '../config/index.js';
 
 /** What an attempt needs besides its delivery. */
 export interface AttemptContext {

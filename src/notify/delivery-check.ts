@@ -1,6 +1,6 @@
-import { checkOutput, type DeploymentPolicy } from '../config/deployment-policy.js';
+import { checkOutput, type DeploymentPolicy } from '../config/index.js';
 import { BatchScorerError, errorMessage } from '../errors.js';
-import { basename, parseLocation, type Location } from '../storage/location.js';
+import { basename, type Location, parseLocation } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { sealHolds } from './delivery-seal.js';
 import { runEvents } from './notify-events.js';

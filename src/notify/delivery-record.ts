@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { runFiles } from '../scoring/prepared-run.js';
-import { readRunFile, writeRunFile } from '../scoring/run-file.js';
-import { formatLocation, joinLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { readRunFile, runFiles, writeRunFile } from '../scoring/index.js';
+import { formatLocation, joinLocation, type Location, type Storage } from '../storage/index.js';
 
 /**
  * `<run folder>/notifications/<delivery id>.json`: how one delivery of the run's end went, written

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DeploymentPolicy } from '../config/deployment-policy.js';
+import type { DeploymentPolicy } from '../config/index.js';
 import type { Logger } from '../log.js';
-import type { RunListener } from '../scoring/run-listener.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { RunListener } from '../scoring/index.js';
+import type { Storage } from '../storage/index.js';
 import { attemptDelivery, type AttemptContext } from './delivery-attempt.js';
 import { checkedDelivery } from './delivery-check.js';
 import type { NotifyConfig } from './notify-config.js';

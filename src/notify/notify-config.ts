@@ -1,5 +1,5 @@
 import { BatchScorerError } from '../errors.js';
-import type { NotifySettings } from '../config/settings.js';
+import type { NotifySettings } from '../config/index.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
 import type { PipelineNotify } from './pipeline-notify.js';
 import type { RunEnd } from './run-end.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ENDING_STATES } from '../scoring/run-lifecycle.js';
+import { ENDING_STATES } from '../scoring/index.js';
 
 /**
  * What a run's end is told as: the state it ended in (see run-lifecycle.ts: `succeeded`, `failed`,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NOTIFY_EVENTS, notifyEventSchema } from './notify-events.js';
-import { webhookUrlProblem } from '../config/webhook-url.js';
+import { webhookUrlProblem } from '../config/index.js';
 
 /** Targets one pipeline declares at most: each end of each run is one delivery per target. */
 export const MAX_TARGETS = 10;

@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
-import { manifestSchema, type Manifest } from '../scoring/manifest.js';
-import { describeTrigger, triggerPipeline } from '../scoring/run-trigger.js';
-import { runResult, runResultSchema } from '../scoring/run-result.js';
+import { runOptionsSchema } from '../config/index.js';
+import { describeTrigger, type Manifest, manifestSchema, runResult, runResultSchema, triggerPipeline } from '../scoring/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 /** Bytes of a run's error message a delivery carries at most: a chat line, not a log. */

@@ -1,7 +1,7 @@
 import { excerpt } from '../text-excerpt.js';
 import { runEvents, type NotifyEvent } from './notify-events.js';
 import type { RunEnd } from './run-end.js';
-import { describeResult, type RunResult } from '../scoring/run-result.js';
+import { describeResult, type RunResult } from '../scoring/index.js';
 
 /** What a receiver gets, as JSON: the run end, and a `text` line chat webhooks (Slack, Teams) show as it is. */
 export interface WebhookBody {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Manifest } from '../scoring/manifest.js';
-import type { Location } from '../storage/location.js';
+import type { Manifest } from '../scoring/index.js';
+import type { Location } from '../storage/index.js';
 import { deliverySeal } from './delivery-seal.js';
 import type { NotifyEvent } from './notify-events.js';
 import { targetsOf, type NotifyConfig } from './notify-config.js';

@@ -1,4 +1,4 @@
-import { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy } from '../service/retry-policy.js';
+import { DEFAULT_RETRY_POLICY, retryDelayMs, type RetryPolicy } from '../service/index.js';
 
 /**
  * When a webhook is tried again: the project's backoff (see retryDelayMs: doubling, half fixed and

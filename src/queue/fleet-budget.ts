@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { AUTO_SLOTS, PROBE_AFTER_MS, type RequestSlots, type RequestOutcome } from '../service/request-slots.js';
+import { AUTO_SLOTS, PROBE_AFTER_MS, type RequestOutcome, type RequestSlots } from '../service/index.js';
 import { ACQUIRE, ADAPT, LEAVE, RELEASE, RENEW } from './fleet-budget-scripts.js';
 import type { RedisClient } from './queue-connection.js';
 

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { LIMITS } from '../config/limits.js';
+import { LIMITS } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
 import type { RedisClient } from './queue-connection.js';
 import { storedRecord } from './stored-record.js';

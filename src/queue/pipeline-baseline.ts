@@ -1,6 +1,5 @@
-import { readBaseline, namedBaseline, type FindBaseline } from '../scoring/drift-baseline.js';
-import { triggerPipeline } from '../scoring/run-trigger.js';
-import type { Storage } from '../storage/storage-types.js';
+import { type FindBaseline, namedBaseline, readBaseline, triggerPipeline } from '../scoring/index.js';
+import type { Storage } from '../storage/index.js';
 import type { PipelineRuns } from './pipeline-runs.js';
 
 /** A pipeline's runs looked at, newest first, for one that succeeded: past them, the run has no baseline. */

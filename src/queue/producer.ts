@@ -1,14 +1,27 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
-import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
+import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
-import { newRunId } from '../scoring/prepare-run.js';
-import { runFiles } from '../scoring/prepared-run.js';
-import type { RunProgress } from '../scoring/progress.js';
-import { requestDifference, type RunRequest } from '../scoring/run-request.js';
-import { runTriggerSchema, triggerPipeline, type ObjectVersion, type RunTrigger } from '../scoring/run-trigger.js';
-import { parseModelRef } from '../service/model-ref.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
+import {
+  isResumable,
+  isSettled,
+  type Manifest,
+  newRunId,
+  type ObjectVersion,
+  requestDifference,
+  requireNext,
+  runFiles,
+  type RunProgress,
+  type RunRequest,
+  runResult,
+  type RunResult,
+  type RunState,
+  type RunTrigger,
+  runTriggerSchema,
+  triggerPipeline,
+} from '../scoring/index.js';
+import { parseModelRef } from '../service/index.js';
+import { formatLocation, parseLocation } from '../storage/index.js';
 import { OwnConnectionQueue } from './own-connection-queue.js';
 import {
   ATTEMPTS,
@@ -29,10 +42,6 @@ import { PipelineRuns } from './pipeline-runs.js';
 import { RunCancels, type CancelMark } from './run-cancel.js';
 import { RunProgressStore } from './run-progress.js';
 import { keepRunResult, keptResult } from './run-results.js';
-import type { Manifest } from '../scoring/manifest.js';
-import { runResult } from '../scoring/run-result.js';
-import { isResumable, isSettled, requireNext, type RunState } from '../scoring/run-lifecycle.js';
-import type { RunResult } from '../scoring/run-result.js';
 
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
 const ASSEMBLY_WAIT_MS = 60_000;

@@ -1,10 +1,9 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { formatIssues, runOptionsSchema, type RunOptionsInput, type RunPriority } from '../config/run-options.js';
+import { formatIssues, type RunOptionsInput, runOptionsSchema, type RunPriority } from '../config/index.js';
 import { UsageError } from '../errors.js';
-import { runFiles } from '../scoring/prepared-run.js';
-import { runTriggerSchema, type RunTrigger } from '../scoring/run-trigger.js';
-import { basename, storedLocationSchema, type Location } from '../storage/location.js';
+import { runFiles, type RunTrigger, runTriggerSchema } from '../scoring/index.js';
+import { basename, type Location, storedLocationSchema } from '../storage/index.js';
 import { QueueCluster } from './queue-cluster.js';
 import { QueueRedis } from './queue-redis.js';
 import { redisTarget } from './redis-target.js';

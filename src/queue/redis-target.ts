@@ -1,5 +1,5 @@
 import { BatchScorerError } from '../errors.js';
-import { parseRedisUrl, type RedisTarget } from '../config/redis-url.js';
+import { parseRedisUrl, type RedisTarget } from '../config/index.js';
 import type { QueueConfig } from './queues.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import { capped, ExpiredError, type CapKind, type CapLimits, type CapUsage, type RunCaps } from '../scoring/run-caps.js';
+import { type CapKind, type CapLimits, capped, type CapUsage, ExpiredError, type RunCaps } from '../scoring/index.js';
 import type { RedisClient } from './queue-connection.js';
 import { RETENTION } from './queues.js';
 

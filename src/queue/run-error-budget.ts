@@ -1,6 +1,5 @@
 import type { Logger } from '../log.js';
-import type { ErrorBudget } from '../scoring/error-budget.js';
-import { PROGRESS_EVERY_MS } from '../scoring/progress.js';
+import { type ErrorBudget, PROGRESS_EVERY_MS } from '../scoring/index.js';
 import type { RunProgressStore } from './run-progress.js';
 
 /**

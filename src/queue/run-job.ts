@@ -1,22 +1,38 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
-import { checkOutput, checkRun } from '../config/deployment-policy.js';
-import { CAP_OPTIONS, parseRunOptions, type RunOptions } from '../config/run-options.js';
+import { CAP_OPTIONS, checkOutput, checkRun, parseRunOptions, type RunOptions } from '../config/index.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import { errorRateExceeded } from '../scoring/error-budget.js';
-import { capLimit, capLimits, cappedPredictor, ExpiredError, expiredRun, type CapKind } from '../scoring/run-caps.js';
-import { finishRun, recordFailure } from '../scoring/finish-run.js';
-import { succeededManifestSchema, type Manifest, type ManifestParts } from '../scoring/manifest.js';
-import { preflight } from '../scoring/preflight.js';
-import { prepareRun } from '../scoring/prepare-run.js';
-import { readPreparedRun, runFiles, type PreparedRun } from '../scoring/prepared-run.js';
-import { sameRequest, withNeutralOptions, type RunRequest } from '../scoring/run-request.js';
-import { checkRunFolder, readClaimedRequest } from '../scoring/run-folder-claim.js';
-import { openAttempt, type OpenAttempt } from '../scoring/run-attempt.js';
-import { requireRunFile } from '../scoring/run-file.js';
-import { sumCounts } from '../scoring/segment-counts.js';
-import { readSegmentsDone, unfinished } from '../scoring/segment-done.js';
-import { formatLocation, type Location } from '../storage/location.js';
+import {
+  type CapKind,
+  capLimit,
+  capLimits,
+  cappedPredictor,
+  checkRunFolder,
+  errorRateExceeded,
+  ExpiredError,
+  expiredRun,
+  finishRun,
+  type Manifest,
+  type ManifestParts,
+  openAttempt,
+  type OpenAttempt,
+  preflight,
+  type PreparedRun,
+  prepareRun,
+  readClaimedRequest,
+  readPreparedRun,
+  readSegmentsDone,
+  recordFailure,
+  requireRunFile,
+  runFiles,
+  type RunRequest,
+  sameRequest,
+  succeededManifestSchema,
+  sumCounts,
+  unfinished,
+  withNeutralOptions,
+} from '../scoring/index.js';
+import { formatLocation, type Location } from '../storage/index.js';
 import {
   ATTEMPTS,
   JOB_PRIORITY,

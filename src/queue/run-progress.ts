@@ -1,5 +1,5 @@
 import type { RedisClient } from './queue-connection.js';
-import { computeProgress, type RunProgress } from '../scoring/progress.js';
+import { computeProgress, type RunProgress } from '../scoring/index.js';
 
 const KEEP_SECONDS = 7 * 24 * 3600;
 

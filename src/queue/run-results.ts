@@ -1,5 +1,5 @@
 import { Job, type Queue } from 'bullmq';
-import { runResultSchema, type RunResult } from '../scoring/run-result.js';
+import { type RunResult, runResultSchema } from '../scoring/index.js';
 import type { RedisClient } from './queue-connection.js';
 import type { RunJobData } from './queues.js';
 

@@ -1,13 +1,16 @@
 import { Job, type Processor } from 'bullmq';
-import { checkOutput, checkRun } from '../config/deployment-policy.js';
+import { checkOutput, checkRun } from '../config/index.js';
 import { errorCode } from '../errors.js';
-import { recordFailure } from '../scoring/finish-run.js';
-import type { PreparedRun } from '../scoring/prepared-run.js';
-import { PROGRESS_EVERY_MS } from '../scoring/progress.js';
-import { quarantineAllowance } from '../scoring/error-budget.js';
-import { capLimits, cappedPredictor } from '../scoring/run-caps.js';
-import { scoreSegment } from '../scoring/score-segment.js';
-import { readSegmentDone } from '../scoring/segment-done.js';
+import {
+  capLimits,
+  cappedPredictor,
+  type PreparedRun,
+  PROGRESS_EVERY_MS,
+  quarantineAllowance,
+  readSegmentDone,
+  recordFailure,
+  scoreSegment,
+} from '../scoring/index.js';
 import { segmentJobDataSchema, WORKER_ID, type SegmentJobData } from './queues.js';
 import { RunErrorBudget } from './run-error-budget.js';
 import { RedisRunCaps } from './run-caps-store.js';

@@ -2,16 +2,21 @@ import { Backoffs, DelayedError, Job, Queue } from 'bullmq';
 import type { RedisClient } from './queue-connection.js';
 import pLimit from 'p-limit';
 import type { z } from 'zod';
-import type { RunOptions } from '../config/run-options.js';
+import type { RunOptions } from '../config/index.js';
 import { AbortedError, errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { loadPreparedRun, type PreparedRun } from '../scoring/prepared-run.js';
-import type { ScoringObserver } from '../scoring/scoring-observer.js';
-import { ReadAhead } from '../scoring/read-ahead.js';
-import type { OwnPredictor } from '../scoring/predictor.js';
-import type { RequestSlots } from '../service/request-slots.js';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import {
+  type FindBaseline,
+  loadPreparedRun,
+  type Manifest,
+  type OwnPredictor,
+  type PreparedRun,
+  ReadAhead,
+  runResult,
+  type ScoringObserver,
+} from '../scoring/index.js';
+import type { RequestSlots } from '../service/index.js';
+import type { Location, Storage } from '../storage/index.js';
 import { CancelWatch } from './cancel-watch.js';
 import { failedAttemptLine } from './failed-attempt.js';
 import { FleetBudgets } from './fleet-budget.js';
@@ -22,10 +27,7 @@ import { RunCapsStore } from './run-caps-store.js';
 import { SegmentIntake } from './segment-intake.js';
 import { isFinalFailure, toQueueError } from './to-queue-error.js';
 import type { WorkerOptions } from './worker-options.js';
-import type { FindBaseline } from '../scoring/drift-baseline.js';
 import { pipelineBaseline } from './pipeline-baseline.js';
-import type { Manifest } from '../scoring/manifest.js';
-import { runResult } from '../scoring/run-result.js';
 import { keepRunResult } from './run-results.js';
 import { PipelineRuns } from './pipeline-runs.js';
 

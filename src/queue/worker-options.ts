@@ -1,10 +1,6 @@
-import type { Limits } from '../config/limits.js';
+import type { DeploymentPolicy, Limits, RunOptionsInput } from '../config/index.js';
 import type { Processor } from 'bullmq';
-import type { DeploymentPolicy } from '../config/deployment-policy.js';
-import type { RunOptionsInput } from '../config/run-options.js';
-import type { PredictorFactory } from '../scoring/predictor.js';
-import type { RunListener } from '../scoring/run-listener.js';
-import type { ScoringObserver } from '../scoring/scoring-observer.js';
+import type { PredictorFactory, RunListener, ScoringObserver } from '../scoring/index.js';
 import type { RunJobData } from './queues.js';
 
 /** A queue a worker process also takes jobs from, beside runs and segments, and what its processor holds. */

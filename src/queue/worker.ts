@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import { AbortedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { runShutdownSteps, type ShutdownStep } from '../shutdown-steps.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Storage } from '../storage/index.js';
 import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RedisWatch } from './redis-watch.js';
 import { redisTarget } from './redis-target.js';

@@ -1,13 +1,7 @@
-import type { RunOptionsInput } from '../config/run-options.js';
-import type { Manifest } from '../scoring/manifest.js';
-import { computeProgress } from '../scoring/progress.js';
-import { runResult } from '../scoring/run-result.js';
-import type { readOpenAttempt } from '../scoring/run-attempt.js';
-import type { readClaim } from '../scoring/run-folder-claim.js';
-import { triggerPipeline, type RunTrigger } from '../scoring/run-trigger.js';
-import type { RunStatus } from '../queue/producer.js';
-import { runPriority } from '../queue/queues.js';
-import { formatLocation, parentLocation, type Location } from '../storage/location.js';
+import type { RunOptionsInput } from '../config/index.js';
+import { computeProgress, type Manifest, type readClaim, type readOpenAttempt, runResult, type RunTrigger, triggerPipeline } from '../scoring/index.js';
+import { runPriority, type RunStatus } from '../queue/index.js';
+import { formatLocation, type Location, parentLocation } from '../storage/index.js';
 
 /** A run as its folder tells of it: its status, shaped as the queue's (see RunStatus), and the attempt that status is of. */
 export interface FolderRun {

@@ -1,5 +1,5 @@
-import { isSettled } from '../scoring/run-lifecycle.js';
-import type { RunListOptions, RunQueueCalls, RunStatus } from '../queue/producer.js';
+import { isSettled } from '../scoring/index.js';
+import type { RunListOptions, RunQueueCalls, RunStatus } from '../queue/index.js';
 import { newestFirst, type FolderRun } from './folder-run.js';
 import type { RunIndex, RunSnapshot } from './run-index.js';
 

@@ -1,6 +1,5 @@
-import { runOptionsSchema } from '../config/run-options.js';
-import type { ListedFile } from '../storage/storage-types.js';
-import { basename, formatLocation, parentLocation, type Location } from '../storage/location.js';
+import { runOptionsSchema } from '../config/index.js';
+import { basename, formatLocation, type ListedFile, type Location, parentLocation } from '../storage/index.js';
 
 /** The files that tell of a run folder: its manifest (the run ended), its claim (the run began) and its open attempt (a run under way, or resumed). */
 export const TOLD_BY = ['manifest', 'claim', 'attempt'] as const;

@@ -1,11 +1,8 @@
 import pLimit from 'p-limit';
 import { errorCode, errorMessage, RunFolderError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readManifest } from '../scoring/manifest.js';
-import { readOpenAttempt } from '../scoring/run-attempt.js';
-import { readClaim } from '../scoring/run-folder-claim.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { readClaim, readManifest, readOpenAttempt } from '../scoring/index.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { claimedRun, newestFirst, resumedRun, settledRun, type AttemptFacts, type ClaimFacts, type FolderRun } from './folder-run.js';
 import { addListed, TOLD_BY, type ListedFolder, type RunFileKind } from './run-files-listed.js';
 

@@ -1,12 +1,9 @@
 import type { Readable } from 'node:stream';
 import { NotFoundError, RunFolderError, UsageError } from '../errors.js';
-import type { ParquetOutput, ParquetOutputColumn } from '../formats/parquet-output.js';
-import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
-import { createRowWriter } from '../formats/row-writer.js';
-import { basename, formatLocation, type Location } from '../storage/location.js';
+import { createRowWriter, loadParquetOutput, type ParquetOutput, type ParquetOutputColumn, type RawRow, RowSplitter } from '../formats/index.js';
+import { basename, formatLocation, type Location, type Storage } from '../storage/index.js';
 import { TOOL } from '../version.js';
 import { OutputFileWriter } from './output-file.js';
-import type { Storage } from '../storage/storage-types.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import type { SegmentCounts } from './segment-counts.js';
@@ -101,7 +98,7 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
   let shard: { file: OutputFileWriter; rows: number; parquet?: ParquetOutput } | undefined;
   const start = async () => {
     // Loaded for Parquet outputs only: hyparquet-writer (and hyparquet) would be live heap in every other run.
-    const parquetOutput = format === 'parquet' ? await import('../formats/parquet-output.js') : undefined;
+    const parquetOutput = format === 'parquet' ? await loadParquetOutput() : undefined;
     const file = open(shardName(files.length));
     const parquet = parquetOutput?.createParquetOutput(file.stream, parquetColumns(run), { createdBy: `${TOOL.name} ${TOOL.version}` });
     shard = { file, rows: 0, parquet };

@@ -1,10 +1,8 @@
 import { z } from 'zod';
-import type { Limits } from '../config/limits.js';
+import type { Limits } from '../config/index.js';
 import { BatchScorerError, RunFolderError } from '../errors.js';
-import type { InputRow } from '../formats/row-parser.js';
-import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { type InputRow, ROW_NUMBER_COLUMN } from '../formats/index.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { computeDrift, driftSchema, type DriftThresholds } from './drift.js';
 import { modelName } from './finish-run.js';
 import { readManifest, succeededManifestSchema, type Manifest } from './manifest.js';

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
-import { formatModelRef, type ModelRef } from '../service/model-ref.js';
-import { ServiceError } from '../service/service-error.js';
+import { formatModelRef, type ModelRef, ServiceError } from '../service/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 /** The raw describe answers of a run's start, stored as describe.json so a run can be explained later. */

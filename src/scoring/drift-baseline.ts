@@ -1,6 +1,5 @@
 import { errorMessage } from '../errors.js';
-import { formatLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Storage } from '../storage/index.js';
 import type { Baseline } from './drift.js';
 import { readManifest } from './manifest.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';

@@ -1,12 +1,9 @@
-import type { Limits } from '../config/limits.js';
+import { type Limits, processConcurrency, type RunOptions } from '../config/index.js';
 import { z } from 'zod';
-import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
-import { processConcurrency, type RunOptions } from '../config/run-options.js';
+import { ROW_NUMBER_COLUMN } from '../formats/index.js';
 import type { Logger } from '../log.js';
-import { predictBody } from '../service/client.js';
-import { AUTO_SLOTS, fixedSlots, maxConcurrency, type RequestSlots } from '../service/request-slots.js';
-import { formatLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { AUTO_SLOTS, fixedSlots, maxConcurrency, predictBody, type RequestSlots } from '../service/index.js';
+import { formatLocation, type Storage } from '../storage/index.js';
 import { outputGroups } from './assemble.js';
 import { quarantineRisk } from './error-budget.js';
 import { preflight } from './preflight.js';

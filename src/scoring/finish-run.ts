@@ -2,8 +2,7 @@ import { shellWord } from '../shell-word.js';
 import { BatchScorerError, errorCode, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { assembleOutputs } from './assemble.js';
 import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
@@ -19,7 +18,7 @@ import { computeDrift, type Drift } from './drift.js';
 import { comparisonSummary } from './model-comparison.js';
 import { modelChangeWarnings } from './model-change.js';
 import { openAttemptNumber } from './run-attempt.js';
-import { formatModelRef } from '../service/model-ref.js';
+import { formatModelRef } from '../service/index.js';
 import type { PredictionProfile } from './prediction-profile.js';
 
 /** What ending a run needs besides the run: storage, the service (to describe the model again), a logger. */

@@ -1,6 +1,5 @@
 import { BatchScorerError, RunFolderError } from '../errors.js';
-import { formatLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Storage } from '../storage/index.js';
 import { ComparisonAccumulator } from './model-comparison.js';
 import { ProfileMerger } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';

@@ -1,7 +1,6 @@
-import { INFLATION_FLOOR_BYTES, limitError, type Limits } from '../config/limits.js';
+import { INFLATION_FLOOR_BYTES, limitError, type Limits } from '../config/index.js';
 import type { BatchScorerError } from '../errors.js';
-import type { ParquetBounds } from '../formats/parquet-footer.js';
-import type { RowBounds, RowOver } from '../formats/row-splitter.js';
+import type { ParquetBounds, RowBounds, RowOver } from '../formats/index.js';
 
 /**
  * The deployment's bounds on an input (see LIMITS) as the readers in `formats/` take them: plain

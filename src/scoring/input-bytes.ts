@@ -1,9 +1,8 @@
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { BatchScorerError, InputError, NotFoundError } from '../errors.js';
-import { decodeToUtf8 } from '../formats/text-encoding.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { ObjectInfo, Storage } from '../storage/storage-types.js';
+import { decodeToUtf8 } from '../formats/index.js';
+import { formatLocation, type Location, type ObjectInfo, type Storage } from '../storage/index.js';
 import type { InflationCap } from './input-bounds.js';
 
 /** Where to read: the file, its identity at planning (so a changed file is noticed), its compression and encoding. */

@@ -1,6 +1,5 @@
 import { BatchScorerError } from '../errors.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { readManifest, type Manifest } from './manifest.js';
 import { runFiles } from './prepared-run.js';
 import { writeRunFile } from './run-file.js';

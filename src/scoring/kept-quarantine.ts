@@ -1,5 +1,4 @@
-import { basename, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { basename, type Location, type Storage } from '../storage/index.js';
 import { concatenateParts } from './assemble.js';
 import type { OutputFile } from './manifest.js';
 import { runFiles, segmentErrorsPiece, type PreparedRun } from './prepared-run.js';

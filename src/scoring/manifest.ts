@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
+import { runOptionsSchema } from '../config/index.js';
 import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { TOOL } from '../version.js';
 import { endingState, endingStateSchema } from './run-lifecycle.js';
 import { driftSchema, type Drift } from './drift.js';

@@ -1,7 +1,7 @@
 import { BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { formatModelRef } from '../service/model-ref.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatModelRef } from '../service/index.js';
+import type { Storage } from '../storage/index.js';
 import { activeVersion, describeChanges, describeSnapshotSchema, modelFacts } from './describe-snapshot.js';
 import type { Predictor } from './predictor.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';

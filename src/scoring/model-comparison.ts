@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RunFolderError } from '../errors.js';
-import type { InputRow } from '../formats/row-parser.js';
+import type { InputRow } from '../formats/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { ExactSum } from './exact-sum.js';
 import type { OutputSchema } from './output-schema.js';

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { PassThrough, pipeline, Transform } from 'node:stream';
 import { constants, createGzip } from 'node:zlib';
-import { encodeFromUtf8, isUtf8 } from '../formats/text-encoding.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { encodeFromUtf8, isUtf8 } from '../formats/index.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { drainedWrite } from './drained-write.js';
 import type { OutputFile } from './manifest.js';
 

@@ -1,9 +1,6 @@
-import type { RunOptions } from '../config/run-options.js';
+import type { RunOptions } from '../config/index.js';
 import { UsageError } from '../errors.js';
-import type { ParquetValueType } from '../formats/parquet-input.js';
-import type { ParquetOutputColumn } from '../formats/parquet-output.js';
-import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
-import { isUtf8 } from '../formats/text-encoding.js';
+import { isUtf8, type ParquetOutputColumn, type ParquetValueType, ROW_NUMBER_COLUMN } from '../formats/index.js';
 import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
 import type { InputPlan } from './plan.js';

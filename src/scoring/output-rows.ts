@@ -1,12 +1,19 @@
-import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
+import { DEFAULT_LIMITS, type Limits } from '../config/index.js';
 import { NotFoundError, RunFolderError } from '../errors.js';
-import { isGzip, isParquet, detectSyntax } from '../formats/input-format.js';
-import { readParquetLayout, readParquetRows } from '../formats/parquet-input.js';
-import { parseCsvHeader, parseRows } from '../formats/row-parser.js';
-import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
-import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
-import { formatLocation, joinLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import {
+  decodeToUtf8,
+  detectSyntax,
+  isGzip,
+  isParquet,
+  isUtf8,
+  parseCsvHeader,
+  parseRows,
+  type RawRow,
+  readParquetLayout,
+  readParquetRows,
+  RowSplitter,
+} from '../formats/index.js';
+import { formatLocation, joinLocation, type Location, type Storage } from '../storage/index.js';
 import { inflationCap, parquetBounds } from './input-bounds.js';
 import { gunzip, rangeRead } from './input-bytes.js';
 import { missingRunFile } from './run-file.js';

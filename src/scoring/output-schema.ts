@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PREDICTION_MEMBERS, type PredictionMember } from '../config/run-options.js';
+import { PREDICTION_MEMBERS, type PredictionMember } from '../config/index.js';
 
 /** One output column: which answer member fills it, and its name in the output. */
 const outputColumnSchema = z.object({ member: z.string(), column: z.string() });

@@ -1,20 +1,29 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { z } from 'zod';
-import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
+import { DEFAULT_LIMITS, type Limits } from '../config/index.js';
 import { InputError } from '../errors.js';
-import { describeBinary } from '../formats/binary-sniff.js';
-import { dialectForName, type CsvDialect } from '../formats/csv-dialect.js';
-import { detectSyntax, isGzip, isParquet } from '../formats/input-format.js';
-import { PARQUET_VALUE_TYPES, readParquetLayout, type ParquetValueType } from '../formats/parquet-input.js';
-import { jsonKeys, parseCsvHeader } from '../formats/row-parser.js';
-import { RowSplitter, type RawRow, type RowBounds } from '../formats/row-splitter.js';
-import { decodeToUtf8, isUtf8 } from '../formats/text-encoding.js';
-import { Utf8Check } from '../formats/utf8-check.js';
-import { listInputFiles } from '../storage/input-files.js';
+import {
+  type CsvDialect,
+  decodeToUtf8,
+  describeBinary,
+  detectSyntax,
+  dialectForName,
+  isGzip,
+  isParquet,
+  isUtf8,
+  jsonKeys,
+  PARQUET_VALUE_TYPES,
+  type ParquetValueType,
+  parseCsvHeader,
+  type RawRow,
+  readParquetLayout,
+  type RowBounds,
+  RowSplitter,
+  Utf8Check,
+} from '../formats/index.js';
+import { formatLocation, type ListedFile, listInputFiles, type Location, type ObjectInfo, type Storage, storedLocationSchema } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
-import { formatLocation, storedLocationSchema, type Location } from '../storage/location.js';
-import type { ListedFile, ObjectInfo, Storage } from '../storage/storage-types.js';
 import { inflationCap, parquetBounds, rowOverError } from './input-bounds.js';
 import { tooManySegments } from './segment-bound.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';

@@ -1,8 +1,6 @@
-import type { RunOptions } from '../config/run-options.js';
+import type { RunOptions } from '../config/index.js';
 import type { Logger } from '../log.js';
-import type { CallOptions, PredictOptions, RowsJson } from '../service/client.js';
-import type { PickedRow } from '../service/json-members.js';
-import type { ModelRef } from '../service/model-ref.js';
+import type { CallOptions, ModelRef, PickedRow, PredictOptions, RowsJson } from '../service/index.js';
 
 /**
  * The model service as the scoring core uses it: describe a model, score rows. The core takes it

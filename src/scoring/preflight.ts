@@ -1,10 +1,7 @@
 import { BatchScorerError, errorMessage, InputError, UsageError } from '../errors.js';
-import { checkDialect, dialectForName } from '../formats/csv-dialect.js';
-import { parseModelRef } from '../service/model-ref.js';
-import { listInputFiles } from '../storage/input-files.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
-import { versionTag } from '../storage/version-tag.js';
+import { checkDialect, dialectForName } from '../formats/index.js';
+import { parseModelRef } from '../service/index.js';
+import { formatLocation, listInputFiles, parseLocation, type Storage, versionTag } from '../storage/index.js';
 import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
 

@@ -1,14 +1,11 @@
-import { DEFAULT_LIMITS, type Limits } from '../config/limits.js';
+import { DEFAULT_LIMITS, type Limits, type RunOptions } from '../config/index.js';
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
-import { ROW_NUMBER_COLUMN } from '../formats/row-writer.js';
+import { ROW_NUMBER_COLUMN } from '../formats/index.js';
 import type { Logger } from '../log.js';
-import type { RunOptions } from '../config/run-options.js';
 import type { Predictor } from './predictor.js';
-import { formatModelRef, parseModelRef, type ModelRef } from '../service/model-ref.js';
-import { ServiceError } from '../service/service-error.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatModelRef, type ModelRef, parseModelRef, ServiceError } from '../service/index.js';
+import { formatLocation, type Location, parseLocation, type Storage } from '../storage/index.js';
 import { checkColumns, type ColumnPlan } from './column-check.js';
 import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js';
 import { indentedSnapshot, modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';

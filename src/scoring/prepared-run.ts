@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import { runOptionsSchema } from '../config/run-options.js';
-import { PARQUET_VALUE_TYPES } from '../formats/parquet-input.js';
-import { formatLocation, joinLocation, parseLocation, storedLocationSchema, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
-import { holdsFiles } from '../storage/storage.js';
+import { runOptionsSchema } from '../config/index.js';
+import { PARQUET_VALUE_TYPES } from '../formats/index.js';
+import { formatLocation, holdsFiles, joinLocation, type Location, parseLocation, type Storage, storedLocationSchema } from '../storage/index.js';
 import { outputSchemaSchema } from './output-schema.js';
 import { inputPlanSchema, storedInputPlan } from './plan.js';
 import { runTriggerSchema } from './run-trigger.js';

@@ -1,11 +1,6 @@
 import { InputError } from '../errors.js';
-import { dialectForName } from '../formats/csv-dialect.js';
-import { readParquetRows } from '../formats/parquet-input.js';
-import { parseRows, type InputRow } from '../formats/row-parser.js';
-import { RowSplitter, type RawRow } from '../formats/row-splitter.js';
-import { isUtf8 } from '../formats/text-encoding.js';
-import { formatLocation } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { dialectForName, type InputRow, isUtf8, parseRows, type RawRow, readParquetRows, RowSplitter } from '../formats/index.js';
+import { formatLocation, type Storage } from '../storage/index.js';
 import { rowOverProblem } from './input-bounds.js';
 import { inputBytes, rangeRead } from './input-bytes.js';
 import type { InputPlan } from './plan.js';

@@ -1,5 +1,4 @@
-import { ByteWriter } from '../formats/byte-writer.js';
-import type { InputRow } from '../formats/row-parser.js';
+import { ByteWriter, type InputRow } from '../formats/index.js';
 import type { RequestEncoder } from './request-row.js';
 
 /**

@@ -1,6 +1,4 @@
-import { ByteWriter } from '../formats/byte-writer.js';
-import type { CsvDialect } from '../formats/csv-dialect.js';
-import { isQuotedField, quotedFieldBounds } from '../formats/row-parser.js';
+import { ByteWriter, type CsvDialect, isQuotedField, quotedFieldBounds } from '../formats/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;

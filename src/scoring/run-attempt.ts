@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Location, Storage } from '../storage/index.js';
 import { readManifest, type Manifest } from './manifest.js';
 import { runFiles } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import type { RunOptions } from '../config/run-options.js';
+import type { RunOptions } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Location, Storage } from '../storage/index.js';
 import type { Predictor, RowsPredictOptions } from './predictor.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { readRunFile, writeRunFile } from './run-file.js';

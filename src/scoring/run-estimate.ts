@@ -1,4 +1,4 @@
-import { AUTO_SLOTS } from '../service/request-slots.js';
+import { AUTO_SLOTS } from '../service/index.js';
 
 /** A figure as a range: `low <= expected <= high`. */
 export interface Range {

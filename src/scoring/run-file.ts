@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import { formatIssues } from '../config/run-options.js';
+import { formatIssues } from '../config/index.js';
 import { errorMessage, RunFolderError } from '../errors.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage, WriteOptions } from '../storage/storage-types.js';
-import { readTextIfExists } from '../storage/storage.js';
+import { formatLocation, type Location, readTextIfExists, type Storage, type WriteOptions } from '../storage/index.js';
 import { TOOL } from '../version.js';
 
 /**

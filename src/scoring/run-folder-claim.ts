@@ -1,9 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { BatchScorerError, errorCode, errorMessage, type ErrorCode } from '../errors.js';
-import { basename, formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
-import { readTextIfExists } from '../storage/storage.js';
+import { basename, formatLocation, type Location, readTextIfExists, type Storage } from '../storage/index.js';
 import { runFiles, storedRequestSchema } from './prepared-run.js';
 import type { RunRequest } from './run-request.js';
 import { readRunFile, runFileText } from './run-file.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { Location } from '../storage/location.js';
+import type { Location } from '../storage/index.js';
 import type { Manifest } from './manifest.js';
 import type { RunRequest } from './run-request.js';
 

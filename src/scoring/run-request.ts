@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import { CAP_OPTIONS, OUTPUT_NEUTRAL_OPTIONS, optionFlag, type RunOptions } from '../config/run-options.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
+import { CAP_OPTIONS, optionFlag, OUTPUT_NEUTRAL_OPTIONS, type RunOptions } from '../config/index.js';
+import { formatLocation, parseLocation } from '../storage/index.js';
 import type { RunTrigger } from './run-trigger.js';
 
 /** What the user asked for: the run's fingerprint (all but `trigger`). */

@@ -1,11 +1,7 @@
 import type { Logger } from '../log.js';
-import type { Envelope } from '../service/client.js';
+import { type Envelope, formatModelRef, type ModelRef, NotAnObject, type PickedRow, type RequestSlots, ServiceError } from '../service/index.js';
 import type { Predictor } from './predictor.js';
-import type { RequestSlots } from '../service/request-slots.js';
-import { formatModelRef, type ModelRef } from '../service/model-ref.js';
-import { NotAnObject, type PickedRow } from '../service/json-members.js';
-import { ServiceError } from '../service/service-error.js';
-import type { InputRow } from '../formats/row-parser.js';
+import type { InputRow } from '../formats/index.js';
 import { errorCode } from '../errors.js';
 import { answerCheck, INVALID_PREDICTION } from './answer-check.js';
 import { excerpt } from '../text-excerpt.js';

@@ -1,10 +1,9 @@
-import type { Limits } from '../config/limits.js';
+import { type Limits, processConcurrency } from '../config/index.js';
 import pLimit from 'p-limit';
 import { AbortedError, BatchScorerError, errorCode, isAbortError } from '../errors.js';
-import { processConcurrency } from '../config/run-options.js';
 import type { Logger } from '../log.js';
-import { createRequestSlots, maxConcurrency } from '../service/request-slots.js';
-import type { Storage } from '../storage/storage-types.js';
+import { createRequestSlots, maxConcurrency } from '../service/index.js';
+import type { Storage } from '../storage/index.js';
 import { MemoryErrorBudget, quarantineAllowance } from './error-budget.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import { FinishedSegments } from './finished-segments.js';

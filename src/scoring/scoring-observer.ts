@@ -1,5 +1,4 @@
-import type { RequestSlots, RequestOutcome } from '../service/request-slots.js';
-import type { ServiceError } from '../service/service-error.js';
+import type { RequestOutcome, RequestSlots, ServiceError } from '../service/index.js';
 
 /**
  * How one predict attempt ended: `answered` (and aligned), `overloaded` (429, 503, 504, no answer

@@ -1,4 +1,4 @@
-import { formatLimit, LIMITS } from '../config/limits.js';
+import { formatLimit, LIMITS } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
 
 /**

@@ -1,9 +1,6 @@
-import type { Limits } from '../config/limits.js';
-import type { RunOptions } from '../config/run-options.js';
-import { isGzip, isParquet } from '../formats/input-format.js';
-import { listInputFiles } from '../storage/input-files.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { ListedFile, Storage } from '../storage/storage-types.js';
+import type { Limits, RunOptions } from '../config/index.js';
+import { isGzip, isParquet } from '../formats/index.js';
+import { formatLocation, type ListedFile, listInputFiles, type Location, type Storage } from '../storage/index.js';
 import { rangeRead } from './input-bytes.js';
 import { inflationCap } from './input-bounds.js';
 import { planInput } from './plan.js';

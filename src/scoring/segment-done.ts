@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Location, Storage } from '../storage/index.js';
 import { segmentComparisonSchema } from './model-comparison.js';
 import { segmentProfileSchema } from './prediction-profile.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';

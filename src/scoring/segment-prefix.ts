@@ -1,6 +1,5 @@
 import type { z } from 'zod';
-import type { Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import type { Location, Storage } from '../storage/index.js';
 import { ComparisonAccumulator, segmentComparisonSchema } from './model-comparison.js';
 import { ProfileAccumulator, segmentProfileSchema } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';

@@ -1,8 +1,7 @@
 import { PassThrough } from 'node:stream';
-import { formatLimit, LIMITS, type Limits } from '../config/limits.js';
+import { formatLimit, type Limits, LIMITS } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
-import { formatLocation, type Location } from '../storage/location.js';
-import type { ObjectInfo, Storage } from '../storage/storage-types.js';
+import { formatLocation, type Location, type ObjectInfo, type Storage } from '../storage/index.js';
 import { drainedWrite } from './drained-write.js';
 import { rangeRead } from './input-bytes.js';
 

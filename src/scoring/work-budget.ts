@@ -1,4 +1,4 @@
-import { limitError, type Limits } from '../config/limits.js';
+import { limitError, type Limits } from '../config/index.js';
 import type { BatchScorerError } from '../errors.js';
 
 /** The work one request may make a server do: seconds, and input bytes read (inflated bytes counted). */

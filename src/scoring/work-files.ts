@@ -1,5 +1,4 @@
-import { formatLocation, type Location } from '../storage/location.js';
-import type { Storage } from '../storage/storage-types.js';
+import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
 import { piecesOf, type SegmentDone } from './segment-done.js';
 

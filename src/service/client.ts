@@ -1,6 +1,6 @@
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, isAbortError } from '../errors.js';
-import { NestedTooDeep, textNestedDeeperThan } from '../formats/json-depth.js';
+import { NestedTooDeep, textNestedDeeperThan } from '../formats/index.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
 import { predictAllowance, readBounded, type Allowance, type AnswerBounds } from './answer-bounds.js';
 import { parseJsonBody } from './json-body.js';

@@ -1,5 +1,4 @@
-import { EXACT_POWERS_OF_TEN } from '../formats/powers-of-ten.js';
-import { NestedTooDeep } from '../formats/json-depth.js';
+import { EXACT_POWERS_OF_TEN, NestedTooDeep } from '../formats/index.js';
 
 /** An element of the array that is not an object: the value itself, so an error can show it. */
 export class NotAnObject {

@@ -1,10 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { RunQueue } from '../queue/producer.js';
-import { parseLocation } from '../storage/location.js';
-import type { ListedFile, Storage } from '../storage/storage-types.js';
-import { versionTag } from '../storage/version-tag.js';
+import type { RunQueue } from '../queue/index.js';
+import { type ListedFile, parseLocation, type Storage, versionTag } from '../storage/index.js';
 import { fileDropSubmission, objectVersion, watches } from './file-drop.js';
 import type { FileDropPipeline } from './pipelines.js';
 

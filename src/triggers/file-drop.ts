@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { ObjectVersion, RunTrigger } from '../scoring/run-trigger.js';
-import type { FileDropSubmission } from '../queue/producer.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
+import type { ObjectVersion, RunTrigger } from '../scoring/index.js';
+import type { FileDropSubmission } from '../queue/index.js';
+import { formatLocation, type Location, parseLocation } from '../storage/index.js';
 import type { FileDropPipeline, Pipeline } from './pipelines.js';
 
 // A file version's identity is its location (`s3://bucket/key`, the key decoded) and its ETag: a

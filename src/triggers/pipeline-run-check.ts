@@ -1,6 +1,6 @@
 import { BatchScorerError } from '../errors.js';
-import type { RunJobData } from '../queue/queues.js';
-import { formatLocation, parseLocation } from '../storage/location.js';
+import type { RunJobData } from '../queue/index.js';
+import { formatLocation, parseLocation } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { fillDateTemplate } from './date-template.js';
 import { watches } from './file-drop.js';

@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { CronExpressionParser } from 'cron-parser';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { checkedText } from '../config/checked-text.js';
-import { formatIssues, runOptionsSchema, type RunOptionsInput } from '../config/run-options.js';
+import { checkedText, formatIssues, type RunOptionsInput, runOptionsSchema } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
-import { pipelineNotifySchema, type PipelineNotify } from '../notify/pipeline-notify.js';
-import { parseModelRef } from '../service/model-ref.js';
-import { formatLocation, parseLocation, type Location } from '../storage/location.js';
+import { type PipelineNotify, pipelineNotifySchema } from '../notify/index.js';
+import { parseModelRef } from '../service/index.js';
+import { formatLocation, type Location, parseLocation } from '../storage/index.js';
 import { templateProblem } from './date-template.js';
 import { isTimeZone } from './zoned-time.js';
 

@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import type { S3Location } from '../storage/location.js';
-import { versionTag } from '../storage/version-tag.js';
+import { type S3Location, versionTag } from '../storage/index.js';
 import { fileDropSubmission, objectVersion, pipelinesFor } from './file-drop.js';
 import type { Pipeline } from './pipelines.js';
-import type { FileDropSubmission } from '../queue/producer.js';
+import type { FileDropSubmission } from '../queue/index.js';
 
 /** The AWS test event S3 sends when notifications are configured; it names no object. */
 const TEST_EVENT = 's3:TestEvent';

@@ -1,5 +1,5 @@
-import type { Queue } from 'bullmq';
-import { formatIssues } from '../config/run-options.js';
+import type { Queue } from '../queue/index.js';
+import { formatIssues } from '../config/index.js';
 import { scheduleTemplateSchema, type ScheduleTemplate } from './schedule-template.js';
 import { zonedIso } from './zoned-time.js';
 

@@ -1,7 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { JobSchedulerJson, Queue } from 'bullmq';
+import { ATTEMPTS, type JobSchedulerJson, type Queue, RETENTION } from '../queue/index.js';
 import type { ScheduledPipeline } from './pipelines.js';
-import { SCHEDULED_RUN_JOB, SCHEDULED_RUN_JOB_OPTS, scheduleTemplate, type ScheduleTemplate } from './schedule-template.js';
+import { SCHEDULED_RUN_JOB, scheduleTemplate, type ScheduleTemplate } from './schedule-template.js';
+
+/**
+ * The options of each fired job: retried when enqueueing its run fails for a passing reason, kept
+ * as runs are. Here, where schedulers are written, so that the template (which `schedule list`
+ * reads) loads no queue code.
+ */
+export const SCHEDULED_RUN_JOB_OPTS = { ...ATTEMPTS.schedules, ...RETENTION.schedules };
 
 /** What a sync did to one scheduler. */
 export type ScheduleChange = 'added' | 'updated' | 'unchanged' | 'removed';

@@ -1,12 +1,8 @@
 import { z } from 'zod';
-import { ATTEMPTS, RETENTION } from '../queue/queues.js';
 import type { ScheduledPipeline } from './pipelines.js';
 
 /** The name of the jobs a pipeline's scheduler fires on the schedules queue. */
 export const SCHEDULED_RUN_JOB = 'scheduled-run';
-
-/** The options of each fired job: retried when enqueueing its run fails for a passing reason, kept as runs are. */
-export const SCHEDULED_RUN_JOB_OPTS = { ...ATTEMPTS.schedules, ...RETENTION.schedules };
 
 /**
  * What each job a pipeline's scheduler fires carries, kept in Redis as the scheduler's template:

@@ -1,12 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { type AlsoProcessed, type Job, type Processor, type ReconnectingRunQueue, type RunQueue, SCHEDULES_QUEUE, toQueueError } from '../queue/index.js';
 import { BatchScorerError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { RunQueue } from '../queue/producer.js';
-import type { ReconnectingRunQueue } from '../queue/reconnecting-run-queue.js';
-import { SCHEDULES_QUEUE } from '../queue/queues.js';
-import { toQueueError } from '../queue/to-queue-error.js';
-import type { AlsoProcessed } from '../queue/worker-options.js';
 import { fillDateTemplate } from './date-template.js';
 import { excerpt } from '../text-excerpt.js';
 import type { Pipeline, ScheduledPipeline } from './pipelines.js';
@@ -82,7 +77,8 @@ function declaredTemplate(job: Job, pipelines: readonly Pipeline[], log: Logger)
 /** The time a fired job was due: BullMQ's job schedulers set it as `opts.prevMillis` (and name the job `repeat:<scheduler id>:<millis>`). */
 function fireTimeOf(job: Job): Date {
   const millis = job.opts.prevMillis;
-  if (millis === undefined) throw new UnrecoverableError(`job ${excerpt(job.id ?? '?', 200)} was not fired by a job scheduler: it has no fire time [E_CONFIG]`);
+  if (millis === undefined)
+    throw toQueueError(new BatchScorerError('E_CONFIG', `job ${excerpt(job.id ?? '?', 200)} was not fired by a job scheduler: it has no fire time`));
   return new Date(millis);
 }
 

@@ -5,7 +5,7 @@ import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DIRECT_BUDGET_MS } from '../../src/notify/direct-notifier.js';
-import { NOTIFICATIONS_QUEUE } from '../../src/notify/queued-notifier.js';
+import { NOTIFICATIONS_QUEUE } from '../../src/queue/queued-notifier.js';
 import type { Manifest } from '../../src/scoring/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
 import { createStorage } from '../../src/storage/storage.js';

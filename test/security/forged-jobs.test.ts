@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Job, Queue, type JobsOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NOTIFICATIONS_QUEUE } from '../../src/notify/queued-notifier.js';
+import { NOTIFICATIONS_QUEUE } from '../../src/queue/queued-notifier.js';
 import { targetName } from '../../src/notify/target-name.js';
 import { sealedDelivery, type DeliveryJob } from '../../src/notify/webhook-delivery.js';
 import { RunQueue, type RunStatus } from '../../src/queue/producer.js';

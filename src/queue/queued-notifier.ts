@@ -1,15 +1,21 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor, type Queue } from 'bullmq';
 import { errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import { readJobData } from '../queue/queues.js';
-import { toQueueError } from '../queue/to-queue-error.js';
-import type { RunListener } from '../scoring/run-listener.js';
-import type { Storage } from '../storage/storage-types.js';
+import { readJobData } from './queues.js';
+import { toQueueError } from './to-queue-error.js';
+import type { RunListener } from '../scoring/index.js';
+import type { Storage } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
-import { attemptDelivery } from './delivery-attempt.js';
-import { checkedDelivery, type DeliveryCheck } from './delivery-check.js';
-import { deliveriesOf, deliveryJobSchema, type DeliveryJob, type WebhookDelivery } from './webhook-delivery.js';
-import { webhookRetryDelayMs } from './webhook-retry.js';
+import {
+  attemptDelivery,
+  checkedDelivery,
+  deliveriesOf,
+  type DeliveryCheck,
+  type DeliveryJob,
+  deliveryJobSchema,
+  type WebhookDelivery,
+  webhookRetryDelayMs,
+} from '../notify/index.js';
 
 /** Webhook deliveries: one job per run end and target, its id the delivery's. */
 export const NOTIFICATIONS_QUEUE = 'notifications';
