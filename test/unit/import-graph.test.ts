@@ -30,11 +30,44 @@ function relativeSpecifiers(text: string): string[] {
   return importedFiles.map(({ fileName }) => fileName).filter((specifier) => specifier.startsWith('.'));
 }
 
-/** The src/ files a file imports; package imports are left out, as only relative specifiers reach other files under src/. */
+/** The packages a source imports, by name (`bullmq/x` is bullmq's): static, type-only, re-exports and dynamic alike. */
+function packagesImported(text: string): string[] {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return importedFiles
+    .map(({ fileName }) => fileName)
+    .filter((specifier) => !specifier.startsWith('.') && !specifier.startsWith('node:'))
+    .map((specifier) => specifier.split('/', specifier.startsWith('@') ? 2 : 1).join('/'));
+}
+
+/** The src/ files a source at `file` imports; package imports are left out, as only relative specifiers reach other files under src/. */
+function importsIn(file: string, text: string): string[] {
+  return relativeSpecifiers(text).map((specifier) => posix.normalize(posix.join(posix.dirname(file), specifier)).replace(/\.js$/, '.ts'));
+}
+
+/** The src/ files a file imports. */
 function importsOf(file: string): string[] {
-  return relativeSpecifiers(readFileSync(join(srcRoot, file), 'utf8')).map((specifier) =>
-    posix.normalize(posix.join(posix.dirname(file), specifier)).replace(/\.js$/, '.ts'),
-  );
+  return importsIn(file, readFileSync(join(srcRoot, file), 'utf8'));
+}
+
+/**
+ * The imports of a source at `file` that pass a door: into a file of another folder but its
+ * `index.ts` (top-level files such as `errors.ts` are their own doors), as `file -> target`.
+ */
+function doorsPassed(file: string, text: string): string[] {
+  return importsIn(file, text)
+    .filter((target) => target.includes('/') && nodeOf(target) !== nodeOf(file) && target !== `${nodeOf(target)}/index.ts`)
+    .map((target) => `${file} -> ${target}`);
+}
+
+/** Where Redis and BullMQ may be imported: the queue folder, and the composition root that wires `serve`. */
+const QUEUE_PACKAGE_HOMES = ['queue', 'app'];
+
+/** The bullmq or ioredis imports of a source at `file` outside QUEUE_PACKAGE_HOMES, as `file -> package`. */
+function queuePackagesOutside(file: string, text: string): string[] {
+  if (QUEUE_PACKAGE_HOMES.includes(nodeOf(file))) return [];
+  return packagesImported(text)
+    .filter((name) => name === 'bullmq' || name === 'ioredis')
+    .map((name) => `${file} -> ${name}`);
 }
 
 /** The folder graph: each node with the nodes it imports from (itself left out), and one file import per edge as evidence. */
@@ -89,6 +122,7 @@ function components(graph: Map<string, Map<string, string>>): string[][] {
 
 describe('import graph of src/', () => {
   const graph = folderGraph();
+  const sources = sourceFiles().map((file) => ({ file, text: readFileSync(join(srcRoot, file), 'utf8') }));
 
   it('finds the imports it checks: dynamic, type-only and re-exports included', () => {
     const text = [
@@ -99,8 +133,56 @@ describe('import graph of src/', () => {
       "import { z } from 'zod';",
     ].join('\n');
     expect(relativeSpecifiers(text)).toEqual(['./a.js', '../b.js', './c.js', './d.js']);
-    expect(importsOf('queue/worker.ts')).toContain('storage/storage-types.ts');
+    expect(importsOf('queue/worker.ts')).toContain('storage/index.ts');
     expect(graph.get('scoring')?.has('formats')).toBe(true);
+  });
+
+  it('finds an import past a door, and bullmq or ioredis outside their homes, however they are imported', () => {
+    const past = [
+      "import { a } from '../queue/producer.js';",
+      "import type { B } from '../queue/index.js';",
+      "import { c } from './webhooks.js';",
+      "import { d } from '../errors.js';",
+      "export { e } from '../scoring/run-file.js';",
+      "const f = await import('../http/server.js');",
+    ].join('\n');
+    expect(doorsPassed('cli/score.ts', past)).toEqual([
+      'cli/score.ts -> queue/producer.ts',
+      'cli/score.ts -> scoring/run-file.ts',
+      'cli/score.ts -> http/server.ts',
+    ]);
+    expect(doorsPassed('cli.ts', "import { p } from './cli/program.js';\nimport { q } from './cli/index.js';")).toEqual(['cli.ts -> cli/program.ts']);
+    expect(doorsPassed('queue/worker.ts', "import { r } from './worker-options.js';")).toEqual([]);
+
+    const packages = [
+      "import type { Queue } from 'bullmq';",
+      "import { Redis } from 'ioredis';",
+      "export type { Job } from 'bullmq/dist/esm/classes/job.js';",
+      "const m = await import('bullmq');",
+      "import { z } from 'zod';",
+      "import { createHash } from 'node:crypto';",
+    ].join('\n');
+    expect(queuePackagesOutside('http/server.ts', packages)).toEqual([
+      'http/server.ts -> bullmq',
+      'http/server.ts -> ioredis',
+      'http/server.ts -> bullmq',
+      'http/server.ts -> bullmq',
+    ]);
+    expect(queuePackagesOutside('queue/queues.ts', packages)).toEqual([]);
+    expect(queuePackagesOutside('app/serve-app.ts', packages)).toEqual([]);
+    // The real tree holds both kinds of import the rules tell apart.
+    expect(sources.some(({ file, text }) => nodeOf(file) === 'queue' && packagesImported(text).includes('bullmq'))).toBe(true);
+    expect(sources.some(({ file, text }) => nodeOf(file) !== 'scoring' && importsIn(file, text).includes('scoring/index.ts'))).toBe(true);
+  });
+
+  it("reaches another folder only through its door, the folder's index.ts", () => {
+    const passed = sources.flatMap(({ file, text }) => doorsPassed(file, text));
+    expect(passed.join('\n'), 'imports past a door').toBe('');
+  });
+
+  it('imports bullmq and ioredis only in queue/ and the composition root (app/)', () => {
+    const outside = sources.flatMap(({ file, text }) => queuePackagesOutside(file, text));
+    expect(outside.join('\n'), 'bullmq or ioredis outside their homes').toBe('');
   });
 
   it('has no cycle between folders', () => {
