@@ -2,6 +2,7 @@
 // program, settings from the environment catalogue and the config file schema, the HTTP API from
 // the OpenAPI document, error codes from the catalogue. Deterministic (no dates, stable order), so
 // test/unit/generated-docs.test.ts can compare the checked-in files with what this writes now.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command, Option } from 'commander';
 import * as prettier from 'prettier';
@@ -13,6 +14,7 @@ import { ENV_SETTINGS } from '../src/config/settings-catalogue.js';
 import { configFileSchema } from '../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
 import { openApiDocument } from '../src/http/openapi.js';
+import { doorExports, doorsPassed, folderGraph, sourceFiles, srcRoot } from './source-graph.js';
 
 /** The folder the references are written to, relative to the repository root. */
 export const REFERENCE_DIR = 'docs/reference';
@@ -30,6 +32,7 @@ export async function referenceDocs(root: string): Promise<Map<string, string>> 
     ['api.md', apiReference(openApiDocument())],
     ['openapi.json', JSON.stringify(openApiDocument(), null, 2)],
     ['errors.md', errorsReference()],
+    ['folders.md', foldersReference()],
   ]);
   const formatted = new Map<string, string>();
   const all: [string, string][] = [...[...files].map(([name, text]): [string, string] => [`${REFERENCE_DIR}/${name}`, text]), [LIMITS_DOC, limitsReference()]];
@@ -39,6 +42,53 @@ export async function referenceDocs(root: string): Promise<Map<string, string>> 
     formatted.set(name, await prettier.format(text, { ...options, filepath: file }));
   }
   return formatted;
+}
+
+/**
+ * docs/reference/folders.md: the folders of src/ as the import graph has them, each reached
+ * through its door, with the imports that pass a door counted (test/unit/import-graph.test.ts
+ * fails on any).
+ */
+function foldersReference(): string {
+  const graph = folderGraph();
+  const files = sourceFiles();
+  const folders = [...graph.keys()].filter((node) => !node.endsWith('.ts')).sort();
+  const importedBy = (folder: string): string[] =>
+    [...graph]
+      .filter(([, edges]) => edges.has(folder))
+      .map(([from]) => from)
+      .sort();
+  const past = files.flatMap((file) => doorsPassed(file, readFileSync(path.join(srcRoot, file), 'utf8')));
+  return [
+    '# Folders of src/',
+    '',
+    NOTICE,
+    '',
+    'Each folder is reached from the others only through its door, `<folder>/index.ts`; files at the top of `src/` (`errors.ts`, `log.ts`, …) are their own doors. The table lists what each door exports, the folders each folder imports and those that import it. Imports past a door in the tree now: ' +
+      `${past.length}.`,
+    '',
+    table(
+      ['folder', 'files', 'door exports', 'imports', 'imported by'],
+      folders.map((folder) => [
+        code(`${folder}/`),
+        String(files.filter((file) => file.startsWith(`${folder}/`)).length),
+        String(doorExports(folder).length),
+        [...graph.get(folder)!.keys()].sort().join(', '),
+        importedBy(folder).join(', '),
+      ]),
+    ),
+    '',
+    '```mermaid',
+    'flowchart LR',
+    ...folders.flatMap((folder) =>
+      [...graph.get(folder)!.keys()]
+        .filter((to) => !to.endsWith('.ts'))
+        .sort()
+        .map((to) => `  ${folder} --> ${to}`),
+    ),
+    '```',
+    '',
+  ].join('\n');
 }
 
 /** The page of bounds, beside the guides rather than among the references. */
