@@ -7,7 +7,7 @@ import { deploymentStorage } from './deployment-storage.js';
 import { createProgressBar } from './progress-bar.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsInputFromFlags } from './run-flags.js';
 import { resumeCommand } from './resume-command.js';
-import { formatRunStatus, resumable, shownLogs } from './run-status-view.js';
+import { formatRunStatus, resumable } from './run-status-view.js';
 
 export function registerEnqueue(program: Command): void {
   addRunFlags(
@@ -39,7 +39,11 @@ export function registerEnqueue(program: Command): void {
           options,
         }).finally(() => storage.close());
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue }, { followRun }] = await Promise.all([import('../queue/index.js'), import('./run-follow.js')]);
+        const [{ RunQueue }, { followRun }, { shownLogs }] = await Promise.all([
+          import('../queue/index.js'),
+          import('./run-follow.js'),
+          import('./job-log-lines.js'),
+        ]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         try {
           const { runId, created, resumed } = await queue.enqueue({

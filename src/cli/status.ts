@@ -7,7 +7,7 @@ import type { RunStatus } from '../queue/index.js';
 import { pipelineNameSchema } from '../triggers/index.js';
 import { action } from './action.js';
 import { FrameWriter } from './frame-writer.js';
-import { formatRunStatus, shownLogs } from './run-status-view.js';
+import { formatRunStatus } from './run-status-view.js';
 
 export function registerStatus(program: Command): void {
   program
@@ -26,7 +26,11 @@ export function registerStatus(program: Command): void {
         if (runId && flags.pipeline) throw new UsageError(`status: --pipeline filters the latest runs; leave it out to show run ${runId}`);
         const settings = loadSettings();
         // bullmq loads only for the commands that use it.
-        const [{ RunQueue, runNotFound, againIfDropped }, { followRun }] = await Promise.all([import('../queue/index.js'), import('./run-follow.js')]);
+        const [{ RunQueue, runNotFound, againIfDropped }, { followRun }, { shownLogs }] = await Promise.all([
+          import('../queue/index.js'),
+          import('./run-follow.js'),
+          import('./job-log-lines.js'),
+        ]);
         const queue = new RunQueue({ redisUrl: settings.redisUrl, prefix: settings.queuePrefix });
         // JSON lines are appended, never redrawn, even on a terminal.
         const out = new FrameWriter(process.stdout, !flags.json && process.stdout.isTTY === true);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatFailedAttempt, shownLogs } from '../../src/cli/run-status-view.js';
+import { formatFailedAttempt, shownLogs } from '../../src/cli/job-log-lines.js';
 import { failedAttemptLine, readFailedAttempt, type FailedAttempt } from '../../src/queue/failed-attempt.js';
 import { VALUE_BYTES } from '../../src/text-excerpt.js';
 
