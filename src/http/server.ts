@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import helmet from '@fastify/helmet';
 import type { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -74,9 +75,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
     done();
   });
-  // On every answer, not only the /ui scope's: refusals and 404s under /ui come from the root's
-  // handlers, and the API's JSON loses nothing by them.
-  app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
+  void app.register(helmet, securityHeaders({ inlineStyles: dashboardInlineStyles() }));
   // One throttle of failed authentication for every route: a guesser cannot spread its guesses.
   const auth = serverAuth(deps.credentials);
   installErrorHandling(app, auth);
