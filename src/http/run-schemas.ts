@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { RUN_PRIORITIES, runOptionsSchema } from '../config/run-options.js';
 import { checkedText } from '../config/checked-text.js';
+import { dryRunReportSchema } from '../scoring/dry-run.js';
 import { manifestSchema } from '../scoring/manifest.js';
 import { JUDGEMENT_WHY_CHARS } from '../scoring/judge-run.js';
 import { FORMER_STATE_NAMES, RUN_STATES, runStateSchema, stateNamed } from '../scoring/run-lifecycle.js';
@@ -16,8 +17,8 @@ import { excerpt } from '../text-excerpt.js';
 import { pipelineNameSchema } from '../triggers/pipelines.js';
 
 /**
- * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use;
- * `/openapi.json` is generated from them.
+ * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use:
+ * the routes declare them, and `/openapi.json` is generated from the routes.
  */
 
 /**
@@ -79,6 +80,9 @@ export const runListQuerySchema = z
 
 /** A run id in a path: the shape `--run-id` takes. */
 export const runIdParamsSchema = z.object({ id: runOptionsSchema.shape.runId.unwrap() }).strict();
+
+/** `POST /runs` with `dryRun`: the plan and estimate (see DryRunReport), marked as a dry run's. */
+export const dryRunAnswerSchema = dryRunReportSchema.extend({ dryRun: z.literal(true) });
 
 export const runCreatedSchema = z.object({
   runId: z.string(),

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
 import type { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Registry } from 'prom-client';
 import { redactPath, type Logger } from '../log.js';
 import type { RunQueueCalls } from '../queue/producer.js';
@@ -13,9 +16,11 @@ import { eventRoutes } from './event-routes.js';
 import { registerFacetSchemaRoutes } from './facet-schema-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
-import { openApiDocument } from './openapi.js';
+import { answer, TAGS } from './api-responses.js';
+import { swaggerOptions } from './openapi.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { securityHeaders } from './security-headers.js';
+import { useZodSchemas } from './zod-schemas.js';
 
 /** While closing, how often connections whose requests have been answered are closed. */
 const IDLE_SWEEP_MS = 50;
@@ -80,22 +85,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const auth = serverAuth(deps.credentials);
   installErrorHandling(app, auth);
 
-  // Probes call these every few seconds: their requests are not logged unless something is wrong.
-  app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
-  app.get('/readyz', { logLevel: 'warn' }, async (request, reply) => {
-    try {
-      await deps.ready();
-      return { status: 'ready' };
-    } catch (err) {
-      // The reason goes to the log, not to an open endpoint (it names the Redis host).
-      request.log.warn({ err }, 'not ready');
-      return reply.code(503).send({ status: 'unavailable' });
-    }
-  });
-
+  useZodSchemas(app);
+  // Before any route: it documents those registered after it.
+  void app.register(swagger, swaggerOptions);
+  void app.register(probes, { ready: deps.ready });
   registerFacetSchemaRoutes(app);
 
-  const openApi = openApiDocument();
   void app.register(async (api) => {
     api.addHook('onRequest', auth.api);
     await api.register(runRoutes, {
@@ -106,9 +101,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       ...(deps.listener && { listener: deps.listener }),
     });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
-    api.get('/openapi.json', () => openApi);
+    api.get('/openapi.json', () => app.swagger());
   });
-  registerMetricsRoute(app, deps.metrics, auth);
+  void app.register((metrics, _options, done) => {
+    registerMetricsRoute(metrics, deps.metrics, auth);
+    done();
+  });
 
   void app.register(
     async (ui) => {
@@ -121,6 +119,40 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   );
   return app;
 }
+
+/** `/healthz` and `/readyz`: open, for orchestrators' probes. */
+const probes: FastifyPluginCallbackZod<{ ready: ServerDeps['ready'] }> = (app, { ready }, done) => {
+  const open = { tags: [TAGS.probes], security: [] };
+  // Probes call these every few seconds: their requests are not logged unless something is wrong.
+  app.get(
+    '/healthz',
+    {
+      logLevel: 'warn',
+      schema: { ...open, operationId: 'health', summary: 'The process is up', response: { 200: answer('up', z.object({ status: z.literal('ok') })) } },
+    },
+    () => ({ status: 'ok' as const }),
+  );
+  const readiness = {
+    ...open,
+    operationId: 'readiness',
+    summary: 'Redis answers, and the server is not shutting down',
+    response: {
+      200: answer('ready', z.object({ status: z.literal('ready') })),
+      503: answer('not ready: Redis does not answer, or the server is shutting down (the log says which)', z.object({ status: z.literal('unavailable') })),
+    },
+  };
+  app.get('/readyz', { logLevel: 'warn', schema: readiness }, async (request, reply) => {
+    try {
+      await ready();
+      return { status: 'ready' as const };
+    } catch (err) {
+      // The reason goes to the log, not to an open endpoint (it names the Redis host).
+      request.log.warn({ err }, 'not ready');
+      return reply.code(503).send({ status: 'unavailable' as const });
+    }
+  });
+  done();
+};
 
 /** A request as log lines show it: the query string, which may hold a token, is left out. */
 function requestForLog(request: FastifyRequest) {
