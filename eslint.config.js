@@ -12,6 +12,8 @@ export default tseslint.config(
     rules: {
       // `_` marks a parameter a signature requires but the body does not use.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // One import statement per module (a type-only one beside it allowed): doors gather a folder's names into one module.
+      'no-duplicate-imports': ['error', { allowSeparateTypeImports: true }],
     },
   },
   // Plain JavaScript (this file, the demo scripts) is outside the TypeScript project: no type information to check with.

@@ -13,7 +13,9 @@ import { FIXED_BOUNDS, formatFixedBound, formatLimit, LIMITS, type LimitName } f
 import { ENV_SETTINGS } from '../src/config/settings-catalogue.js';
 import { configFileSchema } from '../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
-import { openApiDocument } from '../src/http/openapi.js';
+import { Registry } from 'prom-client';
+import { buildServer, type ServerDeps } from '../src/http/server.js';
+import { silentLogger } from '../src/log.js';
 import { doorExports, doorsPassed, folderGraph, sourceFiles, srcRoot } from './source-graph.js';
 
 /** The folder the references are written to, relative to the repository root. */
@@ -26,11 +28,12 @@ type JsonSchema = Record<string, unknown>;
 /** Every reference file, by its path from the repository root, as the generator writes it now. */
 export async function referenceDocs(root: string): Promise<Map<string, string>> {
   const program = await buildProgram();
+  const openApi = await apiDocument();
   const files = new Map<string, string>([
     ['cli.md', cliReference(program)],
     ['settings.md', settingsReference(program)],
-    ['api.md', apiReference(openApiDocument())],
-    ['openapi.json', JSON.stringify(openApiDocument(), null, 2)],
+    ['api.md', apiReference(openApi)],
+    ['openapi.json', JSON.stringify(openApi, null, 2)],
     ['errors.md', errorsReference()],
     ['folders.md', foldersReference()],
   ]);
@@ -89,6 +92,34 @@ function foldersReference(): string {
     '```',
     '',
   ].join('\n');
+}
+
+/**
+ * The API's document as `serve` serves it at `/openapi.json`, generated from its routes: the
+ * server is built on parts no route is called on (no Redis, no queue, no storage), and never listens.
+ */
+async function apiDocument(): Promise<Record<string, unknown>> {
+  const unused = {} as never;
+  const deps: ServerDeps = {
+    runs: unused,
+    known: unused,
+    dryRun: unused,
+    storage: unused,
+    log: silentLogger,
+    credentials: {},
+    metrics: new Registry(),
+    ready: () => Promise.resolve(),
+    queues: [],
+    runPages: () => Promise.resolve(),
+    pipelines: [],
+  };
+  const app = buildServer(deps);
+  try {
+    await app.ready();
+    return app.swagger() as unknown as Record<string, unknown>;
+  } finally {
+    await app.close();
+  }
 }
 
 /** The page of bounds, beside the guides rather than among the references. */

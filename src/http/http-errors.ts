@@ -51,13 +51,6 @@ export class RequestError extends UsageError {
   }
 }
 
-/** Parses a part of a request (`where`: body, query, path), or throws a RequestError naming each bad field. */
-export function parseRequest<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  throw RequestError.fromZod(result.error, where);
-}
-
 /**
  * Codes whose message is the server's business, not the caller's: its configuration, or a fault
  * whose details belong in the log.

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { runOptionsSchema } from '../config/index.js';
 import type { IdempotentRequest } from '../queue/index.js';
-import { RequestError } from './http-errors.js';
 import type { runSubmissionSchema } from './run-schemas.js';
 
 /** The header `POST /runs` honours, as the answers name it. */
@@ -15,20 +14,32 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Characters a key may have at most: a UUID takes 36, and a key is kept in Redis for a day. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
-const KEY_SHAPE = new RegExp(`^[\\x20-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`);
+/**
+ * `POST /runs`'s headers: an Idempotency-Key is 1 to MAX_IDEMPOTENCY_KEY_LENGTH printable ASCII
+ * characters; anything else is 400 naming the header, never echoing it.
+ */
+export const idempotencyHeadersSchema = z.object({
+  [IDEMPOTENCY_HEADER]: z
+    .string()
+    .regex(new RegExp(`^[\\x20-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_LENGTH}}$`), `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters`)
+    .optional()
+    .describe(
+      'sent again within 24 h with the same submission (the same fields, in any order), answers the first answer again (status and body: the same runId) and starts no other run; with another submission, 422. One per deployment; dry runs keep nothing',
+    ),
+});
+
+/** `POST /runs`'s answer headers: whether it is the first answer given again. */
+export const replayedHeaders = {
+  [REPLAYED_HEADER]: z.literal('true').describe('true when this is the first answer of the Idempotency-Key given again'),
+};
 
 /**
- * A submission's Idempotency-Key and the hash of what it asks, or undefined without the header.
- * A key is 1 to MAX_IDEMPOTENCY_KEY_LENGTH printable ASCII characters; anything else is 400
- * naming the header, never echoing it.
+ * A submission's Idempotency-Key (checked by idempotencyHeadersSchema) and the hash of what it
+ * asks, or undefined without the header.
  */
 export function idempotencyOf(headers: IncomingHttpHeaders, submission: z.output<typeof runSubmissionSchema>, sent: unknown): IdempotentRequest | undefined {
   const key = headers[IDEMPOTENCY_HEADER.toLowerCase()];
-  if (key === undefined) return undefined;
-  if (typeof key !== 'string' || !KEY_SHAPE.test(key)) {
-    throw new RequestError([{ field: IDEMPOTENCY_HEADER, message: `must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters` }]);
-  }
-  return { key, bodyHash: submissionHash(submission, sent) };
+  return typeof key === 'string' ? { key, bodyHash: submissionHash(submission, sent) } : undefined;
 }
 
 /**

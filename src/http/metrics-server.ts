@@ -1,7 +1,20 @@
 import { fastify, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
+import { z } from 'zod';
 import type { Logger } from '../log.js';
+import { GUARDED, TAGS } from './api-responses.js';
 import { serverAuth, type Credentials, type ServerAuth } from './auth.js';
+import { useZodSchemas } from './zod-schemas.js';
+
+const metricsSchema = {
+  operationId: 'metrics',
+  summary: 'Prometheus metrics',
+  tags: [TAGS.probes],
+  response: {
+    200: { description: 'the text exposition format', content: { 'text/plain': { schema: z.string() } } },
+    ...GUARDED,
+  },
+};
 
 /**
  * Mounts `GET /metrics` (Prometheus text format) on an app: behind the bearer token when one is
@@ -9,7 +22,7 @@ import { serverAuth, type Credentials, type ServerAuth } from './auth.js';
  * every few seconds would drown the log); failures are.
  */
 export function registerMetricsRoute(app: FastifyInstance, registry: Registry, auth: ServerAuth): void {
-  app.get('/metrics', { logLevel: 'warn', onRequest: auth.api }, async (_request, reply) => {
+  app.get('/metrics', { logLevel: 'warn', onRequest: auth.api, schema: metricsSchema }, async (_request, reply) => {
     const text = await registry.metrics();
     return reply.type(registry.contentType).send(text);
   });
@@ -28,6 +41,7 @@ export async function startMetricsServer(options: {
 }): Promise<{ url: string; close(): Promise<void> }> {
   const loggerInstance: FastifyBaseLogger = options.log.child({ component: 'metrics-server' });
   const app = fastify({ loggerInstance });
+  useZodSchemas(app);
   app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
   registerMetricsRoute(app, options.registry, serverAuth(options.credentials));
   const auth = options.credentials.token ? 'bearer token required' : 'no credentials required';

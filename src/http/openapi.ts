@@ -1,202 +1,153 @@
-import { LIMITS } from '../config/index.js';
+import type { SwaggerOptions } from '@fastify/swagger';
+import { createJsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { dryRunReportSchema } from '../scoring/index.js';
-import { s3EventSchema } from '../triggers/index.js';
-import { TOOL } from '../version.js';
+import { TOOL, TOOL_LICENSE } from '../version.js';
+import { TAGS } from './api-responses.js';
 import { eventRunsSchema } from './event-routes.js';
 import { errorBodySchema } from './http-errors.js';
-import { IDEMPOTENCY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH, REPLAYED_HEADER } from './idempotency-key.js';
 import {
+  dryRunAnswerSchema,
   runAcceptedSchema,
-  runJudgementSchema,
-  runRejectedSchema,
   runCreatedSchema,
   runDetailSchema,
-  runListQuerySchema,
+  runJudgementSchema,
   runListSchema,
+  runRejectedSchema,
   runResumedSchema,
   runResumeSchema,
   runStatusSchema,
   runSubmissionSchema,
 } from './run-schemas.js';
+import { s3EventSchema } from '../triggers/index.js';
 
-/** A JSON Schema for OpenAPI 3.1 (JSON Schema 2020-12): requests as clients write them, answers as the server writes them. */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' });
-  return rest;
+/**
+ * The shapes the document names in `components.schemas`, by name: a route's request or answer
+ * of one of these is a `$ref` to it. Registered in zod's global registry, where their fields'
+ * descriptions are, as fastify-type-provider-zod reads them.
+ */
+const COMPONENTS: Record<string, z.ZodType> = {
+  RunSubmission: runSubmissionSchema,
+  RunCreated: runCreatedSchema,
+  DryRunReport: dryRunAnswerSchema,
+  RunStatus: runStatusSchema,
+  RunDetail: runDetailSchema,
+  RunList: runListSchema,
+  RunResumed: runResumedSchema,
+  RunResume: runResumeSchema,
+  RunAccepted: runAcceptedSchema,
+  RunRejected: runRejectedSchema,
+  RunJudgement: runJudgementSchema,
+  S3Event: s3EventSchema,
+  EventRuns: eventRunsSchema,
+  Error: errorBodySchema,
+};
+for (const [id, schema] of Object.entries(COMPONENTS)) z.globalRegistry.add(schema, { ...z.globalRegistry.get(schema), id });
+
+/** Marks an operation whose body may be left out; swagger says every body is required, and transformObject corrects it. */
+const OPTIONAL_BODY = 'x-optional-body';
+
+const zodTransform = createJsonSchemaTransform({});
+
+/**
+ * `@fastify/swagger`'s options for `serve`: the document's info, server, license, security and
+ * tags; each operation comes from its route's own zod schemas (fastify-type-provider-zod). A
+ * route without a schema (the pages, bull-board, the assets, the facets' JSON Schemas,
+ * `/openapi.json` itself) is no operation of the API, and is left out.
+ */
+export const swaggerOptions: SwaggerOptions = {
+  openapi: {
+    openapi: '3.1.0',
+    info: {
+      title: 'batch-scorer run API',
+      version: TOOL.version,
+      description: 'Submit, follow, cancel, resume and judge scoring runs; start runs from S3 event notifications.',
+      license: { name: TOOL_LICENSE, identifier: TOOL_LICENSE },
+    },
+    // Relative: the serve instance the document is fetched from (it knows no public URL of its own).
+    servers: [{ url: '/', description: 'the batch-scorer serve instance that serves this document' }],
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API_TOKEN' } } },
+    security: [{ bearer: [] }],
+    tags: [
+      { name: TAGS.runs, description: 'Runs: submit one, list them, follow one, cancel, resume, accept or reject it' },
+      { name: TAGS.events, description: 'Notifications that start runs of file-drop pipelines' },
+      { name: TAGS.probes, description: 'Health, readiness and metrics, for orchestrators and scrapers' },
+    ],
+  },
+  transform: (document) => {
+    if (!document.schema) return { schema: { hide: true }, url: document.url };
+    const { schema, url } = zodTransform(document);
+    const body = document.schema.body as z.ZodType | undefined;
+    const optional = body !== undefined && body.safeParse(undefined).success;
+    return { schema: { ...schema, ...(optional && { [OPTIONAL_BODY]: true }), response: withHeaders(schema.response, document.schema.response) }, url };
+  },
+  transformObject: (document) => finished(jsonSchemaTransformObject(document) as OpenApiObject),
+};
+
+type JsonObject = Record<string, unknown>;
+interface OpenApiObject extends JsonObject {
+  paths: Record<string, Record<string, JsonObject & { requestBody?: { required: boolean } }>>;
+  components: { schemas: Record<string, unknown> };
 }
 
-const json = (ref: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } });
-const answer = (description: string, ref: string) => ({ description, content: json(ref) });
-const failure = (description: string) => answer(description, 'Error');
+/** A response's `headers` (zod schemas by header name), which the type provider's transform leaves out, as swagger takes them. */
+function withHeaders(transformed: unknown, given: unknown): unknown {
+  if (transformed === undefined || given === undefined) return transformed;
+  const responses = { ...(transformed as Record<string, JsonObject>) };
+  for (const [status, answer] of Object.entries(given as Record<string, { headers?: Record<string, z.ZodType> }>)) {
+    if (!answer.headers) continue;
+    const headers = Object.entries(answer.headers).map(([name, schema]) => {
+      const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io: 'output' });
+      return [name, json];
+    });
+    responses[status] = { ...responses[status], headers: Object.fromEntries(headers) };
+  }
+  return responses;
+}
 
-const runId = { name: 'id', in: 'path', required: true, schema: jsonSchema(runStatusSchema.shape.runId, 'input') };
-const common = {
-  '401': failure('credentials missing or refused'),
-  '429': failure('too many refused credentials from this client (E_RATE_LIMITED): try again after Retry-After seconds'),
-  '503': failure('Redis did not answer'),
-  '500': failure('internal error'),
-};
-
-const idempotencyKey = {
-  name: IDEMPOTENCY_HEADER,
-  in: 'header',
-  required: false,
-  description:
-    'sent again within 24 h with the same submission (the same fields, in any order), answers the first answer again (status and body: the same runId) and starts no other run; with another submission, 422. One per deployment; dry runs keep nothing',
-  schema: { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH, pattern: '^[\\x20-\\x7e]+$' },
-};
-const replayed = {
-  [REPLAYED_HEADER]: { description: 'true when this is the first answer of the Idempotency-Key given again', schema: { type: 'string', enum: ['true'] } },
-};
-
-/** The OpenAPI 3.1 document served at `/openapi.json`, generated from the zod schemas the routes parse with. */
-export function openApiDocument(): Record<string, unknown> {
-  const query = jsonSchema(runListQuerySchema, 'input') as { properties: Record<string, Record<string, unknown>> };
-  return {
-    openapi: '3.1.0',
-    info: { title: 'batch-scorer run API', version: TOOL.version },
-    components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API_TOKEN' } },
-      schemas: {
-        RunSubmission: jsonSchema(runSubmissionSchema, 'input'),
-        RunCreated: jsonSchema(runCreatedSchema, 'output'),
-        DryRunReport: jsonSchema(dryRunReportSchema.extend({ dryRun: z.literal(true) }), 'output'),
-        RunStatus: jsonSchema(runStatusSchema, 'output'),
-        RunDetail: jsonSchema(runDetailSchema, 'output'),
-        RunList: jsonSchema(runListSchema, 'output'),
-        RunResumed: jsonSchema(runResumedSchema, 'output'),
-        RunResume: jsonSchema(runResumeSchema, 'input'),
-        RunAccepted: jsonSchema(runAcceptedSchema, 'output'),
-        RunRejected: jsonSchema(runRejectedSchema, 'output'),
-        RunJudgement: jsonSchema(runJudgementSchema, 'input'),
-        S3Event: jsonSchema(s3EventSchema, 'input'),
-        EventRuns: jsonSchema(eventRunsSchema, 'output'),
-        Error: jsonSchema(errorBodySchema, 'output'),
-      },
-    },
-    security: [{ bearer: [] }],
-    paths: {
-      '/runs': {
-        post: {
-          summary: 'Enqueue a run (the fields and checks of `batch-scorer enqueue`)',
-          parameters: [idempotencyKey],
-          requestBody: { required: true, content: json('RunSubmission') },
-          responses: {
-            '201': { ...answer('enqueued', 'RunCreated'), headers: replayed },
-            '200': {
-              description: 'a run of this id is on the queue already: not enqueued again (RunCreated); or, with dryRun, the plan (DryRunReport)',
-              headers: replayed,
-              content: {
-                'application/json': { schema: { oneOf: [{ $ref: '#/components/schemas/RunCreated' }, { $ref: '#/components/schemas/DryRunReport' }] } },
-              },
-            },
-            '400': failure('a bad field, each named in issues (a bad Idempotency-Key header is named so)'),
-            '403': failure('the input, output or service is outside the deployment policy (INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS)'),
-            '409': failure(
-              'the run id is taken by a run that cannot be replaced; or E_IDEMPOTENCY_IN_PROGRESS: another request with this Idempotency-Key did not answer within 10 s (send it again)',
-            ),
-            '422': failure(
-              `E_LIMIT: the input makes more segments than ${LIMITS.segments.setting} at its segmentRows (the message names the smallest segmentRows that fits), checked before any job exists; or a dry run passed ${LIMITS.dryRunSeconds.setting} or ${LIMITS.dryRunBytes.setting} and was stopped. E_IDEMPOTENCY_KEY_REUSED: the Idempotency-Key was sent within 24 h with another submission`,
-            ),
-            '413': failure('body too large'),
-            ...common,
-          },
-        },
-        get: {
-          summary: 'The most recent runs, newest first: those on the queue and those whose run folders are under OUTPUT_ROOTS (score runs too)',
-          parameters: Object.entries(query.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema })),
-          responses: { '200': answer('the runs', 'RunList'), '400': failure('a bad query parameter'), ...common },
-        },
-      },
-      '/runs/{id}': {
-        parameters: [runId],
-        get: {
-          summary: "A run's state and progress; once finished, its manifest and output locations",
-          responses: { '200': answer('the run', 'RunDetail'), '404': failure('no such run'), ...common },
-        },
-        delete: {
-          summary: 'Cancel a waiting or active run: it is cancelling while its jobs stop (within seconds), then cancelled',
-          responses: {
-            '200': answer('the run, cancelling (or cancelled when none of its jobs runs)', 'RunStatus'),
-            '404': failure('no such run'),
-            '409': failure('the run has finished'),
-            ...common,
-          },
-        },
-      },
-      '/runs/{id}/resume': {
-        parameters: [runId],
-        post: {
-          summary: 'Resume a failed, cancelled or expired run, keeping the segments it finished, under the caps the body gives (none: uncapped)',
-          requestBody: { required: false, content: json('RunResume') },
-          responses: {
-            '200': answer('enqueued again', 'RunResumed'),
-            '400': failure('a bad cap, named in issues'),
-            '403': failure("the run's input, output or service is outside the deployment policy"),
-            '404': failure('no such run'),
-            '409': failure('the run is not failed, cancelled or expired'),
-            ...common,
-          },
-        },
-      },
-      '/runs/{id}/accept': {
-        parameters: [runId],
-        post: {
-          summary:
-            'Accept a run held by its drift gate (state held, E_DRIFT): its state becomes succeeded, its manifest keeping the error under accepted (by: api, and the why given), and its _SUCCESS is written',
-          requestBody: { required: false, content: json('RunJudgement') },
-          responses: {
-            '200': answer('accepted now, or already (nothing changed)', 'RunAccepted'),
-            '400': failure('a bad run id or body, named in issues'),
-            '403': failure("the run's folder is outside the deployment policy"),
-            '404': failure('no such run'),
-            '409': failure('the run is not held (or has not finished)'),
-            ...common,
-          },
-        },
-      },
-      '/runs/{id}/reject': {
-        parameters: [runId],
-        post: {
-          summary:
-            'Reject a run held by its drift gate: its state becomes failed for good, its manifest saying who rejected it (by: api), when and why; no _SUCCESS',
-          requestBody: { required: false, content: json('RunJudgement') },
-          responses: {
-            '200': answer('rejected now, or already (nothing changed)', 'RunRejected'),
-            '400': failure('a bad run id or body, named in issues'),
-            '403': failure("the run's folder is outside the deployment policy"),
-            '404': failure('no such run'),
-            '409': failure('the run is not held (or has not finished)'),
-            ...common,
-          },
-        },
-      },
-      '/events/s3': {
-        post: {
-          summary:
-            "S3 event notifications (AWS, MinIO's webhook, the s3:TestEvent): one run per new file version under a file-drop pipeline's prefix, however often it is notified",
-          requestBody: { required: true, content: json('S3Event') },
-          responses: {
-            '200': answer('the runs of the notified files (created: false for a file version seen before), and how many records started none', 'EventRuns'),
-            '400': failure('a bad field, each named in issues'),
-            '403': failure("a notified file's run would reach outside the deployment policy"),
-            '413': failure('body too large'),
-            ...common,
-          },
-        },
-      },
-      '/metrics': {
-        get: { summary: 'Prometheus metrics', responses: { '200': { description: 'the text exposition format', content: { 'text/plain': {} } } } },
-      },
-      '/healthz': { get: { summary: 'The process is up', security: [], responses: { '200': { description: 'up' } } } },
-      '/readyz': {
-        get: {
-          summary: 'Redis answers, and the server is not shutting down',
-          security: [],
-          responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } },
-        },
-      },
-    },
+/**
+ * The document as served: operations whose body may be left out say so; the components no
+ * operation reaches are dropped (the type provider writes an input and an output shape of each
+ * registered schema), and an input shape whose output shape is unused takes its plain name, as
+ * requests are named in COMPONENTS.
+ */
+function finished(doc: OpenApiObject): OpenApiObject {
+  for (const item of Object.values(doc.paths)) {
+    for (const operation of Object.values(item)) {
+      if (!operation[OPTIONAL_BODY]) continue;
+      delete operation[OPTIONAL_BODY];
+      if (operation.requestBody) operation.requestBody.required = false;
+    }
+  }
+  const schemas = doc.components.schemas;
+  const used = new Set<string>();
+  const reach = (value: unknown) => {
+    for (const name of refsIn(value)) {
+      if (used.has(name)) continue;
+      used.add(name);
+      reach(schemas[name]);
+    }
   };
+  reach(doc.paths);
+  const plain = (name: string) => name.slice(0, -INPUT_SUFFIX.length);
+  const renamed = new Map([...used].filter((name) => name.endsWith(INPUT_SUFFIX) && !used.has(plain(name))).map((name) => [name, plain(name)]));
+  const kept = Object.keys(schemas)
+    .filter((name) => used.has(name))
+    .map((name): [string, unknown] => [renamed.get(name) ?? name, schemas[name]]);
+  const text = JSON.stringify({ ...doc, components: { ...doc.components, schemas: Object.fromEntries(kept) } });
+  return JSON.parse(text, (key, value: unknown) =>
+    key === '$ref' && typeof value === 'string' ? value.replace(/[^/]+Input$/, (name) => renamed.get(name) ?? name) : value,
+  ) as OpenApiObject;
+}
+
+/** What the type provider appends to the name of a registered schema's input shape. */
+const INPUT_SUFFIX = 'Input';
+
+/** The names of the components `value` refers to. */
+function refsIn(value: unknown): string[] {
+  const names: string[] = [];
+  JSON.stringify(value, (key, v: unknown) => {
+    if (key === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/')) names.push(v.slice('#/components/schemas/'.length));
+    return v;
+  });
+  return names;
 }

@@ -4,19 +4,9 @@ import { type Pipeline, zonedIso } from '../triggers/index.js';
 import { html, type Html, type HtmlValue } from './html.js';
 import { RECENT_RUNS, type PipelinePageView, type PipelineRun, type PipelineSummary } from './pipeline-page-data.js';
 import type { PageManifest } from './run-page-data.js';
-import {
-  formatDuration,
-  integer,
-  listHref,
-  page,
-  pager,
-  resultNote,
-  shortDateTime,
-  shortNumber,
-  stateBadge,
-  type ChartSpec,
-  type PageContext,
-} from './run-page-html.js';
+import { formatDuration, integer, shortDateTime, shortNumber, stateBadge } from './page-format.js';
+import { page, type ChartSpec, type PageContext } from './page-layout.js';
+import { listHref, pager, resultNote } from './run-list-html.js';
 
 /** The prediction quantiles a numeric target's trend draws, as its profile keeps them, with their lines' colours. */
 export const TREND_QUANTILES = [

@@ -5,7 +5,7 @@ import { sendHtml } from './html-reply.js';
 import { pageNumberSchema } from './page-query.js';
 import { gatherPipelineList, gatherPipelinePage, PIPELINE_MAX_PAGE, type PipelinePageSources } from './pipeline-page-data.js';
 import { renderPipelineList, renderPipelinePage } from './pipeline-page-html.js';
-import { renderMessage, type PageContext } from './run-page-html.js';
+import { renderMessage, type PageContext } from './page-layout.js';
 
 /** What the pipeline pages show: the pipelines of `jobs/*.yaml`, their runs and run folders. */
 export interface PipelinePagesDeps extends PipelinePageSources {

@@ -17,7 +17,9 @@ import { pageNumberSchema } from './page-query.js';
 import type { PipelinePageSources } from './pipeline-page-data.js';
 import { pipelinePages } from './pipeline-pages.js';
 import { gatherRunList, gatherRunPage, LIST_MAX_PAGE, outputFile, type RunPageSources } from './run-page-data.js';
-import { renderMessage, renderRunList, renderRunPage, type PageContext } from './run-page-html.js';
+import { renderMessage, type PageContext } from './page-layout.js';
+import { renderRunList } from './run-list-html.js';
+import { renderRunPage } from './run-view-html.js';
 
 /**
  * What the run pages read from (the run queue, the segment jobs, the progress hashes on the

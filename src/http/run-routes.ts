@@ -1,21 +1,13 @@
-import { type DryRunReport, isSettled, judgeRun, type Manifest, readManifest, type RunListener, type Verdict } from '../scoring/index.js';
-import type { FastifyBaseLogger, FastifyPluginCallback, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
+import { isSettled, judgeRun, type Verdict, type RunListener, type DryRunReport, readManifest, type Manifest } from '../scoring/index.js';
 import { runNotFound, type RunQueueCalls, type RunStatus, type RunSubmission } from '../queue/index.js';
 import type { KnownRuns } from '../run-index/index.js';
 import { parseLocation, type Storage } from '../storage/index.js';
-import { parseRequest } from './http-errors.js';
 import { idempotencyOf, REPLAYED_HEADER } from './idempotency-key.js';
-import type {
-  runAcceptedSchema,
-  runRejectedSchema,
-  runCreatedSchema,
-  runDetailSchema,
-  runListSchema,
-  runResumedSchema,
-  runStatusSchema,
-} from './run-schemas.js';
-import { runIdParamsSchema, runJudgementSchema, runListQuerySchema, runResumeSchema, runSubmissionSchema } from './run-schemas.js';
+import { cancelRunSchema, getRunSchema, judgeRunSchema, listRunsSchema, resumeRunSchema, submitRunSchema } from './run-operations.js';
+import type { runStatusSchema } from './run-schemas.js';
 
 /** `accepted.by` (or `rejected.by`) of a run judged over the API, whose bearer token names no one. */
 const JUDGED_BY_API = 'api';
@@ -32,81 +24,92 @@ export interface RunRoutesDeps {
   listener?: RunListener;
 }
 
+/** Submissions as sent, before their route's schema parsed them (see `POST /runs`). */
+const sentBodies = new WeakMap<FastifyRequest, unknown>();
+
 /** The run API: `POST /runs`, `GET /runs`, `GET /runs/:id`, `DELETE /runs/:id`, `POST /runs/:id/resume`, `POST /runs/:id/accept`, `POST /runs/:id/reject`. */
-export const runRoutes: FastifyPluginCallback<RunRoutesDeps> = (app, { runs, known, storage, dryRun, listener }, done) => {
-  app.post('/runs', async (request, reply) => {
-    const parsed = parseRequest(runSubmissionSchema, request.body, 'body');
-    const idempotency = idempotencyOf(request.headers, parsed, request.body);
-    // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
-    const { dryRun: dry, ...submission } = request.body as RunSubmission & { dryRun?: boolean };
-    // A dry run enqueues nothing, so its key keeps nothing either.
-    if (dry) return reply.code(200).send({ dryRun: true, ...(await dryRun(submission)) });
-    const { runId, created, resumed, replayed } = await runs.enqueue({ ...submission, trigger: { kind: 'api' } }, { idempotency });
-    if (replayed) {
-      request.log.info({ runId, created }, 'submission answered again for its Idempotency-Key');
-      reply.header(REPLAYED_HEADER, 'true');
-    } else request.log.info({ runId, created, resumed }, 'run submitted');
-    const body: z.input<typeof runCreatedSchema> = { runId, created, ...(resumed ? { resumed } : {}) };
-    return reply.code(created ? 201 : 200).send(body);
+export const runRoutes: FastifyPluginCallbackZod<RunRoutesDeps> = (app, { runs, known, storage, dryRun, listener }, done) => {
+  app.post(
+    '/runs',
+    {
+      schema: submitRunSchema,
+      // The submission as sent, not as parsed: options hold only what the client set, the worker defaults the rest.
+      preValidation: (request, _reply, done) => {
+        sentBodies.set(request, request.body);
+        done();
+      },
+    },
+    async (request, reply) => {
+      const sent = sentBodies.get(request) as RunSubmission & { dryRun?: boolean };
+      const idempotency = idempotencyOf(request.headers, request.body, sent);
+      const { dryRun: dry, ...submission } = sent;
+      // A dry run enqueues nothing, so its key keeps nothing either.
+      if (dry) return reply.code(200).send({ dryRun: true as const, ...(await dryRun(submission)) });
+      const { runId, created, resumed, replayed } = await runs.enqueue({ ...submission, trigger: { kind: 'api' } }, { idempotency });
+      if (replayed) {
+        request.log.info({ runId, created }, 'submission answered again for its Idempotency-Key');
+        reply.header(REPLAYED_HEADER, 'true');
+      } else request.log.info({ runId, created, resumed }, 'run submitted');
+      return reply.code(created ? 201 : 200).send({ runId, created, ...(resumed ? { resumed } : {}) });
+    },
+  );
+
+  app.get('/runs', { schema: listRunsSchema }, async (request) => {
+    const { state, pipeline, limit, offset } = request.query;
+    return { runs: (await known.list({ limit, offset, state, pipeline })).map(shown) };
   });
 
-  app.get('/runs', async (request) => {
-    const { state, pipeline, limit, offset } = parseRequest(runListQuerySchema, request.query, 'query');
-    const body: z.input<typeof runListSchema> = { runs: (await known.list({ limit, offset, state, pipeline })).map(shown) };
-    return body;
-  });
-
-  app.get('/runs/:id', async (request) => {
-    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+  app.get('/runs/:id', { schema: getRunSchema }, async (request) => {
+    const { id } = request.params;
     const status = await known.get(id);
     if (!status) throw runNotFound(id);
     const manifest = isSettled(status.state) ? await manifestOf(storage, status, request.log) : undefined;
-    const body: z.input<typeof runDetailSchema> = {
-      ...shown(status),
-      ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}),
-    };
-    return body;
+    return { ...shown(status), ...(manifest ? { manifest, outputs: manifest.outputs.map((o) => o.location) } : {}) };
   });
 
-  app.delete('/runs/:id', async (request) => {
-    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
+  app.delete('/runs/:id', { schema: cancelRunSchema }, async (request) => {
+    const { id } = request.params;
     const status = await runs.cancel(id);
     request.log.info({ runId: id }, 'run cancelled');
     return shown(status);
   });
 
-  app.post('/runs/:id/resume', async (request) => {
-    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
-    const caps = parseRequest(runResumeSchema, request.body ?? {}, 'body');
-    const body: z.input<typeof runResumedSchema> = await runs.resume(id, caps);
+  app.post('/runs/:id/resume', { schema: resumeRunSchema }, async (request) => {
+    const { id } = request.params;
+    const body = await runs.resume(id, request.body ?? {});
     request.log.info({ runId: id }, 'run resumed');
     return body;
   });
 
-  const judge = (verdict: Verdict) => async (request: FastifyRequest) => {
-    const { id } = parseRequest(runIdParamsSchema, request.params, 'path');
-    const { why } = parseRequest(runJudgementSchema, request.body ?? {}, 'body');
+  /** Judges a held run; the answer is the manifest as judged now, and whether it had been judged so before. */
+  const judge = async (request: FastifyRequest, id: string, verdict: Verdict, why: string | undefined) => {
     // A held `score` run is judged too: its folder is known without the queue.
     const status = await known.get(id);
     if (!status) throw runNotFound(id);
     // The bearer token names nobody: the manifest says the API judged it.
-    const { manifest, already } = await judgeRun(storage, parseLocation(status.folder), { verdict, by: JUDGED_BY_API, ...(why !== undefined && { why }) });
-    if (!already) {
+    const judged = await judgeRun(storage, parseLocation(status.folder), { verdict, by: JUDGED_BY_API, ...(why !== undefined && { why }) });
+    if (!judged.already) {
       request.log.info({ runId: id, verdict }, 'held run judged');
-      await runs.judged(manifest);
-      listener?.runEnded(manifest);
+      await runs.judged(judged.manifest);
+      listener?.runEnded(judged.manifest);
     }
-    return verdict === 'accept'
-      ? ({ runId: id, already, state: manifest.state, accepted: manifest.accepted! } satisfies z.input<typeof runAcceptedSchema>)
-      : ({ runId: id, already, state: manifest.state, rejected: manifest.rejected! } satisfies z.input<typeof runRejectedSchema>);
+    return judged;
   };
-  app.post('/runs/:id/accept', judge('accept'));
-  app.post('/runs/:id/reject', judge('reject'));
+  app.post('/runs/:id/accept', { schema: judgeRunSchema('accept') }, async (request) => {
+    const { id } = request.params;
+    const { manifest, already } = await judge(request, id, 'accept', request.body?.why);
+    return { runId: id, already, state: manifest.state, accepted: manifest.accepted! };
+  });
+  app.post('/runs/:id/reject', { schema: judgeRunSchema('reject') }, async (request) => {
+    const { id } = request.params;
+    const { manifest, already } = await judge(request, id, 'reject', request.body?.why);
+    return { runId: id, already, state: manifest.state, rejected: manifest.rejected! };
+  });
   done();
 };
 
 /** A run's status as the API answers it (the compiler checks it against the answer's schema). */
-function shown(status: RunStatus): z.input<typeof runStatusSchema> {
+function shown(status: RunStatus): z.output<typeof runStatusSchema> {
   return status;
 }
 

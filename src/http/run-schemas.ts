@@ -1,27 +1,28 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { checkedText, RUN_PRIORITIES, runOptionsSchema } from '../config/index.js';
+import { RUN_PRIORITIES, runOptionsSchema, checkedText } from '../config/index.js';
 import {
-  FORMER_STATE_NAMES,
-  JUDGEMENT_WHY_CHARS,
+  dryRunReportSchema,
   manifestSchema,
+  JUDGEMENT_WHY_CHARS,
+  FORMER_STATE_NAMES,
   RUN_STATES,
-  runResultSchema,
   runStateSchema,
-  runTriggerSchema,
   stateNamed,
+  runResultSchema,
+  runTriggerSchema,
 } from '../scoring/index.js';
 import { RETENTION } from '../queue/index.js';
 
 import { parseModelRef } from '../service/index.js';
 import { UsageError } from '../errors.js';
-import { hasScheme, type Location, parseLocation } from '../storage/index.js';
+import { hasScheme, parseLocation, type Location } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { pipelineNameSchema } from '../triggers/index.js';
 
 /**
- * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use;
- * `/openapi.json` is generated from them.
+ * The request and answer shapes of the run API, from the schemas the CLI and the scoring core use:
+ * the routes declare them, and `/openapi.json` is generated from the routes.
  */
 
 /**
@@ -83,6 +84,9 @@ export const runListQuerySchema = z
 
 /** A run id in a path: the shape `--run-id` takes. */
 export const runIdParamsSchema = z.object({ id: runOptionsSchema.shape.runId.unwrap() }).strict();
+
+/** `POST /runs` with `dryRun`: the plan and estimate (see DryRunReport), marked as a dry run's. */
+export const dryRunAnswerSchema = dryRunReportSchema.extend({ dryRun: z.literal(true) });
 
 export const runCreatedSchema = z.object({
   runId: z.string(),

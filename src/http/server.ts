@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Queue, RunQueueCalls } from '../queue/index.js';
+import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyRequest } from 'fastify';
+import type { FastifyPluginCallbackZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Registry } from 'prom-client';
 import { redactPath, type Logger } from '../log.js';
+import type { Queue, RunQueueCalls } from '../queue/index.js';
 import type { Storage } from '../storage/index.js';
 import type { Pipeline } from '../triggers/index.js';
 import { serverAuth, type Credentials } from './auth.js';
@@ -11,9 +15,11 @@ import { eventRoutes } from './event-routes.js';
 import { registerFacetSchemaRoutes } from './facet-schema-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
-import { openApiDocument } from './openapi.js';
+import { answer, TAGS } from './api-responses.js';
+import { swaggerOptions } from './openapi.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { securityHeaders } from './security-headers.js';
+import { useZodSchemas } from './zod-schemas.js';
 
 /** While closing, how often connections whose requests have been answered are closed. */
 const IDLE_SWEEP_MS = 50;
@@ -73,29 +79,17 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     reply.header('x-request-id', request.id);
     done();
   });
-  // On every answer, not only the /ui scope's: refusals and 404s under /ui come from the root's
-  // handlers, and the API's JSON loses nothing by them.
-  app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
+  void app.register(helmet, securityHeaders({ inlineStyles: dashboardInlineStyles() }));
   // One throttle of failed authentication for every route: a guesser cannot spread its guesses.
   const auth = serverAuth(deps.credentials);
   installErrorHandling(app, auth);
 
-  // Probes call these every few seconds: their requests are not logged unless something is wrong.
-  app.get('/healthz', { logLevel: 'warn' }, () => ({ status: 'ok' }));
-  app.get('/readyz', { logLevel: 'warn' }, async (request, reply) => {
-    try {
-      await deps.ready();
-      return { status: 'ready' };
-    } catch (err) {
-      // The reason goes to the log, not to an open endpoint (it names the Redis host).
-      request.log.warn({ err }, 'not ready');
-      return reply.code(503).send({ status: 'unavailable' });
-    }
-  });
-
+  useZodSchemas(app);
+  // Before any route: it documents those registered after it.
+  void app.register(swagger, swaggerOptions);
+  void app.register(probes, { ready: deps.ready });
   registerFacetSchemaRoutes(app);
 
-  const openApi = openApiDocument();
   void app.register(async (api) => {
     api.addHook('onRequest', auth.api);
     await api.register(runRoutes, {
@@ -106,9 +100,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       ...(deps.listener && { listener: deps.listener }),
     });
     await api.register(eventRoutes, { runs: deps.runs, pipelines: deps.pipelines });
-    api.get('/openapi.json', () => openApi);
+    api.get('/openapi.json', () => app.swagger());
   });
-  registerMetricsRoute(app, deps.metrics, auth);
+  void app.register((metrics, _options, done) => {
+    registerMetricsRoute(metrics, deps.metrics, auth);
+    done();
+  });
 
   void app.register(
     async (ui) => {
@@ -121,6 +118,40 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   );
   return app;
 }
+
+/** `/healthz` and `/readyz`: open, for orchestrators' probes. */
+const probes: FastifyPluginCallbackZod<{ ready: ServerDeps['ready'] }> = (app, { ready }, done) => {
+  const open = { tags: [TAGS.probes], security: [] };
+  // Probes call these every few seconds: their requests are not logged unless something is wrong.
+  app.get(
+    '/healthz',
+    {
+      logLevel: 'warn',
+      schema: { ...open, operationId: 'health', summary: 'The process is up', response: { 200: answer('up', z.object({ status: z.literal('ok') })) } },
+    },
+    () => ({ status: 'ok' as const }),
+  );
+  const readiness = {
+    ...open,
+    operationId: 'readiness',
+    summary: 'Redis answers, and the server is not shutting down',
+    response: {
+      200: answer('ready', z.object({ status: z.literal('ready') })),
+      503: answer('not ready: Redis does not answer, or the server is shutting down (the log says which)', z.object({ status: z.literal('unavailable') })),
+    },
+  };
+  app.get('/readyz', { logLevel: 'warn', schema: readiness }, async (request, reply) => {
+    try {
+      await ready();
+      return { status: 'ready' as const };
+    } catch (err) {
+      // The reason goes to the log, not to an open endpoint (it names the Redis host).
+      request.log.warn({ err }, 'not ready');
+      return reply.code(503).send({ status: 'unavailable' as const });
+    }
+  });
+  done();
+};
 
 /** A request as log lines show it: the query string, which may hold a token, is left out. */
 function requestForLog(request: FastifyRequest) {

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import helmet from '@fastify/helmet';
 import { Queue } from 'bullmq';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { dashboardInlineStyles } from '../../src/http/dashboard.js';
@@ -39,7 +40,7 @@ export async function mountRunPages(f: ReturnType<typeof useQueueFixture>, stora
   const segments = new Queue(SEGMENTS_QUEUE, { connection, prefix: f.prefix });
   const schedules = new Queue(SCHEDULES_QUEUE, { connection, prefix: f.prefix });
   const app = Fastify();
-  app.addHook('onSend', securityHeaders({ inlineStyles: dashboardInlineStyles() }));
+  await app.register(helmet, securityHeaders({ inlineStyles: dashboardInlineStyles() }));
   await app.register(
     runPages({
       runs: knownRuns(f.queue),

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChartSpec } from '../../src/http/run-page-html.js';
+import type { ChartSpec } from '../../src/http/page-layout.js';
 import type { Manifest } from '../../src/scoring/manifest.js';
 import { parseLocation } from '../../src/storage/location.js';
 import { createStorage } from '../../src/storage/storage.js';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import type { ChartSpec } from '../../src/http/run-page-html.js';
+import type { ChartSpec } from '../../src/http/page-layout.js';
 import type { Manifest } from '../../src/scoring/manifest.js';
 import type { Comparison } from '../../src/scoring/model-comparison.js';
 import type { RunTrigger } from '../../src/scoring/run-trigger.js';

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, html, jsonScript } from '../../src/http/html.js';
 import { throughputSeries, type PageManifest, type PredictionProfile, type RunListPage, type RunPageView } from '../../src/http/run-page-data.js';
-import { CHARTS_ELEMENT_ID, renderMessage, renderRunList, renderRunPage, stateBadge, type ChartSpec, type PageContext } from '../../src/http/run-page-html.js';
+import { stateBadge } from '../../src/http/page-format.js';
+import { CHARTS_ELEMENT_ID, renderMessage, type ChartSpec, type PageContext } from '../../src/http/page-layout.js';
+import { renderRunList } from '../../src/http/run-list-html.js';
+import { renderRunPage } from '../../src/http/run-view-html.js';
 import { comparisonSummary, type Comparison } from '../../src/scoring/model-comparison.js';
 import type { RunStatus } from '../../src/queue/producer.js';
 
