@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { checkRun } from '../config/deployment-policy.js';
+import { envLogLevel, PROCESS_DEFAULTS } from '../config/process-defaults.js';
 import { loadSettings, type Settings } from '../config/settings.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { lineageListener, type LineageListener } from '../lineage/lineage-listener.js';
@@ -17,7 +18,8 @@ import { refusedWhilePlanning } from '../scoring/run-folder-claim.js';
 import { scoreRun, type RunStage } from '../scoring/score-run.js';
 import { checkSegments } from '../scoring/segment-check.js';
 import { formatLocation, parseLocation } from '../storage/location.js';
-import { action, interruptSignal, reportError, type FailedRun } from './action.js';
+import { action, reportError, type FailedRun } from './action.js';
+import { interruptSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { estimateLines } from './estimate-lines.js';
 import { count } from './number-flags.js';
@@ -26,9 +28,6 @@ import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 import { serviceClientFactory } from '../app/service-clients.js';
 import { directWebhooks } from './webhooks.js';
-
-/** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
-const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export function registerScore(program: Command): void {
   addRunFlags(
@@ -40,7 +39,7 @@ export function registerScore(program: Command): void {
       '--shutdown-timeout <ms>',
       'on SIGTERM or SIGINT, how long the run may take to stop and record its failure before the process exits anyway',
       count('--shutdown-timeout'),
-      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      PROCESS_DEFAULTS.scoreShutdownTimeoutMs,
     )
     .option(
       '--dry-run',
@@ -78,7 +77,7 @@ export function registerScore(program: Command): void {
           await checkSegments(storage, parseLocation(input), options, settings.limits, interrupt.signal);
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
-          const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          const log = createLogger({ level: process.stderr.isTTY && !json && !envLogLevel() ? PROCESS_DEFAULTS.progressBarLogLevel : settings.logLevel });
           lineage = lineageListener(settings.lineage, log);
           webhooks = directWebhooks(settings, storage, log);
           let manifest: Manifest;

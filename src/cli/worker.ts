@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { serviceClientFactory } from '../app/service-clients.js';
+import { PROCESS_DEFAULTS } from '../config/process-defaults.js';
 import { loadSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { isLoopback } from '../http/auth.js';
@@ -11,13 +12,11 @@ import { redisTarget } from '../queue/redis-target.js';
 import { DEFAULT_WORKER_OPTIONS } from '../queue/worker-options.js';
 import { Releasers } from '../shutdown-steps.js';
 import { listenRefusal } from './listen-refusal.js';
-import { action, runUntilSignal } from './action.js';
+import { action } from './action.js';
+import { runUntilSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { queuedWebhooks } from './webhooks.js';
-
-/** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
-const METRICS_HOST = '127.0.0.1';
 
 interface WorkerFlags {
   maxInFlight: number;
@@ -43,10 +42,10 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined): Metr
     if (flags.metricsHost !== undefined) throw new UsageError('worker: --metrics-host needs --metrics-port');
     return undefined;
   }
-  const host = flags.metricsHost ?? METRICS_HOST;
+  const host = flags.metricsHost ?? PROCESS_DEFAULTS.metricsHost;
   if (!isLoopback(host) && !apiToken) {
     throw new UsageError(
-      `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${METRICS_HOST}`,
+      `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${PROCESS_DEFAULTS.metricsHost}`,
     );
   }
   return { host, port: flags.metricsPort, token: apiToken };
@@ -106,7 +105,7 @@ export function registerWorker(program: Command): void {
       DEFAULT_WORKER_OPTIONS.lockDurationMs,
     )
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET /metrics at this port (bearer API_TOKEN when set)', tcpPort('--metrics-port'))
-    .option('--metrics-host <host>', `address the metrics server binds (default ${METRICS_HOST}; beyond loopback only with API_TOKEN)`)
+    .option('--metrics-host <host>', `address the metrics server binds (default ${PROCESS_DEFAULTS.metricsHost}; beyond loopback only with API_TOKEN)`)
     .action(
       action(async (flags: WorkerFlags, command: Command) => {
         const maxInFlight = maxInFlightFlag(flags, command);
@@ -157,7 +156,7 @@ export function registerWorker(program: Command): void {
           await releasers.release();
           throw err;
         }
-        await runUntilSignal(log, () => releasers.release());
+        await runUntilSignal(log, flags.shutdownTimeout + PROCESS_DEFAULTS.shutdownMarginMs, () => releasers.release());
       }),
     );
 }

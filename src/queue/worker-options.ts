@@ -1,4 +1,5 @@
 import type { Limits } from '../config/limits.js';
+import { PROCESS_DEFAULTS } from '../config/process-defaults.js';
 import type { Processor } from 'bullmq';
 import type { DeploymentPolicy } from '../config/deployment-policy.js';
 import type { RunOptionsInput } from '../config/run-options.js';
@@ -72,6 +73,6 @@ export interface WorkerOptions {
 export const DEFAULT_WORKER_OPTIONS: Pick<WorkerOptions, 'maxInFlight' | 'segments' | 'shutdownTimeoutMs' | 'lockDurationMs'> = {
   maxInFlight: 4,
   segments: 2,
-  shutdownTimeoutMs: 30_000,
+  shutdownTimeoutMs: PROCESS_DEFAULTS.workerShutdownTimeoutMs,
   lockDurationMs: 30_000,
 };
