@@ -11,7 +11,7 @@ import { allListeners } from '../scoring/run-listener.js';
 import { queuedWebhooks } from './webhooks.js';
 import { createMetricsRegistry } from '../metrics/registry.js';
 import { dryRun } from '../scoring/dry-run.js';
-import { dryRunBudget } from '../scoring/work-budget.js';
+import { dryRunBounds } from '../scoring/work-bounds.js';
 import { loadPipelinesIfPresent } from '../triggers/pipelines.js';
 import { listenRefusal } from './listen-refusal.js';
 import { action } from './action.js';
@@ -122,7 +122,7 @@ export function registerServe(program: Command): void {
                 log,
                 predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
                 limits: settings.limits,
-                budget: dryRunBudget(settings.limits),
+                bounds: dryRunBounds(settings.limits),
               },
             ),
         }).catch(async (err: unknown) => {

@@ -5,7 +5,7 @@ import type { Predictor } from './predictor.js';
 import { formatLocation, type Location } from '../storage/location.js';
 import type { Storage } from '../storage/storage-types.js';
 import { assembleOutputs } from './assemble.js';
-import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
+import { errorRateExceeded, quarantineAllowance } from './error-allowance.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, readManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { FinishedSegments } from './finished-segments.js';
