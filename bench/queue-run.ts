@@ -26,7 +26,7 @@ let prefixes = 0;
 
 export async function queueRun(p: {
   workers: number;
-  /** Flags of `batch-scorer worker`, e.g. --concurrency 4. */
+  /** Flags of `batch-scorer worker`, e.g. --max-in-flight 4. */
   workerFlags?: string[];
   serviceUrl: string;
   input: string;

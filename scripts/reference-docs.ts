@@ -229,7 +229,7 @@ function cliReference(program: Command): string {
     '',
     prose(program.description()),
     '',
-    'In a clone (after `npm ci`) run it as `npx batch-scorer <command>`, or `./dist/cli.js <command>` where `node` is 24 or later; after `npm link`, or where the package is installed, as `batch-scorer <command>`.',
+    'In a clone (after `npm ci`) run it as `npx batch-scorer <command>`, or `./dist/cli.js <command>` where `node` is 24 or later; after `npm link`, or where the package is installed (`npm install -g` of its packed tarball), as `batch-scorer <command>` from any folder (an older `node` first on PATH is named in one line, exit 2).',
     'Flags win over the environment, which wins over `config/*.yaml` (see [settings](settings.md)).',
     'Every command answers `--help`; `batch-scorer --version` prints the version.',
     '',

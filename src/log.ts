@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { envLogLevel, PROCESS_DEFAULTS } from './config/index.js';
 import { excerpt, excerptStack, MESSAGE_BYTES } from './text-excerpt.js';
 
 export type { Logger };
@@ -39,7 +40,7 @@ const REDACT_PATHS = [
 export function createLogger(options: { level?: string; name?: string } = {}): Logger {
   const config: LoggerOptions = {
     name: options.name ?? 'batch-scorer',
-    level: options.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: options.level ?? envLogLevel() ?? PROCESS_DEFAULTS.logLevel,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     serializers: { err: boundedErr },
     base: { pid: process.pid },

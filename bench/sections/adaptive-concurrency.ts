@@ -58,12 +58,12 @@ export const adaptiveConcurrency: Section = {
     );
 
     if (!(await ctx.redisAnswers())) return report.note(`queue runs skipped: no Redis answers at ${REDIS_URL}`);
-    report.note(`then queued, ${WORKERS} workers of --concurrency ${WORKER_SLOTS}, segments of 10,000 rows; rows/s from the enqueue call to completion`);
+    report.note(`then queued, ${WORKERS} workers of --max-in-flight ${WORKER_SLOTS}, segments of 10,000 rows; rows/s from the enqueue call to completion`);
     const queued = new Map<string, QueueRunResult>();
     for (const setting of SETTINGS) {
       const r = await queueRun({
         workers: WORKERS,
-        workerFlags: ['--concurrency', String(WORKER_SLOTS)],
+        workerFlags: ['--max-in-flight', String(WORKER_SLOTS)],
         serviceUrl: sim.url,
         input,
         out: ctx.runsDir,

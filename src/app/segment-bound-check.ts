@@ -16,7 +16,7 @@ const CHECKS_AT_ONCE = 2;
  * are the workers' defaults (`runDefaults`: the config file's, MODEL_SERVICE_URL).
  */
 export function segmentBoundCheck(storage: Storage, limits: Limits, runDefaults: RunOptionsInput, log: Logger): (submission: RunSubmission) => Promise<void> {
-  // A check may plan for up to a dry run's budget: a few at a time, so that submissions cannot take every core of serve.
+  // A check may plan for up to a dry run's bounds: a few at a time, so that submissions cannot take every core of serve.
   const gate = pLimit(CHECKS_AT_ONCE);
   return async (submission) => {
     const options = parseRunOptions({ ...runDefaults, ...submission.options }, 'options');

@@ -1,27 +1,32 @@
 import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import { DEFAULT_LIMITS, type DeploymentPolicy, type Limits, type RunOptionsInput } from '../config/index.js';
 import type { Logger } from '../log.js';
-import { loadServeServer, type Credentials, type RunRoutesDeps } from '../http/index.js';
+import { type Credentials, loadServeServer, type RunRoutesDeps } from '../http/index.js';
 import type { RunListener } from '../scoring/index.js';
 import { collectQueueDepths, collectRunDrift, trackRunOutcomes } from '../metrics/index.js';
 import {
-  openRunEvents,
-  type QueueConfig,
-  ReconnectingRunQueue,
-  redisConnection,
   redisUnavailable,
-  RedisWatch,
-  RunProgressStore,
   RUNS_QUEUE,
   SCHEDULES_QUEUE,
   SEGMENTS_QUEUE,
+  redisConnection,
+  type QueueConfig,
+  type QueueConnection,
+  ReconnectingRunQueue,
+  RedisWatch,
+  openRunEvents,
+  RunProgressStore,
 } from '../queue/index.js';
-import { INDEX_REFRESH_MS, knownRuns, RunIndex } from '../run-index/index.js';
+import { knownRuns, INDEX_REFRESH_MS, RunIndex } from '../run-index/index.js';
 import { Releasers } from '../shutdown-steps.js';
 import { segmentBoundCheck } from './segment-bound-check.js';
 import type { Storage } from '../storage/index.js';
 import { listSchedules, type Pipeline } from '../triggers/index.js';
+
+/** The HTTP side of serve, loaded when serve starts (see loadServeServer): a door import would load fastify for every command. */
+type ServeServer = Awaited<ReturnType<typeof loadServeServer>>;
 
 /** How long `/readyz` waits for Redis to answer a PING: a probe wants an answer, not a hang. */
 const READY_TIMEOUT_MS = 1_000;
@@ -81,6 +86,15 @@ export interface Serving {
   close(): Promise<void>;
 }
 
+/** What `serve` holds on Redis: its connection, the watch that logs its losses, the dashboard's queues and a PING with a deadline. */
+interface RedisSide {
+  redis: QueueConnection;
+  /** The runs, segments and schedules queues, in that order. */
+  queues: Queue[];
+  /** Resolves once Redis answers a PING within READY_TIMEOUT_MS; E_REDIS_UNAVAILABLE otherwise. */
+  ping: () => Promise<void>;
+}
+
 /**
  * Starts `serve`, building everything its HTTP server is given: the Redis connection (for
  * `/readyz` and the dashboard's queues), the run queue (made once Redis first answers), the runs
@@ -90,11 +104,48 @@ export interface Serving {
 export async function startServe(options: ServeOptions): Promise<Serving> {
   const { log } = options;
   // Loaded before anything opens: a failed load leaves nothing to release.
-  const { buildServer, checkSubmission, closeHttp, policedRuns, QUEUES_PATH, runPages } = await loadServeServer();
+  const http = await loadServeServer();
   // Cleanups are registered as what they release opens, and run in reverse, each even when one before it failed.
   const releasers = new Releasers(log);
+  const side = openRedisSide(options, releasers);
+  const runs = openRuns(http, options, side, releasers);
+  let draining = false;
+  const app = buildApp(http, options, side, runs, () => draining);
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    await releasers.release();
+    throw err;
+  }
+  const url = listeningUrl(app, options);
+  log.info(
+    {
+      url,
+      redis: side.redis.shownUrl,
+      prefix: options.queue.prefix,
+      // Which credentials are set, never what they are.
+      auth: { bearer: Boolean(options.credentials.token), basic: Boolean(options.credentials.dashboard) },
+      queueActions: options.queueActions ?? false,
+      fileDropPipelines: (options.pipelines ?? []).filter((p) => p.kind === 'trigger').map((p) => p.name),
+    },
+    'serving',
+  );
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    close: () =>
+      (closing ??= (async () => {
+        draining = true;
+        await closeServe(http, app, side.redis, releasers, options);
+      })()),
+  };
+}
+
+/** The Redis connection, its watch, and the queues the dashboard and the depths read, each registered for release. */
+function openRedisSide(options: ServeOptions, releasers: Releasers): RedisSide {
   const redis = redisConnection(options.queue, 'producer');
-  const watch = new RedisWatch(redis, log);
+  const watch = new RedisWatch(redis, options.log);
   releasers.add('redis', () => {
     watch.stop();
     return redis.close();
@@ -102,9 +153,8 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
   // The schedules queue too: its delayed jobs are the schedulers' next firings, which the dashboard and the depths show.
   const queues = [RUNS_QUEUE, SEGMENTS_QUEUE, SCHEDULES_QUEUE].map((name) => new Queue(name, { connection: redis, prefix: options.queue.prefix }));
   releasers.add('dashboard queues', () => Promise.all(queues.map((q) => q.close())));
-  const segmentsQueue = queues[1];
   for (const q of queues) q.on('error', (err) => watch.error(err));
-  const pingRedis = async () => {
+  const ping = async () => {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer to PING')), READY_TIMEOUT_MS)));
     try {
@@ -115,21 +165,48 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
       clearTimeout(timer);
     }
   };
+  return { redis, queues, ping };
+}
+
+/** The runs `serve` answers for: the run queue behind the deployment policy, and the runs known from it and the run folders. */
+interface ServedRuns {
+  api: ReturnType<ServeServer['policedRuns']>;
+  known: ReturnType<typeof knownRuns>;
+}
+
+/**
+ * The run queue (policed), the runs known from it and from the run folders, and the metrics read
+ * from them: serve scores nothing, so its metrics are the queues' depths, the runs that finished,
+ * and the drift of each pipeline's latest.
+ */
+function openRuns({ policedRuns }: ServeServer, options: ServeOptions, side: RedisSide, releasers: Releasers): ServedRuns {
+  const { log } = options;
   const limits = options.limits ?? DEFAULT_LIMITS;
-  const runs = new ReconnectingRunQueue(options.queue, pingRedis, { maxIdempotencyKeys: limits.idempotencyKeys });
+  const runs = new ReconnectingRunQueue(options.queue, side.ping, { maxIdempotencyKeys: limits.idempotencyKeys });
   releasers.add('run queue', () => runs.close());
   const api = policedRuns(runs, options.policy, segmentBoundCheck(options.storage, limits, options.runDefaults ?? {}, log));
-  // serve scores nothing: its metrics are the queues' depths, the runs that finished, and the drift of each pipeline's latest.
-  collectQueueDepths(options.metrics, queues);
+  collectQueueDepths(options.metrics, side.queues);
   collectRunDrift(options.metrics, { pipelines: (options.pipelines ?? []).map((p) => p.name), runs: api, storage: options.storage }, log);
   const known = knownRuns(api, runIndex(options, releasers));
   const runEvents = openRunEvents(options.queue, log);
   releasers.add('run outcomes', () => runEvents.close());
   trackRunOutcomes(options.metrics, runEvents.events, log);
-  let draining = false;
-  const app = buildServer({
-    runs: api,
-    known,
+  return { api, known };
+}
+
+/** The HTTP server over the runs and queues; `/readyz` fails while `draining()` says the server is shutting down. */
+function buildApp(
+  { buildServer, checkSubmission, runPages, QUEUES_PATH }: ServeServer,
+  options: ServeOptions,
+  side: RedisSide,
+  runs: ServedRuns,
+  draining: () => boolean,
+): FastifyInstance {
+  const { log } = options;
+  const [, segmentsQueue, schedulesQueue] = side.queues;
+  return buildServer({
+    runs: runs.api,
+    known: runs.known,
     // Checked before its input is read: a dry run reads inside this process.
     dryRun: async (submission) => {
       await checkSubmission(options.policy, submission);
@@ -141,69 +218,60 @@ export async function startServe(options: ServeOptions): Promise<Serving> {
     credentials: options.credentials,
     metrics: options.metrics,
     ready: async () => {
-      if (draining) throw new Error('shutting down');
-      await pingRedis();
+      if (draining()) throw new Error('shutting down');
+      await side.ping();
     },
-    queues,
+    queues: side.queues,
     queueActions: options.queueActions,
     pipelines: options.pipelines ?? [],
     runPages: runPages({
-      runs: known,
-      schedules: () => listSchedules(queues[2]),
+      runs: runs.known,
+      schedules: () => listSchedules(schedulesQueue),
       storage: options.storage,
       segments: segmentsQueue,
-      progress: new RunProgressStore(redis, options.queue.prefix),
+      progress: new RunProgressStore(side.redis, options.queue.prefix),
       log,
       queuesPath: `${QUEUES_PATH}/`,
       pipelines: options.pipelines ?? [],
     }),
   });
-  try {
-    await app.listen({ host: options.host, port: options.port });
-  } catch (err) {
-    await app.close().catch(() => undefined);
-    await releasers.release();
-    throw err;
-  }
-  const { port } = app.server.address() as { port: number };
-  const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
-  log.info(
-    {
-      url,
-      redis: redis.shownUrl,
-      prefix: options.queue.prefix,
-      // Which credentials are set, never what they are.
-      auth: { bearer: Boolean(options.credentials.token), basic: Boolean(options.credentials.dashboard) },
-      queueActions: options.queueActions ?? false,
-      fileDropPipelines: (options.pipelines ?? []).filter((p) => p.kind === 'trigger').map((p) => p.name),
-    },
-    'serving',
-  );
+}
 
-  let closing: Promise<void> | undefined;
-  return {
-    url,
-    close: () =>
-      (closing ??= (async () => {
-        draining = true;
-        log.info({ timeoutMs: options.shutdownTimeoutMs }, 'shutting down: taking no more connections, finishing requests in flight');
-        await closeHttp(app, options.shutdownTimeoutMs, log);
-        // While Redis is away, BullMQ's close and QUIT would wait for it: the connections are dropped instead.
-        if (redis.status !== 'ready') redis.disconnectAll();
-        let timer: NodeJS.Timeout | undefined;
-        const late = new Promise<void>(
-          (resolve) =>
-            (timer = setTimeout(() => {
-              log.warn({ redis: redis.shownUrl }, 'closing the queue connections did not finish in time: dropped');
-              redis.disconnectAll();
-              resolve();
-            }, CLOSE_CONNECTIONS_MS)),
-        );
-        await Promise.race([releasers.release(), late]);
-        clearTimeout(timer);
-        log.info('server stopped');
-      })()),
-  };
+/** Where a listening server is reached, e.g. `http://127.0.0.1:8080` (an IPv6 host in brackets). */
+function listeningUrl(app: FastifyInstance, options: ServeOptions): string {
+  const { port } = app.server.address() as { port: number };
+  return `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+}
+
+/**
+ * The graceful shutdown: no more connections, requests in flight finished for up to the
+ * shutdown timeout, then what serve opened released, the queue connections dropped if that
+ * takes longer than CLOSE_CONNECTIONS_MS.
+ */
+async function closeServe(
+  { closeHttp }: ServeServer,
+  app: FastifyInstance,
+  redis: QueueConnection,
+  releasers: Releasers,
+  options: ServeOptions,
+): Promise<void> {
+  const { log } = options;
+  log.info({ timeoutMs: options.shutdownTimeoutMs }, 'shutting down: taking no more connections, finishing requests in flight');
+  await closeHttp(app, options.shutdownTimeoutMs, log);
+  // While Redis is away, BullMQ's close and QUIT would wait for it: the connections are dropped instead.
+  if (redis.status !== 'ready') redis.disconnectAll();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>(
+    (resolve) =>
+      (timer = setTimeout(() => {
+        log.warn({ redis: redis.shownUrl }, 'closing the queue connections did not finish in time: dropped');
+        redis.disconnectAll();
+        resolve();
+      }, CLOSE_CONNECTIONS_MS)),
+  );
+  await Promise.race([releasers.release(), late]);
+  clearTimeout(timer);
+  log.info('server stopped');
 }
 
 /**

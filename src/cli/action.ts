@@ -1,8 +1,6 @@
-import { once } from 'node:events';
-import { constants } from 'node:os';
 import type { Command, CommanderError } from 'commander';
-import { AbortedError, BatchScorerError, errorCode, errorMessage, UsageError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { envLogLevel } from '../config/index.js';
+import { BatchScorerError, errorCode, errorMessage, UsageError } from '../errors.js';
 
 /**
  * Runs a command's action: an error becomes one line on stderr that says what to fix, and the
@@ -38,7 +36,7 @@ export function reportError(err: unknown, run?: FailedRun): void {
   const which = run && !errorMessage(err).startsWith(`run ${run.runId} `) ? `run ${run.runId} failed: ` : '';
   process.stderr.write(`batch-scorer: ${which}${errorMessage(err)}${code}\n`);
   if (run) process.stderr.write(`run folder: ${run.folder}${run.resume === undefined ? '' : `; resume: ${run.resume}`}\n`);
-  if (!(err instanceof BatchScorerError) && process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
+  if (!(err instanceof BatchScorerError) && envLogLevel() === 'debug') process.stderr.write(`${(err as Error).stack}\n`);
   process.exitCode = err instanceof BatchScorerError ? err.exitCode : 1;
 }
 
@@ -69,59 +67,4 @@ export function commandPath(command: Command): string {
   const names: string[] = [];
   for (let at: Command | null = command; at; at = at.parent) names.unshift(at.name());
   return names.join(' ');
-}
-
-/**
- * Aborts on SIGINT/SIGTERM so work stops cleanly; a second signal exits at once, and so does the
- * process when it is still stopping `graceMs` after the first: a step that does not heed the abort
- * (a filesystem call that hangs) never keeps it alive. Answers the signal, a function that removes
- * the handlers, and the exit code shells expect of a program a signal stopped (128 + its number:
- * 130 for SIGINT, 143 for SIGTERM), undefined while none has.
- */
-export function interruptSignal(graceMs: number): {
-  signal: AbortSignal;
-  dispose: () => void;
-  exitCode: () => number | undefined;
-} {
-  const controller = new AbortController();
-  let stoppedBy: NodeJS.Signals | undefined;
-  let grace: NodeJS.Timeout | undefined;
-  const exitCode = () => (stoppedBy === undefined ? undefined : 128 + constants.signals[stoppedBy]);
-  const handler = (name: NodeJS.Signals) => {
-    if (controller.signal.aborted) process.exit(exitCode());
-    stoppedBy = name;
-    grace = setTimeout(() => {
-      process.stderr.write(`batch-scorer: still stopping ${graceMs} ms after ${name} (see --shutdown-timeout); exiting now\n`);
-      process.exit(exitCode());
-    }, graceMs).unref();
-    controller.abort(new AbortedError(`stopped by ${name}`));
-  };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      clearTimeout(grace);
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-    },
-    exitCode,
-  };
-}
-
-/**
- * The life of a long-running command (`worker`, `serve`): waits for SIGTERM or SIGINT, runs the
- * graceful `shutdown`, flushes the log and exits 0; a second signal exits at once. The exit is
- * explicit: with Redis away, BullMQ's close leaves timers behind that would keep the process
- * alive, though every connection is closed or dropped by then.
- */
-export async function runUntilSignal(log: Logger, shutdown: () => Promise<void>): Promise<never> {
-  const signal = await Promise.race([once(process, 'SIGTERM').then(() => 'SIGTERM'), once(process, 'SIGINT').then(() => 'SIGINT')]);
-  log.info({ signal }, 'signal received; a second one exits at once');
-  const force = () => process.exit(130);
-  process.once('SIGTERM', force);
-  process.once('SIGINT', force);
-  await shutdown();
-  await new Promise<void>((resolve) => log.flush(() => resolve()));
-  process.exit(0);
 }

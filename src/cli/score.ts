@@ -1,27 +1,28 @@
 import type { Command } from 'commander';
-import { checkRun, loadSettings, type Settings } from '../config/index.js';
+import { checkRun, envLogLevel, PROCESS_DEFAULTS, loadSettings, type Settings } from '../config/index.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { lineageListener, type LineageListener } from '../lineage/index.js';
 import { createLogger } from '../log.js';
 import {
-  allListeners,
-  checkSegments,
-  describeResult,
   dryRun,
   type DryRunReport,
-  type Manifest,
-  newRunId,
   NOT_THIS_RUNS,
-  refusedWhilePlanning,
-  resumeCanHelp,
-  runFiles,
-  type RunRequest,
+  type Manifest,
+  allListeners,
+  describeResult,
   runResult,
-  type RunStage,
+  newRunId,
+  type RunRequest,
+  runFiles,
+  resumeCanHelp,
+  refusedWhilePlanning,
   scoreRun,
+  type RunStage,
+  checkSegments,
 } from '../scoring/index.js';
 import { formatLocation, parseLocation } from '../storage/index.js';
-import { action, interruptSignal, reportError, type FailedRun } from './action.js';
+import { action, reportError, type FailedRun } from './action.js';
+import { interruptSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { estimateLines } from './estimate-lines.js';
 import { count } from './number-flags.js';
@@ -30,9 +31,6 @@ import { resumeCommand } from './resume-command.js';
 import { addRunFlags, INPUT_ARGUMENT, runOptionsFromFlags } from './run-flags.js';
 import { serviceClientFactory } from '../app/index.js';
 import { directWebhooks } from './webhooks.js';
-
-/** How long a signalled `score` may take to stop (its requests cancelled, its failure recorded) before it exits anyway. */
-const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export function registerScore(program: Command): void {
   addRunFlags(
@@ -44,7 +42,7 @@ export function registerScore(program: Command): void {
       '--shutdown-timeout <ms>',
       'on SIGTERM or SIGINT, how long the run may take to stop and record its failure before the process exits anyway',
       count('--shutdown-timeout'),
-      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+      PROCESS_DEFAULTS.scoreShutdownTimeoutMs,
     )
     .option(
       '--dry-run',
@@ -82,7 +80,7 @@ export function registerScore(program: Command): void {
           await checkSegments(storage, parseLocation(input), options, settings.limits, interrupt.signal);
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
-          const log = createLogger({ level: process.stderr.isTTY && !json && !process.env.LOG_LEVEL ? 'warn' : settings.logLevel });
+          const log = createLogger({ level: process.stderr.isTTY && !json && !envLogLevel() ? PROCESS_DEFAULTS.progressBarLogLevel : settings.logLevel });
           lineage = lineageListener(settings.lineage, log);
           webhooks = directWebhooks(settings, storage, log);
           let manifest: Manifest;

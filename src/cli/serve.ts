@@ -1,21 +1,23 @@
 import type { Command } from 'commander';
-import { loadSettings, openSettings, parseRunOptions } from '../config/index.js';
+import { openSettings, PROCESS_DEFAULTS, loadSettings, parseRunOptions } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import type { Credentials } from '../http/index.js';
 import { createLogger } from '../log.js';
 import { lineageListener } from '../lineage/index.js';
-import { allListeners, dryRun, dryRunBudget } from '../scoring/index.js';
 import { queuedWebhooks } from '../queue/index.js';
+import { allListeners, dryRun, dryRunBounds } from '../scoring/index.js';
 import { createMetricsRegistry } from '../metrics/index.js';
 import { loadPipelinesIfPresent } from '../triggers/index.js';
 import { listenRefusal } from './listen-refusal.js';
-import { action, runUntilSignal } from './action.js';
+import { action } from './action.js';
+import { runUntilSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { JOBS_FLAG } from './pipelines.js';
 import { exposureRefusal, openPolicyWarning } from './serve-exposure.js';
 import { loadServe, serviceClientFactory } from '../app/index.js';
 import { INDEX_REFRESH_MS } from '../run-index/index.js';
+import { Releasers } from '../shutdown-steps.js';
 
 /** The flags of `serve`, as commander parses them. */
 interface ServeFlags {
@@ -28,9 +30,6 @@ interface ServeFlags {
   jobs?: string;
 }
 
-/** How long requests in flight may take to finish on SIGTERM; run API calls take milliseconds. */
-const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-
 export function registerServe(program: Command): void {
   program
     .command('serve')
@@ -40,10 +39,15 @@ export function registerServe(program: Command): void {
     .option(
       '--host <address>',
       'address to listen on; beyond loopback only with credentials and INPUT_ROOTS, OUTPUT_ROOTS, SERVICE_URLS set, or --insecure',
-      '127.0.0.1',
+      PROCESS_DEFAULTS.serveHost,
     )
-    .option('--port <port>', 'port to listen on (default: PORT, or 8080)', tcpPort('--port'))
-    .option('--shutdown-timeout <ms>', 'on SIGTERM, wait this long for requests in flight', count('--shutdown-timeout'), DEFAULT_SHUTDOWN_TIMEOUT_MS)
+    .option('--port <port>', `port to listen on (default: PORT, or ${PROCESS_DEFAULTS.servePort})`, tcpPort('--port'))
+    .option(
+      '--shutdown-timeout <ms>',
+      'on SIGTERM, wait this long for requests in flight',
+      count('--shutdown-timeout'),
+      PROCESS_DEFAULTS.serveShutdownTimeoutMs,
+    )
     .option('--queue-actions', 'let dashboard users retry, remove, pause and clean jobs (read-only otherwise)')
     .option(
       '--index-refresh <ms>',
@@ -71,13 +75,18 @@ export function registerServe(program: Command): void {
         const jobsDir = flags.jobs ?? settings.jobsDir;
         const pipelines = await loadPipelinesIfPresent(jobsDir);
         if (!pipelines) log.info({ jobsDir }, 'no pipelines folder: POST /events/s3 will start no runs');
+        // What opens registers its cleanup; the shutdown runs them in reverse, each even when one before it failed.
+        const releasers = new Releasers(log);
         const storage = deploymentStorage(settings);
+        releasers.add('storage', () => Promise.resolve(storage.close()));
         const metrics = createMetricsRegistry();
         const { startServe } = await loadServe();
         const queue = { redisUrl: settings.redisUrl, prefix: settings.queuePrefix };
         // A held run judged over the API ends here: told as workers tell the runs they end.
         const lineage = lineageListener(settings.lineage, log);
+        releasers.add('lineage events', () => lineage.drain());
         const webhooks = queuedWebhooks(settings, pipelines, queue, storage, log);
+        if (webhooks) releasers.add('webhook deliveries', () => webhooks.also.close());
         const serving = await startServe({
           host: flags.host,
           port: flags.port ?? settings.port,
@@ -108,17 +117,15 @@ export function registerServe(program: Command): void {
                 log,
                 predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
                 limits: settings.limits,
-                budget: dryRunBudget(settings.limits),
+                bounds: dryRunBounds(settings.limits),
               },
             ),
-        }).catch((err: unknown) => {
+        }).catch(async (err: unknown) => {
+          await releasers.release();
           throw listenRefusal(err, 'serve', flags.host, flags.port ?? settings.port, 'choose another --host or --port');
         });
-        await runUntilSignal(log, async () => {
-          await serving.close();
-          await Promise.all([lineage.drain(), webhooks?.also.close()]);
-          storage.close();
-        });
+        releasers.add('server', () => serving.close());
+        await runUntilSignal(log, flags.shutdownTimeout + PROCESS_DEFAULTS.shutdownMarginMs, () => releasers.release());
       }),
     );
 }

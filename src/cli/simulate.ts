@@ -1,9 +1,9 @@
-import { once } from 'node:events';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { formatIssues } from '../config/index.js';
+import { formatIssues, PROCESS_DEFAULTS } from '../config/index.js';
 import { createLogger } from '../log.js';
 import { action } from './action.js';
+import { runUntilSignal } from './graceful-exit.js';
 import { listenRefusal } from './listen-refusal.js';
 
 const num = (v: string) => Number(v);
@@ -12,8 +12,8 @@ export function registerSimulate(program: Command): void {
   program
     .command('simulate')
     .description('run the bundled Model Query Service simulator until SIGINT/SIGTERM')
-    .option('--port <port>', 'port (0 picks a free one)', num, 47334)
-    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'port (0 picks a free one)', num, PROCESS_DEFAULTS.simulatorPort)
+    .option('--host <host>', 'interface to listen on', PROCESS_DEFAULTS.simulatorHost)
     .option('--base-path <path>', 'prefix before /api, e.g. /v1')
     .option('--envelope <envelope>', 'predict body the simulator accepts: data or array')
     .option('--engine <engine>', 'how the models answer: lightwood (MindsDB to 25.x) or byom (MindsDB 26.x)')
@@ -43,8 +43,7 @@ export function registerSimulate(program: Command): void {
           throw listenRefusal(err, 'simulate', parsed.data.host, parsed.data.port, 'choose another --port (0 picks a free one) or --host');
         });
         process.stdout.write(`simulator listening on ${simulator.url}\n`);
-        await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
-        await simulator.close();
+        await runUntilSignal(log, PROCESS_DEFAULTS.stopTimeoutMs, () => simulator.close());
       }),
     );
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { serviceClientFactory } from '../app/index.js';
-import { loadSettings } from '../config/index.js';
+import { PROCESS_DEFAULTS, loadSettings } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import { isLoopback, loadMetricsServer } from '../http/index.js';
 import { lineageListener } from '../lineage/index.js';
@@ -9,16 +9,16 @@ import { allListeners, type ScoringObserver } from '../scoring/index.js';
 import { DEFAULT_WORKER_OPTIONS, queuedWebhooks, ReconnectingRunQueue, redisTarget, startWorker } from '../queue/index.js';
 import { Releasers } from '../shutdown-steps.js';
 import { listenRefusal } from './listen-refusal.js';
-import { action, runUntilSignal } from './action.js';
+import { action } from './action.js';
+import { runUntilSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
 import { count, tcpPort } from './number-flags.js';
 import { loadPipelinesIfPresent, loadScheduleWriters, pipelineRunCheck } from '../triggers/index.js';
 
-/** Where the metrics server listens unless --metrics-host says otherwise: this machine only. */
-const METRICS_HOST = '127.0.0.1';
-
 interface WorkerFlags {
-  concurrency: number;
+  maxInFlight: number;
+  /** The old name of --max-in-flight, still taken (with a warning): on `score` and `enqueue` it is the run's budget, not this cap. */
+  concurrency?: number;
   segments: number;
   shutdownTimeout: number;
   lockDuration: number;
@@ -39,10 +39,10 @@ function metricsEndpoint(flags: WorkerFlags, apiToken: string | undefined): Metr
     if (flags.metricsHost !== undefined) throw new UsageError('worker: --metrics-host needs --metrics-port');
     return undefined;
   }
-  const host = flags.metricsHost ?? METRICS_HOST;
+  const host = flags.metricsHost ?? PROCESS_DEFAULTS.metricsHost;
   if (!isLoopback(host) && !apiToken) {
     throw new UsageError(
-      `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${METRICS_HOST}`,
+      `worker: --metrics-host ${host} is reachable from other machines: set API_TOKEN so /metrics requires it, or keep the default ${PROCESS_DEFAULTS.metricsHost}`,
     );
   }
   return { host, port: flags.metricsPort, token: apiToken };
@@ -66,11 +66,24 @@ async function startWorkerMetrics(endpoint: MetricsEndpoint, concurrency: number
   return observer;
 }
 
+/**
+ * --max-in-flight, or its old name --concurrency with one warning on stderr: on `worker` it was
+ * a cap of the process, where on `score` and `enqueue` it is the run's budget. Both at once are refused.
+ */
+function maxInFlightFlag(flags: WorkerFlags, command: Command): number {
+  if (flags.concurrency === undefined) return flags.maxInFlight;
+  if (command.getOptionValueSource('maxInFlight') === 'cli')
+    throw new UsageError('worker: --concurrency is the old name of --max-in-flight: give only --max-in-flight');
+  process.stderr.write('batch-scorer: worker --concurrency is deprecated: use --max-in-flight (the same cap on predict requests in flight in this process)\n');
+  return flags.concurrency;
+}
+
 export function registerWorker(program: Command): void {
   program
     .command('worker')
     .description('take runs, their segments, webhook deliveries and the jobs schedules fire (with JOBS_DIR) from Redis until SIGTERM (REDIS_URL)')
-    .option('--concurrency <n>', 'predict requests in flight in this process', count('--concurrency'), DEFAULT_WORKER_OPTIONS.concurrency)
+    .option('--max-in-flight <n>', 'predict requests in flight in this process', count('--max-in-flight'), DEFAULT_WORKER_OPTIONS.maxInFlight)
+    .option('--concurrency <n>', 'deprecated: the old name of --max-in-flight', count('--concurrency'))
     .option('--segments <n>', 'segments held at once at most: a next one only while those held drain', count('--segments'), DEFAULT_WORKER_OPTIONS.segments)
     .option(
       '--shutdown-timeout <ms>',
@@ -85,9 +98,10 @@ export function registerWorker(program: Command): void {
       DEFAULT_WORKER_OPTIONS.lockDurationMs,
     )
     .option('--metrics-port <port>', 'serve Prometheus metrics on GET /metrics at this port (bearer API_TOKEN when set)', tcpPort('--metrics-port'))
-    .option('--metrics-host <host>', `address the metrics server binds (default ${METRICS_HOST}; beyond loopback only with API_TOKEN)`)
+    .option('--metrics-host <host>', `address the metrics server binds (default ${PROCESS_DEFAULTS.metricsHost}; beyond loopback only with API_TOKEN)`)
     .action(
-      action(async (flags: WorkerFlags) => {
+      action(async (flags: WorkerFlags, command: Command) => {
+        const maxInFlight = maxInFlightFlag(flags, command);
         const settings = loadSettings();
         const metrics = metricsEndpoint(flags, settings.apiToken);
         const log = createLogger({ level: settings.logLevel });
@@ -108,9 +122,9 @@ export function registerWorker(program: Command): void {
           const pipelines = await loadPipelinesIfPresent(settings.jobsDir);
           if (!pipelines) log.warn({ jobsDir: settings.jobsDir }, 'no jobs folder (JOBS_DIR): this worker takes no scheduled runs');
           const webhooks = queuedWebhooks(settings, pipelines, queue, storage, log);
-          const observer = metrics && (await startWorkerMetrics(metrics, flags.concurrency, log, releasers));
+          const observer = metrics && (await startWorkerMetrics(metrics, maxInFlight, log, releasers));
           const worker = startWorker(queue, storage, log, {
-            concurrency: flags.concurrency,
+            maxInFlight,
             segments: flags.segments,
             shutdownTimeoutMs: flags.shutdownTimeout,
             lockDurationMs: flags.lockDuration,
@@ -129,7 +143,7 @@ export function registerWorker(program: Command): void {
           await releasers.release();
           throw err;
         }
-        await runUntilSignal(log, () => releasers.release());
+        await runUntilSignal(log, flags.shutdownTimeout + PROCESS_DEFAULTS.shutdownMarginMs, () => releasers.release());
       }),
     );
 }

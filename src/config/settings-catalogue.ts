@@ -1,4 +1,5 @@
 import { formatLimit, LIMITS, type LimitName } from './limits.js';
+import { PROCESS_DEFAULTS } from './process-defaults.js';
 
 /** One environment variable batch-scorer reads: what it means, its default, and whether it holds a secret. */
 export interface EnvSetting {
@@ -99,7 +100,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   {
     name: 'LOG_LEVEL',
     meaning: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`; `debug` also prints the stack of an unexpected error.',
-    default: 'info (`score` on a terminal with a progress bar: warn)',
+    default: `${PROCESS_DEFAULTS.logLevel} (\`score\` on a terminal with a progress bar: ${PROCESS_DEFAULTS.progressBarLogLevel})`,
     configKey: 'log.level',
     secret: false,
   },
@@ -121,7 +122,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   {
     name: 'PORT',
     meaning: 'Where `serve` listens unless `--port` says otherwise.',
-    default: '8080',
+    default: String(PROCESS_DEFAULTS.servePort),
     secret: false,
   },
   {

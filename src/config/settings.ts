@@ -4,6 +4,7 @@ import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import { limitsFromEnv, type Limits } from './limits.js';
+import { envLogLevel, PROCESS_DEFAULTS } from './process-defaults.js';
 import { redisUrlSchema } from './redis-url.js';
 import { lineageSettingsFromEnv, type LineageSettings } from './lineage-settings.js';
 import { hasScheme, inputKind, type Location, parseLocation, type S3Settings, s3SettingsFromEnv } from '../storage/index.js';
@@ -60,7 +61,7 @@ export interface Settings {
   apiToken?: string;
   /** DASHBOARD_USER and DASHBOARD_PASSWORD: basic-auth credentials for `serve`'s `/ui`; both or neither, the password of MIN_SECRET_LENGTH characters at least. */
   dashboard?: { user: string; password: string };
-  /** PORT: where `serve` listens unless `--port` says otherwise (8080). */
+  /** PORT: where `serve` listens unless `--port` says otherwise (PROCESS_DEFAULTS.servePort). */
   port: number;
   /** JOBS_DIR: the folder of `jobs/*.yaml` pipeline declarations (./jobs). */
   jobsDir: string;
@@ -97,7 +98,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     redisUrl: env.REDIS_URL ?? file.redis?.url ?? 'redis://127.0.0.1:6379',
     queuePrefix: env.QUEUE_PREFIX ?? file.redis?.prefix ?? '{batch-scorer}',
     s3,
-    logLevel: env.LOG_LEVEL ?? file.log?.level ?? 'info',
+    logLevel: envLogLevel(env) ?? file.log?.level ?? PROCESS_DEFAULTS.logLevel,
     apiToken: secretFromEnv(env, 'API_TOKEN'),
     dashboard: dashboardFromEnv(env),
     port: portFromEnv(env.PORT),
@@ -272,7 +273,7 @@ export function isTcpPort(value: string): boolean {
 }
 
 function portFromEnv(value: string | undefined): number {
-  if (value === undefined || value === '') return 8080;
+  if (value === undefined || value === '') return PROCESS_DEFAULTS.servePort;
   if (!isTcpPort(value)) {
     throw new BatchScorerError('E_CONFIG', `PORT must be a TCP port number from 1 to 65535, got "${value}"`);
   }

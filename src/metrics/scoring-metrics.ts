@@ -54,7 +54,7 @@ export function scoringMetrics(registry: Registry, options: { maxConcurrency: nu
   const segmentSlots = new Map<RequestSlots, number>();
   new Gauge({
     name: 'batch_scorer_predict_concurrency_limit',
-    help: 'Predict requests this process may have in flight now: the limits of the runs it is scoring (their --concurrency, or what auto found), at most the worker --concurrency; 0 while idle.',
+    help: 'Predict requests this process may have in flight now: the limits of the runs it is scoring (their --concurrency, or what auto found), at most the worker --max-in-flight; 0 while idle.',
     registers,
     collect() {
       let sum = 0;

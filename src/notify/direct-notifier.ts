@@ -12,11 +12,11 @@ import { webhookRetryDelayMs } from './webhook-retry.js';
 
 /** `score`'s bounds: three attempts, about 1 s then 2 s apart (see webhookRetryDelayMs), all within 15 s of the run's end. */
 export const DIRECT_ATTEMPTS = 3;
-export const DIRECT_BUDGET_MS = 15_000;
+export const DIRECT_DEADLINE_MS = 15_000;
 
 /**
  * `score`'s webhooks, delivered by the process itself (there is no queue): by the rules of queue
- * mode, but bounded, so that a receiver that is down delays the process's exit by DIRECT_BUDGET_MS
+ * mode, but bounded, so that a receiver that is down delays the process's exit by DIRECT_DEADLINE_MS
  * at most and never changes its exit code. `settled()` answers once every delivery has been
  * delivered or given up.
  */
@@ -32,7 +32,7 @@ export function directNotifier(
     listener: {
       runStarted: () => undefined,
       runEnded: (manifest) => {
-        const deadline = Date.now() + DIRECT_BUDGET_MS;
+        const deadline = Date.now() + DIRECT_DEADLINE_MS;
         // Checked as the queue's worker checks a job: the run end's folder becomes the location it records in.
         for (const job of deliveriesOf(manifest, config)) {
           const delivery = checkedDelivery(job.deliveryId, job, { config, policy });

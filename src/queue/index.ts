@@ -19,6 +19,7 @@ export {
   segmentJobId,
   SEGMENTS_QUEUE,
   type QueueConfig,
+  type QueueConnection,
   type RunJobData,
 } from './queues.js';
 export { redisTarget } from './redis-target.js';

@@ -3,34 +3,34 @@ import { CAP_OPTIONS, checkOutput, checkRun, parseRunOptions, type RunOptions } 
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import {
-  type CapKind,
+  errorRateExceeded,
   capLimit,
   capLimits,
   cappedPredictor,
-  checkRunFolder,
-  errorRateExceeded,
   ExpiredError,
   expiredRun,
+  type CapKind,
   finishRun,
+  recordFailure,
+  succeededManifestSchema,
   type Manifest,
   type ManifestParts,
+  preflight,
+  prepareRun,
+  readPreparedRun,
+  runFiles,
+  type PreparedRun,
+  sameRequest,
+  withNeutralOptions,
+  type RunRequest,
+  checkRunFolder,
+  readClaimedRequest,
   openAttempt,
   type OpenAttempt,
-  preflight,
-  type PreparedRun,
-  prepareRun,
-  readClaimedRequest,
-  readPreparedRun,
-  readSegmentsDone,
-  recordFailure,
   requireRunFile,
-  runFiles,
-  type RunRequest,
-  sameRequest,
-  succeededManifestSchema,
   sumCounts,
+  readSegmentsDone,
   unfinished,
-  withNeutralOptions,
 } from '../scoring/index.js';
 import { formatLocation, type Location } from '../storage/index.js';
 import {
@@ -104,10 +104,10 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
         onClaimed,
         ...(ctx.options.limits && { limits: ctx.options.limits }),
       });
-      // Its segments stop once the run has been past its error budget (see RunErrorBudget), and
+      // Its segments stop once the run has been past its error allowance (see RunErrorAllowance), and
       // the run fails here, once the last one has: errors.jsonl and every count are then taken
       // while nothing writes any more. Likewise once it reached a cap: it ends expired.
-      if (await ctx.progress.overBudget(run.runId)) throw errorRateExceeded(run);
+      if (await ctx.progress.pastAllowance(run.runId)) throw errorRateExceeded(run);
       const expiredOn = await ctx.caps.expired(run.runId);
       if (expiredOn) throw new ExpiredError(expiredOn);
       if (data.step !== 'assemble') {
@@ -176,7 +176,7 @@ export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
       const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
       const parts = { runId: data.runId, startedAt, attempt: attempt?.attempt, run, request: endRequest };
       if (cancelled) throw await endCancelled(ctx, job, folder, parts, jobLog);
-      // A run past its error budget shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
+      // A run past its error allowance shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
       const keepQuarantined = (bySegment: readonly number[]) =>
         ctx.progress
           .keepQuarantined(data.runId, bySegment)

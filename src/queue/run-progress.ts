@@ -44,9 +44,9 @@ return 1
 
 /**
  * Sets a segment's counts in a run's progress hash, and keeps their sum of quarantined rows in
- * `quarantined`, so that a run's error budget is checked in one step however many segments it
- * has. With an allowance, a sum past it leaves `overBudget` in the hash for good. Answers whether
- * it is there. KEYS[1] is the hash; ARGV: the segment's index, its quarantined rows, its rows done
+ * `quarantined`, so that a run's error allowance is checked in one step however many segments it
+ * has. With an allowance, a sum past it leaves `overBudget` in the hash for good (the field keeps
+ * its older name: hashes of runs in flight hold it). Answers whether it is there. KEYS[1] is the hash; ARGV: the segment's index, its quarantined rows, its rows done
  * ('' leaves them), '1' when it is done, the run's allowance ('' for no check).
  */
 const SEGMENT_SCRIPT = `
@@ -62,7 +62,7 @@ return redis.call('hexists', KEYS[1], 'overBudget')
 /**
  * A run's progress, summed over its segments in a Redis hash: each segment sets (not adds) its own
  * rows done and quarantined, so a segment scored again after a crash does not count twice. The
- * quarantined rows are also the run's error budget (see RunErrorBudget).
+ * quarantined rows are also the run's error allowance (see RunErrorAllowance).
  */
 export class RunProgressStore {
   constructor(
@@ -121,8 +121,8 @@ export class RunProgressStore {
     return (await this.redis.eval(SEGMENT_SCRIPT, 1, this.key(runId), index, rows, '', 0, allowed)) === 1;
   }
 
-  /** Whether the run has been past its error budget: its segments stop, and it fails. */
-  async overBudget(runId: string): Promise<boolean> {
+  /** Whether the run has been past its error allowance: its segments stop, and it fails. */
+  async pastAllowance(runId: string): Promise<boolean> {
     return (await this.redis.hexists(this.key(runId), 'overBudget')) === 1;
   }
 

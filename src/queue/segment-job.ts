@@ -2,17 +2,17 @@ import { Job, type Processor } from 'bullmq';
 import { checkOutput, checkRun } from '../config/index.js';
 import { errorCode } from '../errors.js';
 import {
-  capLimits,
-  cappedPredictor,
+  recordFailure,
   type PreparedRun,
   PROGRESS_EVERY_MS,
   quarantineAllowance,
-  readSegmentDone,
-  recordFailure,
+  capLimits,
+  cappedPredictor,
   scoreSegment,
+  readSegmentDone,
 } from '../scoring/index.js';
 import { segmentJobDataSchema, WORKER_ID, type SegmentJobData } from './queues.js';
-import { RunErrorBudget } from './run-error-budget.js';
+import { RunErrorAllowance } from './run-error-allowance.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
 import type { WorkerContext } from './worker-context.js';
@@ -59,14 +59,14 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
       return { skipped: true };
     }
     // Segments of a cancelled run are not scored; siblings of a segment that failed its run, or
-    // took it past its error budget, would be scored for nothing.
+    // took it past its error allowance, would be scored for nothing.
     if (await ctx.cancels.has(runId)) {
       // Logged as the cancel watch logs a job it stops: whether a segment of the run was running
       // when the cancel came or only started after it, the worker's log says it stopped for it.
       jobLog.info('run cancelled: stopping its jobs');
       return { skipped: 'run cancelled' };
     }
-    if ((await ctx.progress.overBudget(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
+    if ((await ctx.progress.pastAllowance(runId)) || (await (await Job.fromId(ctx.runsQueue, runId))?.getState()) === 'failed') {
       return { skipped: 'run failed' };
     }
     // Nor those of a run that reached a cap: it sends nothing more. Logged as a segment stopped
@@ -78,13 +78,13 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
     const cancel = ctx.cancelWatch.follow(runId);
     let rows = 0;
     let reporting: Promise<void> | undefined;
-    let budget: RunErrorBudget | undefined;
+    let allowance: RunErrorAllowance | undefined;
     try {
       run = await ctx.loadRun(folder, runId, generation);
       await checkRun(policy, { input: run.request.input, out: run.request.out, service: run.request.options.service });
       let last = 0;
-      const runBudget = new RunErrorBudget(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
-      budget = runBudget;
+      const runAllowance = new RunErrorAllowance(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
+      allowance = runAllowance;
       const caps = new RedisRunCaps(ctx.caps, runId, capLimits(run.request.options), jobLog);
       const stop = ctx.jobSignal(cancel.signal, lost);
       const counts = await scoreSegment(
@@ -94,7 +94,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
           client: cappedPredictor(ctx.clientFor(run.request.options), caps),
           slots: ctx.slotsFor(run, generation),
           readAhead: ctx.readAheadFor(run, generation),
-          budget: runBudget,
+          errorAllowance: runAllowance,
           caps,
           log: jobLog,
           // In a job, stopping and failing are the same signal: no sibling shares it.
@@ -109,7 +109,7 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
             // One report at a time: while Redis is away they would otherwise pile up without bound.
             if (now - last < PROGRESS_EVERY_MS || reporting) return;
             last = now;
-            reporting = ctx.reportProgress(runId, index, rows, runBudget.quarantined, false).finally(() => (reporting = undefined));
+            reporting = ctx.reportProgress(runId, index, rows, runAllowance.quarantined, false).finally(() => (reporting = undefined));
           },
         },
         index,
@@ -130,17 +130,17 @@ export function segmentJobProcessor(ctx: WorkerContext): Processor<SegmentJobDat
         jobLog.info('stopped: run cancelled');
         return { skipped: 'run cancelled' };
       }
-      // Past the run's error budget, the segment stops without failing: a failed segment would
+      // Past the run's error allowance, the segment stops without failing: a failed segment would
       // fail the run at once (failParentOnFailure) while its siblings still write their rows. The
       // segments no worker took go; once the last one has stopped, the run job fails the run.
-      if (budget && errorCode(err) === 'E_ERROR_RATE') {
+      if (allowance && errorCode(err) === 'E_ERROR_RATE') {
         await reporting;
-        await ctx.reportProgress(runId, index, rows, budget.quarantined, false);
+        await ctx.reportProgress(runId, index, rows, allowance.quarantined, false);
         await (await Job.fromId(ctx.runsQueue, runId))?.removeUnprocessedChildren();
-        jobLog.info({ rows, quarantined: budget.quarantined }, 'stopped: the run is past its error budget');
+        jobLog.info({ rows, quarantined: allowance.quarantined }, 'stopped: the run is past its error allowance');
         return { skipped: 'run failed' };
       }
-      // Stopped on a cap, the segment stops without failing, as past the error budget: its batches
+      // Stopped on a cap, the segment stops without failing, as past the error allowance: its batches
       // in flight were answered; the segments no worker took go, and the run job ends the run expired.
       if (errorCode(err) === 'E_EXPIRED') {
         await (await Job.fromId(ctx.runsQueue, runId))?.removeUnprocessedChildren();

@@ -76,7 +76,7 @@ export class WorkerContext {
     this.cancelWatch = new CancelWatch(this.cancels, log);
     this.runsQueue = new Queue<RunJobData>(RUNS_QUEUE, { connection: redis, prefix: queue.prefix });
     this.segmentsQueue = new Queue<SegmentJobData>(SEGMENTS_QUEUE, { connection: redis, prefix: queue.prefix });
-    this.processGate = pLimit(options.concurrency);
+    this.processGate = pLimit(options.maxInFlight);
     this.budgets = new FleetBudgets(redis, queue.prefix, log);
     this.segmentIntake = new SegmentIntake(options.segments, log);
     this.findBaseline = pipelineBaseline(storage, new PipelineRuns(redis, queue.prefix));
@@ -87,7 +87,7 @@ export class WorkerContext {
     const key = JSON.stringify([o.service, o.timeout, o.retries]);
     let client = this.clients.get(key);
     if (!client) {
-      client = this.options.predictors(o, this.options.concurrency, this.log);
+      client = this.options.predictors(o, this.options.maxInFlight, this.log);
       this.clients.set(key, client);
     }
     return client;
@@ -95,14 +95,14 @@ export class WorkerContext {
 
   /**
    * A run's --concurrency, shared by every worker scoring it (FleetBudgets), inside this process's
-   * own --concurrency slots: a request needs a slot of both. A run that sets none has this process's alone.
+   * own --max-in-flight slots: a request needs a slot of both. A run that sets none has this process's alone.
    * The process slot is taken first: a fleet slot, scarce, is never held by a request waiting
-   * here, and a process asks Redis for at most its own --concurrency slots at once. Per run job
+   * here, and a process asks Redis for at most its own --max-in-flight slots at once. Per run job
    * generation, as the prepared run is: a resumed run may have another --concurrency.
    */
   slotsFor(run: PreparedRun, generation: number): RequestSlots {
     return remember(this.runSlots, `${run.runId}.${generation}`, () => {
-      const processSlots = this.options.concurrency;
+      const processSlots = this.options.maxInFlight;
       const asked = run.request.options.concurrency;
       if (asked === undefined) return { run: (fn) => this.processGate(fn), observe: () => {}, concurrency: processSlots };
       const fleet = this.budgets.budget(`${run.runId}.${generation}`, asked);

@@ -1,4 +1,4 @@
-import type { DeploymentPolicy, Limits, RunOptionsInput } from '../config/index.js';
+import { type Limits, PROCESS_DEFAULTS, type DeploymentPolicy, type RunOptionsInput } from '../config/index.js';
 import type { Processor } from 'bullmq';
 import type { PredictorFactory, RunListener, ScoringObserver } from '../scoring/index.js';
 import type { RunJobData } from './queues.js';
@@ -17,8 +17,12 @@ export interface AlsoProcessed {
 
 /** Options of one worker process. */
 export interface WorkerOptions {
-  /** Predict requests in flight at most in this process, over all the segments it works on. */
-  concurrency: number;
+  /**
+   * Predict requests in flight at most in this process, over all the segments it works on
+   * (`--max-in-flight`): a cap of the process, where a run's `concurrency` is its budget across
+   * every worker scoring it.
+   */
+  maxInFlight: number;
   /**
    * Segments this process holds at once at most. It takes a next one only once those it holds
    * have sent all their batches (see SegmentIntake): while a segment sends, it has the process's
@@ -61,9 +65,9 @@ export interface WorkerOptions {
 }
 
 /** The worker's defaults: what its flags default to. */
-export const DEFAULT_WORKER_OPTIONS: Pick<WorkerOptions, 'concurrency' | 'segments' | 'shutdownTimeoutMs' | 'lockDurationMs'> = {
-  concurrency: 4,
+export const DEFAULT_WORKER_OPTIONS: Pick<WorkerOptions, 'maxInFlight' | 'segments' | 'shutdownTimeoutMs' | 'lockDurationMs'> = {
+  maxInFlight: 4,
   segments: 2,
-  shutdownTimeoutMs: 30_000,
+  shutdownTimeoutMs: PROCESS_DEFAULTS.workerShutdownTimeoutMs,
   lockDurationMs: 30_000,
 };

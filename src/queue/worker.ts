@@ -75,7 +75,7 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
       if (closing) return;
       started = true;
       log.info(
-        { worker: WORKER_ID, redis: redis.shownUrl, prefix: queue.prefix, concurrency: options.concurrency, segments: options.segments },
+        { worker: WORKER_ID, redis: redis.shownUrl, prefix: queue.prefix, maxInFlight: options.maxInFlight, segments: options.segments },
         'worker started',
       );
     },

@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import { AUTO_SLOTS, fixedSlots, maxConcurrency, predictBody, type RequestSlots } from '../service/index.js';
 import { formatLocation, type Storage } from '../storage/index.js';
 import { outputGroups } from './assemble.js';
-import { quarantineRisk } from './error-budget.js';
+import { quarantineRisk } from './error-allowance.js';
 import { preflight } from './preflight.js';
 import type { PreparedRun } from './prepared-run.js';
 import { planRun } from './prepare-run.js';
@@ -17,7 +17,7 @@ import { estimateRun, rowIdDigits } from './run-estimate.js';
 import type { RunRequest } from './run-request.js';
 import { batchIsFull, scoreBatch, type SegmentScoring } from './score-batch.js';
 import { emptyCounts } from './segment-counts.js';
-import { withinBudget, type WorkBudget } from './work-budget.js';
+import { withinBounds, type WorkBounds } from './work-bounds.js';
 
 const range = z.object({ low: z.number(), expected: z.number(), high: z.number() });
 
@@ -82,11 +82,11 @@ export interface DryRunContext {
   signal?: AbortSignal;
   /** The deployment's bounds on sizes peers control (see LIMITS); DEFAULT_LIMITS when absent. */
   limits?: Limits;
-  /** The work the dry run may do (`serve`'s, see dryRunBudget); none bounds it (the CLI's, on the user's own machine). */
-  budget?: WorkBudget;
+  /** The work the dry run may do (`serve`'s, see dryRunBounds); none bounds it (the CLI's, on the user's own machine). */
+  bounds?: WorkBounds;
 }
 
-/** Whose work a budget bounds, as E_LIMIT names it. */
+/** Whose work the bounds bound, as E_LIMIT names it. */
 const DRY_RUN_WORK = "this dry run's work on the server (`batch-scorer score --dry-run` runs one where the input is, unbounded)";
 
 /**
@@ -101,12 +101,12 @@ export const CANARY_BATCHES = 8;
  * written) and scores up to CANARY_BATCHES canary batches of its first rows, up to half of them
  * at once (never more than the run's concurrency), writing nothing: no run folder, no staged
  * copies. Refuses what a run would refuse, with the same errors. Estimates the run from what
- * planning and the canary took (see estimateRun). With `ctx.budget`, its time and the input
+ * planning and the canary took (see estimateRun). With `ctx.bounds`, its time and the input
  * bytes planning reads are bounded: past either it stops, and fails E_LIMIT naming the setting.
  */
 export async function dryRun(request: RunRequest, ctx: DryRunContext): Promise<DryRunReport> {
-  if (!ctx.budget) return plannedDryRun(request, ctx);
-  return withinBudget(ctx.budget, DRY_RUN_WORK, ctx.signal, (signal, onInputBytes) => plannedDryRun(request, { ...ctx, signal }, onInputBytes));
+  if (!ctx.bounds) return plannedDryRun(request, ctx);
+  return withinBounds(ctx.bounds, DRY_RUN_WORK, ctx.signal, (signal, onInputBytes) => plannedDryRun(request, { ...ctx, signal }, onInputBytes));
 }
 
 /** dryRun's work; `onInputBytes` hears the input bytes planning reads. */

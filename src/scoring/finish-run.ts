@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
 import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { assembleOutputs } from './assemble.js';
-import { errorRateExceeded, quarantineAllowance } from './error-budget.js';
+import { errorRateExceeded, quarantineAllowance } from './error-allowance.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, readManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
 import { FinishedSegments } from './finished-segments.js';

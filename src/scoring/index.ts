@@ -18,11 +18,11 @@ export { checkSegments } from './segment-check.js';
 export { readSegmentDone, readSegmentsDone, unfinished } from './segment-done.js';
 export { sumCounts } from './segment-counts.js';
 
-// Dry runs (`--dry-run`, `--estimate`) and their budget.
+// Dry runs (`--dry-run`, `--estimate`) and their bounds.
 export { dryRun, dryRunReportSchema, type DryRunReport } from './dry-run.js';
-export { dryRunBudget } from './work-budget.js';
+export { dryRunBounds } from './work-bounds.js';
 
-// A run's caps and error budget.
+// A run's caps and error allowance.
 export {
   CAP_FLAGS,
   capLimit,
@@ -36,7 +36,7 @@ export {
   type CapUsage,
   type RunCaps,
 } from './run-caps.js';
-export { errorRateExceeded, quarantineAllowance, type ErrorBudget } from './error-budget.js';
+export { errorRateExceeded, quarantineAllowance, type ErrorAllowance } from './error-allowance.js';
 
 // A run's states, request, trigger, progress and result.
 export {

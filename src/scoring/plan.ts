@@ -167,7 +167,7 @@ export interface PlanOptions {
   holdAfterFirst?: Promise<unknown>;
   /**
    * Hears the bytes planning reads, as it reads them: a text file's once inflated and decoded, a
-   * Parquet file's as stored. What it throws stops planning (a dry run's budget, see WorkBudget).
+   * Parquet file's as stored. What it throws stops planning (a dry run's bounds, see WorkBounds).
    */
   onBytes?: (bytes: number) => void;
 }

@@ -4,7 +4,7 @@ import { AbortedError, BatchScorerError, errorCode, isAbortError } from '../erro
 import type { Logger } from '../log.js';
 import { createRequestSlots, maxConcurrency } from '../service/index.js';
 import type { Storage } from '../storage/index.js';
-import { MemoryErrorBudget, quarantineAllowance } from './error-budget.js';
+import { MemoryErrorAllowance, quarantineAllowance } from './error-allowance.js';
 import { finishRun, recordFailure } from './finish-run.js';
 import { FinishedSegments } from './finished-segments.js';
 import type { Manifest } from './manifest.js';
@@ -77,8 +77,8 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     run = started.run;
     const prepared = run;
     const tracker = { rowsDone: 0, segmentsDone: 0, rowsSince: 0, start: Date.now(), last: 0, planEndAt: 0 };
-    // Past its allowance once its rows are all planned (see MemoryErrorBudget.allow).
-    const budget = new MemoryErrorBudget(Infinity);
+    // Past its allowance once its rows are all planned (see MemoryErrorAllowance.allow).
+    const errorAllowance = new MemoryErrorAllowance(Infinity);
     const report = (force = false) => {
       const now = Date.now();
       // Totals are known once planning ended: no progress is told before.
@@ -89,7 +89,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
           {
             rowsDone: tracker.rowsDone,
             rowsTotal: prepared.input.rows,
-            rowsQuarantined: budget.used,
+            rowsQuarantined: errorAllowance.used,
             segmentsDone: tracker.segmentsDone,
             segmentsTotal: prepared.input.segments.length,
           },
@@ -101,7 +101,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     started.planned.then(
       () => {
         tracker.planEndAt = Date.now();
-        budget.allow(quarantineAllowance(prepared.input.rows, request.options.maxErrorRate));
+        errorAllowance.allow(quarantineAllowance(prepared.input.rows, request.options.maxErrorRate));
         report(true);
       },
       () => undefined, // Thrown by started.segments.
@@ -115,7 +115,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
       client,
       slots,
       readAhead: new ReadAhead(() => slots.concurrency, run.request.options.batchSize),
-      budget,
+      errorAllowance,
       caps,
       log,
       signal,
@@ -142,7 +142,7 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
         if (done) {
           tracker.rowsDone += done.rowsIn;
           tracker.segmentsDone++;
-          budget.report(index, done.rowsQuarantined);
+          errorAllowance.report(index, done.rowsQuarantined);
           finished.add(index, done);
           continue;
         }

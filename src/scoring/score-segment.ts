@@ -8,7 +8,7 @@ import type { Predictor } from './predictor.js';
 import type { RequestSlots } from '../service/index.js';
 import { formatLocation, type Storage } from '../storage/index.js';
 import { drainedWrite } from './drained-write.js';
-import { errorRateExceeded, type ErrorBudget } from './error-budget.js';
+import { errorRateExceeded, type ErrorAllowance } from './error-allowance.js';
 import { ExpiredError, type RunCaps } from './run-caps.js';
 import { ComparisonAccumulator, comparedMembers } from './model-comparison.js';
 import { ProfileAccumulator } from './prediction-profile.js';
@@ -34,7 +34,7 @@ export interface SegmentWork {
   /** The batches kept ahead of the writers, shared by the segments this process scores at once. */
   readAhead: ReadAhead;
   /** The run's allowance of quarantined rows, shared with its other segments (in this process or not). */
-  budget: ErrorBudget;
+  errorAllowance: ErrorAllowance;
   /**
    * The run's caps, shared with its other segments: each predict attempt is taken from them with
    * its rows by the client (see cappedPredictor); once they have refused one, the segment reads no
@@ -230,7 +230,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
     await Promise.all([drainedWrite(rowsOut, writer.lines(scored), writes), drainedWrite(errorsOut, errors, errorsWrite)]);
     // Told after every batch, not only one with quarantined rows: a segment without any must
     // also stop once its siblings have taken the run past its allowance.
-    const over = work.budget.report(index, (before?.rowsQuarantined ?? 0) + counts.rowsQuarantined);
+    const over = work.errorAllowance.report(index, (before?.rowsQuarantined ?? 0) + counts.rowsQuarantined);
     work.onRows?.(outcomes.length);
     if (over) throw errorRateExceeded(run);
   };
@@ -285,7 +285,7 @@ async function scoreSegmentParts(work: SegmentWork, index: number): Promise<Segm
           // Written in its place among the batch's answers, so errors.jsonl stays in input order.
           malformed.push({ at: batch.length, outcome: { row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } } });
           // A file of mostly malformed rows (the wrong file, a wrong delimiter) holds a batch's
-          // worth of them at a time, not the segment's, and tells the error budget as it goes.
+          // worth of them at a time, not the segment's, and tells the error allowance as it goes.
           if (malformed.length >= run.request.options.batchSize) await submit();
           continue;
         }

@@ -6,12 +6,12 @@ import { inflationCap } from './input-bounds.js';
 import { planInput } from './plan.js';
 import { runPlanOptions } from './prepare-run.js';
 import { segmentsOf, segmentsPastBound, SegmentsPastBound } from './segment-bound.js';
-import { dryRunBudget, withinBudget } from './work-budget.js';
+import { dryRunBounds, withinBounds } from './work-bounds.js';
 
 /** What checkSegments found: the input fits MAX_SEGMENTS, or it could not tell (and why). */
 export type SegmentCheck = { fits: true } | { fits: false; undecided: string };
 
-/** Whose work the budget bounds, as its E_LIMIT (logged, never answered) names it. */
+/** Whose work the bounds bound, as its E_LIMIT (logged, never answered) names it. */
 const COUNTING = "counting an input's rows for MAX_SEGMENTS";
 
 /**
@@ -20,17 +20,17 @@ const COUNTING = "counting an input's rows for MAX_SEGMENTS";
  * files' bytes alone (a row takes 2 bytes at least, a line feed and a character; a gzipped file
  * inflates to at most MAX_INFLATION_RATIO times its bytes, or 64 MiB, and MAX_INFLATED_BYTES):
  * if even that many rows fit, nothing is read. Otherwise the input is planned as its run would
- * plan it, writing nothing, within a dry run's budget (MAX_DRY_RUN_SECONDS, MAX_DRY_RUN_BYTES):
+ * plan it, writing nothing, within a dry run's bounds (MAX_DRY_RUN_SECONDS, MAX_DRY_RUN_BYTES):
  * planning stops at the first segment past the bound, and the rows are then counted to name the
- * smallest `segmentRows` (or, if the budget does not let them be, the least planning could tell).
- * Whatever else stops it (the budget, an input this process cannot read) leaves it undecided:
+ * smallest `segmentRows` (or, if the bounds do not let them be, the least planning could tell).
+ * Whatever else stops it (the bounds, an input this process cannot read) leaves it undecided:
  * the run's planning refuses it then, before any segment job is added.
  */
 export async function checkSegments(storage: Storage, input: Location, options: RunOptions, limits: Limits, signal?: AbortSignal): Promise<SegmentCheck> {
   let verdict: SegmentCheck | { refused: SegmentsPastBound };
   try {
-    verdict = await withinBudget(dryRunBudget(limits), COUNTING, signal, (budgeted, onBytes) =>
-      plannedVerdict(storage, input, options, limits, budgeted, onBytes),
+    verdict = await withinBounds(dryRunBounds(limits), COUNTING, signal, (bounded, onBytes) =>
+      plannedVerdict(storage, input, options, limits, bounded, onBytes),
     );
   } catch (err) {
     return { fits: false, undecided: (err as Error).message };
@@ -39,7 +39,7 @@ export async function checkSegments(storage: Storage, input: Location, options: 
   return verdict;
 }
 
-/** checkSegments' work, within its budget: the bound by bytes, then the input planned, then its rows counted. */
+/** checkSegments' work, within its bounds: the bound by bytes, then the input planned, then its rows counted. */
 async function plannedVerdict(
   storage: Storage,
   input: Location,
@@ -57,7 +57,7 @@ async function plannedVerdict(
     return { fits: true };
   } catch (err) {
     if (!(err instanceof SegmentsPastBound)) throw err;
-    // One segment a file: every row counted, if the budget left lets them be.
+    // One segment a file: every row counted, if what the bounds leave lets them be.
     const counted = await planInput(storage, input, {
       ...runPlanOptions(options, { ...limits, segments: Number.MAX_SAFE_INTEGER }),
       segmentRows: Number.MAX_SAFE_INTEGER,
@@ -81,7 +81,7 @@ function notPlainByName(file: ListedFile): boolean {
 /** Bytes read from the start of each plain text file to judge its rows by its line feeds. */
 const SAMPLE_BYTES = 1024 * 1024;
 
-/** Files sampled at most: an input of more is counted by planning, within the budget, as before. */
+/** Files sampled at most: an input of more is counted by planning, within the bounds, as before. */
 const SAMPLED_FILES = 64;
 
 /**
@@ -90,7 +90,7 @@ const SAMPLED_FILES = 64;
  * (a quoted field may hold some), so the guess errs high; a file whose first rows are much longer
  * than the rest can still fool it, and then the run's planning refuses it. Without this, every
  * submission of a file above 400 MB (2 bytes a row, 20,000 rows a segment) would be planned here
- * for up to a dry run's budget before it is queued.
+ * for up to a dry run's bounds before it is queued.
  */
 async function farBelowBound(storage: Storage, files: readonly ListedFile[], options: RunOptions, limits: Limits, signal: AbortSignal): Promise<boolean> {
   if (files.length > SAMPLED_FILES || files.some((f) => notPlainByName(f))) return false;

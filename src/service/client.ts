@@ -72,7 +72,7 @@ export interface CallOptions {
   slot?: <T>(exchange: () => Promise<T>) => Promise<T>;
   /**
    * Called before each attempt is sent, the first and every retry, inside its `slot`: what it
-   * throws fails the call as it is, without sending (a caller's budget of requests refusing one
+   * throws fails the call as it is, without sending (a caller's cap on requests refusing one
    * more, say).
    */
   beforeAttempt?: () => Promise<void>;

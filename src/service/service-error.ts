@@ -31,7 +31,7 @@ const CODES: Record<ServiceErrorKind, ErrorCode> = {
   fatal: 'E_SERVICE_FATAL',
 };
 
-/** Kinds the client tries again within its retry budget (a bad answer is a fault before it is a verdict). */
+/** Kinds the client tries again within its retries (a bad answer is a fault before it is a verdict). */
 export const RETRIED_KINDS: readonly ServiceErrorKind[] = ['retriable', 'bad-answer'];
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PROCESS_DEFAULTS } from '../config/index.js';
 
 /**
  * Settings of the bundled Model Query Service simulator. The logger is not part of the schema (it
@@ -7,9 +8,9 @@ import { z } from 'zod';
 export const simulatorOptionsSchema = z
   .object({
     /** Interface to listen on; loopback by default so a demo never exposes itself. */
-    host: z.string().min(1).default('127.0.0.1'),
+    host: z.string().min(1).default(PROCESS_DEFAULTS.simulatorHost),
     /** The reference server's default port, so a client's default base URL reaches it; 0 picks a free one. */
-    port: z.number().int().min(0).max(65535).default(47334),
+    port: z.number().int().min(0).max(65535).default(PROCESS_DEFAULTS.simulatorPort),
     /**
      * Prefix before `/api/...`, as a gateway adds (`/v1`), so clients can be tested against a base
      * URL that carries a path. Empty, or `/segment(/segment)*` without a trailing slash.

@@ -35,8 +35,8 @@ describe('cancelling, then cancelled', () => {
   it('reads cancelling while its segments stop, then cancelled; no predict request arrives after it reads cancelled', async () => {
     // Two workers of 2 requests, 50-row batches, 50 ms a request: each has predict requests in flight all the time.
     await f.setup({ latencyMs: 50 });
-    f.worker(['--concurrency', '2']);
-    f.worker(['--concurrency', '2']);
+    f.worker(['--max-in-flight', '2']);
+    f.worker(['--max-in-flight', '2']);
     const runId = 'two-states';
     await f.queue.enqueue({ input: files.input, model: MODEL, out: join(files.dir, 'two-states'), options: options(runId) });
     await waitFor('a segment to be done', async () => ((await f.queue.get(runId))?.progress?.segmentsDone ?? 0) >= 1, 30_000);
@@ -75,7 +75,7 @@ describe('cancelling, then cancelled', () => {
     // One segment at a time, under a lock of 10 s: renewed every 5 s at most, so it holds for 5 s
     // at least once the worker is stopped (an expired lock is no longer the worker's, and the
     // cancel would remove its job at once).
-    const stuck = f.worker(['--concurrency', '2', '--segments', '1', '--lock-duration', '10000']);
+    const stuck = f.worker(['--max-in-flight', '2', '--segments', '1', '--lock-duration', '10000']);
     const runId = 'stuck';
     await f.queue.enqueue({ input: files.input, model: MODEL, out: join(files.dir, 'stuck'), options: options(runId) });
     await waitFor(

@@ -159,8 +159,8 @@ describe('caps on queued runs', () => {
    */
   const enqueueToTwoWorkers = async (simOptions: Parameters<typeof f.setup>[0], out: string, runId: string, cap: string[]) => {
     await f.setup(simOptions);
-    f.worker(['--concurrency', '4']);
-    f.worker(['--concurrency', '4']);
+    f.worker(['--max-in-flight', '4']);
+    f.worker(['--max-in-flight', '4']);
     // Both take segments from the start: a worker still starting when they are queued could find
     // them all taken by the other, which then spends the cap alone.
     await waitFor('both workers to start', () => f.workers.every((w) => w.log().includes('worker started')), 30_000);

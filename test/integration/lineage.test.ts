@@ -271,7 +271,7 @@ describe('lineage events from queue workers', () => {
   it('a queued run cancelled while it runs sends ABORT', async () => {
     await f.setup({ latencyMs: 40 });
     receiver = await startLineageReceiver();
-    f.worker(['--concurrency', '1'], { OPENLINEAGE_URL: receiver.url });
+    f.worker(['--max-in-flight', '1'], { OPENLINEAGE_URL: receiver.url });
     const out = join(tmp.dir, 'queue-cancel');
     await f.queue.enqueue({ input, model: MODEL, out, options: { runId: 'lq-cx', segmentRows: 500, batchSize: 20 } });
     await waitFor('a segment done', async () => ((await f.queue.get('lq-cx'))?.progress?.segmentsDone ?? 0) >= 1, 30_000);
@@ -291,7 +291,7 @@ describe('lineage events from queue workers', () => {
     receiver = await startLineageReceiver();
     // PUBLIC_URL names this serve: the custom facets' _schemaURLs are its, and must resolve there.
     const s = await serve(f.env());
-    f.worker(['--concurrency', '1'], { OPENLINEAGE_URL: receiver.url, PUBLIC_URL: s.url });
+    f.worker(['--max-in-flight', '1'], { OPENLINEAGE_URL: receiver.url, PUBLIC_URL: s.url });
     const out = join(tmp.dir, 'queue-story');
     const runId = 'lq-story';
     const folder = join(out, runId);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DIRECT_BUDGET_MS } from '../../src/notify/direct-notifier.js';
+import { DIRECT_DEADLINE_MS } from '../../src/notify/direct-notifier.js';
 import { NOTIFICATIONS_QUEUE } from '../../src/queue/queued-notifier.js';
 import type { Manifest } from '../../src/scoring/manifest.js';
 import { SCHEDULES_QUEUE } from '../../src/queue/queues.js';
@@ -275,7 +275,7 @@ describe('webhooks of score', () => {
     // Three attempts refused at once, about 1 s and 2 s apart (half of each random): 1.5 to 3 s after the run's end, never past the bound.
     const after = exitedAt - Date.parse(manifest.finishedAt);
     expect(after).toBeGreaterThanOrEqual(1_500);
-    expect(after).toBeLessThan(DIRECT_BUDGET_MS);
+    expect(after).toBeLessThan(DIRECT_DEADLINE_MS);
     expect(await records(folder)).toEqual([expect.objectContaining({ attempts: 3, lastStatus: null, lastError: 'ECONNREFUSED', outcome: 'gave-up' })]);
     expect(cli.stderr()).toContain('webhook not delivered; given up');
   });

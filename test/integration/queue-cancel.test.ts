@@ -46,8 +46,8 @@ describe('cancelling and resuming queued runs', () => {
   it('a running run cancelled from the CLI stops within seconds on every worker, and resumes to a byte-identical result', async () => {
     // Two workers of 2 requests, 50-row batches, 50 ms a request: about 4000 rows/s, 10 s for the file.
     await f.setup({ latencyMs: 50 });
-    f.worker(['--concurrency', '2']);
-    f.worker(['--concurrency', '2']);
+    f.worker(['--max-in-flight', '2']);
+    f.worker(['--max-in-flight', '2']);
     const out = join(tmp.dir, 'cancel');
     const runId = 'cx';
     await f.queue.enqueue({ input: long, model: MODEL, out, options: { runId, segmentRows: SEGMENT_ROWS, batchSize: 50 } });

@@ -63,7 +63,7 @@ describe('queue mode under faults', () => {
     await f.setup({ latencyMs: 150 });
     const out = join(tmp.dir, 'long');
     // Lock of 1 s; each segment takes about 2000 rows / 100 per batch / 2 at once * 150 ms = 1.5 s or more.
-    f.worker(['--lock-duration', '1000', '--concurrency', '2']);
+    f.worker(['--lock-duration', '1000', '--max-in-flight', '2']);
     const before = f.sim.stats.predictRows;
     const { runId } = await f.queue.enqueue({
       input,

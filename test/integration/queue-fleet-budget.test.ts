@@ -20,7 +20,7 @@ describe("a queued run's --concurrency across its workers", () => {
   it('4 workers of 4 slots each never have more of the run in flight than its --concurrency', async () => {
     // The service refuses (429) beyond 8 at once: 16 worker slots would meet it, 3 never do.
     await f.setup({ latencyMs: 30, capacity: 8 });
-    for (let i = 0; i < 4; i++) f.worker(['--concurrency', '4', '--segments', '2']);
+    for (let i = 0; i < 4; i++) f.worker(['--max-in-flight', '4', '--segments', '2']);
     const { runId } = await enqueue('fleet3', { concurrency: 3 });
     const status = await f.finished(runId);
     expect(status.state).toBe('succeeded');
@@ -31,7 +31,7 @@ describe("a queued run's --concurrency across its workers", () => {
 
   it('a run that sets none is bounded by its workers alone: no budget in Redis', async () => {
     await f.setup({ latencyMs: 10 });
-    for (let i = 0; i < 2; i++) f.worker(['--concurrency', '2']);
+    for (let i = 0; i < 2; i++) f.worker(['--max-in-flight', '2']);
     const { runId } = await enqueue('unset', {});
     expect((await f.finished(runId)).state).toBe('succeeded');
     expect(f.sim.stats.peakInFlight).toBeLessThanOrEqual(4);
@@ -45,7 +45,7 @@ describe("a queued run's --concurrency across its workers", () => {
 
   it('a cancelled run stops its requests waiting for the budget, and every slot it held comes back', async () => {
     await f.setup({ latencyMs: 300 });
-    for (let i = 0; i < 2; i++) f.worker(['--concurrency', '4']);
+    for (let i = 0; i < 2; i++) f.worker(['--max-in-flight', '4']);
     const { runId } = await enqueue('cancelled', { concurrency: 2 });
     await waitFor('requests sent', () => f.sim.stats.predictRequests >= 4, 30_000);
     await f.queue.cancel(runId);
@@ -66,13 +66,13 @@ describe("a queued run's --concurrency across its workers", () => {
 
   it("a killed worker's slots come back to the run once its lease runs out", async () => {
     await f.setup({ latencyMs: 1_500 });
-    const first = f.worker(['--concurrency', '2']);
+    const first = f.worker(['--max-in-flight', '2']);
     const { runId } = await enqueue('crash', { concurrency: 2, segmentRows: 4_000, batchSize: 1_000 });
     await waitFor('the first worker to hold both slots', () => f.sim.stats.peakInFlight === 2, 30_000);
     first.child.kill('SIGKILL');
     await first.exited;
     // The budget still counts the dead worker's two slots: the second worker scores only once they come back.
-    f.worker(['--concurrency', '2']);
+    f.worker(['--max-in-flight', '2']);
     const status = await f.finished(runId);
     expect(status.state).toBe('succeeded');
     expect(f.sim.stats.peakInFlight).toBe(2);

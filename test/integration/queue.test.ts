@@ -168,7 +168,7 @@ describe('queue mode with real worker processes on Redis', () => {
     const out = join(tmp.dir, 'term');
     // Segments of 40 batches at 100 ms on this worker's 4 slots: each takes about a second, far
     // longer than the 200 ms it may wait, so the SIGTERM finds a segment to hand back.
-    const leaving = worker(['--shutdown-timeout', '200', '--concurrency', '4']);
+    const leaving = worker(['--shutdown-timeout', '200', '--max-in-flight', '4']);
     const { runId } = await f.queue.enqueue({
       input,
       model: 'mindsdb/home_rentals_model',
@@ -179,7 +179,7 @@ describe('queue mode with real worker processes on Redis', () => {
     leaving.child.kill('SIGTERM');
     expect(await leaving.exited).toBe(0);
     expect(leaving.log()).toContain('handed back on shutdown');
-    worker(['--concurrency', '8']);
+    worker(['--max-in-flight', '8']);
     const status = await f.finished(runId);
     expect(status.state).toBe('succeeded');
     expect(sha256(await readFile(join(out, runId, 'predictions.csv')))).toBe(sha256(expected));

@@ -31,7 +31,7 @@ describe('a followed run that vanishes from Redis', () => {
     try {
       // 250 ms a request, 50-row batches, 2 at once, one segment at a time: 5 s a segment.
       await f.setup({ latencyMs: 250 }, `redis://127.0.0.1:${port}`);
-      const worker = f.worker(['--concurrency', '2', '--segments', '1']);
+      const worker = f.worker(['--max-in-flight', '2', '--segments', '1']);
       const runId = 'lost';
       const out = join(files.dir, 'out');
       const folder = join(out, runId);

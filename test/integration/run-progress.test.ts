@@ -45,7 +45,7 @@ describe("a run's throughput samples in Redis", () => {
   });
 });
 
-describe("a run's error budget in Redis", () => {
+describe("a run's error allowance in Redis", () => {
   it("sums its segments' quarantined rows, a segment's count replacing its last, and stays past its allowance once past", async () => {
     const store = new RunProgressStore(redis, prefix);
     await store.start('b', 1000, 3);
@@ -55,9 +55,9 @@ describe("a run's error budget in Redis", () => {
     // Segment 1 tried again starts its count over: it replaces the failed attempt's 6.
     expect(await store.quarantined('b', 1, 2, 10)).toBe(false);
     expect(await store.quarantined('b', 2, 4, 10)).toBe(false); // 4 + 2 + 4
-    expect(await store.overBudget('b')).toBe(false);
+    expect(await store.pastAllowance('b')).toBe(false);
     expect(await store.quarantined('b', 2, 5, 10)).toBe(true);
-    expect(await store.overBudget('b')).toBe(true);
+    expect(await store.pastAllowance('b')).toBe(true);
     // Past once, past for good: the segments that still score stop.
     expect(await store.quarantined('b', 2, 0, 10)).toBe(true);
     expect((await store.read('b'))?.rowsQuarantined).toBe(6);
@@ -65,10 +65,10 @@ describe("a run's error budget in Redis", () => {
     // The failed run's counts, as its errors.jsonl holds them.
     await store.keepQuarantined('b', [4, 3, 5]);
     expect((await store.details('b')).segments.map((s) => s.quarantined)).toEqual([4, 3, 5]);
-    // Enqueued again (a resume), the run starts with a budget of its own.
+    // Enqueued again (a resume), the run starts with an allowance of its own.
     await store.clear('b');
     await store.start('b', 1000, 3);
-    expect(await store.overBudget('b')).toBe(false);
+    expect(await store.pastAllowance('b')).toBe(false);
     expect(await store.quarantined('b', 1, 10, 10)).toBe(false);
   });
 });

@@ -105,8 +105,8 @@ describe('serve', () => {
     const long = join(tmp.dir, 'long.csv');
     await writeRentals(long, ROWS);
     await f.setup({ latencyMs: 50 });
-    f.worker(['--concurrency', '2']);
-    f.worker(['--concurrency', '2']);
+    f.worker(['--max-in-flight', '2']);
+    f.worker(['--max-in-flight', '2']);
     const s = await serve({ ...f.env(), ...CREDENTIALS });
     const out = join(tmp.dir, 'cancelled');
     const options = { runId: 'to-cancel', segmentRows: 2_000, batchSize: 50 };

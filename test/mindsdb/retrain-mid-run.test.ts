@@ -132,7 +132,7 @@ describe('a model retrained during a run, on a real MindsDB', () => {
     const name = `retrain_queue_${tag}`;
     await trainModel(name);
     f.setupService(conn.url);
-    const first = f.worker(['--concurrency', '1']);
+    const first = f.worker(['--max-in-flight', '1']);
     const out = join(tmp.dir, 'queue');
     const { runId } = await f.queue.enqueue({ input, model: `mindsdb/${name}`, out, options: { runId: 'q', ...SLOW } });
     await waitFor('the run to start scoring', async () => ((await f.queue.get(runId))?.progress?.rowsDone ?? 0) > 0);
@@ -142,7 +142,7 @@ describe('a model retrained during a run, on a real MindsDB', () => {
     expect(await first.exited).toBe(0);
     expect((await f.queue.get(runId))?.state).not.toBe('succeeded');
     await retrained(name);
-    const second = f.worker(['--concurrency', '1']);
+    const second = f.worker(['--max-in-flight', '1']);
     expect((await f.finished(runId)).state).toBe('succeeded');
     // Both scored: rows before the retrain and after it, all of version 1.
     const pids = (await f.queue.logs(runId)).flatMap((l) => (l.startsWith('segment ') ? [/\(\S+:(\d+), attempt/.exec(l)![1]] : []));

@@ -94,7 +94,7 @@ describe('SIGTERM', () => {
   it('ends a process whose work does not heed the abort within its shutdown timeout, with 143', async () => {
     // The step that hangs stands for a filesystem call that never returns (what Node's recursive
     // mkdir did on /proc); the process must still end once its shutdown timeout has passed.
-    const action = fileURLToPath(new URL('../../dist/cli/action.js', import.meta.url));
+    const action = fileURLToPath(new URL('../../dist/cli/graceful-exit.js', import.meta.url));
     const script = `import(${JSON.stringify(action)}).then(({ interruptSignal }) => { interruptSignal(1000); setInterval(() => undefined, 1000); console.log('ready'); });`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

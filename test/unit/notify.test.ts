@@ -2,7 +2,8 @@ import { createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
 import { BatchScorerError } from '../../src/errors.js';
 import { notificationsSection } from '../../src/http/notifications-section.js';
@@ -256,18 +257,23 @@ describe('a delivery job, as a worker checks it before it sends or writes anythi
   });
 
   it("is tried again after the project's backoff: about 1, 2, 4 and 8 s, half of each random, never past 8 s", () => {
-    for (const [attempt, low, high] of [
-      [1, 500, 1_000],
-      [2, 1_000, 2_000],
-      [3, 2_000, 4_000],
-      [4, 4_000, 8_000],
-      [9, 4_000, 8_000],
-    ]) {
-      for (let i = 0; i < 20; i++) {
-        const wait = webhookRetryDelayMs(attempt);
-        expect(wait, `attempt ${attempt}`).toBeGreaterThanOrEqual(low);
-        expect(wait, `attempt ${attempt}`).toBeLessThanOrEqual(high);
-      }
+    // Math.random stands for the jitter: webhookRetryDelayMs is BullMQ's backoff strategy, whose arguments are BullMQ's.
+    const random = vi.spyOn(Math, 'random');
+    try {
+      fc.assert(
+        fc.property(fc.integer({ min: 1, max: 100 }), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+          random.mockReturnValue(r);
+          const ceiling = Math.min(8_000, 1_000 * 2 ** (attempt - 1));
+          const wait = webhookRetryDelayMs(attempt);
+          expect(Number.isInteger(wait)).toBe(true);
+          expect(wait).toBeGreaterThanOrEqual(ceiling / 2);
+          expect(wait).toBeLessThanOrEqual(ceiling);
+          // The random half is there: the lowest draw waits half the ceiling, the highest all of it.
+          expect(wait).toBe(Math.round(ceiling / 2 + (r * ceiling) / 2));
+        }),
+      );
+    } finally {
+      random.mockRestore();
     }
   });
 });

@@ -1,12 +1,12 @@
 import type { Logger } from '../log.js';
-import { type ErrorBudget, PROGRESS_EVERY_MS } from '../scoring/index.js';
+import { type ErrorAllowance, PROGRESS_EVERY_MS } from '../scoring/index.js';
 import type { RunProgressStore } from './run-progress.js';
 
 /**
- * A run's error budget on Redis, as one segment job sees it: the segment's quarantined rows go
+ * A run's error allowance on Redis, as one segment job sees it: the segment's quarantined rows go
  * into the run's progress hash, where a script sums every segment's and compares the sum with
  * the allowance in one step (see RunProgressStore.quarantined), so the segments on every worker
- * share one budget. Once the run has been past it, a mark stays in the hash: segments still
+ * share one allowance. Once the run has been past it, a mark stays in the hash: segments still
  * scoring stop, segments not started are skipped, and the run job, taken once none is left,
  * fails the run.
  *
@@ -16,7 +16,7 @@ import type { RunProgressStore } from './run-progress.js';
  * (each one a report) asks no more often than Redis answers. A segment whose count did not grow
  * asks once every PROGRESS_EVERY_MS at most, to learn of its siblings' rows.
  */
-export class RunErrorBudget implements ErrorBudget {
+export class RunErrorAllowance implements ErrorAllowance {
   private latest = 0;
   private stored: number | undefined;
   private askedAt = Number.NEGATIVE_INFINITY;

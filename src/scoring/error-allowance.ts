@@ -5,17 +5,17 @@ import type { PreparedRun } from './prepared-run.js';
  * A run's allowance of quarantined rows (--max-error-rate), one for the whole run whoever scores
  * its segments: each segment reports how many rows it has quarantined so far, and learns whether
  * the run, all segments together, has gone past the allowance; then it stops. Direct mode keeps
- * it in memory (MemoryErrorBudget); queue mode on Redis, shared by the segments on every worker.
+ * it in memory (MemoryErrorAllowance); queue mode on Redis, shared by the segments on every worker.
  * Counts are kept per segment and replaced, not added: a segment attempt tried again after a
  * failure starts its count over instead of counting its rows twice.
  */
-export interface ErrorBudget {
+export interface ErrorAllowance {
   /** The quarantined rows the run may have: `quarantineAllowance` of its rows. */
   readonly allowed: number;
   /**
    * Segment `index` has quarantined `rows` rows so far (this attempt's). Answers true once the
    * run is known to have been past its allowance: the segment must stop, since the run fails.
-   * Never waits: a budget kept elsewhere answers what it learnt by the last call, and learns
+   * Never waits: an allowance kept elsewhere answers what it learnt by the last call, and learns
    * of this one a round trip later.
    */
   report(index: number, rows: number): boolean;
@@ -55,8 +55,8 @@ export function errorRateExceeded(run: PreparedRun, counts?: { rowsIn: number; r
   );
 }
 
-/** The error budget of a run scored in one process (`score`). */
-export class MemoryErrorBudget implements ErrorBudget {
+/** The error allowance of a run scored in one process (`score`). */
+export class MemoryErrorAllowance implements ErrorAllowance {
   private readonly bySegment = new Map<number, number>();
   private total = 0;
   private over = false;

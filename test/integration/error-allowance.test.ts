@@ -16,7 +16,7 @@ import { startSimulator, tempDir } from '../helpers/scoring.js';
 
 const ROWS = 12_000;
 const MODEL = 'mindsdb/home_rentals_model';
-const TOKEN = 'error-budget-test-token';
+const TOKEN = 'error-allowance-test-token';
 const OPTIONS = ['--segment-rows', '1000', '--batch-size', '50', '--max-error-rate', '0.01'];
 /** One row in ten has a field too many: quarantined as malformed, and never sent to the model. */
 const isBad = (i: number) => i % 10 === 3;
@@ -48,7 +48,7 @@ async function manifestOf(folder: string): Promise<Manifest> {
   return JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as Manifest;
 }
 
-describe('one error budget per run', () => {
+describe('one error allowance per run', () => {
   it('a queued run over --max-error-rate fails before half its rows are sent, and every count of it is its errors.jsonl', async () => {
     await f.setup({ latencyMs: 5 });
     const ports = [await freePort(), await freePort()];
