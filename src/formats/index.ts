@@ -16,7 +16,7 @@ export { NestedTooDeep, nestedDeeperThan, textNestedDeeperThan } from './json-de
 export { EXACT_POWERS_OF_TEN } from './powers-of-ten.js';
 
 // Writing rows.
-export { createRowWriter, ROW_NUMBER_COLUMN, type WriterRow } from './row-writer.js';
+export { createRowWriter, ROW_NUMBER_COLUMN, type RowWriter, type WriterRow } from './row-writer.js';
 export { ByteWriter } from './byte-writer.js';
 
 // Parquet: reading (hyparquet, itself loaded when a Parquet file is read) and writing.

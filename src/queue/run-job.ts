@@ -58,149 +58,225 @@ import type { WorkerContext } from './worker-context.js';
 export function runJobProcessor(ctx: WorkerContext): Processor<RunJobData> {
   return async (job, token, lost) => {
     const data = await ctx.readJob(job, token, runJobDataSchema);
-    const { folder } = data;
     const jobLog = ctx.log.child({ runId: data.runId, jobId: job.id });
     const asked = await allowedRequest(ctx, job, token, data, jobLog);
     const cancel = ctx.cancelWatch.follow(data.runId);
-    const signal = ctx.jobSignal(cancel.signal, lost);
-    const startedAt = data.startedAt ?? new Date().toISOString();
-    let plannedAt = data.plannedAt;
-    let request: RunRequest | undefined;
-    let run: PreparedRun | undefined;
-    let attempt: OpenAttempt | undefined;
+    const take = new RunJobTake(ctx, job, token, lost, data, jobLog, cancel.signal);
     try {
-      // A run cancelled before a worker took it never starts; one cancelled while its segments
-      // were scored comes back here once they have stopped, and is not assembled.
-      if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
-      // Another's folder is refused before any of its files is read as this run's.
-      await checkRunFolder(ctx.storage, folder, data.runId, signal);
-      request = await effectiveRequest(ctx, data, asked);
-      const succeeded = await alreadySucceeded(ctx, request, data.runId, folder);
-      if (succeeded) {
-        await job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
-        // A new job for a run an earlier job finished (and metrics counted): counted once, not again.
-        return { ...summary(succeeded, formatLocation(folder)), ...(data.step === undefined ? { repeat: true } : {}) };
-      }
-      // Refused before describe is asked: a missing input or an output that cannot be written.
-      if (data.step === undefined) {
-        await preflight(request, ctx.storage, signal);
-        // A run started anew (a resume) goes on under its own caps, counting what it sent before.
-        await ctx.caps.reopen(data.runId);
-      }
-      // Planning's probe is a predict call like any other: taken from the run's caps.
-      const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
-      const client = cappedPredictor(ctx.clientFor(request.options), caps);
-      const claimed = request;
-      // Heard when an attempt begins, not at each step or take of its job (see openAttempt).
-      const onClaimed = async () => {
-        attempt = await openAttempt(ctx.storage, folder, startedAt, signal);
-        if (attempt.opened) ctx.options.listener?.runStarted({ runId: data.runId, request: claimed, folder, startedAt, attempt: attempt.attempt });
-      };
-      run = await prepareRun(request, data.runId, {
-        storage: ctx.storage,
-        client,
-        log: jobLog,
-        signal,
-        onClaimed,
-        ...(ctx.options.limits && { limits: ctx.options.limits }),
-      });
-      // Its segments stop once the run has been past its error allowance (see RunErrorAllowance), and
-      // the run fails here, once the last one has: errors.jsonl and every count are then taken
-      // while nothing writes any more. Likewise once it reached a cap: it ends expired.
-      if (await ctx.progress.pastAllowance(run.runId)) throw errorRateExceeded(run);
-      const expiredOn = await ctx.caps.expired(run.runId);
-      if (expiredOn) throw new ExpiredError(expiredOn);
-      if (data.step !== 'assemble') {
-        const done = await readSegmentsDone(ctx.storage, run);
-        const todo = unfinished(run, done);
-        if (data.step === undefined) {
-          await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length, sumCounts(done.filter((d) => d !== undefined)).rowsIn);
-          // A resumed run starts with the segments it finished before.
-          for (const [i, d] of done.entries()) if (d) await ctx.progress.segment(run.runId, i, d.rowsIn, d.rowsQuarantined, true);
-          await job.log(
-            `planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`,
-          );
-          plannedAt = Date.now();
-          // The data as it came, keys of other releases kept: only the step moves on.
-          await job.updateData({ ...job.data, step: 'score', startedAt, plannedAt });
-        }
-        if (todo.length > 0) {
-          signal.throwIfAborted();
-          const { runId } = run;
-          // Taken before the segments of runs of lower priority, even those waiting already.
-          const priority = JOB_PRIORITY[runPriority(data.request.options)];
-          await ctx.segmentsQueue.addBulk(
-            todo.map((index) => ({
-              name: 'segment',
-              data: { runId, folder: formatLocation(folder), index, generation: job.timestamp } satisfies SegmentJobData,
-              opts: {
-                jobId: segmentJobId(runId, job.timestamp, index),
-                parent: { id: job.id!, queue: job.queueQualifiedName },
-                failParentOnFailure: true,
-                priority,
-                ...ATTEMPTS.segments,
-                ...RETENTION.segments,
-              },
-            })),
-          );
-          if (await job.moveToWaitingChildren(token!)) throw new WaitingChildrenError();
-        }
-        await job.updateData({ ...job.data, step: 'assemble', startedAt, plannedAt });
-      }
-      // The cancel handshake: the step says `assemble` before the marker is read here, and cancel()
-      // writes the marker before it reads the step; so either this sees the cancel, or cancel()
-      // sees the assembly and waits for its outcome. Once begun, assembly is not cut by a cancel:
-      // a half-written `_SUCCESS` must never stand beside a run reported cancelled.
-      if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
-      const assembling = ctx.jobSignal(new AbortController().signal, lost);
-      const queue = (segments: { jobId?: string; worker?: string }[]) => ({
-        jobIds: [job.id!, ...segments.map((s) => s.jobId ?? '?')],
-        attempts: job.attemptsMade + 1,
-        workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
-      });
-      const manifest = await finishRun(
-        run,
-        // A run resumed at its assembly (a release that kept no plannedAt) counts no scoring time.
-        { startedAt, plannedAt: plannedAt ?? Date.now(), queue, attempt: attempt?.attempt },
-        { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling, findBaseline: ctx.findBaseline },
-      );
-      await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
-      jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
-      await ctx.runEnded(manifest, jobLog);
-      return summary(manifest, formatLocation(folder));
+      return await take.steps(asked);
     } catch (err) {
       if (err instanceof WaitingChildrenError) throw err;
       if (lost?.aborted) throw ctx.lockLost(jobLog, lost);
-      const endRequest = request ?? { ...data.request, options: { ...data.request.options } };
-      // What a cancel causes may come before the watch's next poll (its segments removed under it).
-      const cancelled = cancel.signal.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
-      const parts = { runId: data.runId, startedAt, attempt: attempt?.attempt, run, request: endRequest };
-      if (cancelled) throw await endCancelled(ctx, job, folder, parts, jobLog);
-      // A run past its error allowance shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
-      const keepQuarantined = (bySegment: readonly number[]) =>
-        ctx.progress
-          .keepQuarantined(data.runId, bySegment)
-          .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
-      // Stopped on a cap: the run's error says which, and how far it got.
-      const failure =
-        err instanceof ExpiredError && !err.cap
-          ? await expiredQueuedRun(ctx, data.runId, run, endRequest, err.kind).catch((e: unknown) => {
-              jobLog.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
-              return err;
-            })
-          : err;
-      throw await ctx.failJob(job, token, failure, jobLog, async (e) => {
-        const manifest = await recordFailure(ctx.storage, folder, { ...parts, error: e }, jobLog, {
-          onQuarantined: keepQuarantined,
-          // A queued run's lifecycle began when it was enqueued: its end is told, attempt or not.
-          begun: true,
-        });
-        if (manifest) await ctx.runEnded(manifest, jobLog);
-      });
+      throw await take.failed(err);
     } finally {
       cancel.release();
     }
   };
+}
+
+/**
+ * One take of a run job by this worker: the steps its data has not passed yet, and, should one
+ * fail, the failure's record, which names what the take reached (the request it ran, the plan,
+ * the attempt): hence an object holding them, filled in as the steps go.
+ */
+class RunJobTake {
+  /** The job's signal: its run cancelled, its lock lost or the worker shutting down. */
+  private readonly signal: AbortSignal;
+  private readonly startedAt: string;
+  private plannedAt: number | undefined;
+  private request: RunRequest | undefined;
+  private run: PreparedRun | undefined;
+  private attempt: OpenAttempt | undefined;
+
+  /** `cancelled` is aborted once the run's cancel is seen (see CancelWatch); `lost`, once the job's lock is. */
+  constructor(
+    private readonly ctx: WorkerContext,
+    private readonly job: Job<RunJobData>,
+    private readonly token: string | undefined,
+    private readonly lost: AbortSignal | undefined,
+    private readonly data: RunJob,
+    private readonly jobLog: Logger,
+    private readonly cancelled: AbortSignal,
+  ) {
+    this.signal = ctx.jobSignal(cancelled, lost);
+    this.startedAt = data.startedAt ?? new Date().toISOString();
+    this.plannedAt = data.plannedAt;
+  }
+
+  /** Runs the job's steps from the one its data says, `asked` the enqueuer's request (see allowedRequest). */
+  async steps(asked: RunRequest) {
+    const { ctx, data } = this;
+    const { folder } = data;
+    // A run cancelled before a worker took it never starts; one cancelled while its segments
+    // were scored comes back here once they have stopped, and is not assembled.
+    if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
+    // Another's folder is refused before any of its files is read as this run's.
+    await checkRunFolder(ctx.storage, folder, data.runId, this.signal);
+    const request = await effectiveRequest(ctx, data, asked);
+    this.request = request;
+    const succeeded = await alreadySucceeded(ctx, request, data.runId, folder);
+    if (succeeded) {
+      await this.job.log(`already succeeded in ${formatLocation(folder)}; not run again`);
+      // A new job for a run an earlier job finished (and metrics counted): counted once, not again.
+      return { ...summary(succeeded, formatLocation(folder)), ...(data.step === undefined ? { repeat: true } : {}) };
+    }
+    const run = await this.prepare(request);
+    if (data.step !== 'assemble') await this.score(run);
+    return this.assemble(run);
+  }
+
+  /**
+   * The run prepared (see prepareRun: on a later step, the plan an earlier take made), refused
+   * while the run is past its error allowance or a cap. A first take is refused before describe is
+   * asked where it cannot run (see preflight), and reopens the run's caps.
+   */
+  private async prepare(request: RunRequest): Promise<PreparedRun> {
+    const { ctx, data, jobLog, signal, startedAt } = this;
+    const { folder } = data;
+    // Refused before describe is asked: a missing input or an output that cannot be written.
+    if (data.step === undefined) {
+      await preflight(request, ctx.storage, signal);
+      // A run started anew (a resume) goes on under its own caps, counting what it sent before.
+      await ctx.caps.reopen(data.runId);
+    }
+    // Planning's probe is a predict call like any other: taken from the run's caps.
+    const caps = new RedisRunCaps(ctx.caps, data.runId, capLimits(request.options), jobLog);
+    const client = cappedPredictor(ctx.clientFor(request.options), caps);
+    // Heard when an attempt begins, not at each step or take of its job (see openAttempt).
+    const onClaimed = async () => {
+      const attempt = await openAttempt(ctx.storage, folder, startedAt, signal);
+      this.attempt = attempt;
+      if (attempt.opened) ctx.options.listener?.runStarted({ runId: data.runId, request, folder, startedAt, attempt: attempt.attempt });
+    };
+    const run = await prepareRun(request, data.runId, {
+      storage: ctx.storage,
+      client,
+      log: jobLog,
+      signal,
+      onClaimed,
+      ...(ctx.options.limits && { limits: ctx.options.limits }),
+    });
+    this.run = run;
+    // Its segments stop once the run has been past its error allowance (see RunErrorAllowance), and
+    // the run fails here, once the last one has: errors.jsonl and every count are then taken
+    // while nothing writes any more. Likewise once it reached a cap: it ends expired.
+    if (await ctx.progress.pastAllowance(run.runId)) throw errorRateExceeded(run);
+    const expiredOn = await ctx.caps.expired(run.runId);
+    if (expiredOn) throw new ExpiredError(expiredOn);
+    return run;
+  }
+
+  /**
+   * The scoring step: on a first take the run's progress starts (with the segments a resumed run
+   * finished before) and the step moves on to `score`; a child job per unfinished segment, waited
+   * for (WaitingChildrenError); then the step moves on to `assemble`.
+   */
+  private async score(run: PreparedRun): Promise<void> {
+    const { ctx, data, job } = this;
+    const done = await readSegmentsDone(ctx.storage, run);
+    const todo = unfinished(run, done);
+    if (data.step === undefined) {
+      await ctx.progress.start(run.runId, run.input.rows, run.input.segments.length, sumCounts(done.filter((d) => d !== undefined)).rowsIn);
+      // A resumed run starts with the segments it finished before.
+      for (const [i, d] of done.entries()) if (d) await ctx.progress.segment(run.runId, i, d.rowsIn, d.rowsQuarantined, true);
+      await job.log(
+        `planned: ${run.input.rows} rows in ${run.input.segments.length} segments (${todo.length} to score), model ${run.model.project}/${run.model.name}.${run.model.resolvedVersion ?? '?'}`,
+      );
+      this.plannedAt = Date.now();
+      // The data as it came, keys of other releases kept: only the step moves on.
+      await job.updateData({ ...job.data, step: 'score', startedAt: this.startedAt, plannedAt: this.plannedAt });
+    }
+    if (todo.length > 0) {
+      this.signal.throwIfAborted();
+      await this.addSegmentJobs(run.runId, todo);
+      if (await job.moveToWaitingChildren(this.token!)) throw new WaitingChildrenError();
+    }
+    await job.updateData({ ...job.data, step: 'assemble', startedAt: this.startedAt, plannedAt: this.plannedAt });
+  }
+
+  /** Adds the child jobs of the run's segments `todo`, each failing the run job should it fail. */
+  private async addSegmentJobs(runId: string, todo: number[]): Promise<void> {
+    const { job, data } = this;
+    // Taken before the segments of runs of lower priority, even those waiting already.
+    const priority = JOB_PRIORITY[runPriority(data.request.options)];
+    await this.ctx.segmentsQueue.addBulk(
+      todo.map((index) => ({
+        name: 'segment',
+        data: { runId, folder: formatLocation(data.folder), index, generation: job.timestamp } satisfies SegmentJobData,
+        opts: {
+          jobId: segmentJobId(runId, job.timestamp, index),
+          parent: { id: job.id!, queue: job.queueQualifiedName },
+          failParentOnFailure: true,
+          priority,
+          ...ATTEMPTS.segments,
+          ...RETENTION.segments,
+        },
+      })),
+    );
+  }
+
+  /** The assembly step: the run folder's outputs and manifest, unless the run was cancelled first. */
+  private async assemble(run: PreparedRun) {
+    const { ctx, data, job, jobLog } = this;
+    const { folder } = data;
+    // The cancel handshake: the step says `assemble` before the marker is read here, and cancel()
+    // writes the marker before it reads the step; so either this sees the cancel, or cancel()
+    // sees the assembly and waits for its outcome. Once begun, assembly is not cut by a cancel:
+    // a half-written `_SUCCESS` must never stand beside a run reported cancelled.
+    if (await ctx.cancels.has(data.runId)) throw cancelledError(data.runId);
+    const assembling = ctx.jobSignal(new AbortController().signal, this.lost);
+    const queue = (segments: { jobId?: string; worker?: string }[]) => ({
+      jobIds: [job.id!, ...segments.map((s) => s.jobId ?? '?')],
+      attempts: job.attemptsMade + 1,
+      workers: [...new Set([WORKER_ID, ...segments.map((s) => s.worker ?? '?')])].sort(),
+    });
+    const manifest = await finishRun(
+      run,
+      // A run resumed at its assembly (a release that kept no plannedAt) counts no scoring time.
+      { startedAt: this.startedAt, plannedAt: this.plannedAt ?? Date.now(), queue, attempt: this.attempt?.attempt },
+      { storage: ctx.storage, client: ctx.clientFor(run.request.options), log: jobLog, signal: assembling, findBaseline: ctx.findBaseline },
+    );
+    await job.log(`assembled: ${manifest.counts?.rowsScored} rows scored, ${manifest.counts?.rowsQuarantined} quarantined, in ${formatLocation(folder)}`);
+    jobLog.info({ folder: formatLocation(folder) }, 'run succeeded');
+    await ctx.runEnded(manifest, jobLog);
+    return summary(manifest, formatLocation(folder));
+  }
+
+  /**
+   * The error a take that failed with `err` throws, once the failure is recorded: a cancelled run
+   * ends cancelled (see endCancelled); one stopped on a cap says which and how far it got; the
+   * job fails (for good, or to be retried) and, failed for good, records the run's failure.
+   */
+  async failed(err: unknown): Promise<Error> {
+    const { ctx, data, job, jobLog } = this;
+    const { folder } = data;
+    const endRequest = this.request ?? { ...data.request, options: { ...data.request.options } };
+    // What a cancel causes may come before the watch's next poll (its segments removed under it).
+    const cancelled = this.cancelled.aborted || errorCode(err) === 'E_CANCELLED' || (await ctx.cancels.has(data.runId).catch(() => false));
+    const parts = { runId: data.runId, startedAt: this.startedAt, attempt: this.attempt?.attempt, run: this.run, request: endRequest };
+    if (cancelled) return endCancelled(ctx, job, folder, parts, jobLog);
+    // A run past its error allowance shows the rows of its errors.jsonl as quarantined, not what its stopped segments last reported.
+    const keepQuarantined = (bySegment: readonly number[]) =>
+      ctx.progress
+        .keepQuarantined(data.runId, bySegment)
+        .catch((e: unknown) => jobLog.warn({ err: e }, 'could not set the quarantined rows of the failed run'));
+    // Stopped on a cap: the run's error says which, and how far it got.
+    const failure =
+      err instanceof ExpiredError && !err.cap
+        ? await expiredQueuedRun(ctx, data.runId, this.run, endRequest, err.kind).catch((e: unknown) => {
+            jobLog.warn({ err: e }, 'could not tell how far the expired run got: it ends expired without it');
+            return err;
+          })
+        : err;
+    return ctx.failJob(job, this.token, failure, jobLog, async (e) => {
+      const manifest = await recordFailure(ctx.storage, folder, { ...parts, error: e }, jobLog, {
+        onQuarantined: keepQuarantined,
+        // A queued run's lifecycle began when it was enqueued: its end is told, attempt or not.
+        begun: true,
+      });
+      if (manifest) await ctx.runEnded(manifest, jobLog);
+    });
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger, type Logger } from '../log.js';
 import { apiNotFound, badRequest, methodNotAllowed, problem, uncaught, unsupportedMediaType, werkzeugPage, type Answer } from './answer.js';
 import { describeModel } from './describe.js';
-import { faultDrawer } from './faults.js';
+import { faultDrawer, type Fault } from './faults.js';
 import { PROJECT_NAME, resolveModel } from './models.js';
 import { simulatorOptionsSchema, type SimulatorOptions } from './options.js';
 import { predictAnswer, readPredictRows } from './predict.js';
@@ -58,110 +58,11 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
     overCapacity: 0,
     peakInFlight: 0,
   };
-  let inFlight = 0;
-  const drawFault = faultDrawer(opts, opts.seed);
-  // Jitter has its own stream so the fault sequence does not depend on the latency settings.
-  const jitter = mulberry32(opts.seed ^ 0x5bd1e995);
   const closing = new AbortController();
-  const expectedAuth = opts.token === undefined ? undefined : `Bearer ${opts.token}`;
-  const retrained = () => opts.retrainAfterPredicts > 0 && stats.predictRequests > opts.retrainAfterPredicts;
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (expectedAuth !== undefined && req.headers.authorization !== expectedAuth) {
-      return send(res, problem(401, 'Unauthorized', 'Authorization is required to complete the request'));
-    }
-    const route = matchRoute(req);
-    if (isAnswer(route)) {
-      await readRaw(req);
-      return send(res, route);
-    }
-    const { project, model: modelSegment, operation } = route;
-
-    if (operation === 'describe') {
-      stats.describeRequests++;
-      const raw = await readRaw(req);
-      // As the reference server: the project and model first, then the body.
-      const found = lookupModel(project, modelSegment, retrained(), 'describe');
-      if (isAnswer(found)) return send(res, found);
-      const body = parseJson(req, raw);
-      if (isAnswer(body)) return send(res, body);
-      return send(res, describeModel(found.model, found.version, body.value, opts.legacyDescribe, opts.engine));
-    }
-
-    stats.predictRequests++;
-    stats.lastPredictAt = Date.now();
-    const arrived = performance.now();
-    const received = requestRows(req, await readRaw(req));
-    if (!isAnswer(received)) stats.predictRowsReceived += received.length;
-    const fault = drawFault();
-    if (fault) logger.debug({ fault, url: req.url }, 'simulated fault');
-    switch (fault) {
-      case 'reset':
-        stats.faults.resets++;
-        req.socket.resetAndDestroy();
-        return;
-      case 'hang':
-        // Never answered: the socket stays open until the client gives up or close() runs.
-        stats.faults.hangs++;
-        return;
-      case 'rateLimited':
-        stats.faults.rateLimited++;
-        return send(res, {
-          ...problem(429, 'Too Many Requests', 'simulated rate limit'),
-          headers: { 'retry-after': String(opts.retryAfterSeconds) },
-        });
-      case 'gateway':
-        stats.faults.gateway++;
-        return send(res, { status: 503, contentType: 'text/html', body: GATEWAY_HTML });
-    }
-
-    if (opts.capacity > 0 && inFlight >= opts.capacity) {
-      stats.overCapacity++;
-      return send(res, { ...problem(429, 'Too Many Requests', 'all engine threads are busy'), headers: { 'retry-after': String(opts.retryAfterSeconds) } });
-    }
-    inFlight++;
-    stats.peakInFlight = Math.max(stats.peakInFlight, inFlight);
-    let engine: { answer: Answer; rows: number };
-    try {
-      engine = engineAnswer(received, project, modelSegment, fault === 'shortAnswer');
-      // The latency is the time to answer, counted from the request's arrival: the work above is
-      // part of it, so a client at concurrency C meets C x batch / latency rows/s at best.
-      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? jitter() * opts.latencyJitterMs : 0) - (performance.now() - arrived);
-      if (delay > 0) await sleep(delay, undefined, { signal: closing.signal });
-    } catch {
-      return; // closing: the connection is being destroyed anyway
-    } finally {
-      inFlight--;
-    }
-    if (fault === 'error500') {
-      stats.faults.error500++;
-      return send(res, uncaught('InternalServerError', 'simulated failure'));
-    }
-    const { answer, rows } = engine;
-    if (answer.status === 200) stats.predictRows += rows;
-    if (answer.status === 200 && fault === 'shortAnswer') stats.faults.shortAnswers++;
-    return send(res, answer);
-  }
-
-  /** A predict body's rows, or the answer the server gives a body it cannot read. */
-  function requestRows(req: IncomingMessage, raw: Buffer): ReturnType<typeof readPredictRows> {
-    const body = parseJson(req, raw);
-    return isAnswer(body) ? body : readPredictRows(body.value, opts.envelope);
-  }
-
-  /**
-   * What the server answers a predict body's rows with (their count, for the stats), before any
-   * fault is applied: as the reference server, the project and model are looked up before the body is read.
-   */
-  function engineAnswer(rows: ReturnType<typeof readPredictRows>, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
-    const found = lookupModel(project, modelSegment, retrained(), 'predict');
-    if (isAnswer(found)) return { answer: found, rows: 0 };
-    if (isAnswer(rows)) return { answer: rows, rows: 0 };
-    return { answer: predictAnswer(found.model, found.version, rows, opts.rowIdMember, short, opts.engine), rows: rows.length };
-  }
+  const handler = new SimulatorHandler(opts, stats, logger, closing.signal);
 
   const server = createServer({ keepAlive: true }, (req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handler.handle(req, res).catch((err: unknown) => {
       if (res.headersSent || req.socket.destroyed) return;
       logger.error({ err }, 'simulator request failed');
       send(res, uncaught('InternalServerError', 'unexpected simulator failure'));
@@ -193,6 +94,153 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
         logger.info({ url }, 'simulator closed');
       }),
   };
+}
+
+/** The simulator's settings, defaults filled in. */
+type SimulatorSettings = ReturnType<typeof simulatorOptionsSchema.parse>;
+
+/** A request's route: the project, model and operation its path names. */
+interface Route {
+  project: string;
+  model: string;
+  operation: 'predict' | 'describe';
+}
+
+/**
+ * Answers a simulator's requests as the reference server does, with the faults, latency and
+ * capacity its settings ask for, counting them in `stats`. One per simulator, since it holds what
+ * they share: the predict requests in flight and the fault and jitter streams.
+ */
+class SimulatorHandler {
+  private inFlight = 0;
+  private readonly drawFault: () => Fault | undefined;
+  // Jitter has its own stream so the fault sequence does not depend on the latency settings.
+  private readonly jitter: () => number;
+  private readonly expectedAuth: string | undefined;
+
+  /** `closing` is aborted when the simulator closes: a predict waiting out its latency then gives up. */
+  constructor(
+    private readonly opts: SimulatorSettings,
+    private readonly stats: SimulatorStats,
+    private readonly logger: Logger,
+    private readonly closing: AbortSignal,
+  ) {
+    this.drawFault = faultDrawer(opts, opts.seed);
+    this.jitter = mulberry32(opts.seed ^ 0x5bd1e995);
+    this.expectedAuth = opts.token === undefined ? undefined : `Bearer ${opts.token}`;
+  }
+
+  /** Answers a request: the token first, then its route, then the operation it names. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.expectedAuth !== undefined && req.headers.authorization !== this.expectedAuth) {
+      return send(res, problem(401, 'Unauthorized', 'Authorization is required to complete the request'));
+    }
+    const route = this.matchRoute(req);
+    if (isAnswer(route)) {
+      await readRaw(req);
+      return send(res, route);
+    }
+    return route.operation === 'describe' ? this.describe(req, res, route) : this.predict(req, res, route);
+  }
+
+  private async describe(req: IncomingMessage, res: ServerResponse, { project, model: modelSegment }: Route): Promise<void> {
+    this.stats.describeRequests++;
+    const raw = await readRaw(req);
+    // As the reference server: the project and model first, then the body.
+    const found = lookupModel(project, modelSegment, this.retrained(), 'describe');
+    if (isAnswer(found)) return send(res, found);
+    const body = parseJson(req, raw);
+    if (isAnswer(body)) return send(res, body);
+    return send(res, describeModel(found.model, found.version, body.value, this.opts.legacyDescribe, this.opts.engine));
+  }
+
+  private async predict(req: IncomingMessage, res: ServerResponse, { project, model: modelSegment }: Route): Promise<void> {
+    const { opts, stats } = this;
+    stats.predictRequests++;
+    stats.lastPredictAt = Date.now();
+    const arrived = performance.now();
+    const received = this.requestRows(req, await readRaw(req));
+    if (!isAnswer(received)) stats.predictRowsReceived += received.length;
+    const fault = this.drawFault();
+    if (fault) this.logger.debug({ fault, url: req.url }, 'simulated fault');
+    if (this.servedFault(req, res, fault)) return;
+
+    if (opts.capacity > 0 && this.inFlight >= opts.capacity) {
+      stats.overCapacity++;
+      return send(res, { ...problem(429, 'Too Many Requests', 'all engine threads are busy'), headers: { 'retry-after': String(opts.retryAfterSeconds) } });
+    }
+    this.inFlight++;
+    stats.peakInFlight = Math.max(stats.peakInFlight, this.inFlight);
+    let engine: { answer: Answer; rows: number };
+    try {
+      engine = this.engineAnswer(received, project, modelSegment, fault === 'shortAnswer');
+      // The latency is the time to answer, counted from the request's arrival: the work above is
+      // part of it, so a client at concurrency C meets C x batch / latency rows/s at best.
+      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? this.jitter() * opts.latencyJitterMs : 0) - (performance.now() - arrived);
+      if (delay > 0) await sleep(delay, undefined, { signal: this.closing });
+    } catch {
+      return; // closing: the connection is being destroyed anyway
+    } finally {
+      this.inFlight--;
+    }
+    if (fault === 'error500') {
+      stats.faults.error500++;
+      return send(res, uncaught('InternalServerError', 'simulated failure'));
+    }
+    const { answer, rows } = engine;
+    if (answer.status === 200) stats.predictRows += rows;
+    if (answer.status === 200 && fault === 'shortAnswer') stats.faults.shortAnswers++;
+    return send(res, answer);
+  }
+
+  /** Serves a fault that takes the place of the engine's answer; answers whether `fault` was one. */
+  private servedFault(req: IncomingMessage, res: ServerResponse, fault: Fault | undefined): boolean {
+    const { faults } = this.stats;
+    switch (fault) {
+      case 'reset':
+        faults.resets++;
+        req.socket.resetAndDestroy();
+        return true;
+      case 'hang':
+        // Never answered: the socket stays open until the client gives up or close() runs.
+        faults.hangs++;
+        return true;
+      case 'rateLimited':
+        faults.rateLimited++;
+        send(res, {
+          ...problem(429, 'Too Many Requests', 'simulated rate limit'),
+          headers: { 'retry-after': String(this.opts.retryAfterSeconds) },
+        });
+        return true;
+      case 'gateway':
+        faults.gateway++;
+        send(res, { status: 503, contentType: 'text/html', body: GATEWAY_HTML });
+        return true;
+    }
+    return false;
+  }
+
+  /** Whether the model has been retrained since the simulator started: past `retrainAfterPredicts` predict requests. */
+  private retrained(): boolean {
+    return this.opts.retrainAfterPredicts > 0 && this.stats.predictRequests > this.opts.retrainAfterPredicts;
+  }
+
+  /** A predict body's rows, or the answer the server gives a body it cannot read. */
+  private requestRows(req: IncomingMessage, raw: Buffer): ReturnType<typeof readPredictRows> {
+    const body = parseJson(req, raw);
+    return isAnswer(body) ? body : readPredictRows(body.value, this.opts.envelope);
+  }
+
+  /**
+   * What the server answers a predict body's rows with (their count, for the stats), before any
+   * fault is applied: as the reference server, the project and model are looked up before the body is read.
+   */
+  private engineAnswer(rows: ReturnType<typeof readPredictRows>, project: string, modelSegment: string, short: boolean): { answer: Answer; rows: number } {
+    const found = lookupModel(project, modelSegment, this.retrained(), 'predict');
+    if (isAnswer(found)) return { answer: found, rows: 0 };
+    if (isAnswer(rows)) return { answer: rows, rows: 0 };
+    return { answer: predictAnswer(found.model, found.version, rows, this.opts.rowIdMember, short, this.opts.engine), rows: rows.length };
+  }
 
   /**
    * The route a request names, or what the reference server answers a request no route serves:
@@ -200,10 +248,11 @@ export async function createSimulator(options: SimulatorOptions = {}, logger: Lo
    * would serve from its web UI, 405 otherwise); under it, a GET gets the catch-all's 404 (even on
    * predict), another method on a route the 405 of the API, anything else Werkzeug's 405.
    */
-  function matchRoute(req: IncomingMessage): { project: string; model: string; operation: 'predict' | 'describe' } | Answer {
+  private matchRoute(req: IncomingMessage): Route | Answer {
+    const { basePath } = this.opts;
     const path = (req.url ?? '/').split('?', 1)[0];
     const get = req.method === 'GET' || req.method === 'HEAD';
-    const api = path.startsWith(opts.basePath) ? path.slice(opts.basePath.length) : undefined;
+    const api = path.startsWith(basePath) ? path.slice(basePath.length) : undefined;
     if (api === undefined || !api.startsWith('/api/')) return werkzeugPage(get ? 404 : 405);
     const match = ROUTE.exec(api);
     if (!match) return get ? apiNotFound() : werkzeugPage(405);
