@@ -46,6 +46,9 @@ import { keepRunResult, keptResult } from './run-results.js';
 /** How long cancel() waits for an assembly already under way to end (it decides the answer). */
 const ASSEMBLY_WAIT_MS = 60_000;
 
+/** How long enqueueing an ended run again waits for a worker to let go of one of its jobs (see replaceable). */
+const REPLACE_WAIT_MS = 10_000;
+
 /** A cancelled run's job may be in any state but completed: it fails, with E_CANCELLED, once a worker takes it after the cancel. */
 const CANCELLED_JOB_STATES: JobType[] = ['active', 'waiting-children', 'waiting', 'delayed', 'prioritized', 'failed'];
 
@@ -233,6 +236,21 @@ export class RunQueue {
     return this.idempotency.once(idempotency, () => this.enqueueRun(submission, rest));
   }
 
+  /**
+   * Removes an ended run's jobs so that it can be enqueued again. A run reads `cancelled` while a
+   * worker may still hold one of its jobs for a moment: the run job taken only to end the run, or
+   * a segment job taken just then, which reads the marker and stops. BullMQ refuses to remove a
+   * held job (and removes nothing then), so the removal is tried again until REPLACE_WAIT_MS.
+   */
+  private async replaceable(runId: string): Promise<boolean> {
+    const deadline = Date.now() + REPLACE_WAIT_MS;
+    while ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
+      if (Date.now() >= deadline) return false;
+      await sleep(CANCEL_POLL_MS);
+    }
+    return true;
+  }
+
   private async enqueueRun(submission: RunSubmission, options: Omit<EnqueueOptions, 'idempotency'>): Promise<EnqueueAnswer> {
     const data = validateSubmission(submission);
     const { runId } = data;
@@ -245,7 +263,7 @@ export class RunQueue {
     if (existing && resumed) {
       refuseRejected(runId, existing);
       refuseOtherOutput(existing.data, data);
-      if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) {
+      if (!(await this.replaceable(runId))) {
         throw new BatchScorerError(
           'E_RUN_CONFLICT',
           `run ${runId} is ${state}, but its job could not be replaced (a worker still holds one of its jobs); try again in a minute`,
