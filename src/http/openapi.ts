@@ -70,7 +70,7 @@ export const swaggerOptions: SwaggerOptions = {
     tags: [
       { name: TAGS.runs, description: 'Runs: submit one, list them, follow one, cancel, resume, accept or reject it' },
       { name: TAGS.events, description: 'Notifications that start runs of file-drop pipelines' },
-      { name: TAGS.probes, description: 'Health, readiness and metrics, for orchestrators and scrapers' },
+      { name: TAGS.probes, description: 'Metrics, for scrapers (the open health probes, /healthz and /readyz, are left out of this document)' },
     ],
   },
   transform: (document) => {

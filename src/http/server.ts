@@ -15,7 +15,7 @@ import { eventRoutes } from './event-routes.js';
 import { registerFacetSchemaRoutes } from './facet-schema-routes.js';
 import { BODY_LIMIT_BYTES, installErrorHandling } from './http-errors.js';
 import { registerMetricsRoute } from './metrics-server.js';
-import { answer, TAGS } from './api-responses.js';
+import { answer } from './api-responses.js';
 import { swaggerOptions } from './openapi.js';
 import { runRoutes, type RunRoutesDeps } from './run-routes.js';
 import { securityHeaders } from './security-headers.js';
@@ -119,9 +119,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   return app;
 }
 
-/** `/healthz` and `/readyz`: open, for orchestrators' probes. */
+/**
+ * `/healthz` and `/readyz`: open, for orchestrators' probes. Left out of the API's document
+ * (docs/http-api.md describes them): no request of theirs is refused, so they would be the only
+ * operations without a 4xx, and no API client calls them. Their schemas still shape the answers.
+ */
 const probes: FastifyPluginCallbackZod<{ ready: ServerDeps['ready'] }> = (app, { ready }, done) => {
-  const open = { tags: [TAGS.probes], security: [] };
+  const open = { hide: true, security: [] };
   // Probes call these every few seconds: their requests are not logged unless something is wrong.
   app.get(
     '/healthz',
