@@ -1,5 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
-import { envLogLevel, PROCESS_DEFAULTS } from './config/index.js';
+import { envLogLevel, PROCESS_DEFAULTS } from './process-defaults.js';
 import { excerpt, excerptStack, MESSAGE_BYTES } from './text-excerpt.js';
 
 export type { Logger };

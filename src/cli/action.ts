@@ -1,5 +1,5 @@
 import type { Command, CommanderError } from 'commander';
-import { envLogLevel } from '../config/index.js';
+import { envLogLevel } from '../process-defaults.js';
 import { BatchScorerError, errorCode, errorMessage, UsageError } from '../errors.js';
 
 /**

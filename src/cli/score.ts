@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { checkRun, envLogLevel, PROCESS_DEFAULTS, loadSettings, type Settings } from '../config/index.js';
+import { checkRun, loadSettings, type Settings } from '../config/index.js';
+import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { lineageListener, type LineageListener } from '../lineage/index.js';
 import { createLogger } from '../log.js';

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { openSettings, PROCESS_DEFAULTS, loadSettings, parseRunOptions } from '../config/index.js';
+import { openSettings, loadSettings, parseRunOptions } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import { UsageError } from '../errors.js';
 import type { Credentials } from '../http/index.js';
 import { createLogger } from '../log.js';

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { formatIssues, PROCESS_DEFAULTS } from '../config/index.js';
+import { formatIssues } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import { createLogger } from '../log.js';
 import { action } from './action.js';
 import { runUntilSignal } from './graceful-exit.js';

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { PROCESS_DEFAULTS, loadSettings } from '../config/index.js';
+import { loadSettings } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import { BatchScorerError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { Releasers } from '../shutdown-steps.js';

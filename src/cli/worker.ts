@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { serviceClientFactory } from '../app/index.js';
-import { PROCESS_DEFAULTS, loadSettings } from '../config/index.js';
+import { loadSettings } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import { UsageError } from '../errors.js';
 import { isLoopback, loadMetricsServer } from '../http/index.js';
 import { lineageListener } from '../lineage/index.js';

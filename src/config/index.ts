@@ -34,6 +34,3 @@ export { checkOutput, checkRun, checkService, openSettings, storageGuard, type D
 
 // Text a user or file gave, checked before it is used or shown.
 export { checkedText } from './checked-text.js';
-
-// The defaults every long-running command reads (shutdown timeouts, hosts, ports, the log level).
-export { envLogLevel, PROCESS_DEFAULTS } from './process-defaults.js';

@@ -1,5 +1,5 @@
 import { formatLimit, LIMITS, type LimitName } from './limits.js';
-import { PROCESS_DEFAULTS } from './process-defaults.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 
 /** One environment variable batch-scorer reads: what it means, its default, and whether it holds a secret. */
 export interface EnvSetting {

@@ -4,7 +4,7 @@ import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
 import { limitsFromEnv, type Limits } from './limits.js';
-import { envLogLevel, PROCESS_DEFAULTS } from './process-defaults.js';
+import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { redisUrlSchema } from './redis-url.js';
 import { lineageSettingsFromEnv, type LineageSettings } from './lineage-settings.js';
 import { hasScheme, inputKind, type Location, parseLocation, type S3Settings, s3SettingsFromEnv } from '../storage/index.js';

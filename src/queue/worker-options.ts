@@ -1,4 +1,5 @@
-import { type Limits, PROCESS_DEFAULTS, type DeploymentPolicy, type RunOptionsInput } from '../config/index.js';
+import type { DeploymentPolicy, Limits, RunOptionsInput } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import type { Processor } from 'bullmq';
 import type { PredictorFactory, RunListener, ScoringObserver } from '../scoring/index.js';
 import type { RunJobData } from './queues.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PROCESS_DEFAULTS } from '../config/index.js';
+import { PROCESS_DEFAULTS } from '../process-defaults.js';
 
 /**
  * Settings of the bundled Model Query Service simulator. The logger is not part of the schema (it
