@@ -63,14 +63,23 @@ export function doorsPassed(file: string, text: string): string[] {
     .map((target) => `${file} -> ${target}`);
 }
 
-/** Where Redis and BullMQ may be imported: the queue folder, and the composition root that wires `serve`. */
-export const QUEUE_PACKAGE_HOMES = ['queue', 'app'];
+/**
+ * Libraries kept behind the folder that owns them: Redis and BullMQ in the queue folder and the
+ * composition root that wires `serve`; the PostgreSQL client in the database folder.
+ */
+export const PACKAGE_HOMES: Readonly<Record<string, readonly string[]>> = {
+  bullmq: ['queue', 'app'],
+  ioredis: ['queue', 'app'],
+  pg: ['database'],
+  'pg-cursor': ['database'],
+  'pg-query-stream': ['database'],
+  'pg-copy-streams': ['database'],
+};
 
-/** The bullmq or ioredis imports of a source at `file` outside QUEUE_PACKAGE_HOMES, as `file -> package`. */
-export function queuePackagesOutside(file: string, text: string): string[] {
-  if (QUEUE_PACKAGE_HOMES.includes(nodeOf(file))) return [];
+/** The imports of a source at `file` of a package of PACKAGE_HOMES outside its homes, as `file -> package`. */
+export function packagesOutsideHomes(file: string, text: string): string[] {
   return packagesImported(text)
-    .filter((name) => name === 'bullmq' || name === 'ioredis')
+    .filter((name) => PACKAGE_HOMES[name] !== undefined && !PACKAGE_HOMES[name].includes(nodeOf(file)))
     .map((name) => `${file} -> ${name}`);
 }
 

@@ -37,6 +37,18 @@ export const ERROR_CATALOGUE = {
     retriable: false,
     hint: 'storage refused the operation and will again (access denied, no credentials, no bucket, no space): fix the location or the permissions',
   },
+  E_DATABASE: {
+    status: 503,
+    exit: 1,
+    retriable: true,
+    hint: 'the PostgreSQL server failed for a reason that may pass (connection lost, shut down, overloaded, a deadlock): it is tried again',
+  },
+  E_DATABASE_REFUSED: {
+    status: 422,
+    exit: 2,
+    retriable: false,
+    hint: 'PostgreSQL refused the query or table and will again (no such table or column, permission denied, a bad query, a login refused): fix the one named',
+  },
   E_REDIS_UNAVAILABLE: { status: 503, exit: 2, retriable: true, hint: 'Redis (REDIS_URL) did not answer: check the URL and that Redis runs' },
   E_RUN_EXISTS: { status: 409, exit: 2, retriable: false, hint: 'the run id is taken by a different or finished run: choose another --run-id' },
   E_RUN_STATE: {

@@ -1,0 +1,8 @@
+/** PostgreSQL as a place rows come from and go to: URLs, names, connections. Knows nothing of runs. */
+
+// Database URLs and table names, checked once from user text.
+export { formatDatabaseUrl, isDatabaseUrl, parseDatabaseUrl, sameDatabase, SSL_MODES, type DatabaseUrl, type SslMode } from './database-url.js';
+export { checkIdentifier, formatTableName, parseTableName, quoteIdentifier, quoteTable, MAX_IDENTIFIER_BYTES, type TableName } from './sql-identifier.js';
+
+// Connections and their catalogued errors.
+export { connectDatabase, databaseError, DEFAULT_STATEMENT_TIMEOUT_MS, type ConnectOptions, type DatabaseConnection } from './database-client.js';
