@@ -1,8 +1,10 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { type DatabaseUrl, formatDatabaseUrl, sameDatabase } from '../database/index.js';
 import { BatchScorerError } from '../errors.js';
 import { formatLocation, type Location, parseLocation, type S3Location, type StorageGuard } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
+import { parseRunInput } from './run-input.js';
 
 /**
  * What the runs of a deployment may reach, as data: where they read, where they write, and which
@@ -13,8 +15,12 @@ import { excerpt } from '../text-excerpt.js';
 export interface DeploymentPolicy {
   /** INPUT_ROOTS: local folders and `s3://bucket/prefix`es inputs may be read from; unset: anywhere. */
   inputRoots?: readonly Location[];
+  /** The PostgreSQL databases INPUT_ROOTS lists (`postgresql://host:port/db`): the only ones runs may read, when INPUT_ROOTS is set. */
+  inputDatabases?: readonly DatabaseUrl[];
   /** OUTPUT_ROOTS: where run folders may be written (and read back); unset: anywhere. */
   outputRoots?: readonly Location[];
+  /** The PostgreSQL databases OUTPUT_ROOTS lists: the only ones runs may write tables to, when OUTPUT_ROOTS is set. */
+  outputDatabases?: readonly DatabaseUrl[];
   /**
    * SERVICE_URLS and the deployment's own service (MODEL_SERVICE_URL), as `serviceBase` writes
    * them: the only services a run may name; unset: any.
@@ -54,8 +60,21 @@ export function serviceBase(url: string): string {
 /** Refuses (E_NOT_ALLOWED) a run whose input, output or service the policy does not allow; reads nothing. */
 export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promise<void> {
   if (reach.service !== undefined) checkService(policy, reach.service);
-  await checkInput(policy, parseLocation(reach.input));
+  const input = parseRunInput(reach.input);
+  if (input.kind === 'database') checkInputDatabase(policy, input.database);
+  else await checkInput(policy, input.location);
   await checkOutput(policy, parseLocation(reach.out));
+}
+
+/** Refuses a database input INPUT_ROOTS does not list, once it is set (the user and sslmode aside). */
+export function checkInputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
+  if (policy.inputRoots === undefined || (policy.inputDatabases ?? []).some((allowed) => sameDatabase(allowed, db))) return;
+  const name = formatDatabaseUrl({ host: db.host, port: db.port, database: db.database });
+  const listed = [...policy.inputRoots.map(formatLocation), ...(policy.inputDatabases ?? []).map(formatDatabaseUrl)];
+  throw new BatchScorerError(
+    'E_NOT_ALLOWED',
+    `input database ${shown(name)} is not allowed by INPUT_ROOTS (${listed.join(', ') || 'none'}): read one of those, or add ${shown(name)} to INPUT_ROOTS`,
+  );
 }
 
 /** Refuses a model service that is not the deployment's own or in SERVICE_URLS. */

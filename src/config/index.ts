@@ -30,7 +30,10 @@ export { targetOrigin, webhookUrlProblem } from './webhook-url.js';
 export { ANSWER_FLOOR_BYTES, DEFAULT_LIMITS, formatLimit, INFLATION_FLOOR_BYTES, limitError, LIMITS, type Limits } from './limits.js';
 
 // The deployment policy: which services, inputs and outputs a run may name.
-export { checkOutput, checkRun, checkService, openSettings, storageGuard, type DeploymentPolicy } from './deployment-policy.js';
+export { checkInputDatabase, checkOutput, checkRun, checkService, openSettings, storageGuard, type DeploymentPolicy } from './deployment-policy.js';
+
+// A run's input: files at a location, or a database, and the options that fit each.
+export { checkInputOptions, formatRunInput, parseRunInput, type RunInput } from './run-input.js';
 
 // Text a user or file gave, checked before it is used or shown.
 export { checkedText } from './checked-text.js';

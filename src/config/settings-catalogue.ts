@@ -49,12 +49,14 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'INPUT_ROOTS',
-    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may read from (the deployment policy); unset, any.',
+    meaning:
+      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may read from, and PostgreSQL databases (`postgresql://host:port/db`) they may read tables and queries of (the deployment policy); unset, any.',
     secret: false,
   },
   {
     name: 'OUTPUT_ROOTS',
-    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to (the deployment policy); unset, any.',
+    meaning:
+      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to, and PostgreSQL databases (`postgresql://host:port/db`) they may write tables to (the deployment policy); unset, any.',
     secret: false,
   },
   {

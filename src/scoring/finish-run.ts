@@ -82,6 +82,7 @@ export async function finishRun(
     attempt: facts.attempt ?? (await openAttemptNumber(storage, folder, signal)),
     run,
     counts,
+    rowChecksums: finished.done.map((d) => d.sha256),
     profile,
     outputs,
     timings: {

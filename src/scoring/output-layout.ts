@@ -27,9 +27,9 @@ export function keptColumns(columns: readonly string[], options: Pick<RunOptions
   return columns.filter((c) => (!keep || keep.has(c)) && !drop.has(c));
 }
 
-/** The output's format: asked, or the input's. */
+/** The output's format: asked, or the input's (CSV for a database). */
 export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format'>): OutputFormat {
-  return options.format ?? input.syntax;
+  return options.format ?? (input.syntax === 'postgresql' ? 'csv' : input.syntax);
 }
 
 /**
@@ -54,7 +54,7 @@ export function planOutputLayout(
   if (format === 'parquet' && options.compress === 'gzip') {
     throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');
   }
-  const gzipped = input.files.every((f) => f.gzip);
+  const gzipped = input.syntax !== 'postgresql' && input.files.every((f) => f.gzip);
   const compress = format === 'parquet' ? 'none' : (options.compress ?? (gzipped ? 'gzip' : 'none'));
   const layout: OutputLayout = { inputColumns, rowNumber: options.rowNumber, compress };
   if (format !== 'parquet') return layout;

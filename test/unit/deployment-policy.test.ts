@@ -272,6 +272,28 @@ describe('the policy settings', () => {
     expect(load({ INPUT_ROOTS: '', OUTPUT_ROOTS: ' ' }).policy).toEqual({});
   });
 
+  it('list PostgreSQL databases apart: a database input is allowed when INPUT_ROOTS names its database, refused otherwise', async () => {
+    const { policy } = load({ INPUT_ROOTS: '/data/in, postgresql://db.internal:5432/sales', OUTPUT_ROOTS: 's3://results/,postgres://db.internal/marts' });
+    expect(policy).toMatchObject({
+      inputRoots: [at('/data/in')],
+      inputDatabases: [{ host: 'db.internal', port: 5432, database: 'sales' }],
+      outputRoots: [at('s3://results/')],
+      outputDatabases: [{ host: 'db.internal', port: 5432, database: 'marts' }],
+    });
+    // The user and sslmode aside, the same database is allowed.
+    await checkRun(policy, { input: 'postgresql://analyst@DB.internal/sales?sslmode=require', out: 's3://results/' });
+    const other = await refusal(checkRun(policy, { input: 'postgresql://analyst@db.internal:5432/hr', out: 's3://results/' }));
+    expect(other.message).toBe(
+      'input database postgresql://db.internal:5432/hr is not allowed by INPUT_ROOTS (/data/in, postgresql://db.internal:5432/sales): read one of those, or add postgresql://db.internal:5432/hr to INPUT_ROOTS',
+    );
+    // INPUT_ROOTS without databases allows none; unset, any.
+    await refusal(checkRun({ inputRoots: [at('/data/in')] }, { input: 'postgresql://db.internal/sales', out: '/tmp/x' }));
+    await checkRun({}, { input: 'postgresql://db.internal/sales', out: '/tmp/x' });
+    const withPassword = configError({ INPUT_ROOTS: 'postgresql://u:pa55word@db/sales' });
+    expect(withPassword).toMatch(/^INPUT_ROOTS: database URL .* carries a password/);
+    expect(withPassword).not.toContain('pa55word');
+  });
+
   it('refuse a relative path, a glob, an empty entry and a service URL that cannot be one, naming the setting', () => {
     expect(configError({ INPUT_ROOTS: 'data/in' })).toMatch(/^INPUT_ROOTS: "data\/in" is not an absolute path: write \/absolute\/folder/);
     expect(configError({ OUTPUT_ROOTS: 's3://results/*/' })).toMatch(/^OUTPUT_ROOTS: "s3:\/\/results\/\*\/" is a glob/);
