@@ -15,12 +15,13 @@ import { parseRunInput } from './run-input.js';
 export interface DeploymentPolicy {
   /** INPUT_ROOTS: local folders and `s3://bucket/prefix`es inputs may be read from; unset: anywhere. */
   inputRoots?: readonly Location[];
-  /** The PostgreSQL databases INPUT_ROOTS lists (`postgresql://host:port/db`): the only ones runs may read, when INPUT_ROOTS is set. */
+  /**
+   * The database URLs of INPUT_ROOTS (`postgresql://host:5432/db`): the databases a run may read
+   * rows from; unset (INPUT_ROOTS unset): any; empty (INPUT_ROOTS names none): none.
+   */
   inputDatabases?: readonly DatabaseUrl[];
   /** OUTPUT_ROOTS: where run folders may be written (and read back); unset: anywhere. */
   outputRoots?: readonly Location[];
-  /** The PostgreSQL databases OUTPUT_ROOTS lists: the only ones runs may write tables to, when OUTPUT_ROOTS is set. */
-  outputDatabases?: readonly DatabaseUrl[];
   /**
    * SERVICE_URLS and the deployment's own service (MODEL_SERVICE_URL), as `serviceBase` writes
    * them: the only services a run may name; unset: any.
@@ -66,14 +67,14 @@ export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promi
   await checkOutput(policy, parseLocation(reach.out));
 }
 
-/** Refuses a database input INPUT_ROOTS does not list, once it is set (the user and sslmode aside). */
+/** Refuses a database input INPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
 export function checkInputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
-  if (policy.inputRoots === undefined || (policy.inputDatabases ?? []).some((allowed) => sameDatabase(allowed, db))) return;
-  const name = formatDatabaseUrl({ host: db.host, port: db.port, database: db.database });
-  const listed = [...policy.inputRoots.map(formatLocation), ...(policy.inputDatabases ?? []).map(formatDatabaseUrl)];
+  const allowed = policy.inputDatabases;
+  if (allowed === undefined || allowed.some((root) => sameDatabase(root, db))) return;
+  const listed = allowed.length === 0 ? 'lists no database' : `lists ${allowed.map(formatDatabaseUrl).join(', ')}`;
   throw new BatchScorerError(
     'E_NOT_ALLOWED',
-    `input database ${shown(name)} is not allowed by INPUT_ROOTS (${listed.join(', ') || 'none'}): read one of those, or add ${shown(name)} to INPUT_ROOTS`,
+    `input ${formatDatabaseUrl(db)} is not allowed: INPUT_ROOTS ${listed}; read one it lists, or add it to INPUT_ROOTS`,
   );
 }
 

@@ -55,8 +55,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'OUTPUT_ROOTS',
-    meaning:
-      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to, and PostgreSQL databases (`postgresql://host:port/db`) they may write tables to (the deployment policy); unset, any.',
+    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to (the deployment policy); unset, any.',
     secret: false,
   },
   {

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path, { join } from 'node:path';
 import { z } from 'zod';
-import { type DatabaseUrl, isDatabaseUrl, parseDatabaseUrl } from '../database/index.js';
 import { BatchScorerError, errorMessage } from '../errors.js';
+import { isDatabaseUrl, parseDatabaseUrl, type DatabaseUrl } from '../database/index.js';
 import { limitsFromEnv, type Limits } from './limits.js';
 import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { redisUrlSchema } from './redis-url.js';
@@ -175,11 +175,19 @@ function publicUrlSetting(text: string): string {
  */
 function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
   const services = listSetting(env, 'SERVICE_URLS')?.map((text, i) => serviceBase(serviceSetting(text, `SERVICE_URLS entry ${i + 1}`)));
-  const inputs = rootsSetting(env, 'INPUT_ROOTS');
-  const outputs = rootsSetting(env, 'OUTPUT_ROOTS');
+  const inputEntries = listSetting(env, 'INPUT_ROOTS');
+  const inputRoots =
+    inputEntries &&
+    rootLocations(
+      inputEntries.filter((e) => !isDatabaseUrl(e)),
+      'INPUT_ROOTS',
+    );
+  const inputDatabases = inputEntries && databaseRoots(inputEntries.filter(isDatabaseUrl), 'INPUT_ROOTS');
+  const outputRoots = rootsSetting(env, 'OUTPUT_ROOTS');
   return {
-    ...(inputs && { inputRoots: inputs.roots, ...(inputs.databases.length > 0 && { inputDatabases: inputs.databases }) }),
-    ...(outputs && { outputRoots: outputs.roots, ...(outputs.databases.length > 0 && { outputDatabases: outputs.databases }) }),
+    ...(inputRoots && { inputRoots }),
+    ...(inputDatabases && { inputDatabases }),
+    ...(outputRoots && { outputRoots }),
     ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
   };
 }
@@ -193,37 +201,39 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
   return entries;
 }
 
-/**
- * Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs; and
- * PostgreSQL databases (`postgresql://host:port/db`), apart.
- */
-function rootsSetting(env: NodeJS.ProcessEnv, name: string): { roots: Location[]; databases: DatabaseUrl[] } | undefined {
+/** Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
+function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
   const entries = listSetting(env, name);
-  if (entries === undefined) return undefined;
-  const databases = entries.filter(isDatabaseUrl).map((text) => {
+  return entries && rootLocations(entries, name);
+}
+
+/** Database roots (`postgresql://host:5432/db`), checked as a database input is: a password in one is refused without being shown. */
+function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
+  return entries.map((text) => {
     try {
       return parseDatabaseUrl(text);
     } catch (err) {
       throw new BatchScorerError('E_CONFIG', `${name}: ${errorMessage(err)}`, { cause: err });
     }
   });
-  const roots = entries
-    .filter((text) => !isDatabaseUrl(text))
-    .map((text) => {
-      const fix = 'write /absolute/folder, file:///absolute/folder, s3://bucket/prefix or postgresql://host:port/database';
-      if (!hasScheme(text) && !path.isAbsolute(text)) {
-        throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is not an absolute path: ${fix}`);
-      }
-      let loc: Location;
-      try {
-        loc = parseLocation(text);
-      } catch (err) {
-        throw new BatchScorerError('E_CONFIG', `${name}: ${errorMessage(err)}`, { cause: err });
-      }
-      if (inputKind(loc) === 'glob') throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is a glob: ${fix}`);
-      return loc;
-    });
-  return { roots, databases };
+}
+
+/** The entries of a roots setting that are folders or prefixes, parsed (see rootsSetting). */
+function rootLocations(entries: string[], name: string): Location[] {
+  return entries.map((text) => {
+    const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';
+    if (!hasScheme(text) && !path.isAbsolute(text)) {
+      throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is not an absolute path: ${fix}`);
+    }
+    let loc: Location;
+    try {
+      loc = parseLocation(text);
+    } catch (err) {
+      throw new BatchScorerError('E_CONFIG', `${name}: ${errorMessage(err)}`, { cause: err });
+    }
+    if (inputKind(loc) === 'glob') throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is a glob: ${fix}`);
+    return loc;
+  });
 }
 
 /**
