@@ -46,7 +46,7 @@ export async function* readDatabaseSegment(
     const reading = readKeyRange(db, source, input.key, segment, { timeoutMs: DATABASE_READ_TIMEOUT_MS, ...(signal && { signal }) });
     for await (const { fields, rows } of reading) {
       readers ??= sameColumns(input, fields);
-      if (next + rows.length > segment.firstRow + segment.rows) throw rowsChanged(input, segment, 'more');
+      if (next + rows.length > segment.firstRow + segment.rows) throw rowsChanged(input, segment, `more than ${segment.rows}`);
       const out: InputRow[] = [];
       for (const row of rows) {
         const text = JSON.stringify(row);
