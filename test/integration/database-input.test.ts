@@ -1,26 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BatchScorerError } from '../../src/errors.js';
 import type { Manifest } from '../../src/scoring/manifest.js';
-import type { Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { DATABASE_URL, privateSchema } from '../helpers/postgres.js';
 import { rejection } from '../helpers/rejection.js';
 import { exportCsv, rentalsTable } from '../helpers/rentals-table.js';
-import { runFolder, score, startSimulator, tempDir } from '../helpers/scoring.js';
+import { runFolder, score, useScoringFixture } from '../helpers/scoring.js';
 
-let sim: Simulator;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-beforeAll(async () => {
-  sim = await startSimulator();
-  tmp = await tempDir();
-});
-afterAll(async () => {
-  await sim.close();
-  await tmp.cleanup();
-});
+const fixture = useScoringFixture();
 
 const ROWS = 1_000;
 const failure = (p: Promise<unknown>) => rejection(p, BatchScorerError);
@@ -28,15 +18,15 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** The predictions.csv of a `score` of `input` (in this process) into a folder of its own, and its manifest. */
 async function scored(input: string, runId: string, options: Record<string, unknown> = {}): Promise<{ predictions: string; manifest: Manifest }> {
-  const out = join(tmp.dir, runId);
-  await score(input, out, { service: sim.url, runId, batchSize: 60, ...options });
+  const out = join(fixture.dir, runId);
+  await score(input, out, { service: fixture.sim.url, runId, batchSize: 60, ...options });
   const files = await runFolder(out, runId);
   return { predictions: files['predictions.csv'], manifest: JSON.parse(files['manifest.json']) as Manifest };
 }
 
 /** The same rows exported to CSV (`COPY ... TO STDOUT CSV HEADER`), scored as a file. */
 async function scoredExport(query: string, runId: string): Promise<string> {
-  const file = join(tmp.dir, `${runId}.csv`);
+  const file = join(fixture.dir, `${runId}.csv`);
   await writeFile(file, await exportCsv(query));
   return (await scored(file, runId)).predictions;
 }
@@ -103,8 +93,8 @@ describe('a PostgreSQL table or query as the input of score', () => {
     const s = await privateSchema();
     // Keys 10, 20, ...: room for a row between any two.
     const table = await rentalsTable(s, 'rentals', 300, (i) => (i + 1) * 10);
-    const out = join(tmp.dir, 'changed');
-    const options = { service: sim.url, runId: 'changed', table, segmentRows: 100, segmentsAtOnce: 1, batchSize: 50 };
+    const out = join(fixture.dir, 'changed');
+    const options = { service: fixture.sim.url, runId: 'changed', table, segmentRows: 100, segmentsAtOnce: 1, batchSize: 50 };
     // The cap stops the run once the first segment's rows are sent: the rest wait for a resume.
     const capped = await failure(score(DATABASE_URL, out, { ...options, maxRows: 100 }));
     expect(capped.code).toBe('E_EXPIRED');
@@ -143,9 +133,9 @@ describe('database inputs on the command line', () => {
   it('refuses a password in the URL, a query that writes, and options that do not fit the input, without touching the table', async () => {
     const s = await privateSchema();
     const table = await rentalsTable(s, 'rentals', 20);
-    const out = join(tmp.dir, 'cli');
+    const out = join(fixture.dir, 'cli');
     const run = (input: string, ...flags: string[]) =>
-      runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--service', sim.url, ...flags], { LOG_LEVEL: 'warn' });
+      runCli(['score', input, '--model', 'mindsdb/home_rentals_model', '--out', out, '--service', fixture.sim.url, ...flags], { LOG_LEVEL: 'warn' });
 
     const password = await run('postgresql://postgres:pa55-w0rd@127.0.0.1:5432/test', '--table', table);
     expect(password.code).toBe(2);
@@ -167,7 +157,7 @@ describe('database inputs on the command line', () => {
     expect(both.stderr).toContain('--table and --query: give one of them, not both');
     const keyless = await run(DATABASE_URL, '--query', `SELECT * FROM ${table}`);
     expect(keyless.stderr).toContain('--query needs --segment-by <column>');
-    const file = join(tmp.dir, 'rows.csv');
+    const file = join(fixture.dir, 'rows.csv');
     await writeFile(file, 'a\n1\n');
     const forFiles = await run(file, '--table', table, '--segment-by', 'id');
     expect(forFiles.code).toBe(2);
@@ -177,14 +167,27 @@ describe('database inputs on the command line', () => {
   it('reads only the databases INPUT_ROOTS lists once it is set', async () => {
     const s = await privateSchema();
     const table = await rentalsTable(s, 'rentals', 20);
-    const out = join(tmp.dir, 'roots');
-    const args = ['score', DATABASE_URL, '--table', table, '--model', 'mindsdb/home_rentals_model', '--out', out, '--service', sim.url, '--run-id', 'roots'];
-    const refused = await runCli(args, { INPUT_ROOTS: tmp.dir, OUTPUT_ROOTS: tmp.dir });
+    const out = join(fixture.dir, 'roots');
+    const args = [
+      'score',
+      DATABASE_URL,
+      '--table',
+      table,
+      '--model',
+      'mindsdb/home_rentals_model',
+      '--out',
+      out,
+      '--service',
+      fixture.sim.url,
+      '--run-id',
+      'roots',
+    ];
+    const refused = await runCli(args, { INPUT_ROOTS: fixture.dir, OUTPUT_ROOTS: fixture.dir });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(
       `input ${DATABASE_URL} is not allowed: INPUT_ROOTS lists no database; read one it lists, or add it to INPUT_ROOTS [E_NOT_ALLOWED]`,
     );
-    const allowed = await runCli(args, { INPUT_ROOTS: `${tmp.dir},postgresql://127.0.0.1:5432/test`, OUTPUT_ROOTS: tmp.dir });
+    const allowed = await runCli(args, { INPUT_ROOTS: `${fixture.dir},postgresql://127.0.0.1:5432/test`, OUTPUT_ROOTS: fixture.dir });
     expect(allowed.stderr).not.toContain('E_NOT_ALLOWED');
     expect(allowed.code).toBe(0);
     const manifest = JSON.parse(await readFile(join(out, 'roots', 'manifest.json'), 'utf8')) as Manifest;
