@@ -12,6 +12,7 @@ import {
   parseTableName,
   primaryKey,
   type RowSource,
+  type ScannedKey,
   scanKeys,
 } from '../database/index.js';
 import { InputError, UsageError } from '../errors.js';
@@ -104,7 +105,10 @@ export async function planDatabase(database: DatabaseUrl, { options, limits = DE
         `--segment-by ${excerpt(key, 200)}: ${describeSource(source)} has no column ${excerpt(key, 200)}; its columns are ${excerpt(columns.map((c) => c.name).join(', '))}`,
       );
     }
-    const segments = await cutKeyRanges(db, source, key, `${location} ${describeSource(source)}`, { ...options, maxSegments: limits.segments, read });
+    const { segmentRows, limit } = options;
+    const scan = scanKeys(db, source, key, { ...read, ...(limit !== undefined && { limit: limit + 1 }) });
+    const ranges = { segmentRows, ...(limit !== undefined && { limit }), maxSegments: limits.segments, key, source: describeSource(source) };
+    const segments = await keyRanges(scan, { ...ranges, name: `${location} ${describeSource(source)}` });
     return {
       syntax: 'postgresql',
       location,
@@ -132,32 +136,44 @@ async function tableKey(db: DatabaseConnection, source: RowSource, read: { timeo
   return key[0];
 }
 
+/** How keyRanges cuts and names: the rows a range holds, the canary's rows, the bound on ranges, and the names messages give. */
+export interface KeyRangeOptions {
+  segmentRows: number;
+  limit?: number;
+  maxSegments: number;
+  /** The key column, as the user named it. */
+  key: string;
+  /** The source, as messages name it (see describeSource). */
+  source: string;
+  /** The input, as a refusal past MAX_SEGMENTS names it. */
+  name: string;
+}
+
 /**
- * The key ranges of `segmentRows` rows each, from one ordered scan of the key (of the first
- * `limit` rows, and the key after them). A NULL or repeated key is refused: ranges of such a key
- * would not hold the rows counted.
+ * The key ranges of `segmentRows` rows each, from the ordered scan of the key (of the first
+ * `limit` rows and the key after them, with --limit): each range from its first key to the next
+ * range's (the first open below, the last above unless a canary's next key closes it), with its
+ * row count. A NULL or repeated key is refused: ranges of such a key would not hold the rows
+ * counted.
  */
-async function cutKeyRanges(
-  db: DatabaseConnection,
-  source: RowSource,
-  key: string,
-  name: string,
-  options: Pick<RunOptions, 'segmentRows' | 'limit'> & { maxSegments: number; read: { timeoutMs: number; signal?: AbortSignal } },
+export async function keyRanges(
+  scan: AsyncIterable<readonly ScannedKey[]> | Iterable<readonly ScannedKey[]>,
+  options: KeyRangeOptions,
 ): Promise<DatabaseSegmentPlan[]> {
-  const { segmentRows, limit, maxSegments } = options;
+  const { segmentRows, limit, maxSegments, source } = options;
+  const column = excerpt(options.key, 200);
   const segments: DatabaseSegmentPlan[] = [];
   let rows = 0;
-  scan: for await (const keys of scanKeys(db, source, key, { ...options.read, ...(limit !== undefined && { limit: limit + 1 }) })) {
+  scan: for await (const keys of scan) {
     for (const { key: value, repeated } of keys) {
-      const column = excerpt(key, 200);
       if (value === null) {
         throw new InputError(
-          `--segment-by ${column}: ${describeSource(source)} has rows whose ${column} is NULL; segments are ranges of a key that is never NULL: choose another column, or leave those rows out of the query`,
+          `--segment-by ${column}: ${source} has rows whose ${column} is NULL; segments are ranges of a key that is never NULL: choose another column, or leave those rows out of the query`,
         );
       }
       if (repeated) {
         throw new InputError(
-          `--segment-by ${column}: ${describeSource(source)} has more than one row whose ${column} is '${excerpt(value, 200)}'; segments are ranges of a unique key: choose a unique column`,
+          `--segment-by ${column}: ${source} has more than one row whose ${column} is '${excerpt(value, 200)}'; segments are ranges of a unique key: choose a unique column`,
         );
       }
       const last = segments.at(-1);
@@ -167,7 +183,7 @@ async function cutKeyRanges(
         break scan;
       }
       if (rows % segmentRows === 0) {
-        if (segments.length === maxSegments) throw tooManySegments(name, segmentRows, maxSegments, rows + 1);
+        if (segments.length === maxSegments) throw tooManySegments(options.name, segmentRows, maxSegments, rows + 1);
         if (last) last.to = value;
         segments.push({ index: segments.length, firstRow: rows, rows: 0, firstLine: rows + 1, from: last ? value : null, to: null });
       }
