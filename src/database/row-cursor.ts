@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import Cursor from 'pg-cursor';
 
 /**
  * The one file that knows the cursor library (pg-cursor): every read of many rows goes through
@@ -39,7 +38,9 @@ const AS_TEXT: pg.CustomTypesConfig = { getTypeParser: () => (text: string) => t
  * Opens a server-side cursor (a portal of the extended protocol) over `text` with its parameters,
  * on a client that is in a transaction: rows come `batchRows` at a time, as the consumer asks.
  */
-export function openRowCursor(client: pg.Client, text: string, values: readonly unknown[], batchRows = CURSOR_BATCH_ROWS): RowCursor {
+export async function openRowCursor(client: pg.Client, text: string, values: readonly unknown[], batchRows = CURSOR_BATCH_ROWS): Promise<RowCursor> {
+  // Loaded when rows are read, as pg is (see connectDatabase): every command imports the door.
+  const { default: Cursor } = await import('pg-cursor');
   const cursor = client.query(new Cursor<TextRow>(text, [...values], { rowMode: 'array', types: AS_TEXT }));
   let fields: ResultField[] = [];
   return {

@@ -205,7 +205,7 @@ async function* cursorRows<T>(
 ): AsyncGenerator<T> {
   yield* caught(
     readOnly(connection, options.timeoutMs, async function* (client) {
-      const cursor = openRowCursor(client, text, values);
+      const cursor = await openRowCursor(client, text, values);
       const { signal } = options;
       try {
         for (let rows = await unlessAborted(cursor.read(), signal); rows.length > 0; rows = await unlessAborted(cursor.read(), signal)) {
