@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { AbortedError, type BatchScorerError, UsageError } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
 import { columnValueType, type ColumnValueType } from './column-values.js';
-import { databaseError, type DatabaseConnection } from './database-client.js';
+import { databaseError, type DatabaseConnection, unlessAborted } from './database-client.js';
 import { openRowCursor, type ResultField, type TextRow } from './row-cursor.js';
 import { formatTableName, quoteIdentifier, quoteTable, type TableName } from './sql-identifier.js';
 
@@ -219,23 +219,6 @@ async function* cursorRows<T>(
     { source, text },
     options,
   );
-}
-
-/**
- * `work`, or its failure once `signal` is aborted: the connection is ended then (see
- * connectDatabase), and a read waiting on it would never be answered.
- */
-function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) {
-      work.catch(() => undefined);
-      return reject(signal.reason as Error);
-    }
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /** A statement read from a source: what its failures are said of. */

@@ -108,6 +108,14 @@ describe('a PostgreSQL table or query as the input of score', () => {
     );
   });
 
+  it('fails on a service that does not answer while the table is being planned, its planning stopped', async () => {
+    const s = await privateSchema();
+    const table = await rentalsTable(s, 'rentals', 50);
+    const out = join(fixture.dir, 'no-service');
+    const err = await failure(score(DATABASE_URL, out, { service: 'http://127.0.0.1:9', runId: 'no-service', table }));
+    expect(err.code).toBe('E_SERVICE_UNREACHABLE');
+  });
+
   it('refuses a key that repeats or is NULL, naming the column and the value', async () => {
     const s = await privateSchema();
     const table = await rentalsTable(s, 'rentals', 50);
