@@ -5,17 +5,25 @@
  * text with commas, quotes, line breaks and non-ASCII) in a schema of its own (dropped at the end)
  * is read in full ORDER BY id, its ids alone ORDER BY id (what planning reads), and loaded with COPY
  * FROM STDIN (CSV text, 64 KiB chunks) into a copy of it without indexes (a staging table). Each
- * operation runs in a child process of its own (bench/postgres-client.mjs), which reports its wall
+ * operation runs in a child process of its own (bench/postgres-client.mjs, with the node flags and
+ * malloc settings of dist/cli.js's shebang, which set how far the heap grows), which reports its wall
  * and CPU seconds (process.cpuUsage) and peak RSS (getrusage); clients alternate, median of
  * BENCH_PG_RUNS (3) runs each, after one untimed read that brings the table into the caches.
  *
- * Outcome: measured below, recorded in BENCHMARKS.md (PostgreSQL clients).
+ * Outcome (AMD EPYC, 2 cores, Node 24.9.0, PostgreSQL 15.20 on the same machine, 2026-12-01;
+ * medians of 3, CPU of the client process; BENCHMARKS.md has the table and the reasons):
+ *   read all columns   pg-cursor 2.34 s CPU, 82 MiB; pg-query-stream 2.65 s, 82 MiB; postgres.js 3.07 s, 108 MiB
+ *   SELECT id          pg-cursor 0.51 s, 78 MiB;     pg-query-stream 0.71 s, 79 MiB; postgres.js 0.59 s, 98 MiB
+ *   COPY FROM STDIN    pg-copy-streams 0.17 s, 67 MiB; postgres.js .writable() 0.17 s, 68 MiB
+ * So pg + pg-cursor (read(1000)) for reading and pg + pg-copy-streams for COPY: the least CPU
+ * and memory reading, a tie on COPY, and one client library (pg) for both directions.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import copyStreams from 'pg-copy-streams';
+import { nodeCommand } from '../cli.js';
 import { rowLines } from '../inputs.js';
 import { measure, median } from '../measure.js';
 import type { Section, SectionReport } from '../report.js';
@@ -78,14 +86,8 @@ export const postgresClients: Section = {
       );
       const idSum = (rows * (rows - 1)) / 2;
       const child = async (operation: string): Promise<ClientRun> => {
-        const m = await measure([
-          process.execPath,
-          'bench/postgres-client.mjs',
-          operation,
-          DATABASE_URL,
-          `${schema}.${operation.startsWith('copy') ? 'loaded' : 'rentals'}`,
-          csv,
-        ]);
+        const table = `${schema}.${operation.startsWith('copy') ? 'loaded' : 'rentals'}`;
+        const m = await measure(nodeCommand('bench/postgres-client.mjs', operation, DATABASE_URL, table, csv));
         return JSON.parse(m.stdout) as ClientRun;
       };
       await child('read:pg-cursor'); // untimed: the table into shared buffers and the page cache
