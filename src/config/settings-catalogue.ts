@@ -1,4 +1,5 @@
 import { formatLimit, LIMITS, type LimitName } from './limits.js';
+import { MAX_KEPT_JOBS, MIN_KEPT_JOBS } from './retention.js';
 import { PROCESS_DEFAULTS } from '../process-defaults.js';
 
 /** One environment variable batch-scorer reads: what it means, its default, and whether it holds a secret. */
@@ -173,6 +174,27 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
     name: 'PUBLIC_URL',
     meaning:
       'Where people reach `serve` (`https://scorer.example`): webhooks link to the run page under it, and lineage events name the schemas of their custom facets under it.',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_OLDER_THAN',
+    meaning:
+      '`runs prune` deletes the finished runs that ended longer ago than this duration (`30d`, `12h`, `90m`; units s, m, h, d, w), unless `RETENTION_KEEP` keeps them; the queues also remove finished jobs past it when that is sooner than their defaults. Unset: no run goes by its age. See [retention](../retention.md).',
+    configKey: 'retention.olderThan',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_KEEP',
+    meaning:
+      'The newest finished runs of each pipeline (the runs no pipeline started counted as one more) that `runs prune` keeps whatever their age. Unset: none kept by count.',
+    configKey: 'retention.keep',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_JOBS',
+    meaning: `The finished jobs each queue (runs, segments) keeps of each end state (completed, failed), newest first, ${MIN_KEPT_JOBS} to ${MAX_KEPT_JOBS}; read by workers, which remove the jobs they finish past it, and a run's other keys in Redis once its job is gone. See [retention](../retention.md).`,
+    default: '1000 completed and 5000 failed run jobs, 20000 of each of segment jobs',
+    configKey: 'retention.jobs',
     secret: false,
   },
   {
