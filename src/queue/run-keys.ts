@@ -8,9 +8,16 @@ import { progressKey, samplesKey } from './run-progress.js';
 
 /**
  * How long a run's entry is left alone once written: its job is added (or replaced, for a resume)
- * right after, and until then the entry has no job to find. Generous, for clocks that disagree.
+ * right after, and until then the entry has no job to find. Entries are timed by Redis's clock,
+ * so the clocks of the machines that enqueue and sweep need not agree.
  */
-const SETTLING_MS = 60_000;
+const SETTLING_MS = 5_000;
+
+/** Writes an entry (ARGV[1]) timed by Redis's clock, in ms. */
+const TOUCH = `
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[1])
+`;
 
 /** Entries a sweep reads per round trip. */
 const PAGE = 500;
@@ -58,8 +65,8 @@ export class RunKeys {
   }
 
   /** Records a run as enqueued now, before its job is added or replaced (see SETTLING_MS). */
-  async touch(runId: string, pipeline: string | undefined, at = Date.now()): Promise<void> {
-    await this.redis.zadd(this.indexKey, at, member(runId, pipeline));
+  async touch(runId: string, pipeline: string | undefined): Promise<void> {
+    await this.redis.eval(TOUCH, 1, this.indexKey, member(runId, pipeline));
   }
 
   /** Deletes a run's keys beside its jobs and its index entries now, whatever its job (runs prune removes it first). */
@@ -72,7 +79,9 @@ export class RunKeys {
    * someone did by hand), except runs enqueued in the last SETTLING_MS; answers how many. Reads
    * the whole index a page at a time: it holds about as many runs as the queue keeps jobs of.
    */
-  async sweep(now = Date.now()): Promise<number> {
+  async sweep(): Promise<number> {
+    const [seconds, micros] = await this.redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     let removed = 0;
     for (let start = 0; ;) {
       const page = await this.redis.zrange(this.indexKey, start, start + PAGE - 1, 'WITHSCORES');
