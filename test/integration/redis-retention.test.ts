@@ -68,7 +68,7 @@ describe('Redis under RETENTION_JOBS (a real worker process)', () => {
       // What the queue still has reads as before; the folders of all runs stay.
       const listed = await f.queue.list({ limit: 100 });
       expect(listed.map((r) => r.runId).sort()).toEqual([...kept.runs].sort());
-      expect(listed.every((r) => r.state === 'succeeded' && r.result?.counts.rowsScored === 3)).toBe(true);
+      expect(listed.every((r) => r.state === 'succeeded' && r.result?.counts?.rowsScored === 3)).toBe(true);
       expect(ids.filter((id) => !existsSync(join(out, id, 'manifest.json')))).toEqual([]);
     } finally {
       redis.disconnect();
