@@ -179,21 +179,20 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   {
     name: 'RETENTION_OLDER_THAN',
     meaning:
-      '`runs prune` deletes the finished runs that ended longer ago than this duration (`30d`, `12h`, `90m`; units s, m, h, d, w), unless `RETENTION_KEEP` keeps them; the queues also remove finished jobs past it when that is sooner than their defaults. Unset: no run goes by its age. See [retention](../retention.md).',
+      '`runs prune` deletes finished runs that ended longer ago than this (`30d`, `12h`, `90m`) unless `RETENTION_KEEP` keeps them; finished jobs also leave the queues past it, if sooner. See [retention](../retention.md).',
     configKey: 'retention.olderThan',
     secret: false,
   },
   {
     name: 'RETENTION_KEEP',
-    meaning:
-      'The newest finished runs of each pipeline (the runs no pipeline started counted as one more) that `runs prune` keeps whatever their age. Unset: none kept by count.',
+    meaning: 'The newest finished runs of each pipeline (the runs of none counted as one more) that `runs prune` keeps whatever their age.',
     configKey: 'retention.keep',
     secret: false,
   },
   {
     name: 'RETENTION_JOBS',
-    meaning: `The finished jobs each queue (runs, segments) keeps of each end state (completed, failed), newest first, ${MIN_KEPT_JOBS} to ${MAX_KEPT_JOBS}; read by workers, which remove the jobs they finish past it, and a run's other keys in Redis once its job is gone. See [retention](../retention.md).`,
-    default: '1000 completed and 5000 failed run jobs, 20000 of each of segment jobs',
+    meaning: `Finished jobs each queue (runs, segments) keeps of each end state, ${MIN_KEPT_JOBS} to ${MAX_KEPT_JOBS}, applied by the workers; a run's other keys in Redis go with its job.`,
+    default: 'runs 1000 / 5000 failed, segments 20000',
     configKey: 'retention.jobs',
     secret: false,
   },

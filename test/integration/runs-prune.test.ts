@@ -226,6 +226,13 @@ describe('batch-scorer runs prune (child process, local folders)', () => {
     expect(r.actions).toMatchObject({ 'old-a': 'deleted old', 'old-b': 'kept baseline', 'old-c': 'kept young', n1: 'deleted old' });
   });
 
+  it('--no-queue asks no Redis: it prunes where none answers', async () => {
+    const { out } = await copyOf();
+    const r = await prune(out, ['--older-than', '7d', '--no-queue'], { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect([r.code, r.stderr]).toEqual([0, expect.stringMatching(/^deleted 5 run folder\(s\)/)]);
+    expect(r.actions).toMatchObject({ ...ALWAYS_KEPT, 'old-a': 'deleted old', young: 'kept young' });
+  });
+
   it('refuses a bad --older-than or RETENTION_OLDER_THAN, naming it, and a prune nothing bounds, with exit 2 and nothing deleted', async () => {
     const { out } = await copyOf();
     const before = await folderTree(out);
