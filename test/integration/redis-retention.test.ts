@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
-import { tempDir, writeRentals } from '../helpers/scoring.js';
+import { useRentalsInput } from '../helpers/scoring.js';
 
 /**
  * What Redis keeps of finished runs under RETENTION_JOBS: a real worker process finishes many tiny
@@ -16,15 +16,7 @@ const KEPT = 10;
 /** The documented bound on what a finished run of one segment keeps in Redis (docs/retention.md). */
 const BYTES_PER_RUN = 12 * 1024;
 
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let input: string;
-beforeAll(async () => {
-  tmp = await tempDir();
-  input = join(tmp.dir, 'tiny.csv');
-  await writeRentals(input, 3);
-});
-afterAll(() => tmp.cleanup());
-
+const files = useRentalsInput(3);
 const f = useQueueFixture();
 
 /** The run ids (`keep-NN`) that have any key under the prefix, and the bytes those keys take (MEMORY USAGE). */
@@ -45,7 +37,8 @@ async function runKeys(redis: Redis, prefix: string): Promise<{ runs: Set<string
 describe('Redis under RETENTION_JOBS (a real worker process)', () => {
   it(`keeps the jobs and keys of ${KEPT} finished runs of ${RUNS}, every run folder staying`, async () => {
     await f.setup();
-    const out = join(tmp.dir, 'out');
+    const { input } = files;
+    const out = join(files.dir, 'out');
     const redis = new Redis(f.redisUrl);
     try {
       f.worker([], { RETENTION_JOBS: String(KEPT) });
