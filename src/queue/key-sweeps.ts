@@ -2,7 +2,7 @@ import type { Logger } from '../log.js';
 import type { RunKeys } from './run-keys.js';
 
 /** How often one worker sweeps at most (see RunKeys.sweep). */
-export const SWEEP_EVERY_MS = 5_000;
+const SWEEP_EVERY_MS = 5_000;
 
 /**
  * When a worker sweeps the keys of runs whose jobs are gone: after a run job it finished (BullMQ

@@ -34,7 +34,9 @@ export interface PruneRequest {
   namedBaselines?: ReadonlySet<string>;
   /** Only say what would go. */
   dryRun: boolean;
+  /** The time ages are counted to, in ms since the epoch (now, by default). */
   now?: number;
+  /** Stops the listing and reading of the folders. */
   signal?: AbortSignal;
 }
 
@@ -42,6 +44,7 @@ export interface PruneRequest {
 export interface PrunedFolder {
   /** Its name below `--out` (a run id, for a run folder). */
   name: string;
+  /** Where it is, as a location users can open. */
   folder: string;
   /** `deleted`; `would delete` in a dry run; `kept`; `failed`: it was to go, but deleting it failed (see why). */
   action: 'deleted' | 'would delete' | 'kept' | 'failed';
@@ -58,14 +61,18 @@ export interface PrunedFolder {
 
 /** What `runs prune` did (or, in a dry run, would do). */
 export interface PruneReport {
+  /** `--out`, as a location. */
   out: string;
   dryRun: boolean;
+  /** What kept runs: the flags', else the settings'. */
   rule: PruneRule;
   /** Every folder below `--out`, the newest runs first. */
   folders: PrunedFolder[];
   /** Folders deleted (or that would be), their files and bytes. */
   deleted: { folders: number; files: number; bytes: number };
+  /** Folders kept, whatever the reason. */
   kept: number;
+  /** Folders whose deletion failed: the command exits 1. */
   failed: number;
 }
 
