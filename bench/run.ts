@@ -8,8 +8,9 @@
  *
  * Sections (bench/sections/): cpu, latency, memory, growth (writes bench/growth.svg), scale-out
  * and the queue half of gzip (need Redis at REDIS_URL, default redis://127.0.0.1:6379; skipped
- * without), adaptive, gzip, connections, dirty, real-server (needs `bash scripts/mindsdb-env.sh`
- * first); with --full also s3 and parquet; postgres-clients (PostgreSQL at DATABASE_URL, default
+ * without), adaptive, gzip, connections, dirty, redis-memory (starts a redis-server of its own;
+ * skipped without one), real-server (needs `bash scripts/mindsdb-env.sh` first); with --full
+ * also s3 and parquet; postgres-clients (PostgreSQL at DATABASE_URL, default
  * postgresql://postgres@127.0.0.1:5432/test) only when BENCH_SECTIONS names it.
  *
  * Environment:
@@ -21,7 +22,7 @@
  *   BENCH_MEMORY_ROWS (1000000; --full 1000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000), BENCH_DIRTY_ROWS
- *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only),
+ *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REDIS_RUNS (1000 runs, not rows, nor scaled), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only),
  *   BENCH_PG_ROWS (1000000), BENCH_PG_RUNS (3): row counts, before BENCH_SCALE.
  */
 import { mkdir, readFile } from 'node:fs/promises';
@@ -41,6 +42,7 @@ import { parquet } from './sections/parquet.js';
 import { postgresClients } from './sections/postgres-clients.js';
 import { s3 } from './sections/s3.js';
 import { realServer } from './sections/real-server.js';
+import { redisMemory } from './sections/redis-memory.js';
 import { scaleOut } from './sections/scale-out.js';
 
 // Memory before growth and gzip: they reuse its runs. Connections after the runs it reads.
@@ -54,6 +56,7 @@ const SECTIONS: Section[] = [
   gzip,
   connections,
   dirtyData,
+  redisMemory,
   realServer,
   s3,
   parquet,

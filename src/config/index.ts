@@ -26,6 +26,9 @@ export { parseRedisUrl, type RedisTarget } from './redis-url.js';
 export { tokenFor, type ServiceTokens } from './service-tokens.js';
 export { targetOrigin, webhookUrlProblem } from './webhook-url.js';
 
+// How long and how many finished runs and jobs are kept.
+export { MAX_KEPT_JOBS, RETENTION_AGE_FORMAT, retentionAge, type RetentionSettings } from './retention.js';
+
 // The deployment's limits (MAX_* settings) and the error naming the one passed.
 export { ANSWER_FLOOR_BYTES, DEFAULT_LIMITS, formatLimit, INFLATION_FLOOR_BYTES, limitError, LIMITS, type Limits } from './limits.js';
 

@@ -11,6 +11,7 @@ import { hasScheme, inputKind, type Location, parseLocation, type S3Settings, s3
 import { webhookUrlProblem } from './webhook-url.js';
 import { serviceBase, type DeploymentPolicy } from './deployment-policy.js';
 import { formatIssues, restate, runOptionsSchema, type RunOptionsInput } from './run-options.js';
+import { retentionFileSchema, retentionFromEnv, type RetentionSettings } from './retention.js';
 import type { ServiceTokens } from './service-tokens.js';
 
 /**
@@ -32,6 +33,8 @@ export const configFileSchema = z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() })
       .strict()
       .optional(),
+    /** How long and how many finished runs are kept, and finished jobs (see RetentionSettings). */
+    retention: retentionFileSchema.optional(),
   })
   .strict();
 
@@ -71,6 +74,8 @@ export interface Settings {
   notify: NotifySettings;
   /** MAX_ANSWER_BYTES and the other bounds on sizes peers control (see LIMITS in limits.ts). */
   limits: Limits;
+  /** RETENTION_OLDER_THAN, RETENTION_KEEP and RETENTION_JOBS: finished runs and jobs kept (see RetentionSettings); none set, everything is kept as before. */
+  retention: RetentionSettings;
 }
 
 /** The notification settings of a process (see notifyFromEnv); src/notify/ tells run ends with them. */
@@ -106,6 +111,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     lineage: lineageSettingsFromEnv(env, notify.publicUrl),
     notify,
     limits: limitsFromEnv(env),
+    retention: retentionFromEnv(env, file.retention),
   };
 }
 

@@ -33,18 +33,7 @@ import {
   unfinished,
 } from '../scoring/index.js';
 import { formatLocation, type Location } from '../storage/index.js';
-import {
-  ATTEMPTS,
-  JOB_PRIORITY,
-  RETENTION,
-  WORKER_ID,
-  runJobDataSchema,
-  runPriority,
-  segmentJobId,
-  type RunJob,
-  type RunJobData,
-  type SegmentJobData,
-} from './queues.js';
+import { ATTEMPTS, JOB_PRIORITY, WORKER_ID, runJobDataSchema, runPriority, segmentJobId, type RunJob, type RunJobData, type SegmentJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
@@ -208,8 +197,8 @@ class RunJobTake {
           parent: { id: job.id!, queue: job.queueQualifiedName },
           failParentOnFailure: true,
           priority,
+          // Their retention is the workers' (see keptJobs).
           ...ATTEMPTS.segments,
-          ...RETENTION.segments,
         },
       })),
     );

@@ -60,7 +60,7 @@ export { resumeCanHelp } from './resume-advice.js';
 export { manifestSchema, readManifest, succeededManifestSchema, type Manifest, type ManifestParts } from './manifest.js';
 export { readRunFile, requireRunFile, writeRunFile } from './run-file.js';
 export { openAttempt, readOpenAttempt, type OpenAttempt } from './run-attempt.js';
-export { checkRunFolder, readClaim, readClaimedRequest, refusedWhilePlanning } from './run-folder-claim.js';
+export { checkRunFolder, ownsRunFolder, readClaim, readClaimedRequest, refusedWhilePlanning } from './run-folder-claim.js';
 export { describeSnapshotSchema, type DescribeSnapshot } from './describe-snapshot.js';
 
 // Who hears a run: its listeners (lineage, webhooks) and its observer (metrics).
