@@ -191,7 +191,7 @@ function printSummary(manifest: Manifest, json: boolean): void {
   const c = manifest.counts!;
   if (json) {
     process.stdout.write(
-      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs, result: runResult(manifest) })}\n`,
+      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs, ...(manifest.table && { table: manifest.table }), result: runResult(manifest) })}\n`,
     );
     return;
   }
@@ -199,4 +199,6 @@ function printSummary(manifest: Manifest, json: boolean): void {
   process.stdout.write(`run ${manifest.runId} ${describeResult(runResult(manifest))}; in ${(manifest.durationMs / 1000).toFixed(1)} s\n`);
   for (const w of manifest.warnings) process.stdout.write(`warning: ${w}\n`);
   process.stdout.write(`run folder: ${folder}\n`);
+  const { table } = manifest;
+  if (table) process.stdout.write(`table: ${table.rows} rows published into ${table.table} of ${table.database}\n`);
 }

@@ -1,6 +1,5 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 
 /**
  * Sends `source`'s bytes to a `COPY ... FROM STDIN` statement and answers the rows the server
@@ -11,6 +10,8 @@ import { from as copyFrom } from 'pg-copy-streams';
  * aborts or the source fails, so the transaction around it can roll back.
  */
 export async function copyFromStdin(client: pg.Client, statement: string, source: AsyncIterable<Buffer>, signal?: AbortSignal): Promise<number> {
+  // Loaded when rows are loaded, as pg is (see connectDatabase).
+  const { from: copyFrom } = await import('pg-copy-streams');
   const stream = client.query(copyFrom(statement));
   await pipeline(source, stream, { signal });
   return stream.rowCount;

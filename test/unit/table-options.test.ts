@@ -46,8 +46,8 @@ describe('--out-table and the options around it', () => {
       table: { schema: 'sales', table: 'Q1 Scores' },
       runsTable: { schema: 'sales', table: 'batch_scorer_runs' },
     });
-    expect(target({ runsTable: 'audit' }).runsTable).toEqual({ schema: 'sales', table: 'audit' });
-    expect(target({ runsTable: 'ops.audit' }).runsTable).toEqual({ schema: 'ops', table: 'audit' });
+    expect(target({ runsTable: 'audit' })?.runsTable).toEqual({ schema: 'sales', table: 'audit' });
+    expect(target({ runsTable: 'ops.audit' })?.runsTable).toEqual({ schema: 'ops', table: 'audit' });
   });
 });
 
