@@ -2,29 +2,28 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureRunsTable } from '../../src/database/index.js';
 import { DATABASE_URL, privateSchema, type PrivateSchema } from '../helpers/postgres.js';
 import { useQueueFixture, waitFor } from '../helpers/queue.js';
-import { score, tempDir, writeRentals } from '../helpers/scoring.js';
+import { score, useRentalsInput } from '../helpers/scoring.js';
 import { expectTableMatchesCsv } from '../helpers/table-rows.js';
 
 // Queue runs into a table with real worker processes: each input row lands once, whichever worker
 // dies where, and the table holds what predictions.csv of the same run holds.
 
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let input: string;
 const ROWS = 3_000;
-
-beforeAll(async () => {
-  tmp = await tempDir();
-  input = join(tmp.dir, 'rentals.csv');
-  await writeRentals(input, ROWS);
-});
-afterAll(() => tmp.cleanup());
-
+const files = useRentalsInput(ROWS);
 const f = useQueueFixture();
 const OPTIONS = { segmentRows: 250, batchSize: 50, rowNumber: true };
+
+/** Enqueues run `runId` of the rentals into `table`, its run folder under `<tmp>/<runId>`. */
+async function enqueueInto(table: string, runId: string): Promise<{ runId: string; out: string }> {
+  const out = join(files.dir, runId);
+  const options = { ...OPTIONS, service: f.sim.url, runId, outTable: table, outDatabase: DATABASE_URL };
+  await f.queue.enqueue({ input: files.input, model: 'mindsdb/home_rentals_model', out, options });
+  return { runId, out };
+}
 
 const count = async (db: PrivateSchema, sql: string) => Number((await db.sql<{ n: string }>(sql))[0].n);
 
@@ -32,8 +31,8 @@ const count = async (db: PrivateSchema, sql: string) => Number((await db.sql<{ n
 async function expectOnce(db: PrivateSchema, table: string, name: string): Promise<void> {
   expect(await count(db, `SELECT count(*) AS n FROM ${table}`)).toBe(ROWS);
   expect(await count(db, `SELECT count(DISTINCT row_number) AS n FROM ${table}`)).toBe(ROWS);
-  const out = join(tmp.dir, `direct-${name}`);
-  await score(input, out, { ...OPTIONS, service: f.sim.url, runId: 'd' });
+  const out = join(files.dir, `direct-${name}`);
+  await score(files.input, out, { ...OPTIONS, service: f.sim.url, runId: 'd' });
   await expectTableMatchesCsv(db, table, await readFile(join(out, 'd', 'predictions.csv'), 'utf8'));
   expect(await count(db, `SELECT count(*) AS n FROM pg_tables WHERE schemaname = '${db.name}' AND tablename LIKE 'batch_scorer_stage%'`)).toBe(0);
 }
@@ -45,13 +44,7 @@ describe('queue runs into a table', () => {
     const table = `${db.name}.scores`;
     const victim = f.worker(['--segments', '2']);
     f.worker(['--segments', '2']);
-    const out = join(tmp.dir, 'killed');
-    const { runId } = await f.queue.enqueue({
-      input,
-      model: 'mindsdb/home_rentals_model',
-      out,
-      options: { ...OPTIONS, service: f.sim.url, runId: 'killed', outTable: table, outDatabase: DATABASE_URL },
-    });
+    const { runId, out } = await enqueueInto(table, 'killed');
     const segments = join(out, runId, '_work', 'segments');
     const done = async () => (existsSync(segments) ? (await readdir(segments)).filter((name) => name.endsWith('.done.json')).length : 0);
     await waitFor('3 segments done', async () => (await done()) >= 3);
@@ -80,13 +73,7 @@ describe('queue runs into a table', () => {
       await holder.query('BEGIN');
       await holder.query(`LOCK TABLE ${db.name}.batch_scorer_runs IN EXCLUSIVE MODE`);
       const victim = f.worker();
-      const out = join(tmp.dir, 'publish');
-      const { runId } = await f.queue.enqueue({
-        input,
-        model: 'mindsdb/home_rentals_model',
-        out,
-        options: { ...OPTIONS, service: f.sim.url, runId: 'publish', outTable: table, outDatabase: DATABASE_URL },
-      });
+      const { runId } = await enqueueInto(table, 'publish');
       await waitFor(
         'the worker to wait inside its publish',
         async () =>
