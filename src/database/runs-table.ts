@@ -28,10 +28,14 @@ export interface RunRecord {
   folder: string;
 }
 
-/** The runs table, made when missing (run_id its primary key) and checked when present. */
-export async function ensureRunsTable(client: pg.Client, table: TableName): Promise<void> {
+/**
+ * The runs table checked (see checkTableColumns) and, when missing, made with `make` (run_id its
+ * primary key); answers whether it exists now.
+ */
+export async function ensureRunsTable(client: pg.Client, table: TableName, { make = true }: { make?: boolean } = {}): Promise<boolean> {
   const what = `--runs-table ${formatTableName(table)}`;
   if ((await readTableColumns(client, table, what)) === undefined) {
+    if (!make) return false;
     // run_id is its key: a second publish of a run waits on it, then finds the run recorded (see recordRun).
     await createTable(client, table, RUNS_TABLE_COLUMNS, { trailing: ['PRIMARY KEY (run_id)'] }).catch(async (err: unknown) => {
       // Two runs making it at once: one of them wins, and the other checks what it made.
@@ -39,6 +43,7 @@ export async function ensureRunsTable(client: pg.Client, table: TableName): Prom
     });
   }
   checkTableColumns(what, (await readTableColumns(client, table, what)) ?? [], RUNS_TABLE_COLUMNS);
+  return true;
 }
 
 /** When `runId` was published and into which table, or undefined when the runs table does not record it. */

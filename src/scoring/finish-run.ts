@@ -36,8 +36,10 @@ export interface FinishContext {
  * Ends a run whose segments are all done: checks the quarantined share and what became of the
  * model meanwhile (see modelChangeWarnings); joins the outputs and the segments' prediction
  * profiles, measures the drift from a baseline run (see FindBaseline), writes manifest.json and
- * then `_SUCCESS`, last, and removes the `_work` area. A drift past `driftFail` fails the run
- * (E_DRIFT) with its outputs and manifest written but no `_SUCCESS`: `accept` can still accept it.
+ * then `_SUCCESS`, last, and removes the `_work` area. A run writing into a table (--out-table)
+ * stages its rows and publishes them with its manifest in one transaction before writing its own
+ * (see table-load.ts). A drift past `driftFail` fails the run (E_DRIFT) with its outputs and
+ * manifest written but no `_SUCCESS`: `accept` can still accept it.
  */
 export async function finishRun(
   run: PreparedRun,

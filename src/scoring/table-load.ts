@@ -33,7 +33,10 @@ import { describeTarget, tableTarget, type TableTarget } from './table-options.j
 // (FORMAT csv) as they are read: nothing is parsed or encoded again here, so the values in the
 // table are those of predictions.csv by construction (the server's CSV reader takes an empty field
 // as NULL), and loading costs this process little more than reading the parts. Parsing the parts
-// into values to send them in COPY's text format would parse every field twice, once here.
+// into values to send them in COPY's text format would parse every field twice, once here:
+// measured on 200,000 rows of predictions.csv (18 MB, Node 24.9, PostgreSQL 15 on this machine),
+// the bytes as they are took 44-102 ms of this process's CPU and 0.35-0.8 s, parsed (papaparse)
+// and re-encoded 1.4-1.5 s of CPU and 1.6-2.3 s.
 
 /** Where a table run's rows are, once staged: what the manifest says of them, and the step that publishes them. */
 export interface StagedTable {
@@ -74,7 +77,7 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
   const summary = { ...describeTarget(target), rows };
   try {
     const { client } = db;
-    const published = await prepareTables(db, run, target);
+    const published = await runRecorded(db, run, target);
     if (published) {
       log.info({ table: summary.table }, 'the run is published already: its rows are in the table');
       await client.query(`DROP TABLE IF EXISTS ${quoteTable(staging)}`);
@@ -111,25 +114,29 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
 }
 
 /**
- * Checks, before a run scores anything, what its rows will go into: the runs table (made when
- * missing) must not record the run id for another run folder, and an out-table that exists must
- * take the run's columns (see checkTableColumns). Nothing is made but the runs table.
+ * Checks, before a run scores anything (a dry run too), what its rows will go into, making
+ * nothing: a runs table that exists must not record the run id for another run folder, and an
+ * out-table that exists must take the run's columns (see checkTableColumns).
  */
 export async function checkTableTarget(run: PreparedRun, signal?: AbortSignal): Promise<void> {
   const target = runTableTarget(run);
   const db = await connectDatabase(target.database, { signal });
   try {
-    await prepareTables(db, run, target);
+    await runRecorded(db, run, target, { make: false });
     await tableColumns(db, target, run.output.tableColumns!, { make: false });
   } finally {
     await db.end();
   }
 }
 
-/** The runs table made or checked; whether it records the run already (another run folder's run of that id is refused). */
-async function prepareTables(db: DatabaseConnection, run: PreparedRun, target: TableTarget): Promise<boolean> {
+/**
+ * Whether the runs table records the run already, once made (with `make`) or checked; a record of
+ * that run id from another run folder is refused (E_RUN_EXISTS).
+ */
+async function runRecorded(db: DatabaseConnection, run: PreparedRun, target: TableTarget, { make = true } = {}): Promise<boolean> {
   const runs = formatTableName(target.runsTable);
-  await doing(`making or checking the runs table ${runs}`, () => ensureRunsTable(db.client, target.runsTable));
+  const exists = await doing(`making or checking the runs table ${runs}`, () => ensureRunsTable(db.client, target.runsTable, { make }));
+  if (!exists) return false;
   const recorded = await doing(`reading ${runs}`, () => publishedRun(db.client, target.runsTable, run.runId));
   if (recorded && recorded.folder !== formatLocation(run.folder)) throw otherRun(target.runsTable, run.runId, recorded.folder);
   return recorded !== undefined;

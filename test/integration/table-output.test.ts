@@ -13,6 +13,7 @@ import { stageTable } from '../../src/scoring/table-load.js';
 import { RENTAL_COLUMNS } from '../../src/simulator/sample-data.js';
 import { createStorage } from '../../src/storage/storage.js';
 import { DATABASE_URL, privateSchema, type PrivateSchema } from '../helpers/postgres.js';
+import { runCli } from '../helpers/cli.js';
 import { rejection } from '../helpers/rejection.js';
 import { score, useScoringFixture, writeRentalsWithEngineErrors } from '../helpers/scoring.js';
 import { expectTableMatchesCsv } from '../helpers/table-rows.js';
@@ -44,6 +45,28 @@ describe('--out-table', () => {
   it('writes the rows predictions.csv would hold, records the run, and keeps the rest of the run folder', async () => {
     const db = await privateSchema();
     const table = `${db.name}.scores`;
+    // A dry run checks where the rows would go, and makes nothing there.
+    const dry = await runCli(
+      [
+        'score',
+        input,
+        '--model',
+        'mindsdb/home_rentals_model',
+        '--out',
+        f.out,
+        '--service',
+        f.sim.url,
+        '--out-table',
+        table,
+        '--out-database',
+        DATABASE_URL,
+        '--dry-run',
+      ],
+      {},
+    );
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(`outputs: table ${table}`);
+    expect(await db.sql(`SELECT tablename FROM pg_tables WHERE schemaname = $1`, [db.name])).toEqual([]);
     await score(input, f.out, { ...options(), runId: 'files' });
     const manifest = await score(input, f.out, { ...options(), runId: 'table', outTable: table, outDatabase: DATABASE_URL });
 
@@ -86,6 +109,15 @@ describe('--out-table', () => {
     });
     expect(await stagingTables(db)).toEqual([]);
 
+    // The same run id from another --out is another run: refused before it scores.
+    const other = await rejection(
+      score(input, join(f.dir, 'other-out'), { ...options(), runId: 'table', outTable: table, outDatabase: DATABASE_URL }),
+      BatchScorerError,
+    );
+    expect(other.code).toBe('E_RUN_EXISTS');
+    expect(other.message).toBe(
+      `${db.name}.batch_scorer_runs records run table already, published from ${join(f.out, 'table')}: choose another --run-id (or another --runs-table)`,
+    );
     // Another run appends its rows, recorded beside the first.
     await score(input, f.out, { ...options(), runId: 'again', outTable: table, outDatabase: DATABASE_URL, limit: 100 });
     expect(await count(db, table)).toBe(SCORED + 99);
