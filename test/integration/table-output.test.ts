@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parseDatabaseUrl, formatDatabaseUrl } from '../../src/database/index.js';
 import { BatchScorerError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
+import { compareRuns } from '../../src/scoring/compare-runs.js';
 import { readManifest } from '../../src/scoring/manifest.js';
 import { loadPreparedRun, runFiles } from '../../src/scoring/prepared-run.js';
 import { readSegmentsDone } from '../../src/scoring/segment-done.js';
@@ -108,6 +109,13 @@ describe('--out-table', () => {
       manifest: { runId: 'table', state: 'succeeded', table: { rows: SCORED } },
     });
     expect(await stagingTables(db)).toEqual([]);
+
+    // compare reads no table: the runs are compared by their profiles, which agree.
+    const storage = createStorage();
+    const compared = await compareRuns(storage, runFiles.folder(f.out, 'files'), runFiles.folder(f.out, 'table'));
+    storage.close();
+    expect(compared).toMatchObject({ mode: 'profile', why: `run B wrote its rows into the table ${table}, which is not read back: compared by profile` });
+    expect(compared.mode === 'profile' && compared.drift.columns.every((c) => c.psi === 0)).toBe(true);
 
     // The same run id from another --out is another run: refused before it scores.
     const other = await rejection(
