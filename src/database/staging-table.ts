@@ -54,7 +54,13 @@ export async function stagePart(
   part: number,
   columns: readonly TableColumn[],
   source: AsyncIterable<Buffer>,
-  options: { doing: string; signal?: AbortSignal },
+  options: {
+    /** What is being done, as the error of a failed load says it (`loading segment 3 into x`). */
+    doing: string;
+    signal?: AbortSignal;
+    /** Hears the rows loaded before they are committed: what it throws rolls the load back, and is the error thrown. */
+    check?: (rows: number) => void;
+  },
 ): Promise<number> {
   const names = columns.map((c) => quoteIdentifier(c.name)).join(', ');
   const table = quoteTable(staging);
@@ -63,7 +69,14 @@ export async function stagePart(
       await client.query(`LOCK TABLE ${table} IN SHARE ROW EXCLUSIVE MODE`);
       await client.query(`SELECT set_config($1, $2, true)`, [PART_SETTING, String(part)]);
       await client.query(`DELETE FROM ${table} WHERE ${quoteIdentifier(STAGING_PART)} = $1`, [part]);
-      return copyFromStdin(client, `COPY ${table} (${names}) FROM STDIN WITH (FORMAT csv, FORCE_NULL (${names}), ENCODING 'UTF8')`, source, options.signal);
+      const rows = await copyFromStdin(
+        client,
+        `COPY ${table} (${names}) FROM STDIN WITH (FORMAT csv, FORCE_NULL (${names}), ENCODING 'UTF8')`,
+        source,
+        options.signal,
+      );
+      options.check?.(rows);
+      return rows;
     });
   } catch (err) {
     // The server says where a value did not fit: `COPY <table>, line 3, column price: "abc"`.

@@ -80,7 +80,7 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
     const published = await runRecorded(db, run, target);
     if (published) {
       log.info({ table: summary.table }, 'the run is published already: its rows are in the table');
-      await client.query(`DROP TABLE IF EXISTS ${quoteTable(staging)}`);
+      await doing(`dropping ${formatTableName(staging)}`, () => client.query(`DROP TABLE IF EXISTS ${quoteTable(staging)}`));
       return { rows, summary, publish: async () => {}, end: () => db.end() };
     }
     const types = (await tableColumns(db, target, columns))!;
@@ -94,8 +94,11 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
         for (const part of parts) for await (const chunk of await readPart(storage, part, signal)) yield chunk as Buffer;
       })();
       const what = `loading segment ${segment.index} (rows ${segment.firstRow + 1}-${segment.firstRow + segment.rows}) into ${formatTableName(staging)}`;
-      const loaded = await stagePart(client, staging, segment.index, types, source, { doing: what, signal });
-      if (loaded !== d.rowsScored) throw new RunFolderError(`${what}: its parts hold ${loaded} rows where its done marker counts ${d.rowsScored}`);
+      // Parts that do not hold the rows their done marker counts are a damaged run folder: nothing of them is kept.
+      const check = (loaded: number) => {
+        if (loaded !== d.rowsScored) throw new RunFolderError(`${what}: its parts hold ${loaded} rows where its done marker counts ${d.rowsScored}`);
+      };
+      await stagePart(client, staging, segment.index, types, source, { doing: what, signal, check });
     }
     log.info({ table: summary.table, rows }, 'rows staged');
     const publish = async (manifest: Manifest) => {
