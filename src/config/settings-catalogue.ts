@@ -55,7 +55,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'OUTPUT_ROOTS',
-    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to (the deployment policy); unset, any.',
+    meaning:
+      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to, and `postgresql://host:5432/db` databases `--out-database` may name (the deployment policy); unset, any.',
     secret: false,
   },
   {

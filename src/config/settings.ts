@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import path, { join } from 'node:path';
 import { z } from 'zod';
 import { BatchScorerError, errorMessage } from '../errors.js';
+import { isDatabaseUrl, parseDatabaseUrl, type DatabaseUrl } from '../database/index.js';
 import { limitsFromEnv, type Limits } from './limits.js';
 import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { redisUrlSchema } from './redis-url.js';
@@ -181,10 +182,18 @@ function publicUrlSetting(text: string): string {
 function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
   const services = listSetting(env, 'SERVICE_URLS')?.map((text, i) => serviceBase(serviceSetting(text, `SERVICE_URLS entry ${i + 1}`)));
   const inputRoots = rootsSetting(env, 'INPUT_ROOTS');
-  const outputRoots = rootsSetting(env, 'OUTPUT_ROOTS');
+  const outputEntries = listSetting(env, 'OUTPUT_ROOTS');
+  const outputRoots =
+    outputEntries &&
+    rootLocations(
+      outputEntries.filter((e) => !isDatabaseUrl(e)),
+      'OUTPUT_ROOTS',
+    );
+  const outputDatabases = outputEntries && databaseRoots(outputEntries.filter(isDatabaseUrl), 'OUTPUT_ROOTS');
   return {
     ...(inputRoots && { inputRoots }),
     ...(outputRoots && { outputRoots }),
+    ...(outputDatabases && { outputDatabases }),
     ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
   };
 }
@@ -200,7 +209,24 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
 
 /** Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
 function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
-  return listSetting(env, name)?.map((text) => {
+  const entries = listSetting(env, name);
+  return entries && rootLocations(entries, name);
+}
+
+/** Database roots (`postgresql://host:5432/db`), checked as --out-database is: a password in one is refused without being shown. */
+function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
+  return entries.map((text) => {
+    try {
+      return parseDatabaseUrl(text);
+    } catch (err) {
+      throw new BatchScorerError('E_CONFIG', `${name}: ${errorMessage(err)}`, { cause: err });
+    }
+  });
+}
+
+/** The entries of a roots setting that are folders or prefixes, parsed (see rootsSetting). */
+function rootLocations(entries: string[], name: string): Location[] {
+  return entries.map((text) => {
     const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';
     if (!hasScheme(text) && !path.isAbsolute(text)) {
       throw new BatchScorerError('E_CONFIG', `${name}: "${text}" is not an absolute path: ${fix}`);

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { AbortedError, BatchScorerError, errorMessage } from '../errors.js';
 import { excerpt } from '../text-excerpt.js';
 import { type DatabaseUrl, formatDatabaseUrl } from './database-url.js';
@@ -34,7 +34,10 @@ export interface DatabaseConnection {
 export async function connectDatabase(db: DatabaseUrl, options: ConnectOptions = {}): Promise<DatabaseConnection> {
   const name = formatDatabaseUrl(db);
   if (options.signal?.aborted) throw new AbortedError(`connecting to ${name} was cancelled`);
-  const client = new pg.Client({
+  // Loaded when a database is used: the door is imported by every command (config checks database
+  // URLs), and pg would otherwise cost each of them its load time and heap.
+  const { default: pgModule } = await import('pg');
+  const client = new pgModule.Client({
     host: db.host,
     port: db.port,
     database: db.database,

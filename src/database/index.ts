@@ -6,3 +6,9 @@ export { checkIdentifier, formatTableName, parseTableName, quoteIdentifier, quot
 
 // Connections and their catalogued errors.
 export { connectDatabase, databaseError, DEFAULT_STATEMENT_TIMEOUT_MS, type ConnectOptions, type DatabaseConnection } from './database-client.js';
+
+// Writing rows: tables made and checked, COPY into a staging table, one transaction to publish, the runs table.
+export { inTransaction } from './transaction.js';
+export { checkTableColumns, createTable, readTableColumns, typeFits, type ExistingColumn, type TableColumn } from './table-columns.js';
+export { createStagingTable, publishStaged, stagedRows, stagePart, STAGING_ORDER, STAGING_PART } from './staging-table.js';
+export { ensureRunsTable, otherRun, publishedRun, recordRun, RUNS_TABLE_COLUMNS, type RunRecord } from './runs-table.js';

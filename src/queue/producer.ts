@@ -8,6 +8,7 @@ import {
   type Manifest,
   newRunId,
   type ObjectVersion,
+  checkTableOptions,
   requestDifference,
   requireNext,
   runFiles,
@@ -150,6 +151,7 @@ export interface EnqueueOptions {
 export function validateSubmission(submission: RunSubmission): RunJobData {
   parseModelRef(submission.model);
   const parsed = parseRunOptions(submission.options ?? {}, 'options');
+  checkTableOptions(submission.input, parsed);
   const runId = parsed.runId ?? newRunId();
   return {
     runId,

@@ -1,5 +1,5 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
-import { CAP_OPTIONS, checkOutput, checkRun, parseRunOptions, type RunOptions } from '../config/index.js';
+import { CAP_OPTIONS, checkOutput, checkRun, outDatabaseOf, parseRunOptions, type RunOptions } from '../config/index.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import {
@@ -307,7 +307,7 @@ async function allowedRequest(ctx: WorkerContext, job: Job<RunJobData>, token: s
   try {
     ctx.options.checkPipelineRun?.(data.runId, data.request);
     const asked = askedRequest(ctx, data);
-    await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
+    await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service, outDatabase: outDatabaseOf(asked.input, asked.options) });
     await checkOutput(policy, data.folder);
     return asked;
   } catch (err) {

@@ -40,7 +40,7 @@ export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): Outpu
 }
 
 /**
- * Joins the segments' parts into the run's outputs and `errors.jsonl`, streaming, and hashes what
+ * Joins the segments' parts into the run's outputs (none for a run writing into a table) and `errors.jsonl`, streaming, and hashes what
  * it writes. Outputs are cut into files of --max-rows-per-file rows (`predictions-00000.csv`,
  * ...) by counting rows, never by where segments ended, so they are the same bytes however the
  * run was scored. The manifest and `_SUCCESS` are the caller's, written after this.
@@ -54,7 +54,9 @@ export async function assembleOutputs(
   const { folder } = run;
   const { counts, done } = finished;
   const outputs: OutputFile[] = [];
-  for (const group of outputGroups(run)) outputs.push(...(await assembleGroup(storage, run, group, done, signal)));
+  // A run writing into a table has no predictions files: its rows go from the parts to the table (see table-load.ts).
+  const groups = run.output.tableColumns ? [] : outputGroups(run);
+  for (const group of groups) outputs.push(...(await assembleGroup(storage, run, group, done, signal)));
   const errorsBytes = done.reduce((n, d) => n + d.bytes.errors, 0);
   outputs.push(
     await concatenateParts(
@@ -169,7 +171,7 @@ function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
 }
 
 /** A segment's part, whose absence (with its done marker there) is a damaged run folder. */
-function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
+export function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
   return storage.read(part, { signal }).catch((err: unknown) => {
     throw err instanceof NotFoundError
       ? new RunFolderError(

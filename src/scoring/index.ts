@@ -10,6 +10,7 @@ export { loadPreparedRun, readPreparedRun, runFiles, type PreparedRun } from './
 export { scoreSegment } from './score-segment.js';
 export { finishRun, NOT_THIS_RUNS, recordFailure } from './finish-run.js';
 export { preflight } from './preflight.js';
+export { checkTableOptions } from './table-options.js';
 export { ReadAhead } from './read-ahead.js';
 export type { OwnPredictor, PredictorFactory } from './predictor.js';
 

@@ -18,6 +18,9 @@ import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
 const outputFileSchema = z.object({ file: z.string(), location: z.string(), rows: z.int().min(0), bytes: z.int().min(0), sha256: z.string() });
 export type OutputFile = z.output<typeof outputFileSchema>;
 
+/** Where a run writing into a table (--out-table) put its rows: the database, the table, the runs table recording it, and the rows. */
+const tableOutputSchema = z.object({ database: z.string(), table: z.string(), runsTable: z.string(), rows: z.int().min(0) });
+
 /** An input file as the manifest lists it: where, which version (ETag, or size and mtime), its sha256 and rows. */
 const inputFileSchema = z.object({
   location: z.string(),
@@ -88,6 +91,8 @@ export const manifestSchema = z.object({
   /** What the predictions came to (see PredictionProfile); null for a failed run, and in manifests of releases that kept none. */
   profile: predictionProfileSchema.nullable().default(null),
   outputs: z.array(outputFileSchema),
+  /** With --out-table: the table its rows were published into (there is no predictions file then); absent otherwise. */
+  table: tableOutputSchema.optional(),
   /**
    * Where the run's time went, in ms: describe and planning up to the first segment's scoring,
    * scoring the segments, assembling the outputs (this attempt's, for a resumed run); and, where
@@ -151,6 +156,7 @@ export interface ManifestParts {
   counts?: SegmentCounts & { segments: number };
   profile?: PredictionProfile | null;
   outputs?: OutputFile[];
+  table?: Manifest['table'];
   timings?: Manifest['timings'];
   concurrency?: Manifest['concurrency'];
   drift?: Drift | null;
@@ -184,6 +190,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     counts: parts.counts ?? null,
     profile: parts.profile ?? null,
     outputs: parts.outputs ?? [],
+    ...(parts.table && { table: parts.table }),
     timings: parts.timings ?? null,
     concurrency: parts.concurrency ?? null,
     drift: parts.drift ?? null,

@@ -3,6 +3,7 @@ import { UsageError } from '../errors.js';
 import { isUtf8, type ParquetOutputColumn, type ParquetValueType, ROW_NUMBER_COLUMN } from '../formats/index.js';
 import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
+import { planTableColumns } from './table-layout.js';
 import type { InputPlan } from './plan.js';
 import type { OutputFormat, OutputLayout } from './prepared-run.js';
 
@@ -27,15 +28,20 @@ export function keptColumns(columns: readonly string[], options: Pick<RunOptions
   return columns.filter((c) => (!keep || keep.has(c)) && !drop.has(c));
 }
 
-/** The output's format: asked, or the input's. */
-export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format'>): OutputFormat {
+/**
+ * The output's format: asked, or the input's. A run writing into a table (--out-table) writes its
+ * segments' parts as CSV, the rows predictions.csv would hold, which COPY loads as they are (see
+ * table-load.ts).
+ */
+export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format' | 'outTable'>): OutputFormat {
+  if (options.outTable !== undefined) return 'csv';
   return options.format ?? input.syntax;
 }
 
 /**
  * The output's shape besides the predictions: the input columns kept (see keptColumns), the row number, the
  * compression (gzip by default when every input file is gzipped; Parquet compresses its own
- * pages) and, for Parquet, every column's type.
+ * pages, and a table's parts are loaded as they are) and, for Parquet and a table, every column's type.
  */
 export function planOutputLayout(
   input: InputPlan,
@@ -53,6 +59,15 @@ export function planOutputLayout(
   }
   if (format === 'parquet' && options.compress === 'gzip') {
     throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');
+  }
+  if (options.outTable !== undefined) {
+    // A database input's declared column types are handed in here once such inputs are planned; files give theirs through input.types.
+    return {
+      inputColumns,
+      rowNumber: options.rowNumber,
+      compress: 'none',
+      tableColumns: planTableColumns(input, inputColumns, options.rowNumber, schema, probe),
+    };
   }
   const gzipped = input.files.every((f) => f.gzip);
   const compress = format === 'parquet' ? 'none' : (options.compress ?? (gzipped ? 'gzip' : 'none'));

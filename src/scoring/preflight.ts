@@ -4,16 +4,18 @@ import { parseModelRef } from '../service/index.js';
 import { formatLocation, listInputFiles, parseLocation, type Storage, versionTag } from '../storage/index.js';
 import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
+import { checkTableOptions } from './table-options.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is
- * written: a malformed model name, a CSV delimiter and quote that do not fit together, an input that names no file (a missing file, an empty folder, a
+ * written: a malformed model name, options that do not go with --out-table, a CSV delimiter and quote that do not fit together, an input that names no file (a missing file, an empty folder, a
  * glob that matches nothing; or, for a run a file drop started, no longer the version dropped), an output location where run folders cannot be
  * written. Names are checked before storage is touched. What passes
  * may still fail later (an unknown model, bad rows); what fails here leaves nothing behind.
  */
 export async function preflight(request: RunRequest, storage: Storage, signal?: AbortSignal): Promise<void> {
   parseModelRef(request.model);
+  checkTableOptions(request.input, request.options);
   const input = parseLocation(request.input);
   const out = parseLocation(request.out);
   // Each flag is checked alone when parsed; whether they fit together (a quote that is not the delimiter) only here.
