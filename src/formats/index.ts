@@ -13,6 +13,7 @@ export { checkDialect, DEFAULT_DIALECT, dialectForName, type CsvDialect } from '
 export { RowSplitter, type RawRow, type RowBounds, type RowOver } from './row-splitter.js';
 export { csvRecord, isQuotedField, jsonKeys, parseCsvHeader, parseRows, quotedFieldBounds, type InputRow } from './row-parser.js';
 export { NestedTooDeep, nestedDeeperThan, textNestedDeeperThan } from './json-depth.js';
+export { memberText } from './json-member-text.js';
 export { EXACT_POWERS_OF_TEN } from './powers-of-ten.js';
 
 // Writing rows.
