@@ -33,6 +33,9 @@ import { addCounts, emptyCounts, type SegmentCounts, type SegmentFacts } from '.
 import { readSegmentDone, writeSegmentDone, type SegmentDone } from './segment-done.js';
 import { joinPieces, readSegmentPrefix, writeSegmentPrefix, type SegmentMarker, type SegmentPrefix } from './segment-prefix.js';
 
+/** The title of a row quarantined because it could not be read: it was never sent. */
+export const MALFORMED_ROW = 'Malformed row';
+
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
 export interface SegmentWork {
   run: PreparedRun;
@@ -230,7 +233,7 @@ class SegmentPiece {
           counts.rowsIn++;
           if (row.problem !== undefined) {
             // Written in its place among the batch's answers, so errors.jsonl stays in input order.
-            this.malformed.push({ at: batch.length, outcome: { row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } } });
+            this.malformed.push({ at: batch.length, outcome: { row, error: { title: MALFORMED_ROW, detail: `line ${row.line}: ${row.problem}` } } });
             // A file of mostly malformed rows (the wrong file, a wrong delimiter) holds a batch's
             // worth of them at a time, not the segment's, and tells the error allowance as it goes.
             if (this.malformed.length >= run.request.options.batchSize) await this.submit();
