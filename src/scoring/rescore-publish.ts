@@ -62,7 +62,9 @@ export async function publishToFiles(rescored: RescoredRows): Promise<OutputFile
 /** The patched run's output files of each group, in the manifest's order: every output in exactly one. */
 function groupFiles(patched: PatchedRun, run: PreparedRun, groups: OutputGroup[]): OutputFile[][] {
   const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '\\.gz' : ''}`;
-  const named = groups.map((g) => new RegExp(`^${escape(g.stem)}(-\\d{5})?\\.${extension}$`));
+  // Cut into files of --max-rows-per-file rows, an output's files are numbered: `<stem>-00000.<ext>`, ...
+  const shard = run.request.options.maxRowsPerFile === undefined ? '' : '-\\d{5}';
+  const named = groups.map((g) => new RegExp(`^${regexLiteral(g.stem)}${shard}\\.${extension}$`));
   const files = groups.map((_, g) => patched.outputs.filter((o) => named[g].test(o.file)));
   const listed = files.flat().length;
   if (listed !== patched.outputs.length || files.some((f) => f.length === 0)) {
@@ -73,7 +75,8 @@ function groupFiles(patched: PatchedRun, run: PreparedRun, groups: OutputGroup[]
   return files;
 }
 
-function escape(text: string): string {
+/** Text as a regular expression matching it alone. */
+function regexLiteral(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 

@@ -278,6 +278,11 @@ function versionManifest(
   const written = facts.outputs.filter((o) => o.file !== 'errors.jsonl').reduce((n, o) => n + o.rows, 0);
   if (written !== counts.rowsScored) throw new RunFolderError(`run ${run.runId} wrote ${written} output rows where it counts ${counts.rowsScored} scored`);
   const profile = `no prediction profile: run ${run.runId} patches run ${patched.runId}, whose manifest keeps its profile's summary only, which cannot take the rows rescored`;
+  const comparison = patched.manifest.comparison
+    ? [
+        `no comparison.json: the rows rescored were not sent to ${String(run.request.options.compareModel)}; the patched run's comparison.json compares its own rows`,
+      ]
+    : [];
   const built = buildManifest({
     runId: run.runId,
     startedAt: version.startedAt,
@@ -288,7 +293,7 @@ function versionManifest(
     outputs: facts.outputs,
     timings: facts.timings,
     concurrency: { asked: run.request.options.concurrency ?? null, settled: facts.concurrency },
-    warnings: [...patched.manifest.warnings, ...facts.warnings, profile],
+    warnings: [...patched.manifest.warnings, ...facts.warnings, profile, ...comparison],
   });
   return {
     ...built,

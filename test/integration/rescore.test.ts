@@ -245,6 +245,13 @@ describe('rescore of other outputs', () => {
     }
     const shaping = ['--output-per-file', '--max-rows-per-file', '400', '--max-error-rate', '0.02'];
     await score(`${folder}/`, 'parts-run', shaping);
+    // Without --rows, the malformed row is not sent: it could not be read, and stays as it was.
+    const asItWas = await cli(['rescore', 'parts-run', '--out', out, '--service', fixed.url, '--run-id', 'parts-fixed-model'], fixed);
+    expect(asItWas.code, asItWas.stderr).toBe(0);
+    expect(asItWas.rowsSent).toBe(BAD.length);
+    const malformed = (await readFile(join(out, 'parts-run', 'errors.jsonl'), 'utf8')).split('\n').filter((l) => l.includes('"Malformed row"'));
+    expect(malformed).toHaveLength(1);
+    expect(await readFile(join(out, 'parts-fixed-model', 'errors.jsonl'), 'utf8')).toBe(`${malformed[0]}\n`);
     // The malformed row's input is its text: corrected, the field too many goes.
     const rows = await editedErrors('parts-run', 'parts.jsonl', (line) => corrected(line).replace(',extra"', '"'));
     const r = await cli(['rescore', 'parts-run', '--out', out, '--rows', rows]);
