@@ -23,6 +23,8 @@ export interface RowsToSend {
   rows: number[];
   lines: number[];
   segments: SegmentPlan[];
+  /** Lines the file holds, rows sent or not. */
+  read: number;
 }
 
 /** How a rescore reads a line of rows: the patched run, its options (the CSV dialect) and the deployment's bounds. */
@@ -47,11 +49,12 @@ export async function planRowsToSend(storage: Storage, location: Location, name:
   const info = await storage.stat(location, signal).catch((err: unknown) => {
     throw new UsageError(`${name}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   });
-  const plan: RowsToSend = { location, info, name, rows: [], lines: [], segments: [] };
+  const plan: RowsToSend = { location, info, name, rows: [], lines: [], segments: [], read: 0 };
   const { quarantined } = reading.patched;
   // Where the next line's row is looked for among the quarantined rows, which are in input order too.
   let k = 0;
   const take = (raw: RawRow) => {
+    plan.read++;
     const line = readLine(raw, name);
     const row = line.row;
     const before = plan.rows.at(-1);

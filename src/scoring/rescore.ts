@@ -71,10 +71,10 @@ export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): 
   const patched = await readPatchedRun(storage, runFiles.folder(request.out, request.runId), request.runId, signal);
   const options = rescoreOptions(patched, request);
   const reading: RowReading = { patched, options, limits: ctx.limits };
-  const rowsName = request.rows === undefined ? `${formatLocation(listedFile(patched.folder, patched.errors))}` : `--rows ${excerpt(request.rows)}`;
+  const rowsName = request.rows === undefined ? formatLocation(listedFile(patched.folder, patched.errors)) : `--rows ${excerpt(request.rows)}`;
   const rowsAt = request.rows === undefined ? listedFile(patched.folder, patched.errors) : parseLocation(request.rows);
   const toSend = await planRowsToSend(storage, rowsAt, rowsName, reading, signal);
-  if (toSend.rows.length === 0) throw nothingToSend(patched, request.rows !== undefined);
+  if (toSend.rows.length === 0) throw nothingToSend(patched, toSend, request.rows !== undefined);
   const runId = request.newRunId ?? (await freeRunId(storage, request.out, patched.runId, signal));
   const folder = runFiles.folder(request.out, runId);
   const runRequest: RunRequest = {
@@ -108,12 +108,13 @@ function rescoreOptions(patched: PatchedRun, request: RescoreRequest): RunOption
   return parseRunOptions({ ...stored, ...request.options }, 'rescore', 'flags');
 }
 
-/** Why there is nothing to send: no quarantined row, or only malformed ones left as they were. */
-function nothingToSend(patched: PatchedRun, given: boolean): UsageError {
+/** Why there is nothing to send: no quarantined row, no line, or only malformed rows left as they were. */
+function nothingToSend(patched: PatchedRun, toSend: RowsToSend, given: boolean): UsageError {
   if (patched.quarantined.rows.length === 0) return new UsageError(`run ${patched.runId} quarantined no rows: there is nothing to rescore`);
+  if (given && toSend.read === 0) return new UsageError(`${toSend.name} holds no line: keep the lines of the rows to send, as errors.jsonl has them`);
   return new UsageError(
     given
-      ? `--rows: every line is a row quarantined as malformed and left as it was: correct their "input" (a malformed row is never sent as it was)`
+      ? `${toSend.name}: every line is a row quarantined as malformed and left as it was: correct their "input" (a malformed row is never sent as it was)`
       : `run ${patched.runId} quarantined only malformed rows, which cannot be read as they are: correct them in a copy of its errors.jsonl and pass it with --rows`,
   );
 }
