@@ -34,7 +34,16 @@ export { MAX_KEPT_JOBS, RETENTION_AGE_FORMAT, retentionAge, type RetentionSettin
 export { ANSWER_FLOOR_BYTES, DEFAULT_LIMITS, formatLimit, INFLATION_FLOOR_BYTES, limitError, LIMITS, type Limits } from './limits.js';
 
 // The deployment policy: which services, inputs and outputs a run may name.
-export { checkOutput, checkOutputDatabase, checkRun, checkService, openSettings, storageGuard, type DeploymentPolicy } from './deployment-policy.js';
+export {
+  checkInput,
+  checkOutput,
+  checkOutputDatabase,
+  checkRun,
+  checkService,
+  openSettings,
+  storageGuard,
+  type DeploymentPolicy,
+} from './deployment-policy.js';
 
 // Text a user or file gave, checked before it is used or shown.
 export { checkedText } from './checked-text.js';

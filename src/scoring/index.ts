@@ -11,6 +11,8 @@ export { scoreSegment } from './score-segment.js';
 export { finishRun, NOT_THIS_RUNS, recordFailure } from './finish-run.js';
 export { preflight } from './preflight.js';
 export { checkTableOptions } from './table-options.js';
+// A finished run's quarantined rows sent again, into a new version of its outputs.
+export { rescoreRun, type RescoreRequest } from './rescore.js';
 export { ReadAhead } from './read-ahead.js';
 export type { OwnPredictor, PredictorFactory } from './predictor.js';
 

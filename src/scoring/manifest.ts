@@ -13,6 +13,22 @@ import { capReachedSchema, ExpiredError } from './run-caps.js';
 import { readRunFile } from './run-file.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
+import { runLayout, runLayoutSchema } from './run-layout.js';
+
+/**
+ * What a run version written by `rescore` patched: the finished run whose quarantined rows it sent
+ * again, where the rows sent came from (that run's errors.jsonl, or the corrected copy `--rows`
+ * named), and what sending them counted: `rowsIn` rows sent, `rowsScored` of them scored (now in
+ * the outputs), `rowsQuarantined` refused again; requests and retries of the rescore alone. The
+ * manifest's own counts are the version's: the patched run's, the rows scored moved across.
+ */
+export const patchSchema = z.object({
+  runId: z.string(),
+  folder: z.string(),
+  rows: z.string(),
+  counts: segmentCountsSchema,
+});
+export type Patch = z.output<typeof patchSchema>;
 
 /** One file of the run folder, as the manifest lists it. */
 const outputFileSchema = z.object({ file: z.string(), location: z.string(), rows: z.int().min(0), bytes: z.int().min(0), sha256: z.string() });
@@ -124,6 +140,13 @@ export const manifestSchema = z.object({
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   queue: queueFactsSchema.optional(),
+  /**
+   * How the run read and wrote rows (see RunLayout): what `rescore` scores its rows again by.
+   * Absent for a run that failed before it was planned, and in manifests of 0.3.0 and earlier.
+   */
+  layout: runLayoutSchema.optional(),
+  /** Set on a run version written by `rescore`: the run it patched, and what rescoring took (see patchSchema). */
+  patches: patchSchema.optional(),
 });
 export type Manifest = z.output<typeof manifestSchema>;
 
@@ -198,6 +221,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: errorMessage(parts.error) } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),
+    ...(run && { layout: runLayout(run) }),
   };
 }
 

@@ -30,7 +30,7 @@ export const OUTPUT_FORMATS = ['csv', 'jsonl', 'parquet'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** The output's shape besides the predictions, fixed at the run's start. */
-const outputLayoutSchema = z.object({
+export const outputLayoutSchema = z.object({
   /** The input columns written (after --keep-columns and --drop-columns), in input order. */
   inputColumns: z.array(z.string()),
   /** `row_number` first. */
