@@ -17,7 +17,12 @@ const SHEBANG_FLAGS = SHEBANG.slice(NODE_AT + 1);
 
 /** argv of a batch-scorer command. */
 export function cliCommand(...args: string[]): string[] {
-  return [...(SHEBANG_ENV.length > 0 ? ['/usr/bin/env', ...SHEBANG_ENV] : []), process.execPath, ...SHEBANG_FLAGS, CLI, ...args];
+  return nodeCommand(CLI, ...args);
+}
+
+/** argv of a node script run with the environment and flags of dist/cli.js's shebang, as the command runs. */
+export function nodeCommand(script: string, ...args: string[]): string[] {
+  return [...(SHEBANG_ENV.length > 0 ? ['/usr/bin/env', ...SHEBANG_ENV] : []), process.execPath, ...SHEBANG_FLAGS, script, ...args];
 }
 
 export const MODEL = 'mindsdb/home_rentals_model';

@@ -39,7 +39,7 @@ function rentalsJsonl(rows: number): Readable {
 }
 
 /** A stream of `header` and then `line(i)` for rows 0 to `rows`, a thousand rows a chunk. */
-function rowLines(rows: number, line: (i: number) => string, header = ''): Readable {
+export function rowLines(rows: number, line: (i: number) => string, header = ''): Readable {
   return Readable.from(
     (function* () {
       if (header) yield header;

@@ -65,7 +65,7 @@ export async function queueRun(p: {
 }
 
 /** Resolves when the worker logs "worker started"; rejects if it exits first. */
-function workerStarted(child: ChildProcess): Promise<void> {
+export function workerStarted(child: ChildProcess): Promise<void> {
   return new Promise((resolve, reject) => {
     let log = '';
     let started = false;

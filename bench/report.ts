@@ -29,6 +29,8 @@ export interface Section {
   title: string;
   /** Only with --full (long, or needing more than this machine's usual set-up). */
   fullOnly?: boolean;
+  /** Only when BENCH_SECTIONS names it: a one-off measurement that chose something, not a figure to watch. */
+  onlyWhenNamed?: boolean;
   run(ctx: BenchContext, report: SectionReport): Promise<void>;
 }
 

@@ -8,8 +8,10 @@
  *
  * Sections (bench/sections/): cpu, latency, memory, growth (writes bench/growth.svg), scale-out
  * and the queue half of gzip (need Redis at REDIS_URL, default redis://127.0.0.1:6379; skipped
- * without), adaptive, gzip, connections, dirty, real-server (needs `bash scripts/mindsdb-env.sh`
- * first); with --full also s3 and parquet.
+ * without), adaptive, gzip, connections, dirty, redis-memory (starts a redis-server of its own;
+ * skipped without one), real-server (needs `bash scripts/mindsdb-env.sh` first); with --full
+ * also s3 and parquet; postgres-clients (PostgreSQL at DATABASE_URL, default
+ * postgresql://postgres@127.0.0.1:5432/test) only when BENCH_SECTIONS names it.
  *
  * Environment:
  *   BENCH_SCALE=0.02         multiply every row count (at least 1000 rows) for a smoke run; a
@@ -20,8 +22,8 @@
  *   BENCH_MEMORY_ROWS (1000000; --full 1000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000), BENCH_DIRTY_ROWS
- *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only):
- *   row counts, before BENCH_SCALE.
+ *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REDIS_RUNS (1000 runs, not rows, nor scaled), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only),
+ *   BENCH_PG_ROWS (1000000), BENCH_PG_RUNS (3): row counts, before BENCH_SCALE.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { BENCH_DIR, BenchContext } from './context.js';
@@ -37,12 +39,29 @@ import { gzip } from './sections/gzip.js';
 import { latencyBound } from './sections/latency-bound.js';
 import { memory } from './sections/memory.js';
 import { parquet } from './sections/parquet.js';
+import { postgresClients } from './sections/postgres-clients.js';
 import { s3 } from './sections/s3.js';
 import { realServer } from './sections/real-server.js';
+import { redisMemory } from './sections/redis-memory.js';
 import { scaleOut } from './sections/scale-out.js';
 
 // Memory before growth and gzip: they reuse its runs. Connections after the runs it reads.
-const SECTIONS: Section[] = [cpuBound, latencyBound, memory, growth, scaleOut, adaptiveConcurrency, gzip, connections, dirtyData, realServer, s3, parquet];
+const SECTIONS: Section[] = [
+  cpuBound,
+  latencyBound,
+  memory,
+  growth,
+  scaleOut,
+  adaptiveConcurrency,
+  gzip,
+  connections,
+  dirtyData,
+  redisMemory,
+  realServer,
+  s3,
+  parquet,
+  postgresClients,
+];
 
 const full = process.argv.includes('--full');
 const scale = Number(process.env.BENCH_SCALE ?? 1);
@@ -63,7 +82,7 @@ await mkdir(BENCH_DIR, { recursive: true });
 await ctx.prepare();
 try {
   for (const section of SECTIONS) {
-    if ((section.fullOnly && !full) || (only && !only.includes(section.id))) continue;
+    if ((section.fullOnly && !full) || (only ? !only.includes(section.id) : section.onlyWhenNamed)) continue;
     const report = new SectionReport(section.id, section.title);
     run.sections.push(report);
     console.log(`\n== ${section.title}`);

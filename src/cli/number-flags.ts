@@ -1,11 +1,13 @@
 import { InvalidArgumentError } from 'commander';
 import { isTcpPort } from '../config/index.js';
 
-/** A commander parser for a flag taking a whole number of at least 1. */
-export const count = (flag: string) => (v: string) => {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${flag} takes a whole number of at least 1, got "${v}"`);
-  return Number(v);
-};
+/** A commander parser for a flag taking a whole number of at least `min` (1 by default). */
+export const count =
+  (flag: string, min = 1) =>
+  (v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) < min) throw new InvalidArgumentError(`${flag} takes a whole number of at least ${min}, got "${v}"`);
+    return Number(v);
+  };
 
 /** A commander parser for a flag taking a TCP port (1 to 65535). */
 export const tcpPort = (flag: string) => (v: string) => {

@@ -17,6 +17,8 @@ const COMMANDS: Record<string, () => Promise<(program: Command) => void>> = {
   accept: async () => judgeCommand('accept'),
   reject: async () => judgeCommand('reject'),
   compare: async () => (await import('./compare.js')).registerCompare,
+  runs: async () => (await import('./runs.js')).registerRuns,
+  rescore: async () => (await import('./rescore.js')).registerRescore,
   serve: async () => (await import('./serve.js')).registerServe,
   pipelines: async () => (await import('./pipelines.js')).registerPipelines,
   schedule: async () => (await import('./schedule.js')).registerSchedule,

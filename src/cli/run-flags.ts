@@ -122,6 +122,13 @@ const RUN_FLAGS: { readonly [K in keyof RunOptions]-?: RunFlag } = {
   quote: { value: 'char', help: 'CSV quote character' },
   encoding: { value: 'name', help: "the input's text encoding: latin1, windows-1252, utf-16le, ..." },
   outputEncoding: { value: 'name', help: 'the text encoding of CSV and JSON Lines outputs' },
+  outTable: { value: 'schema.table', help: 'write the scored rows into this PostgreSQL table (made when missing), not predictions.*' },
+  outDatabase: {
+    value: 'url',
+    help: 'the database of --out-table, postgresql://user@host:5432/db (password from PGPASSWORD or ~/.pgpass)',
+    unset: "the input's, when it is a database",
+  },
+  runsTable: { value: 'schema.table', help: 'the table recording each run published into --out-table', unset: "batch_scorer_runs in --out-table's schema" },
   priority: { value: 'level', help: "how soon workers take the run's segments: high before normal before low, even those already waiting", queueOnly: true },
 };
 

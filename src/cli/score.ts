@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { checkRun, loadSettings, parseRunInput, type Settings } from '../config/index.js';
+import { checkRun, loadSettings, outDatabaseOf, parseRunInput, type Settings } from '../config/index.js';
 import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { lineageListener, type LineageListener } from '../lineage/index.js';
@@ -76,7 +76,7 @@ export function registerScore(program: Command): void {
         let webhooks: ReturnType<typeof directWebhooks>;
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
-          await checkRun(settings.policy, { input, out: request.out, service: options.service });
+          await checkRun(settings.policy, { input, out: request.out, service: options.service, outDatabase: outDatabaseOf(input, options) });
           // Too many segments for --segment-rows: refused before the run has a folder, when the rows can be counted within the dry-run bounds
           // (a database's rows are counted by planning, which reads its key alone).
           const reads = parseRunInput(input);
@@ -193,7 +193,7 @@ function printSummary(manifest: Manifest, json: boolean): void {
   const c = manifest.counts!;
   if (json) {
     process.stdout.write(
-      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs, result: runResult(manifest) })}\n`,
+      `${JSON.stringify({ runId: manifest.runId, state: manifest.state, folder, rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined, durationMs: manifest.durationMs, outputs: manifest.outputs, ...(manifest.table && { table: manifest.table }), result: runResult(manifest) })}\n`,
     );
     return;
   }
@@ -201,4 +201,6 @@ function printSummary(manifest: Manifest, json: boolean): void {
   process.stdout.write(`run ${manifest.runId} ${describeResult(runResult(manifest))}; in ${(manifest.durationMs / 1000).toFixed(1)} s\n`);
   for (const w of manifest.warnings) process.stdout.write(`warning: ${w}\n`);
   process.stdout.write(`run folder: ${folder}\n`);
+  const { table } = manifest;
+  if (table) process.stdout.write(`table: ${table.rows} rows published into ${table.table} of ${table.database}\n`);
 }

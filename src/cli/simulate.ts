@@ -30,6 +30,7 @@ export function registerSimulate(program: Command): void {
     .option('--gateway-error-rate <fraction>', 'share answered 503 with an HTML page', num)
     .option('--short-answer-rate <fraction>', 'share answered with one row too few or too many', num)
     .option('--retrain-after-predicts <n>', 'retrain every model after this many predict requests (0: never)', num)
+    .option('--no-engine-errors', 'a fixed engine: read __engine_error__ as any other value instead of failing the rows holding it')
     .option('--seed <n>', 'seed of the fault draws', num)
     .option('--row-id-member <name>', 'row id member echoed back (__mindsdb_row_id; none: no echo)')
     .action(

@@ -138,6 +138,7 @@ export function registerWorker(program: Command): void {
             // Each worker also turns the jobs that schedulers fire into runs (jobs/*.yaml schedules).
             alsoProcess: [...(pipelines ? [scheduledRuns(new ReconnectingRunQueue(queue), pipelines, log)] : []), ...(webhooks ? [webhooks.also] : [])],
             listener: allListeners([lineage, ...(webhooks ? [webhooks.listener] : [])], log),
+            retention: settings.retention,
           });
           releasers.add('worker', () => worker.close());
         } catch (err) {

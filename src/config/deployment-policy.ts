@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { type DatabaseUrl, formatDatabaseUrl, sameDatabase } from '../database/index.js';
+import { formatDatabaseUrl, parseDatabaseUrl, sameDatabase, type DatabaseUrl } from '../database/index.js';
 import { BatchScorerError } from '../errors.js';
 import { formatLocation, type Location, parseLocation, type S3Location, type StorageGuard } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
@@ -23,17 +23,24 @@ export interface DeploymentPolicy {
   /** OUTPUT_ROOTS: where run folders may be written (and read back); unset: anywhere. */
   outputRoots?: readonly Location[];
   /**
+   * The database URLs of OUTPUT_ROOTS (`postgresql://host:5432/db`): the databases `--out-database`
+   * may name; unset (OUTPUT_ROOTS unset): any; empty (OUTPUT_ROOTS names none): none.
+   */
+  outputDatabases?: readonly DatabaseUrl[];
+  /**
    * SERVICE_URLS and the deployment's own service (MODEL_SERVICE_URL), as `serviceBase` writes
    * them: the only services a run may name; unset: any.
    */
   serviceUrls?: readonly string[];
 }
 
-/** What a run would reach: its input and output locations as written, and the service it names (unset: the worker's own, always allowed). */
+/** What a run would reach: its input and output locations as written, the service it names (unset: the worker's own, always allowed), and the database it writes rows to. */
 export interface RunReach {
   input: string;
   out: string;
   service?: string;
+  /** The database the run writes rows to, as written (see outDatabaseOf); unset: none. */
+  outDatabase?: string;
 }
 
 /** How much of a text a refusal shows, in bytes: a location or URL a caller wrote may be any length. */
@@ -65,6 +72,18 @@ export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promi
   if (input.kind === 'database') checkInputDatabase(policy, input.database);
   else await checkInput(policy, input.location);
   await checkOutput(policy, parseLocation(reach.out));
+  if (reach.outDatabase !== undefined) checkOutputDatabase(policy, parseDatabaseUrl(reach.outDatabase));
+}
+
+/** Refuses a database to write rows to that OUTPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
+export function checkOutputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
+  const allowed = policy.outputDatabases;
+  if (allowed === undefined || allowed.some((root) => sameDatabase(root, db))) return;
+  const listed = allowed.length === 0 ? 'lists no database' : `lists ${allowed.map(formatDatabaseUrl).join(', ')}`;
+  throw new BatchScorerError(
+    'E_NOT_ALLOWED',
+    `--out-database ${formatDatabaseUrl(db)} is not allowed: OUTPUT_ROOTS ${listed}; name one it lists, or add it to OUTPUT_ROOTS`,
+  );
 }
 
 /** Refuses a database input INPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */

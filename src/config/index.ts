@@ -6,6 +6,7 @@ export {
   DEFAULT_CONCURRENCY,
   formatIssues,
   optionFlag,
+  outDatabaseOf,
   OUTPUT_NEUTRAL_OPTIONS,
   parseRunOptions,
   PREDICTION_MEMBERS,
@@ -26,11 +27,24 @@ export { parseRedisUrl, type RedisTarget } from './redis-url.js';
 export { tokenFor, type ServiceTokens } from './service-tokens.js';
 export { targetOrigin, webhookUrlProblem } from './webhook-url.js';
 
+// How long and how many finished runs and jobs are kept.
+export { MAX_KEPT_JOBS, RETENTION_AGE_FORMAT, retentionAge, type RetentionSettings } from './retention.js';
+
 // The deployment's limits (MAX_* settings) and the error naming the one passed.
 export { ANSWER_FLOOR_BYTES, DEFAULT_LIMITS, formatLimit, INFLATION_FLOOR_BYTES, limitError, LIMITS, type Limits } from './limits.js';
 
 // The deployment policy: which services, inputs and outputs a run may name.
-export { checkInputDatabase, checkOutput, checkRun, checkService, openSettings, storageGuard, type DeploymentPolicy } from './deployment-policy.js';
+export {
+  checkInput,
+  checkInputDatabase,
+  checkOutput,
+  checkOutputDatabase,
+  checkRun,
+  checkService,
+  openSettings,
+  storageGuard,
+  type DeploymentPolicy,
+} from './deployment-policy.js';
 
 // A run's input: files at a location, or a database, and the options that fit each.
 export { checkInputOptions, formatRunInput, parseRunInput, type RunInput } from './run-input.js';

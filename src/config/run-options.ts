@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { checkIdentifier, MAX_IDENTIFIER_BYTES, parseTableName, queryProblem } from '../database/index.js';
+import { checkIdentifier, isDatabaseUrl, MAX_IDENTIFIER_BYTES, parseDatabaseUrl, parseTableName, queryProblem } from '../database/index.js';
 import { UsageError } from '../errors.js';
 import { checkEncoding, nestedDeeperThan } from '../formats/index.js';
+import { checkedText } from './checked-text.js';
 import { DEADLINE_FORMAT, deadlineTime } from './deadline.js';
 
 /** The members of a prediction `predictionColumns` chooses among. */
@@ -40,6 +41,9 @@ const predictParams = z.record(z.string(), z.unknown()).superRefine((params, ctx
   if (bytes === undefined) ctx.addIssue({ code: 'custom', message: 'must be plain JSON (no cycles)' });
   else if (bytes > MAX_PARAMS_BYTES) ctx.addIssue({ code: 'custom', message: `must take at most ${MAX_PARAMS_BYTES / 1024} KiB as JSON, not ${bytes} bytes` });
 });
+
+/** A PostgreSQL table name as psql reads one (see parseTableName): its parts at most 63 bytes each. */
+const tableNameText = checkedText((text) => parseTableName(text, 'the name'));
 
 /** A delimiter or quote: one ASCII character other than a line break; `tab` and `\t` are a tab. */
 const oneCharacter = z
@@ -243,10 +247,38 @@ export const runOptionsSchema = z
       .string()
       .refine((name) => knownEncoding(name), { message: 'must be a text encoding such as utf-8, latin1, windows-1252 or utf-16le' })
       .default('utf-8'),
+    /**
+     * Write the scored rows into this PostgreSQL table (`schema.table`, or `table` in `public`)
+     * instead of `predictions.*`: made when missing, checked when present, its rows published in
+     * one transaction when the run ends (see src/scoring/table-load.ts). The run folder keeps the
+     * rest (manifest, describe snapshot, errors.jsonl, _SUCCESS). None by default.
+     */
+    outTable: tableNameText.optional(),
+    /**
+     * The database of `outTable`, `postgresql://user@host:5432/db` (never a password: PGPASSWORD or
+     * ~/.pgpass supplies it); by default the input's, when the input is a database, and required
+     * otherwise.
+     */
+    outDatabase: checkedText(parseDatabaseUrl).optional(),
+    /**
+     * The table that records each run published into `outTable` (its run id, when, rows, manifest,
+     * the table); by default `batch_scorer_runs` in the out-table's schema, where a bare name goes too.
+     */
+    runsTable: tableNameText.optional(),
   })
   .strict();
 
 export type RunOptions = z.output<typeof runOptionsSchema>;
+
+/**
+ * The database a run writes its rows to, as written: none without `outTable`; else `outDatabase`,
+ * or the input's own database when the input is one (the default of --out-database). Undefined
+ * with `outTable` means none was named where one is needed (see checkTableOptions).
+ */
+export function outDatabaseOf(input: string, options: { outTable?: string; outDatabase?: string }): string | undefined {
+  if (options.outTable === undefined) return undefined;
+  return options.outDatabase ?? (isDatabaseUrl(input) ? input : undefined);
+}
 
 /** `score`'s --concurrency when none is set: its process's requests in flight. */
 export const DEFAULT_CONCURRENCY = 4;

@@ -1,4 +1,5 @@
 import { formatLimit, LIMITS, type LimitName } from './limits.js';
+import { MAX_KEPT_JOBS, MIN_KEPT_JOBS } from './retention.js';
 import { PROCESS_DEFAULTS } from '../process-defaults.js';
 
 /** One environment variable batch-scorer reads: what it means, its default, and whether it holds a secret. */
@@ -55,7 +56,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'OUTPUT_ROOTS',
-    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to (the deployment policy); unset, any.',
+    meaning:
+      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may write to, and `postgresql://host:5432/db` databases `--out-database` may name (the deployment policy); unset, any.',
     secret: false,
   },
   {
@@ -174,6 +176,26 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
     name: 'PUBLIC_URL',
     meaning:
       'Where people reach `serve` (`https://scorer.example`): webhooks link to the run page under it, and lineage events name the schemas of their custom facets under it.',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_OLDER_THAN',
+    meaning:
+      '`runs prune` deletes finished runs that ended longer ago than this (`30d`, `12h`, `90m`) unless `RETENTION_KEEP` keeps them; finished jobs also leave the queues past it, if sooner. See [retention](../retention.md).',
+    configKey: 'retention.olderThan',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_KEEP',
+    meaning: 'The newest finished runs of each pipeline (the runs of none counted as one more) that `runs prune` keeps whatever their age.',
+    configKey: 'retention.keep',
+    secret: false,
+  },
+  {
+    name: 'RETENTION_JOBS',
+    meaning: `Finished jobs each queue (runs, segments) keeps of each end state, ${MIN_KEPT_JOBS} to ${MAX_KEPT_JOBS}, applied by the workers; a run's other keys in Redis go with its job.`,
+    default: 'runs 1000 / 5000 failed, segments 20000',
+    configKey: 'retention.jobs',
     secret: false,
   },
   {

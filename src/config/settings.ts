@@ -12,6 +12,7 @@ import { hasScheme, inputKind, type Location, parseLocation, type S3Settings, s3
 import { webhookUrlProblem } from './webhook-url.js';
 import { serviceBase, type DeploymentPolicy } from './deployment-policy.js';
 import { formatIssues, restate, runOptionsSchema, type RunOptionsInput } from './run-options.js';
+import { retentionFileSchema, retentionFromEnv, type RetentionSettings } from './retention.js';
 import type { ServiceTokens } from './service-tokens.js';
 
 /**
@@ -33,6 +34,8 @@ export const configFileSchema = z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional() })
       .strict()
       .optional(),
+    /** How long and how many finished runs are kept, and finished jobs (see RetentionSettings). */
+    retention: retentionFileSchema.optional(),
   })
   .strict();
 
@@ -72,6 +75,8 @@ export interface Settings {
   notify: NotifySettings;
   /** MAX_ANSWER_BYTES and the other bounds on sizes peers control (see LIMITS in limits.ts). */
   limits: Limits;
+  /** RETENTION_OLDER_THAN, RETENTION_KEEP and RETENTION_JOBS: finished runs and jobs kept (see RetentionSettings); none set, everything is kept as before. */
+  retention: RetentionSettings;
 }
 
 /** The notification settings of a process (see notifyFromEnv); src/notify/ tells run ends with them. */
@@ -107,6 +112,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, configDir = e
     lineage: lineageSettingsFromEnv(env, notify.publicUrl),
     notify,
     limits: limitsFromEnv(env),
+    retention: retentionFromEnv(env, file.retention),
   };
 }
 
@@ -183,11 +189,19 @@ function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
       'INPUT_ROOTS',
     );
   const inputDatabases = inputEntries && databaseRoots(inputEntries.filter(isDatabaseUrl), 'INPUT_ROOTS');
-  const outputRoots = rootsSetting(env, 'OUTPUT_ROOTS');
+  const outputEntries = listSetting(env, 'OUTPUT_ROOTS');
+  const outputRoots =
+    outputEntries &&
+    rootLocations(
+      outputEntries.filter((e) => !isDatabaseUrl(e)),
+      'OUTPUT_ROOTS',
+    );
+  const outputDatabases = outputEntries && databaseRoots(outputEntries.filter(isDatabaseUrl), 'OUTPUT_ROOTS');
   return {
     ...(inputRoots && { inputRoots }),
     ...(inputDatabases && { inputDatabases }),
     ...(outputRoots && { outputRoots }),
+    ...(outputDatabases && { outputDatabases }),
     ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
   };
 }
@@ -201,13 +215,7 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
   return entries;
 }
 
-/** Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
-function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
-  const entries = listSetting(env, name);
-  return entries && rootLocations(entries, name);
-}
-
-/** Database roots (`postgresql://host:5432/db`), checked as a database input is: a password in one is refused without being shown. */
+/** Database roots (`postgresql://host:5432/db`), checked as a database input and --out-database are: a password in one is refused without being shown. */
 function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
   return entries.map((text) => {
     try {
@@ -218,7 +226,7 @@ function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
   });
 }
 
-/** The entries of a roots setting that are folders or prefixes, parsed (see rootsSetting). */
+/** The entries of a roots setting that are folders or prefixes: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
 function rootLocations(entries: string[], name: string): Location[] {
   return entries.map((text) => {
     const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';

@@ -27,3 +27,9 @@ export {
 } from './row-source.js';
 export { CURSOR_BATCH_ROWS, type ResultField, type TextRow } from './row-cursor.js';
 export { columnValueType, valueReader, type ColumnValueType, type ValueReader } from './column-values.js';
+
+// Writing rows: tables made and checked, COPY into a staging table, one transaction to publish, the runs table.
+export { inTransaction } from './transaction.js';
+export { checkTableColumns, createTable, readTableColumns, typeFits, type ExistingColumn, type TableColumn } from './table-columns.js';
+export { createStagingTable, publishStaged, stagedRows, stagePart, STAGING_ORDER, STAGING_PART } from './staging-table.js';
+export { ensureRunsTable, otherRun, publishedRun, recordRun, RUNS_TABLE_COLUMNS, type RunRecord } from './runs-table.js';

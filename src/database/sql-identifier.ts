@@ -30,10 +30,10 @@ const PART = /"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*)/y;
 
 /**
  * Parses `table`, `schema.table` or quoted parts (`"Sales"."Q1 rows"`), as psql reads them:
- * unquoted parts fold to lower case, quoted ones are kept. A bare table is in `public`. `what`
- * names the flag or field in messages.
+ * unquoted parts fold to lower case, quoted ones are kept. A bare table is in `defaultSchema`
+ * (`public`, where psql would look first). `what` names the flag or field in messages.
  */
-export function parseTableName(text: string, what: string): TableName {
+export function parseTableName(text: string, what: string, defaultSchema = 'public'): TableName {
   const parts: string[] = [];
   let at = 0;
   while (at < text.length) {
@@ -48,7 +48,7 @@ export function parseTableName(text: string, what: string): TableName {
   const bad = at !== text.length || parts.length === 0 || parts.length > 2 || text.endsWith('.');
   if (bad) throw new UsageError(`${what}: '${excerpt(text, 200)}' is not a table name: use table, schema.table or "Quoted Name"`);
   for (const part of parts) checkIdentifier(part, what);
-  return parts.length === 1 ? { schema: 'public', table: parts[0] } : { schema: parts[0], table: parts[1] };
+  return parts.length === 1 ? { schema: defaultSchema, table: parts[0] } : { schema: parts[0], table: parts[1] };
 }
 
 /** A column or table name the server would keep whole: at most MAX_IDENTIFIER_BYTES, no NUL. */

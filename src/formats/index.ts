@@ -10,13 +10,14 @@ export { Utf8Check } from './utf8-check.js';
 export { checkDialect, DEFAULT_DIALECT, dialectForName, type CsvDialect } from './csv-dialect.js';
 
 // Reading rows: splitting bytes into rows, parsing them, bounding JSON nesting.
-export { RowSplitter, type RawRow, type RowBounds, type RowOver } from './row-splitter.js';
+export { RowSplitter, splitRawRows, type RawRow, type RowBounds, type RowOver } from './row-splitter.js';
 export { csvRecord, isQuotedField, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows, quotedFieldBounds, type InputRow } from './row-parser.js';
 export { NestedTooDeep, nestedDeeperThan, textNestedDeeperThan } from './json-depth.js';
+export { memberText } from './json-member-text.js';
 export { EXACT_POWERS_OF_TEN } from './powers-of-ten.js';
 
 // Writing rows.
-export { createRowWriter, ROW_NUMBER_COLUMN, type RowWriter, type WriterRow } from './row-writer.js';
+export { createRowWriter, csvRowText, ROW_NUMBER_COLUMN, type RowWriter, type WriterRow } from './row-writer.js';
 export { ByteWriter } from './byte-writer.js';
 
 // Parquet: reading (hyparquet, itself loaded when a Parquet file is read) and writing.

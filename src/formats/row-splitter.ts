@@ -269,3 +269,19 @@ export class RowSplitter {
     return this.overOf(meter);
   }
 }
+
+/**
+ * The rows of a byte stream as `splitter` cuts them, a chunk's rows at a time (a chunk that
+ * completes none yields nothing), the last row once the stream has ended.
+ */
+export async function* splitRawRows(bytes: AsyncIterable<Buffer>, splitter: RowSplitter): AsyncGenerator<RawRow[]> {
+  let rows: RawRow[] = [];
+  const collect = (row: RawRow) => rows.push(row);
+  for await (const chunk of bytes) {
+    splitter.push(chunk, collect);
+    if (rows.length > 0) yield rows;
+    rows = [];
+  }
+  splitter.end(collect);
+  if (rows.length > 0) yield rows;
+}

@@ -1,4 +1,5 @@
 import { ByteWriter } from './byte-writer.js';
+import { DEFAULT_DIALECT, type CsvDialect } from './csv-dialect.js';
 
 /**
  * The formats a segment writes its rows in: the output's own text formats, or `values` (one JSON
@@ -150,4 +151,19 @@ function csvField(value: unknown): string {
   if (typeof value === 'string') text = value;
   else text = JSON.stringify(value);
   return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** What makes a field quoted besides the delimiter and quote: a line break, a BOM, a space at either end (see NEEDS_QUOTES). */
+const QUOTED_FOR = /[\r\n\uFEFF]|^ | $/;
+
+/**
+ * The text of a CSV row of these fields in `dialect`, each quoted where the writer quotes one (a
+ * delimiter, quote, line break or BOM in it, or a space at either end; the only field of a row,
+ * empty): in the writer's dialect, the text it writes for the row's input values; in any, a text
+ * that reads back as these fields.
+ */
+export function csvRowText(fields: readonly string[], dialect: CsvDialect = DEFAULT_DIALECT): string {
+  const { delimiter, quote } = dialect;
+  const quoted = (f: string) => f.includes(delimiter) || f.includes(quote) || QUOTED_FOR.test(f) || (fields.length === 1 && f === '');
+  return fields.map((f) => (quoted(f) ? `${quote}${f.replaceAll(quote, quote + quote)}${quote}` : f)).join(delimiter);
 }

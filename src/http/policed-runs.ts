@@ -1,4 +1,4 @@
-import { checkRun, type DeploymentPolicy } from '../config/index.js';
+import { checkRun, outDatabaseOf, type DeploymentPolicy } from '../config/index.js';
 import { runNotFound, type RunQueueCalls, type RunSubmission } from '../queue/index.js';
 
 /**
@@ -6,7 +6,8 @@ import { runNotFound, type RunQueueCalls, type RunSubmission } from '../queue/in
  * A submission naming no service runs against the worker's own, which is always allowed.
  */
 export function checkSubmission(policy: DeploymentPolicy, submission: RunSubmission): Promise<void> {
-  return checkRun(policy, { input: submission.input, out: submission.out, service: submission.options?.service });
+  const { input, out, options = {} } = submission;
+  return checkRun(policy, { input, out, service: options.service, outDatabase: outDatabaseOf(input, options) });
 }
 
 /**

@@ -3,14 +3,23 @@ import { formatBytes, integer } from './page-format.js';
 import type { PageContext } from './page-layout.js';
 import type { RunPageView } from './run-page-data.js';
 
-/** The run page's output files, each linked for download, with its size. */
+/** The run page's output files, each linked for download, with its size; and the table a run wrote its rows into (--out-table). */
 export function outputsSection(ctx: PageContext, { status, manifest }: RunPageView): Html {
   const files = manifest?.outputs ?? [];
+  const table = manifest?.table;
   const warnings = manifest?.warnings ?? [];
   const href = (file: string) => `${ctx.prefix}/runs/${encodeURIComponent(status.runId)}/files/${encodeURIComponent(file)}`;
   return html`<section class="card">
     <h2>Outputs</h2>
     <p class="muted">Run folder <code>${status.folder}</code></p>
+    ${
+      table
+        ? html`<p>
+            ${integer(table.rows)} rows published into the table <code>${table.table}</code> of <code>${table.database}</code>, recorded in
+            <code>${table.runsTable}</code>
+          </p>`
+        : ''
+    }
     ${
       files.length > 0
         ? html`<table class="outputs">

@@ -3,7 +3,7 @@ import type { Storage } from '../storage/index.js';
 import type { PipelineRuns } from './pipeline-runs.js';
 
 /** A pipeline's runs looked at, newest first, for one that succeeded: past them, the run has no baseline. */
-const RUNS_LOOKED_AT = 20;
+export const RUNS_LOOKED_AT = 20;
 
 /**
  * A run's baseline in queue mode: the run its options name (`baselineRun`), or else, for a run a

@@ -1,11 +1,16 @@
+import { MAX_KEPT_JOBS } from '../config/index.js';
 import type { RedisClient } from './queue-connection.js';
 import { RETENTION } from './queues.js';
 
 /**
- * Runs kept per pipeline at most: more than BullMQ keeps run jobs of all pipelines together
- * (completed and failed), so trimming never hides a run the queue still has.
+ * Runs kept per pipeline at most: as many as BullMQ may keep run jobs of all pipelines together
+ * (completed and failed, by default or under RETENTION_JOBS), so trimming never hides a run the
+ * queue still has. The workers' sweep (see RunKeys) drops those whose jobs are gone sooner.
  */
-const KEEP = RETENTION.runs.removeOnComplete.count + RETENTION.runs.removeOnFail.count;
+const KEEP = Math.max(RETENTION.runs.removeOnComplete.count + RETENTION.runs.removeOnFail.count, 2 * MAX_KEPT_JOBS);
+
+/** A pipeline's index of runs, `<prefix>:pipeline-runs:<pipeline>`. */
+export const pipelineRunsKey = (prefix: string, pipeline: string) => `${prefix}:pipeline-runs:${pipeline}`;
 
 /**
  * The runs each pipeline of `jobs/*.yaml` started, newest first: the sorted set
@@ -21,7 +26,7 @@ export class PipelineRuns {
   ) {}
 
   private key(pipeline: string): string {
-    return `${this.prefix}:pipeline-runs:${pipeline}`;
+    return pipelineRunsKey(this.prefix, pipeline);
   }
 
   /** Records a run as enqueued now (again, for a resumed run: it moves to the top). */

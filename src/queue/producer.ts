@@ -8,6 +8,7 @@ import {
   type Manifest,
   newRunId,
   type ObjectVersion,
+  checkTableOptions,
   requestDifference,
   requireNext,
   runFiles,
@@ -26,7 +27,6 @@ import { OwnConnectionQueue } from './own-connection-queue.js';
 import {
   ATTEMPTS,
   JOB_PRIORITY,
-  RETENTION,
   RUNS_QUEUE,
   SEGMENTS_QUEUE,
   runPriority,
@@ -40,6 +40,7 @@ import { FileDropClaims, fileVersionField, type FileDropClaim } from './file-dro
 import { IdempotencyKeys, type EnqueueAnswer, type IdempotencyKeysOptions, type IdempotentRequest } from './idempotency-keys.js';
 import { PipelineRuns } from './pipeline-runs.js';
 import { RunCancels, type CancelMark } from './run-cancel.js';
+import { RunKeys } from './run-keys.js';
 import { RunProgressStore } from './run-progress.js';
 import { keepRunResult, keptResult } from './run-results.js';
 
@@ -109,7 +110,10 @@ export interface RunStatus {
 
 /** No run of this id on the queue (E_RUN_NOT_FOUND, exit 2). */
 export function runNotFound(runId: string): BatchScorerError {
-  return new BatchScorerError('E_RUN_NOT_FOUND', `no run ${runId} in the queue (finished runs are kept for 7 days, failed ones for 30)`);
+  return new BatchScorerError(
+    'E_RUN_NOT_FOUND',
+    `no run ${runId} in the queue (finished runs are kept as the workers' retention says: by default 7 days, failed ones 30; see RETENTION_JOBS)`,
+  );
 }
 
 /** What to score; validated before anything reaches Redis. */
@@ -149,6 +153,7 @@ export function validateSubmission(submission: RunSubmission): RunJobData {
   const parsed = parseRunOptions(submission.options ?? {}, 'options');
   const input = parseRunInput(submission.input);
   checkInputOptions(input, parsed, 'fields');
+  checkTableOptions(submission.input, parsed);
   const runId = parsed.runId ?? newRunId();
   return {
     runId,
@@ -207,6 +212,7 @@ export class RunQueue {
   private readonly drops: FileDropClaims;
   private readonly pipelineRuns: PipelineRuns;
   private readonly idempotency: IdempotencyKeys;
+  private readonly runKeys: RunKeys;
   private closed?: Promise<void>;
 
   constructor(config: QueueConfig, options: RunQueueOptions = {}) {
@@ -221,6 +227,7 @@ export class RunQueue {
     this.drops = new FileDropClaims(redis, config.prefix);
     this.pipelineRuns = new PipelineRuns(redis, config.prefix);
     this.idempotency = new IdempotencyKeys(redis, config.prefix, options);
+    this.runKeys = new RunKeys(redis, config.prefix);
   }
 
   /**
@@ -262,6 +269,9 @@ export class RunQueue {
     if (state === 'cancelling' && options.ifEnded !== 'keep') throw stillCancelling(runId, 'enqueued again');
     const resumed = state !== undefined && isResumable(state) && options.ifEnded !== 'keep';
     if (existing && !resumed) return { runId, created: false };
+    const pipeline = triggerPipeline(data.request.trigger);
+    // Before its job is added or replaced: a worker's sweep never takes the keys of a run being enqueued.
+    await this.runKeys.touch(runId, pipeline);
     if (existing && resumed) {
       refuseRejected(runId, existing);
       refuseOtherOutput(existing.data, data);
@@ -276,8 +286,8 @@ export class RunQueue {
     // Also a marker left by a cancelled run of this id whose job is gone (past its retention).
     await this.cancels.clear(runId);
     const priority = JOB_PRIORITY[runPriority(data.request.options)];
-    const job = await this.queue.add('run', data, { jobId: runId, priority, ...ATTEMPTS.runs, ...RETENTION.runs });
-    const pipeline = triggerPipeline(data.request.trigger);
+    // Its retention is the workers' (see keptJobs), who finish it.
+    const job = await this.queue.add('run', data, { jobId: runId, priority, ...ATTEMPTS.runs });
     if (pipeline) await this.pipelineRuns.add(pipeline, runId, job.timestamp);
     return { runId, created: true, ...(resumed ? { resumed } : {}) };
   }
@@ -436,6 +446,25 @@ export class RunQueue {
   async judged(manifest: Manifest): Promise<void> {
     await this.ready();
     await keepRunResult(this.queue, this.producer.redis, manifest.runId, runResult(manifest));
+  }
+
+  /**
+   * Removes an ended run from Redis for good (`runs prune`): its run job with its segment jobs,
+   * and the keys it keeps beside them (see RunKeys); `pipeline` is the one its record names, for
+   * a run whose job is gone. Answers false, removing nothing, when the run is not ended (queued,
+   * running or cancelling), as when it was resumed since the caller looked.
+   */
+  async forget(runId: string, pipeline?: string): Promise<boolean> {
+    await this.ready();
+    const job = await Job.fromId<RunJobData>(this.queue, runId);
+    if (job) {
+      const { state, ended } = await this.stateOf(job);
+      if (!ended || state === 'cancelling') return false;
+      // BullMQ refuses a job a worker holds (a cancelled run's job taken only to end it): kept, as live.
+      if ((await this.queue.remove(runId, { removeChildren: true })) !== 1) return false;
+    }
+    await this.runKeys.forget(runId, pipeline ?? triggerPipeline(runTriggerSchema.safeParse(job?.data.request.trigger).data));
+    return true;
   }
 
   /** The milestones a run's job logged (planned, segment k done, assembled), from the `from`th on (0-based). */

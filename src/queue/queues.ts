@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { formatIssues, type RunOptionsInput, runOptionsSchema, type RunPriority } from '../config/index.js';
+import { formatIssues, type RetentionSettings, type RunOptionsInput, runOptionsSchema, type RunPriority } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import { runFiles, type RunTrigger, runTriggerSchema } from '../scoring/index.js';
 import { basename, type Location, storedLocationSchema } from '../storage/index.js';
@@ -118,13 +118,48 @@ export const segmentJobId = (runId: string, generation: number, index: number) =
 /** The run of a segment job id (see segmentJobId), undefined for an id of another shape. */
 export const segmentJobRun = (jobId: string): string | undefined => /^(.+)\.\d+\.seg-\d+$/.exec(jobId)?.[1];
 
-/** Bounded retention of finished jobs (BullMQ would otherwise keep them all). */
+/**
+ * Bounded retention of finished jobs by default, age in seconds (BullMQ would otherwise keep them
+ * all). The workers apply those of runs and segments, under the deployment's retention settings
+ * (see keptJobs); the schedules queue's are its jobs' own.
+ */
 export const RETENTION = {
   runs: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 5000 } },
   segments: { removeOnComplete: { age: 24 * 3600, count: 20_000 }, removeOnFail: { age: 7 * 24 * 3600, count: 20_000 } },
   /** Fired jobs of the schedules queue: each says which run it made, for as long as runs are kept. */
   schedules: { removeOnComplete: { age: 7 * 24 * 3600, count: 1000 }, removeOnFail: { age: 30 * 24 * 3600, count: 1000 } },
 } as const;
+
+/** How a queue's finished jobs are kept: BullMQ's `removeOnComplete` and `removeOnFail`, age in seconds. */
+export interface JobRetention {
+  removeOnComplete: { age: number; count: number };
+  removeOnFail: { age: number; count: number };
+}
+
+/**
+ * The soonest a finished job leaves its queue, in seconds, whatever RETENTION_OLDER_THAN says: those
+ * following a run (`enqueue --wait`, `status --watch`, webhooks) read its end from its job.
+ */
+export const MIN_JOB_AGE_S = 3600;
+
+/**
+ * The retention of finished run and segment jobs under the deployment's settings (see
+ * RetentionSettings): RETENTION_JOBS, where set, is the count kept of each end state, and
+ * RETENTION_OLDER_THAN the age past which they go, where it is sooner than the default (but
+ * never sooner than MIN_JOB_AGE_S). Applied by the workers, which finish the jobs, to jobs that ask
+ * none of their own (releases before this one set theirs when they added them).
+ */
+export function keptJobs(settings: RetentionSettings): { runs: JobRetention; segments: JobRetention } {
+  const kept = (defaults: { age: number; count: number }) => ({
+    age: settings.olderThanMs === undefined ? defaults.age : Math.max(MIN_JOB_AGE_S, Math.min(defaults.age, Math.ceil(settings.olderThanMs / 1000))),
+    count: settings.jobs ?? defaults.count,
+  });
+  const of = (queue: 'runs' | 'segments'): JobRetention => ({
+    removeOnComplete: kept(RETENTION[queue].removeOnComplete),
+    removeOnFail: kept(RETENTION[queue].removeOnFail),
+  });
+  return { runs: of('runs'), segments: of('segments') };
+}
 
 /**
  * The BullMQ priority of a run's jobs (its run job and every segment job), lower taken sooner.

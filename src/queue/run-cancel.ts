@@ -11,6 +11,9 @@ const STOPPED = 'stopped';
 /** A run's cancel: `requested` while some of its jobs may still run, `stopped` once none does. */
 export type CancelMark = 'requested' | 'stopped';
 
+/** A run's cancel marker, `<prefix>:cancelled:<runId>`. */
+export const cancelKey = (prefix: string, runId: string) => `${prefix}:cancelled:${runId}`;
+
 /**
  * Cancel markers: `<prefix>:cancelled:<runId>` exists once a run was cancelled, until it is
  * enqueued again. A marker rather than a message (BullMQ's Worker.cancelJob reaches only the
@@ -27,7 +30,7 @@ export class RunCancels {
   ) {}
 
   private key(runId: string): string {
-    return `${this.prefix}:cancelled:${runId}`;
+    return cancelKey(this.prefix, runId);
   }
 
   async mark(runId: string): Promise<void> {

@@ -33,6 +33,9 @@ return ''
 
 const KINDS: readonly string[] = ['max-requests', 'max-rows', 'deadline'] satisfies CapKind[];
 
+/** A run's caps hash, `<prefix>:caps:<runId>`. */
+export const capsKey = (prefix: string, runId: string) => `${prefix}:caps:${runId}`;
+
 /**
  * The caps of queued runs on Redis: `<prefix>:caps:<runId>`, a hash of the predict calls
  * (`requests`) and rows (`rows`) the run has sent, every worker, attempt and resume together, and
@@ -45,7 +48,7 @@ export class RunCapsStore {
   ) {}
 
   private key(runId: string): string {
-    return `${this.prefix}:caps:${runId}`;
+    return capsKey(this.prefix, runId);
   }
 
   /** Takes one predict attempt of `rows` rows within the limits in one step; answers the cap the run expired on when refused. */

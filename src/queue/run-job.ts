@@ -1,5 +1,5 @@
 import { WaitingChildrenError, type Job, type Processor } from 'bullmq';
-import { CAP_OPTIONS, checkOutput, checkRun, parseRunOptions, type RunOptions } from '../config/index.js';
+import { CAP_OPTIONS, checkOutput, checkRun, outDatabaseOf, parseRunOptions, type RunOptions } from '../config/index.js';
 import { BatchScorerError, errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import {
@@ -33,18 +33,7 @@ import {
   unfinished,
 } from '../scoring/index.js';
 import { formatLocation, type Location } from '../storage/index.js';
-import {
-  ATTEMPTS,
-  JOB_PRIORITY,
-  RETENTION,
-  WORKER_ID,
-  runJobDataSchema,
-  runPriority,
-  segmentJobId,
-  type RunJob,
-  type RunJobData,
-  type SegmentJobData,
-} from './queues.js';
+import { ATTEMPTS, JOB_PRIORITY, WORKER_ID, runJobDataSchema, runPriority, segmentJobId, type RunJob, type RunJobData, type SegmentJobData } from './queues.js';
 import { cancelledError } from './run-cancel.js';
 import { RedisRunCaps } from './run-caps-store.js';
 import { toQueueError } from './to-queue-error.js';
@@ -208,8 +197,8 @@ class RunJobTake {
           parent: { id: job.id!, queue: job.queueQualifiedName },
           failParentOnFailure: true,
           priority,
+          // Their retention is the workers' (see keptJobs).
           ...ATTEMPTS.segments,
-          ...RETENTION.segments,
         },
       })),
     );
@@ -318,7 +307,7 @@ async function allowedRequest(ctx: WorkerContext, job: Job<RunJobData>, token: s
   try {
     ctx.options.checkPipelineRun?.(data.runId, data.request);
     const asked = askedRequest(ctx, data);
-    await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service });
+    await checkRun(policy, { input: asked.input, out: asked.out, service: asked.options.service, outDatabase: outDatabaseOf(asked.input, asked.options) });
     await checkOutput(policy, data.folder);
     return asked;
   } catch (err) {

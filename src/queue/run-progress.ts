@@ -59,6 +59,12 @@ if ARGV[5] ~= '' and total > tonumber(ARGV[5]) then redis.call('hset', KEYS[1], 
 return redis.call('hexists', KEYS[1], 'overBudget')
 `;
 
+/** A run's progress hash, `<prefix>:progress:<runId>`. */
+export const progressKey = (prefix: string, runId: string) => `${prefix}:progress:${runId}`;
+
+/** A run's throughput samples, beside its progress hash under the same prefix, so both sit on one Redis Cluster slot. */
+export const samplesKey = (prefix: string, runId: string) => `${prefix}:progress:${runId}:samples`;
+
 /**
  * A run's progress, summed over its segments in a Redis hash: each segment sets (not adds) its own
  * rows done and quarantined, so a segment scored again after a crash does not count twice. The
@@ -71,12 +77,11 @@ export class RunProgressStore {
   ) {}
 
   private key(runId: string): string {
-    return `${this.prefix}:progress:${runId}`;
+    return progressKey(this.prefix, runId);
   }
 
-  /** Beside the hash, under the same prefix, so both sit on one Redis Cluster slot. */
   private samplesKey(runId: string): string {
-    return `${this.prefix}:progress:${runId}:samples`;
+    return samplesKey(this.prefix, runId);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { Job, type Processor } from 'bullmq';
-import { checkOutput, checkRun, type DeploymentPolicy } from '../config/index.js';
+import { checkOutput, checkRun, outDatabaseOf, type DeploymentPolicy } from '../config/index.js';
 import { errorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import {
@@ -121,7 +121,8 @@ class SegmentJobTake {
     const { runId, folder, index, generation } = this.data;
     const run = await ctx.loadRun(folder, runId, generation);
     this.run = run;
-    await checkRun(this.policy, { input: run.request.input, out: run.request.out, service: run.request.options.service });
+    const { input, out, options } = run.request;
+    await checkRun(this.policy, { input, out, service: options.service, outDatabase: outDatabaseOf(input, options) });
     let last = 0;
     const runAllowance = new RunErrorAllowance(ctx.progress, runId, quarantineAllowance(run.input.rows, run.request.options.maxErrorRate), jobLog);
     this.allowance = runAllowance;

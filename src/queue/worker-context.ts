@@ -30,6 +30,8 @@ import type { WorkerOptions } from './worker-options.js';
 import { pipelineBaseline } from './pipeline-baseline.js';
 import { keepRunResult } from './run-results.js';
 import { PipelineRuns } from './pipeline-runs.js';
+import { KeySweeps } from './key-sweeps.js';
+import { RunKeys } from './run-keys.js';
 
 /** Runs a worker has seen recently; older ones are forgotten so a long-lived worker does not grow. */
 const REMEMBERED_RUNS = 64;
@@ -55,6 +57,8 @@ export class WorkerContext {
   readonly findBaseline: FindBaseline;
   /** When the segments worker takes its next segment (see SegmentIntake). */
   readonly segmentIntake: SegmentIntake;
+  /** Deletes the keys of runs whose jobs are gone, after run jobs end (see KeySweeps). */
+  readonly keySweeps: KeySweeps;
   private readonly processGate;
   private readonly runSlots = new Map<string, RequestSlots>();
   private readonly readAheads = new Map<string, ReadAhead>();
@@ -80,6 +84,7 @@ export class WorkerContext {
     this.budgets = new FleetBudgets(redis, queue.prefix, log);
     this.segmentIntake = new SegmentIntake(options.segments, log);
     this.findBaseline = pipelineBaseline(storage, new PipelineRuns(redis, queue.prefix));
+    this.keySweeps = new KeySweeps(new RunKeys(redis, queue.prefix), log);
   }
 
   /** One client (keep-alive pool) per service, time limit and retry count. */
@@ -208,10 +213,10 @@ export class WorkerContext {
     }
   }
 
-  /** Closes the queues, fleet budgets and service clients (the Redis connection is the caller's). */
+  /** Closes the queues, fleet budgets, key sweeps and service clients (the Redis connection is the caller's). */
   async close(): Promise<void> {
     this.cancelWatch.stop();
-    await Promise.all([this.runsQueue.close(), this.segmentsQueue.close(), this.budgets.close()]);
+    await Promise.all([this.runsQueue.close(), this.segmentsQueue.close(), this.budgets.close(), this.keySweeps.close()]);
     await Promise.all([...this.clients.values()].map((c) => c.close()));
   }
 }

@@ -1,4 +1,4 @@
-import type { DeploymentPolicy, Limits, RunOptionsInput } from '../config/index.js';
+import type { DeploymentPolicy, Limits, RetentionSettings, RunOptionsInput } from '../config/index.js';
 import { PROCESS_DEFAULTS } from '../process-defaults.js';
 import type { Processor } from 'bullmq';
 import type { PredictorFactory, RunListener, ScoringObserver } from '../scoring/index.js';
@@ -63,6 +63,11 @@ export interface WorkerOptions {
   alsoProcess?: AlsoProcessed[];
   /** Hears the runs this process starts and ends (webhooks, lineage; see RunListener). */
   listener?: RunListener;
+  /**
+   * The deployment's retention: how many finished run and segment jobs the worker keeps when it
+   * finishes one, and how long (see keptJobs); the queues' defaults when absent.
+   */
+  retention?: RetentionSettings;
 }
 
 /** The worker's defaults: what its flags default to. */

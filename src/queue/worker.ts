@@ -3,7 +3,7 @@ import { AbortedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { runShutdownSteps, type ShutdownStep } from '../shutdown-steps.js';
 import type { Storage } from '../storage/index.js';
-import { RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
+import { keptJobs, RUNS_QUEUE, SEGMENTS_QUEUE, WORKER_ID, redisConnection, type QueueConfig, type RunJobData, type SegmentJobData } from './queues.js';
 import { RedisWatch } from './redis-watch.js';
 import { redisTarget } from './redis-target.js';
 import { runJobProcessor } from './run-job.js';
@@ -46,9 +46,15 @@ export function startWorker(queue: QueueConfig, storage: Storage, log: Logger, o
     maxStalledCount: 10,
   };
   const watch = new RedisWatch(redis, log);
-  const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2 });
+  const kept = keptJobs(options.retention ?? {});
+  const runsWorker = new Worker<RunJobData>(RUNS_QUEUE, runJobProcessor(ctx), { ...common, concurrency: 2, ...kept.runs });
+  for (const ended of ['completed', 'failed'] as const) runsWorker.on(ended, () => ctx.keySweeps.jobEnded());
   // One segment at a time, more only while those held drain: SegmentIntake raises the concurrency.
-  const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, ctx.segmentIntake.around(segmentJobProcessor(ctx)), { ...common, concurrency: 1 });
+  const segmentsWorker = new Worker<SegmentJobData>(SEGMENTS_QUEUE, ctx.segmentIntake.around(segmentJobProcessor(ctx)), {
+    ...common,
+    concurrency: 1,
+    ...kept.segments,
+  });
   ctx.segmentIntake.steer(segmentsWorker);
   const also = options.alsoProcess ?? [];
   const alsoWorkers = also.map(

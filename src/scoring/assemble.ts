@@ -1,11 +1,11 @@
 import type { Readable } from 'node:stream';
 import { NotFoundError, RunFolderError, UsageError } from '../errors.js';
-import { createRowWriter, loadParquetOutput, type ParquetOutput, type ParquetOutputColumn, type RawRow, RowSplitter } from '../formats/index.js';
+import { createRowWriter, loadParquetOutput, type ParquetOutput, type ParquetOutputColumn, RowSplitter, splitRawRows } from '../formats/index.js';
 import { basename, formatLocation, type Location, type Storage } from '../storage/index.js';
 import { TOOL } from '../version.js';
 import { OutputFileWriter } from './output-file.js';
 import type { OutputFile } from './manifest.js';
-import { runFiles, type PreparedRun } from './prepared-run.js';
+import { runFiles, type OutputFormat, type PreparedRun } from './prepared-run.js';
 import type { SegmentCounts } from './segment-counts.js';
 import { piecesOf, type SegmentDone } from './segment-done.js';
 
@@ -41,7 +41,7 @@ export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): Outpu
 }
 
 /**
- * Joins the segments' parts into the run's outputs and `errors.jsonl`, streaming, and hashes what
+ * Joins the segments' parts into the run's outputs (none for a run writing into a table) and `errors.jsonl`, streaming, and hashes what
  * it writes. Outputs are cut into files of --max-rows-per-file rows (`predictions-00000.csv`,
  * ...) by counting rows, never by where segments ended, so they are the same bytes however the
  * run was scored. The manifest and `_SUCCESS` are the caller's, written after this.
@@ -55,7 +55,9 @@ export async function assembleOutputs(
   const { folder } = run;
   const { counts, done } = finished;
   const outputs: OutputFile[] = [];
-  for (const group of outputGroups(run)) outputs.push(...(await assembleGroup(storage, run, group, done, signal)));
+  // A run writing into a table has no predictions files: its rows go from the parts to the table (see table-load.ts).
+  const groups = run.output.tableColumns ? [] : outputGroups(run);
+  for (const group of groups) outputs.push(...(await assembleGroup(storage, run, group, done, signal)));
   const errorsBytes = done.reduce((n, d) => n + d.bytes.errors, 0);
   outputs.push(
     await concatenateParts(
@@ -76,9 +78,8 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
   const parts = group.segments.flatMap((i) => piecesOf(done[i], (piece) => runFiles.segmentPart(folder, i, format, piece)));
   const rows = group.segments.reduce((n, i) => n + done[i].rowsScored, 0);
   const { maxRowsPerFile: maxRows, outputEncoding: encoding } = run.request.options;
-  const open = (name: string) => new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', encoding, signal });
-  const header = format === 'parquet' ? '' : createRowWriter(format, { ...output, predictionColumns: run.schema.columns, passThroughText: false }).header();
   if (format !== 'parquet' && maxRows === undefined) {
+    const header = createRowWriter(format, { ...output, predictionColumns: run.schema.columns, passThroughText: false }).header();
     // The common case, kept a plain copy of the parts: its size is known, so S3 uses the smallest parts that fit.
     const sizeHint = Buffer.byteLength(header) + group.segments.reduce((n, i) => n + done[i].bytes.rows, 0);
     const name = `${group.stem}.${extension}`;
@@ -94,13 +95,48 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
       }),
     ];
   }
-  const shardName = (n: number) => (maxRows === undefined ? `${group.stem}.${extension}` : `${group.stem}-${String(n).padStart(5, '0')}.${extension}`);
+  return writeShards(storage, run, group.stem, partRecords(storage, parts, format, signal), signal);
+}
+
+/** The records (rows without their line ending) of a run's parts, in order, a chunk at a time. */
+async function* partRecords(storage: Storage, parts: Location[], format: OutputFormat, signal?: AbortSignal): AsyncGenerator<Buffer[]> {
+  for (const part of parts) yield* records(await readPart(storage, part, signal), format === 'csv' ? 'csv' : 'jsonl');
+}
+
+/**
+ * The records of text in a row writer's syntax (rows without their line ending, as bytes), a
+ * chunk at a time: CSV rows are cut at line feeds outside quotes, since a quoted value may hold one.
+ */
+export async function* records(bytes: AsyncIterable<Buffer>, syntax: 'csv' | 'jsonl'): AsyncGenerator<Buffer[]> {
+  for await (const rows of splitRawRows(bytes, new RowSplitter(syntax))) yield rows.map((row) => row.bytes);
+}
+
+/**
+ * Writes one output's records (in the run's output format: text lines, or `values` lines for
+ * Parquet) into its files: `<stem>.<ext>`, or with --max-rows-per-file files of that many rows,
+ * `<stem>-00000.<ext>`, ..., cut by counting rows; each CSV file with its header. An output
+ * without rows is still a file: a header, or a Parquet file of no rows.
+ */
+export async function writeShards(
+  storage: Storage,
+  run: PreparedRun,
+  stem: string,
+  rows: AsyncIterable<Buffer[]>,
+  signal?: AbortSignal,
+): Promise<OutputFile[]> {
+  const { folder, output } = run;
+  const format = run.outputFormat;
+  const extension = `${format}${output.compress === 'gzip' ? '.gz' : ''}`;
+  const { maxRowsPerFile: maxRows, outputEncoding: encoding } = run.request.options;
+  const header = format === 'parquet' ? '' : createRowWriter(format, { ...output, predictionColumns: run.schema.columns, passThroughText: false }).header();
+  const shardName = (n: number) => (maxRows === undefined ? `${stem}.${extension}` : `${stem}-${String(n).padStart(5, '0')}.${extension}`);
   const files: OutputFile[] = [];
   let shard: { file: OutputFileWriter; rows: number; parquet?: ParquetOutput } | undefined;
   const start = async () => {
     // Loaded for Parquet outputs only: hyparquet-writer (and hyparquet) would be live heap in every other run.
     const parquetOutput = format === 'parquet' ? await loadParquetOutput() : undefined;
-    const file = open(shardName(files.length));
+    const name = shardName(files.length);
+    const file = new OutputFileWriter(storage, runFiles.output(folder, name), name, { gzip: output.compress === 'gzip', encoding, signal });
     const parquet = parquetOutput?.createParquetOutput(file.stream, parquetColumns(run), { createdBy: `${TOOL.name} ${TOOL.version}` });
     shard = { file, rows: 0, parquet };
     await file.write(header);
@@ -119,35 +155,22 @@ async function assembleGroup(storage: Storage, run: PreparedRun, group: OutputGr
       if (shard?.parquet && batch.length > 0) await shard.parquet.writeRows(batch);
       batch = [];
     };
-    for (const part of parts) {
-      const splitter = new RowSplitter(format === 'csv' ? 'csv' : 'jsonl');
-      let lines: Buffer[] = [];
-      const collect = (row: RawRow) => lines.push(row.bytes);
-      const take = async () => {
-        for (const line of lines) {
-          if (!shard || (maxRows !== undefined && shard.rows >= maxRows)) {
-            await flush();
-            await close();
-            await start();
-          }
-          const current = shard!;
-          current.rows++;
-          if (current.parquet) {
-            batch.push(JSON.parse(line.toString('utf8')) as unknown[]);
-            if (batch.length >= PARQUET_WRITE_ROWS) await flush();
-          } else await current.file.write(Buffer.concat([line, NEWLINE]));
+    for await (const lines of rows) {
+      for (const line of lines) {
+        if (!shard || (maxRows !== undefined && shard.rows >= maxRows)) {
+          await flush();
+          await close();
+          await start();
         }
-        lines = [];
-      };
-      for await (const chunk of await readPart(storage, part, signal)) {
-        splitter.push(chunk as Buffer, collect);
-        await take();
+        const current = shard!;
+        current.rows++;
+        if (current.parquet) {
+          batch.push(JSON.parse(line.toString('utf8')) as unknown[]);
+          if (batch.length >= PARQUET_WRITE_ROWS) await flush();
+        } else await current.file.write(Buffer.concat([line, NEWLINE]));
       }
-      splitter.end(collect);
-      await take();
     }
     await flush();
-    // An output without rows is still written: a header, or a Parquet file of no rows.
     if (files.length === 0 && !shard) await start();
     await close();
   } catch (err) {
@@ -170,7 +193,7 @@ function parquetColumns(run: PreparedRun): ParquetOutputColumn[] {
 }
 
 /** A segment's part, whose absence (with its done marker there) is a damaged run folder. */
-function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
+export function readPart(storage: Storage, part: Location, signal?: AbortSignal): Promise<Readable> {
   return storage.read(part, { signal }).catch((err: unknown) => {
     throw err instanceof NotFoundError
       ? new RunFolderError(

@@ -89,11 +89,14 @@ function refused(message: string): BatchScorerError {
 }
 
 /**
- * Why two runs' outputs cannot be matched row by row, or undefined when they can: the same input
- * files (by sha256, in order), as many output rows, and rows that line up (no row quarantined in
+ * Why two runs' outputs cannot be matched row by row, or undefined when they can: output files
+ * (not a table, see --out-table) of the same input files (by sha256, in order), as many output rows, and rows that line up (no row quarantined in
  * either, or `row_number` in both to check it).
  */
 function differentInputs(a: SucceededRun, b: SucceededRun): string | undefined {
+  // Its rows are in a table, which compare does not read: the profiles say what they came to.
+  const tabled = [a, b].find((run) => run.manifest.table);
+  if (tabled) return `run ${tabled.which} wrote its rows into the table ${tabled.manifest.table!.table}, which is not read back: compared by profile`;
   const hashes = (m: Manifest) => (m.inputs.length > 0 ? m.inputs.map((f) => f.sha256) : [m.input.sha256]);
   for (const run of [a, b]) {
     if (hashes(run.manifest).includes(null))

@@ -58,7 +58,7 @@ export const dryRunReportSchema = z.object({
   files: z.array(z.object({ location: z.string(), rows: z.int(), format: z.string(), gzip: z.boolean() })),
   rows: z.int(),
   segments: z.int(),
-  /** The output files by name, before --max-rows-per-file cuts them. */
+  /** The output files by name, before --max-rows-per-file cuts them; `table <name>` for a run writing into a table (--out-table). */
   outputs: z.array(z.string()),
   /** The output's columns, in order. */
   columns: z.array(z.string()),
@@ -182,7 +182,7 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
       files: plannedFiles(run.input),
       rows: run.input.rows,
       segments: run.input.segments.length,
-      outputs: outputGroups(run).map((g) => `${g.stem}.${extension}`),
+      outputs: run.output.tableColumns ? [`table ${run.request.options.outTable}`] : outputGroups(run).map((g) => `${g.stem}.${extension}`),
       columns: [...(run.output.rowNumber ? [ROW_NUMBER_COLUMN] : []), ...run.output.inputColumns, ...run.schema.columns],
       canary: { batches: batches.length, rows: scored + quarantined, scored, quarantined, ms: Math.round(ms) },
       estimate: {

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
 import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { assembleOutputs } from './assemble.js';
+import { stageTable, type StagedTable } from './table-load.js';
 import { errorRateExceeded, quarantineAllowance } from './error-allowance.js';
 import { keepQuarantinedRows } from './kept-quarantine.js';
 import { buildManifest, readManifest, type Manifest, type ManifestParts, type QueueFacts } from './manifest.js';
@@ -35,8 +36,10 @@ export interface FinishContext {
  * Ends a run whose segments are all done: checks the quarantined share and what became of the
  * model meanwhile (see modelChangeWarnings); joins the outputs and the segments' prediction
  * profiles, measures the drift from a baseline run (see FindBaseline), writes manifest.json and
- * then `_SUCCESS`, last, and removes the `_work` area. A drift past `driftFail` fails the run
- * (E_DRIFT) with its outputs and manifest written but no `_SUCCESS`: `accept` can still accept it.
+ * then `_SUCCESS`, last, and removes the `_work` area. A run writing into a table (--out-table)
+ * stages its rows and publishes them with its manifest in one transaction before writing its own
+ * (see table-load.ts). A drift past `driftFail` fails the run (E_DRIFT) with its outputs and
+ * manifest written but no `_SUCCESS`: `accept` can still accept it.
  */
 export async function finishRun(
   run: PreparedRun,
@@ -56,18 +59,45 @@ export async function finishRun(
 ): Promise<Manifest> {
   const scoredAt = Date.now();
   const { storage, log, signal } = ctx;
-  const { folder } = run;
   const finished = await (facts.finished ?? new FinishedSegments(storage, run)).all();
   const { counts } = finished;
   // Segments stop once the run is past its allowance; a run resumed with a lower one (its
   // finished segments past it already, none left to score) is caught here.
   if (counts.rowsQuarantined > quarantineAllowance(run.input.rows, run.request.options.maxErrorRate)) throw errorRateExceeded(run, counts);
   const warnings = await modelChangeWarnings(run, ctx);
-  const { profile, warning } = finished.profile;
+  const { warning } = finished.profile;
   if (warning) {
     log.warn(warning);
     warnings.push(warning);
   }
+  // A run writing into a table stages its rows first, and publishes them once its manifest is known.
+  const table = run.output.tableColumns ? await stageTable(storage, run, finished.done, log, signal) : undefined;
+  try {
+    return await finishOutputs(run, facts, ctx, { finished, warnings, scoredAt, table });
+  } finally {
+    await table?.end();
+  }
+}
+
+/**
+ * The rest of finishRun, once the model and the error allowance are checked (and a table run's
+ * rows staged): outputs, drift, comparison, the manifest, the table's publish, then `_SUCCESS`.
+ */
+async function finishOutputs(
+  run: PreparedRun,
+  facts: Parameters<typeof finishRun>[1],
+  ctx: FinishContext,
+  {
+    finished,
+    warnings,
+    scoredAt,
+    table,
+  }: { finished: Awaited<ReturnType<FinishedSegments['all']>>; warnings: string[]; scoredAt: number; table?: StagedTable },
+): Promise<Manifest> {
+  const { storage, log, signal } = ctx;
+  const { folder } = run;
+  const { counts } = finished;
+  const { profile } = finished.profile;
   const outputs = await assembleOutputs(storage, run, finished, signal);
   const drift = profile ? await measureDrift(run, profile, ctx, warnings) : null;
   const comparison = run.compare && finished.comparison?.summary(modelName(run.model), modelName(run.compare));
@@ -97,7 +127,10 @@ export async function finishRun(
     ...(comparison && { comparison: comparisonSummary(comparison) }),
     error: moved,
     queue: facts.queue?.(finished.done),
+    ...(table && { table: table.summary }),
   });
+  // The table's _SUCCESS: its rows and the run's record, committed together, before the run folder's.
+  if (table && !moved) await table.publish(manifest);
   await writeRunFile(storage, runFiles.manifest(folder), manifest, { pretty: true, signal });
   if (!moved) await storage.write(runFiles.success(folder), '', { signal });
   // The outputs are complete from here on (a drifted run's wait only for acceptance); leftover parts are litter, not a failure.

@@ -10,6 +10,9 @@ export { loadPreparedRun, readPreparedRun, runFiles, type PreparedRun } from './
 export { scoreSegment } from './score-segment.js';
 export { finishRun, NOT_THIS_RUNS, recordFailure } from './finish-run.js';
 export { preflight } from './preflight.js';
+export { checkTableOptions } from './table-options.js';
+// A finished run's quarantined rows sent again, into a new version of its outputs.
+export { rescoreRun, type RescoreRequest } from './rescore.js';
 export { ReadAhead } from './read-ahead.js';
 export type { OwnPredictor, PredictorFactory } from './predictor.js';
 
@@ -60,7 +63,7 @@ export { resumeCanHelp } from './resume-advice.js';
 export { manifestSchema, readManifest, succeededManifestSchema, type Manifest, type ManifestParts } from './manifest.js';
 export { readRunFile, requireRunFile, writeRunFile } from './run-file.js';
 export { openAttempt, readOpenAttempt, type OpenAttempt } from './run-attempt.js';
-export { checkRunFolder, readClaim, readClaimedRequest, refusedWhilePlanning } from './run-folder-claim.js';
+export { checkRunFolder, ownsRunFolder, readClaim, readClaimedRequest, refusedWhilePlanning } from './run-folder-claim.js';
 export { describeSnapshotSchema, type DescribeSnapshot } from './describe-snapshot.js';
 
 // Who hears a run: its listeners (lineage, webhooks) and its observer (metrics).

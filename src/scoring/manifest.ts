@@ -16,10 +16,29 @@ import { capReachedSchema, ExpiredError } from './run-caps.js';
 import { readRunFile } from './run-file.js';
 import { runTriggerSchema, type RunTrigger } from './run-trigger.js';
 import { segmentCountsSchema, type SegmentCounts } from './segment-counts.js';
+import { runLayout, runLayoutSchema } from './run-layout.js';
+
+/**
+ * What a run version written by `rescore` patched: the finished run whose quarantined rows it sent
+ * again, where the rows sent came from (that run's errors.jsonl, or the corrected copy `--rows`
+ * named), and what sending them counted: `rowsIn` rows sent, `rowsScored` of them scored (now in
+ * the outputs), `rowsQuarantined` refused again; requests and retries of the rescore alone. The
+ * manifest's own counts are the version's: the patched run's, the rows scored moved across.
+ */
+export const patchSchema = z.object({
+  runId: z.string(),
+  folder: z.string(),
+  rows: z.string(),
+  counts: segmentCountsSchema,
+});
+export type Patch = z.output<typeof patchSchema>;
 
 /** One file of the run folder, as the manifest lists it. */
 const outputFileSchema = z.object({ file: z.string(), location: z.string(), rows: z.int().min(0), bytes: z.int().min(0), sha256: z.string() });
 export type OutputFile = z.output<typeof outputFileSchema>;
+
+/** Where a run writing into a table (--out-table) put its rows: the database, the table, the runs table recording it, and the rows. */
+const tableOutputSchema = z.object({ database: z.string(), table: z.string(), runsTable: z.string(), rows: z.int().min(0) });
 
 /** An input file as the manifest lists it: where, which version (ETag, or size and mtime), its sha256 and rows. */
 const inputFileSchema = z.object({
@@ -109,6 +128,8 @@ export const manifestSchema = z.object({
   /** What the predictions came to (see PredictionProfile); null for a failed run, and in manifests of releases that kept none. */
   profile: predictionProfileSchema.nullable().default(null),
   outputs: z.array(outputFileSchema),
+  /** With --out-table: the table its rows were published into (there is no predictions file then); absent otherwise. */
+  table: tableOutputSchema.optional(),
   /**
    * Where the run's time went, in ms: describe and planning up to the first segment's scoring,
    * scoring the segments, assembling the outputs (this attempt's, for a resumed run); and, where
@@ -140,6 +161,13 @@ export const manifestSchema = z.object({
   warnings: z.array(z.string()),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   queue: queueFactsSchema.optional(),
+  /**
+   * How the run read and wrote rows (see RunLayout): what `rescore` scores its rows again by.
+   * Absent for a run that failed before it was planned, and in manifests of 0.3.0 and earlier.
+   */
+  layout: runLayoutSchema.optional(),
+  /** Set on a run version written by `rescore`: the run it patched, and what rescoring took (see patchSchema). */
+  patches: patchSchema.optional(),
 });
 export type Manifest = z.output<typeof manifestSchema>;
 
@@ -174,6 +202,7 @@ export interface ManifestParts {
   rowChecksums?: readonly (string | undefined)[];
   profile?: PredictionProfile | null;
   outputs?: OutputFile[];
+  table?: Manifest['table'];
   timings?: Manifest['timings'];
   concurrency?: Manifest['concurrency'];
   drift?: Drift | null;
@@ -209,6 +238,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     counts: parts.counts ?? null,
     profile: parts.profile ?? null,
     outputs: parts.outputs ?? [],
+    ...(parts.table && { table: parts.table }),
     timings: parts.timings ?? null,
     concurrency: parts.concurrency ?? null,
     drift: parts.drift ?? null,
@@ -216,6 +246,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
     warnings: [...(run?.warnings ?? []), ...(parts.warnings ?? [])],
     ...(parts.error ? { error: { code: errorCode(parts.error), message: errorMessage(parts.error) } } : {}),
     ...(parts.queue ? { queue: parts.queue } : {}),
+    ...(run && { layout: runLayout(run) }),
   };
 }
 

@@ -3,6 +3,7 @@ import { UsageError } from '../errors.js';
 import { isUtf8, type ParquetOutputColumn, type ParquetValueType, ROW_NUMBER_COLUMN } from '../formats/index.js';
 import { excerpt } from '../text-excerpt.js';
 import type { OutputSchema } from './output-schema.js';
+import { planTableColumns } from './table-layout.js';
 import type { InputPlan } from './plan.js';
 import type { OutputFormat, OutputLayout } from './prepared-run.js';
 
@@ -27,15 +28,20 @@ export function keptColumns(columns: readonly string[], options: Pick<RunOptions
   return columns.filter((c) => (!keep || keep.has(c)) && !drop.has(c));
 }
 
-/** The output's format: asked, or the input's (CSV for a database). */
-export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format'>): OutputFormat {
+/**
+ * The output's format: asked, or the input's (CSV for a database). A run writing into a table
+ * (--out-table) writes its segments' parts as CSV, the rows predictions.csv would hold, which COPY
+ * loads as they are (see table-load.ts).
+ */
+export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format' | 'outTable'>): OutputFormat {
+  if (options.outTable !== undefined) return 'csv';
   return options.format ?? (input.syntax === 'postgresql' ? 'csv' : input.syntax);
 }
 
 /**
  * The output's shape besides the predictions: the input columns kept (see keptColumns), the row number, the
  * compression (gzip by default when every input file is gzipped; Parquet compresses its own
- * pages) and, for Parquet, every column's type.
+ * pages, and a table's parts are loaded as they are) and, for Parquet and a table, every column's type.
  */
 export function planOutputLayout(
   input: InputPlan,
@@ -53,6 +59,14 @@ export function planOutputLayout(
   }
   if (format === 'parquet' && options.compress === 'gzip') {
     throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');
+  }
+  if (options.outTable !== undefined) {
+    return {
+      inputColumns,
+      rowNumber: options.rowNumber,
+      compress: 'none',
+      tableColumns: planTableColumns(input, inputColumns, options.rowNumber, schema, probe, declaredTypes(input)),
+    };
   }
   const gzipped = input.syntax !== 'postgresql' && input.files.every((f) => f.gzip);
   const compress = format === 'parquet' ? 'none' : (options.compress ?? (gzipped ? 'gzip' : 'none'));
@@ -78,4 +92,18 @@ function predictionType(member: string, target: string, probed: unknown): Parque
   if (typeof probed === 'number') return 'double';
   if (typeof probed === 'boolean') return 'boolean';
   return 'string';
+}
+
+/** The first oid of objects a database's users make (FirstNormalObjectId): types below it are built in, and exist in every database. */
+const FIRST_USER_OID = 16384;
+
+/**
+ * The PostgreSQL types of a database input's columns, as its out-table declares them: each
+ * column's own type where it is built in and its values are written back as the server wrote
+ * them; text for a type of the input database's own (an enum, a domain), which the out-table's
+ * database may lack, and for bytea, written as base64 (see valueReader). Undefined for files.
+ */
+function declaredTypes(input: InputPlan): Record<string, string> | undefined {
+  if (input.syntax !== 'postgresql') return undefined;
+  return Object.fromEntries(input.databaseColumns.map((c) => [c.name, c.oid < FIRST_USER_OID && input.types[c.name] !== 'binary' ? c.type : 'text']));
 }

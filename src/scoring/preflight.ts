@@ -5,10 +5,11 @@ import { checkInputOptions, parseRunInput } from '../config/index.js';
 import { formatLocation, listInputFiles, type Location, parseLocation, type Storage, versionTag } from '../storage/index.js';
 import { inputMissing } from './input-bytes.js';
 import type { RunRequest } from './run-request.js';
+import { checkTableOptions } from './table-options.js';
 
 /**
  * Refuses a request that cannot run, before the service is asked anything and before anything is
- * written: a malformed model name, options that do not fit the input (--table or --query for files, neither for a database), a CSV delimiter and quote that do not fit together, an input that names no file (a missing file, an empty folder, a
+ * written: a malformed model name, options that do not fit the input (--table or --query for files, neither for a database) or do not go with --out-table, a CSV delimiter and quote that do not fit together, an input that names no file (a missing file, an empty folder, a
  * glob that matches nothing; or, for a run a file drop started, no longer the version dropped), an output location where run folders cannot be
  * written. Names are checked before storage is touched. What passes
  * may still fail later (an unknown model, bad rows); what fails here leaves nothing behind.
@@ -17,6 +18,7 @@ export async function preflight(request: RunRequest, storage: Storage, signal?: 
   parseModelRef(request.model);
   const input = parseRunInput(request.input);
   checkInputOptions(input, request.options);
+  checkTableOptions(request.input, request.options);
   const out = parseLocation(request.out);
   if (input.kind === 'files') await preflightFiles(request, input.location, storage, signal);
   const why = await storage.whyUnwritable(out, signal);

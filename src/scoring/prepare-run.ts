@@ -10,6 +10,7 @@ import { checkColumns, type ColumnPlan } from './column-check.js';
 import { keptColumns, outputFormat, planOutputLayout } from './output-layout.js';
 import { indentedSnapshot, modelFacts, takeDescribeSnapshot, type DescribeSnapshot } from './describe-snapshot.js';
 import { outputGroups } from './assemble.js';
+import { checkTableTarget } from './table-load.js';
 import { requestDifference, withNeutralOptions, type RunRequest } from './run-request.js';
 import { writeRunFile } from './run-file.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
@@ -357,8 +358,9 @@ async function fixRun(
         : []),
     ],
   };
-  // Refused now, not at assembly: two inputs whose per-file outputs would have one name.
+  // Refused now, not at assembly: two inputs whose per-file outputs would have one name, or a table that does not take the run's columns.
   outputGroups(run);
+  if (run.output.tableColumns) await checkTableTarget(run, signal);
   // Kept once the run is known to be able to start: a run whose planning fails keeps only its claim (and staged copies).
   await writes.keepSnapshot?.(snapshot);
   return run;

@@ -30,7 +30,7 @@ export const OUTPUT_FORMATS = ['csv', 'jsonl', 'parquet'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** The output's shape besides the predictions, fixed at the run's start. */
-const outputLayoutSchema = z.object({
+export const outputLayoutSchema = z.object({
   /** The input columns written (after --keep-columns and --drop-columns), in input order. */
   inputColumns: z.array(z.string()),
   /** `row_number` first. */
@@ -38,6 +38,8 @@ const outputLayoutSchema = z.object({
   compress: z.enum(['gzip', 'none']),
   /** Parquet outputs: every output column with its type, in order. */
   parquetColumns: z.array(z.object({ name: z.string(), type: z.enum(PARQUET_VALUE_TYPES) })).optional(),
+  /** Runs writing into a table (--out-table): every column with its PostgreSQL type, in order, as the table is made (see planTableColumns). */
+  tableColumns: z.array(z.object({ name: z.string(), type: z.string() })).optional(),
 });
 export type OutputLayout = z.output<typeof outputLayoutSchema>;
 

@@ -14,12 +14,12 @@ export type ObjectVersion = z.output<typeof objectVersionSchema>;
 
 /**
  * What started a run, kept in its job data, `_work/run.json` and manifest: a person or script
- * (`cli`: `score` or `enqueue`; `api`: `POST /runs`), or a declared pipeline of `jobs/*.yaml`
+ * (`cli`: `score`, `enqueue` or `rescore`; `api`: `POST /runs`), or a declared pipeline of `jobs/*.yaml`
  * (`schedule`: its scheduler fired; `event`: an S3 event notification; `poll`: `watch` found the
  * file). Not part of the run's fingerprint: a resume keeps the trigger of the run's start.
  */
 export const runTriggerSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('cli'), command: z.enum(['score', 'enqueue']) }),
+  z.object({ kind: z.literal('cli'), command: z.enum(['score', 'enqueue', 'rescore']) }),
   z.object({ kind: z.literal('api') }),
   z.object({
     kind: z.literal('schedule'),

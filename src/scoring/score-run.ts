@@ -79,20 +79,16 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
     // Past its allowance once its rows are all planned (see MemoryErrorAllowance.allow).
     const errorAllowance = new MemoryErrorAllowance(Infinity);
     const progress = progressReporter(started, errorAllowance, request.options.maxErrorRate, ctx.onProgress);
-    const slots = createRequestSlots(processConcurrency(request.options));
-    const work: SegmentWork = {
-      run,
+    const work = processWork(run, {
       storage,
       client,
-      slots,
-      readAhead: new ReadAhead(() => slots.concurrency, run.request.options.batchSize),
       errorAllowance,
       caps,
       log,
       signal,
       stopSignal: ctx.signal,
       onRows: progress.onRows,
-    };
+    });
     // Each segment's done marker is folded as it finishes, not all at the run's end (see FinishedSegments).
     const finished = new FinishedSegments(storage, run);
     await scoreSegments({ started, work, folder, caps, signal, failFast, progress, finished });
@@ -113,6 +109,12 @@ export async function scoreRun(request: RunRequest, ctx: DirectRunContext): Prom
   } finally {
     await own.close();
   }
+}
+
+/** The work of a run's segments scored in this process: request slots of its --concurrency, and the read-ahead they share. */
+export function processWork(run: PreparedRun, rest: Omit<SegmentWork, 'run' | 'slots' | 'readAhead'>): SegmentWork {
+  const slots = createRequestSlots(processConcurrency(run.request.options));
+  return { run, slots, readAhead: new ReadAhead(() => slots.concurrency, run.request.options.batchSize), ...rest };
 }
 
 /** A run's progress as this process counts it, and how it is told (see progressReporter). */

@@ -34,6 +34,9 @@ import { addCounts, emptyCounts, type SegmentCounts, type SegmentFacts } from '.
 import { readSegmentDone, writeSegmentDone, type SegmentDone } from './segment-done.js';
 import { joinPieces, readSegmentPrefix, writeSegmentPrefix, type SegmentMarker, type SegmentPrefix } from './segment-prefix.js';
 
+/** The title of a row quarantined because it could not be read: it was never sent. */
+export const MALFORMED_ROW = 'Malformed row';
+
 /** What a segment needs besides the prepared run; the same in direct and queue mode. */
 export interface SegmentWork {
   run: PreparedRun;
@@ -66,6 +69,26 @@ export interface SegmentWork {
   facts?: SegmentFacts;
   /** Hears segments, requests and rows as they go (a worker's metrics). */
   observer?: ScoringObserver;
+  /**
+   * Where segment `index`'s rows come from, a chunk at a time: by default its part of the input
+   * (see readSegment); a rescore's are the rows it sends again, each with its own place (see
+   * rescore-rows.ts). Rows given their record are encoded and written from it.
+   */
+  rows?: (index: number, signal: AbortSignal) => AsyncIterable<InputRow[]>;
+}
+
+/**
+ * Segment `index`'s rows, a chunk at a time: where `work.rows` says, or its part of the input
+ * (whose reading, once whole, `onRead` hears: a database's checksum of the rows).
+ */
+function segmentRows(
+  work: SegmentWork,
+  index: number,
+  signal: AbortSignal,
+  fromText: boolean,
+  onRead?: (read: SegmentRead) => void,
+): AsyncIterable<InputRow[]> {
+  return work.rows ? work.rows(index, signal) : readSegment(work.storage, work.run.input, index, work.run.request.options, signal, fromText, onRead);
 }
 
 /**
@@ -205,7 +228,7 @@ class SegmentPiece {
     // values) then dies young. Kept until the answer, every young collection copied it and then
     // promoted it, most of the collector's work on a CPU-bound run.
     this.kept = passThroughText
-      ? (row: InputRow): InputRow => (row.record === undefined ? row : { index: row.index, line: row.line, text: row.text })
+      ? (row: InputRow): InputRow => (row.record === undefined || row.text === undefined ? row : { index: row.index, line: row.line, text: row.text })
       : (row: InputRow) => row;
     this.scoring = segmentScoring(work, this.log, this.signal);
     this.fromText = passThroughText && file?.syntax === 'csv';
@@ -220,14 +243,14 @@ class SegmentPiece {
     let skip = rowsBefore;
     try {
       const onRead = (read: SegmentRead) => (this.read = read);
-      for await (const chunk of readSegment(work.storage, run.input, index, run.request.options, this.signal, this.fromText, onRead)) {
+      for await (const chunk of segmentRows(work, index, this.signal, this.fromText, onRead)) {
         const rows = skip === 0 ? chunk : chunk.slice(Math.min(skip, chunk.length));
         skip -= chunk.length - rows.length;
         for (const row of rows) {
           counts.rowsIn++;
           if (row.problem !== undefined) {
             // Written in its place among the batch's answers, so errors.jsonl stays in input order.
-            this.malformed.push({ at: batch.length, outcome: { row, error: { title: 'Malformed row', detail: `line ${row.line}: ${row.problem}` } } });
+            this.malformed.push({ at: batch.length, outcome: { row, error: { title: MALFORMED_ROW, detail: `line ${row.line}: ${row.problem}` } } });
             // A file of mostly malformed rows (the wrong file, a wrong delimiter) holds a batch's
             // worth of them at a time, not the segment's, and tells the error allowance as it goes.
             if (this.malformed.length >= run.request.options.batchSize) await this.submit();
@@ -505,12 +528,12 @@ async function inputsProfile(
   fromText: boolean,
   signal: AbortSignal,
 ): Promise<ReturnType<ProfileAccumulator['toJSON']>['inputs']> {
-  const { run, storage } = work;
+  const { run } = work;
   const profile = new ProfileAccumulator(run.schema, sentInputColumns(run));
   const encoder = newEncoder();
   const end = range.skip + range.rows;
   let at = 0;
-  read: for await (const chunk of readSegment(storage, run.input, index, run.request.options, signal, fromText)) {
+  read: for await (const chunk of segmentRows(work, index, signal, fromText)) {
     for (const row of chunk) {
       if (at >= end) break read;
       if (at++ < range.skip || row.problem !== undefined) continue;

@@ -65,6 +65,11 @@ export const simulatorOptionsSchema = z
      * gives other predictions and describe other accuracies, as a retrain during a run would.
      */
     retrainAfterPredicts: z.number().int().min(0).default(0),
+    /**
+     * Whether the engine fails on a row holding `__engine_error__` (ENGINE_ERROR_VALUE), so clients
+     * can test isolating bad rows; false is that engine fixed: it reads the value as any other.
+     */
+    engineErrors: z.boolean().default(true),
     /** Seed of the generator that draws faults (one draw per predict request), so runs are repeatable. */
     seed: z.number().int().default(1),
     /** When set, every request must carry `Authorization: Bearer <token>` or gets 401, to test credentials. */

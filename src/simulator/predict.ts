@@ -90,12 +90,13 @@ export function predictAnswer(
   rowIdMember: string,
   short = false,
   engine: EngineFlavour = 'lightwood',
+  engineErrors = true,
 ): Answer {
   if (model.obsolete) {
     return uncaught('Exception', `model '${model.name}' is obsolete and needs to be updated. Run 'RETRAIN ${model.name};'`);
   }
   if (version.status !== 'complete') return uncaught('Exception', 'Error: model creation not completed');
-  const refusal = engineRefusal(model, rows, engine);
+  const refusal = engineRefusal(model, rows, engine, engineErrors);
   if (refusal) return uncaught('MLEngineException', `[${ENGINE_NAMES[engine]}/${model.name}]: ${refusal}\n${SIMULATED_TRACEBACK}`);
   const out = engine === 'byom' ? byomRows(version, rows, rowIdMember) : lightwoodRows(model, version, rows, rowIdMember);
   // A cut body loses its last row; a flaky engine repeats one (odd and even batch sizes, both seen).
@@ -111,10 +112,10 @@ const SIMULATED_TRACEBACK = 'Traceback (most recent call last):\n\n  File "<simu
 
 /**
  * Why the engine refuses these rows (the first row it cannot read), as `<Exception>: <message>`:
- * a value `__engine_error__`, or (byom, as the real-server suite's model) text that is not a
+ * a value `__engine_error__` (unless `engineErrors` is off), or (byom, as the real-server suite's model) text that is not a
  * number in a numeric input.
  */
-function engineRefusal(model: ModelDefinition, rows: Row[], engine: EngineFlavour): string | undefined {
+function engineRefusal(model: ModelDefinition, rows: Row[], engine: EngineFlavour, engineErrors: boolean): string | undefined {
   if (engine === 'byom') {
     for (const column of model.inputs) {
       const type = model.columnTypes[column];
@@ -123,6 +124,7 @@ function engineRefusal(model: ModelDefinition, rows: Row[], engine: EngineFlavou
       if (bad >= 0) return `ValueError: row ${bad}: column '${column}' is not a number`;
     }
   }
+  if (!engineErrors) return undefined;
   const bad = rows.findIndex((row) => Object.values(row).includes(ENGINE_ERROR_VALUE));
   return bad >= 0 ? `ValueError: row ${bad}: could not convert value '${ENGINE_ERROR_VALUE}'` : undefined;
 }

@@ -239,7 +239,10 @@ class SimulatorHandler {
     const found = lookupModel(project, modelSegment, this.retrained(), 'predict');
     if (isAnswer(found)) return { answer: found, rows: 0 };
     if (isAnswer(rows)) return { answer: rows, rows: 0 };
-    return { answer: predictAnswer(found.model, found.version, rows, this.opts.rowIdMember, short, this.opts.engine), rows: rows.length };
+    return {
+      answer: predictAnswer(found.model, found.version, rows, this.opts.rowIdMember, short, this.opts.engine, this.opts.engineErrors),
+      rows: rows.length,
+    };
   }
 
   /**

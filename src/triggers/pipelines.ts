@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { CronExpressionParser } from 'cron-parser';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { checkedText, checkInputOptions, formatIssues, parseRunInput, type RunOptionsInput, runOptionsSchema } from '../config/index.js';
-import { BatchScorerError, errorMessage } from '../errors.js';
+import { checkedText, checkInputOptions, formatIssues, parseRunInput, type RunOptions, type RunOptionsInput, runOptionsSchema } from '../config/index.js';
+import { BatchScorerError, errorMessage, UsageError } from '../errors.js';
+import { checkTableOptions } from '../scoring/index.js';
 import { type PipelineNotify, pipelineNotifySchema } from '../notify/index.js';
 import { parseModelRef } from '../service/index.js';
 import { formatLocation, type Location, parseLocation } from '../storage/index.js';
@@ -109,15 +110,26 @@ const pipelineDocumentSchema = z
     // Each bad option named under `options.`, in the words the CLI uses for flags.
     if (!options.success) for (const bad of options.error.issues) ctx.addIssue({ ...bad, path: ['options', ...bad.path] });
     else if ('runId' in doc.options) issue(['options', 'runId'], "is derived from the pipeline's name and what started the run; remove it");
-    else if (doc.input !== undefined || doc.trigger) {
+    else {
       // A database input names its rows (table or query); files, a trigger's too, take none of those options.
       try {
-        checkInputOptions(parseRunInput(doc.input ?? doc.trigger!.prefix), options.data, 'fields');
+        checkInputOptions(parseRunInput(doc.input ?? doc.trigger?.prefix ?? ''), options.data, 'fields');
       } catch (err) {
         issue(['options'], errorMessage(err));
       }
+      tableOptionsIssue(doc.input ?? doc.trigger?.prefix ?? '', options.data, (message) => issue(['options'], message));
     }
   });
+
+/** Options that do not go with `outTable` (see checkTableOptions), said as the pipeline's issue: found by `pipelines check`, not when the pipeline fires. */
+function tableOptionsIssue(input: string, options: RunOptions, issue: (message: string) => void): void {
+  try {
+    checkTableOptions(input, options);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    issue(err.message);
+  }
+}
 
 /** Whether `inner` lies at or below the folder `outer`. */
 function under(inner: Location, outer: Location): boolean {

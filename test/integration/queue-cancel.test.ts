@@ -133,7 +133,9 @@ describe('cancelling and resuming queued runs', () => {
     await f.setup();
     const unknown = await runCli(['cancel', 'nosuch'], f.env());
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe('batch-scorer: no run nosuch in the queue (finished runs are kept for 7 days, failed ones for 30) [E_RUN_NOT_FOUND]\n');
+    expect(unknown.stderr).toBe(
+      "batch-scorer: no run nosuch in the queue (finished runs are kept as the workers' retention says: by default 7 days, failed ones 30; see RETENTION_JOBS) [E_RUN_NOT_FOUND]\n",
+    );
 
     f.worker();
     const { runId } = await f.queue.enqueue({ input: short, model: MODEL, out: join(tmp.dir, 'finished'), options: { runId: 'fx' } });

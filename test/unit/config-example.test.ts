@@ -46,6 +46,7 @@ describe('config/example.yaml.sample', () => {
     expect(settings.queuePrefix).toBe('{batch-scorer}');
     expect(settings.s3).toMatchObject({ endpoint: 'http://127.0.0.1:9000', forcePathStyle: true });
     expect(settings.logLevel).toBe('info');
+    expect(settings.retention).toEqual({ olderThanMs: 30 * 86_400_000, keep: 10, jobs: 1000 });
   });
 
   it('uncommented, names every key of the settings schema, each set to its default where it has one', () => {

@@ -196,6 +196,36 @@ describe('a run', () => {
   });
 });
 
+describe('databases to write rows to', () => {
+  const noConfig = join(tmpdir(), 'batch-scorer-no-config-folder');
+  const run = { input: 's3://results/a.csv', out: 's3://results/' };
+
+  it('are the database URLs OUTPUT_ROOTS lists: only those (host, port and database) may take --out-database', async () => {
+    const { policy } = loadSettings({ OUTPUT_ROOTS: 's3://results/, postgresql://writer@db.internal:5433/scores' }, noConfig);
+    expect(policy.outputRoots).toEqual([at('s3://results/')]);
+    expect(policy.outputDatabases).toEqual([{ host: 'db.internal', port: 5433, database: 'scores', user: 'writer' }]);
+    // Another role on the same database is the same database.
+    await checkRun(policy, { ...run, outDatabase: 'postgresql://other@db.internal:5433/scores' });
+    const refused = await refusal(checkRun(policy, { ...run, outDatabase: 'postgresql://db.internal:5432/scores' }));
+    expect(refused.message).toBe(
+      '--out-database postgresql://db.internal:5432/scores is not allowed: OUTPUT_ROOTS lists postgresql://writer@db.internal:5433/scores; name one it lists, or add it to OUTPUT_ROOTS',
+    );
+  });
+
+  it('are none when OUTPUT_ROOTS lists folders alone, and any when it is unset', async () => {
+    const folders = loadSettings({ OUTPUT_ROOTS: 's3://results/' }, noConfig).policy;
+    expect((await refusal(checkRun(folders, { ...run, outDatabase: 'postgresql://h/db' }))).message).toContain('OUTPUT_ROOTS lists no database');
+    await checkRun({}, { ...run, outDatabase: 'postgresql://h/db' });
+  });
+
+  it('refuse a database URL with a password in OUTPUT_ROOTS, without showing it', () => {
+    const err = thrown(() => loadSettings({ OUTPUT_ROOTS: 'postgresql://u:hunter2@h/db' }, noConfig), BatchScorerError);
+    expect(err.code).toBe('E_CONFIG');
+    expect(err.message).toMatch(/^OUTPUT_ROOTS: database URL postgresql:\/\/u@h\/db carries a password/);
+    expect(err.message).not.toContain('hunter2');
+  });
+});
+
 describe('the storage guard over real local storage', () => {
   it('refuses a listed link out of an input folder with INPUT_ROOTS alone, and one into the output roots', async () => {
     const listAll = async (policy: DeploymentPolicy, folder: string) => {
@@ -267,6 +297,8 @@ describe('the policy settings', () => {
       inputRoots: [at('/data/in'), at('s3://data/'), at('/srv/x')],
       inputDatabases: [],
       outputRoots: [at('s3://results/')],
+      // OUTPUT_ROOTS set but naming no database: --out-database may name none.
+      outputDatabases: [],
       // The deployment's own service is always allowed.
       serviceUrls: ['http://a:47334', 'http://b:1', 'http://c:2/v1'],
     });

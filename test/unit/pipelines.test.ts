@@ -95,6 +95,14 @@ describe('jobs/*.yaml', () => {
     expect(err.message).toContain('options.priority: must be "high" or "normal" or "low"');
   });
 
+  it('takes a table to write rows into, and names options that do not go with it', async () => {
+    const table = 'options: { outTable: analytics.scores, outDatabase: "postgresql://scorer@db:5432/analytics", runsTable: audit }\n';
+    const [scores] = await loadPipelines(jobsDir({ 'p.yaml': `${DROP}${table}` }));
+    expect(scores.options).toEqual({ outTable: 'analytics.scores', outDatabase: 'postgresql://scorer@db:5432/analytics', runsTable: 'audit' });
+    const err = await refusal(jobsDir({ 'p.yaml': `${DROP}options: { outTable: analytics.scores }\n` }));
+    expect(err.message).toContain('options: --out-table analytics.scores needs --out-database postgresql://user@host:5432/db: the input is files');
+  });
+
   it('names the file, the document, the pipeline and the field of every problem, all at once', async () => {
     const dir = jobsDir({
       'bad.yaml': `${SCHEDULED}---\nname: two\nmodel: p/m\ninput: s3://d/x.csv\noutput: s3://o/\nschedule: { cron: "61 * * * *", tz: Mars/Base }\noptions: { batchSize: 0, colour: red }\n`,

@@ -15,6 +15,10 @@ describe('resumeCanHelp', () => {
     }
   });
 
+  it('offers one for a planned run the database refused at its end, once the table is fixed', () => {
+    expect([resumeCanHelp('E_DATABASE_REFUSED', true), resumeCanHelp('E_DATABASE_REFUSED', false)]).toEqual([true, false]);
+  });
+
   it('never for a refusal of the request, nor for an input or model that changed or is malformed', () => {
     const never: ErrorCode[] = ['E_USAGE', 'E_NOT_ALLOWED', 'E_INPUT_NOT_FOUND', 'E_MODEL_NOT_FOUND', 'E_OUTPUT', 'E_RUN_EXISTS', 'E_RUN_STATE', 'E_COLUMNS'];
     for (const code of [...never, 'E_INPUT', 'E_INPUT_CHANGED', 'E_MODEL_CHANGED'] as ErrorCode[]) {

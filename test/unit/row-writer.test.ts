@@ -1,5 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRowWriter } from '../../src/formats/row-writer.js';
+import { DEFAULT_DIALECT } from '../../src/formats/csv-dialect.js';
+import { csvRecord } from '../../src/formats/row-parser.js';
+import { createRowWriter, csvRowText } from '../../src/formats/row-writer.js';
 
 const options = { inputColumns: ['id', 'note'], predictionColumns: ['price', 'label'], rowNumber: false, passThroughText: false };
 
@@ -40,5 +43,27 @@ describe('CSV row writer', () => {
   it('quotes an empty value in a file of one column, which would otherwise be no row at all', () => {
     const writer = createRowWriter('csv', { inputColumns: [], predictionColumns: ['price'], rowNumber: false, passThroughText: false });
     expect(String(writer.lines([{ row: { record: {}, index: 0 }, predictions: [null] }]))).toBe('""\n');
+  });
+});
+
+describe('csvRowText', () => {
+  const dialects = [DEFAULT_DIALECT, { delimiter: '\t', quote: '"' }, { delimiter: ';', quote: "'" }];
+
+  it("reads back as its fields in any dialect, and in the writer's is the text the writer writes for them", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ unit: fc.constantFrom('a', ' ', ',', '"', "'", ';', '\t', '\n', '\r', 'é', '\uFEFF') }), { minLength: 1, maxLength: 5 }),
+        (fields) => {
+          const header = fields.map((_, i) => `c${i}`);
+          for (const dialect of dialects) expect(Object.values(csvRecord(csvRowText(fields, dialect), header, dialect) ?? {})).toEqual(fields);
+          const written = String(
+            createRowWriter('csv', { inputColumns: header, predictionColumns: [], rowNumber: false, passThroughText: false }).lines([
+              { row: { record: Object.fromEntries(header.map((c, i) => [c, fields[i]])), index: 0 }, predictions: [] },
+            ]),
+          );
+          expect(`${csvRowText(fields)}\n`).toBe(written);
+        },
+      ),
+    );
   });
 });
