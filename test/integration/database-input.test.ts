@@ -116,6 +116,52 @@ describe('a PostgreSQL table or query as the input of score', () => {
     expect(err.code).toBe('E_SERVICE_UNREACHABLE');
   });
 
+  it('writes a table of typed columns into an out-table of the same types, every value as it was read', async () => {
+    const s = await privateSchema();
+    const table = await rentalsTable(s, 'rentals', 300);
+    await s.sql(`CREATE TYPE ${s.name}.mood AS ENUM ('calm', 'busy')`);
+    await s.sql(`CREATE TABLE ${s.name}.typed AS SELECT id, number_of_rooms, number_of_bathrooms, (sqft + 0.25)::numeric(8,2) AS sqft, location,
+      days_on_market::float8 AS days_on_market, initial_price::int8 AS initial_price, neighborhood, id % 2 = 0 AS even, DATE '2024-01-01' + id AS listed,
+      TIMESTAMPTZ '2024-01-01 10:00+02' + id * INTERVAL '1 second' AS seen, jsonb_build_object('n', id, 'tags', jsonb_build_array('a', id)) AS meta,
+      decode(lpad(to_hex(id), 4, '0'), 'hex') AS raw, (CASE WHEN id % 2 = 0 THEN 'calm' ELSE 'busy' END)::${s.name}.mood AS mood FROM ${table}`);
+    await s.sql(`ALTER TABLE ${s.name}.typed ADD PRIMARY KEY (id)`);
+    const out = `${s.name}.scored`;
+    const manifest = await score(DATABASE_URL, join(fixture.dir, 'typed'), {
+      service: fixture.sim.url,
+      runId: 'typed',
+      table: `${s.name}.typed`,
+      segmentRows: 120,
+      outTable: out,
+    });
+    expect(manifest).toMatchObject({ state: 'succeeded', table: { table: out, rows: 300 } });
+    const types = await s.sql<{ name: string; type: string }>(
+      `SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = '${out}'::regclass AND attnum > 0 ORDER BY attnum`,
+    );
+    expect(Object.fromEntries(types.slice(0, 14).map((t) => [t.name, t.type]))).toEqual({
+      id: 'integer',
+      number_of_rooms: 'integer',
+      number_of_bathrooms: 'integer',
+      sqft: 'numeric(8,2)',
+      location: 'text',
+      days_on_market: 'double precision',
+      initial_price: 'bigint',
+      neighborhood: 'text',
+      even: 'boolean',
+      listed: 'date',
+      seen: 'timestamp with time zone',
+      meta: 'jsonb',
+      // Written as base64, and an enum of the input's database: text.
+      raw: 'text',
+      mood: 'text',
+    });
+    const same = await s.sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${out} o JOIN ${s.name}.typed i USING (id) WHERE o.sqft = i.sqft AND o.days_on_market = i.days_on_market
+       AND o.initial_price = i.initial_price AND o.even = i.even AND o.listed = i.listed AND o.seen = i.seen AND o.meta = i.meta
+       AND decode(o.raw, 'base64') = i.raw AND o.mood = i.mood::text AND o.number_of_bathrooms IS NOT DISTINCT FROM i.number_of_bathrooms`,
+    );
+    expect(same).toEqual([{ n: 300 }]);
+  });
+
   it('refuses a key that repeats or is NULL, naming the column and the value', async () => {
     const s = await privateSchema();
     const table = await rentalsTable(s, 'rentals', 50);
@@ -170,6 +216,18 @@ describe('database inputs on the command line', () => {
     const forFiles = await run(file, '--table', table, '--segment-by', 'id');
     expect(forFiles.code).toBe(2);
     expect(forFiles.stderr).toContain(`--table, --segment-by: for a database input (postgresql://user@host:5432/db); ${file} is a file location`);
+  });
+
+  it('refuses to rescore a run over a database, saying what to do instead', async () => {
+    const s = await privateSchema();
+    const table = await rentalsTable(s, 'rentals', 20);
+    const out = join(fixture.dir, 'rescore');
+    await score(DATABASE_URL, out, { service: fixture.sim.url, runId: 'read', table });
+    const rescore = await runCli(['rescore', 'read', '--out', out, '--service', fixture.sim.url]);
+    expect(rescore.code).toBe(2);
+    expect(rescore.stderr).toContain(
+      `run read read the database ${DATABASE_URL}: rescore patches runs over files; score the corrected rows again instead [E_USAGE]`,
+    );
   });
 
   it('reads only the databases INPUT_ROOTS lists once it is set', async () => {
