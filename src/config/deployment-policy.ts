@@ -77,23 +77,24 @@ export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promi
 
 /** Refuses a database to write rows to that OUTPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
 export function checkOutputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
-  const allowed = policy.outputDatabases;
-  if (allowed === undefined || allowed.some((root) => sameDatabase(root, db))) return;
-  const listed = allowed.length === 0 ? 'lists no database' : `lists ${allowed.map(formatDatabaseUrl).join(', ')}`;
-  throw new BatchScorerError(
-    'E_NOT_ALLOWED',
-    `--out-database ${formatDatabaseUrl(db)} is not allowed: OUTPUT_ROOTS ${listed}; name one it lists, or add it to OUTPUT_ROOTS`,
-  );
+  checkListedDatabase(db, policy.outputDatabases, { setting: 'OUTPUT_ROOTS', named: '--out-database', fix: 'name' });
 }
 
 /** Refuses a database input INPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
 export function checkInputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
-  const allowed = policy.inputDatabases;
+  checkListedDatabase(db, policy.inputDatabases, { setting: 'INPUT_ROOTS', named: 'input', fix: 'read' });
+}
+
+/**
+ * Refuses a database the setting's list does not hold (unset: any is allowed); the refusal names
+ * the database as `named`, the setting, and what to do (`fix` one it lists, or add it).
+ */
+function checkListedDatabase(db: DatabaseUrl, allowed: readonly DatabaseUrl[] | undefined, how: { setting: string; named: string; fix: string }): void {
   if (allowed === undefined || allowed.some((root) => sameDatabase(root, db))) return;
   const listed = allowed.length === 0 ? 'lists no database' : `lists ${allowed.map(formatDatabaseUrl).join(', ')}`;
   throw new BatchScorerError(
     'E_NOT_ALLOWED',
-    `input ${formatDatabaseUrl(db)} is not allowed: INPUT_ROOTS ${listed}; read one it lists, or add it to INPUT_ROOTS`,
+    `${how.named} ${formatDatabaseUrl(db)} is not allowed: ${how.setting} ${listed}; ${how.fix} one it lists, or add it to ${how.setting}`,
   );
 }
 

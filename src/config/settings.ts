@@ -181,27 +181,11 @@ function publicUrlSetting(text: string): string {
  */
 function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
   const services = listSetting(env, 'SERVICE_URLS')?.map((text, i) => serviceBase(serviceSetting(text, `SERVICE_URLS entry ${i + 1}`)));
-  const inputEntries = listSetting(env, 'INPUT_ROOTS');
-  const inputRoots =
-    inputEntries &&
-    rootLocations(
-      inputEntries.filter((e) => !isDatabaseUrl(e)),
-      'INPUT_ROOTS',
-    );
-  const inputDatabases = inputEntries && databaseRoots(inputEntries.filter(isDatabaseUrl), 'INPUT_ROOTS');
-  const outputEntries = listSetting(env, 'OUTPUT_ROOTS');
-  const outputRoots =
-    outputEntries &&
-    rootLocations(
-      outputEntries.filter((e) => !isDatabaseUrl(e)),
-      'OUTPUT_ROOTS',
-    );
-  const outputDatabases = outputEntries && databaseRoots(outputEntries.filter(isDatabaseUrl), 'OUTPUT_ROOTS');
+  const inputs = rootsSetting(env, 'INPUT_ROOTS');
+  const outputs = rootsSetting(env, 'OUTPUT_ROOTS');
   return {
-    ...(inputRoots && { inputRoots }),
-    ...(inputDatabases && { inputDatabases }),
-    ...(outputRoots && { outputRoots }),
-    ...(outputDatabases && { outputDatabases }),
+    ...(inputs && { inputRoots: inputs.roots, inputDatabases: inputs.databases }),
+    ...(outputs && { outputRoots: outputs.roots, outputDatabases: outputs.databases }),
     ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
   };
 }
@@ -213,6 +197,22 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
   const entries = value.split(',').map((entry) => entry.trim());
   if (entries.includes('')) throw new BatchScorerError('E_CONFIG', `${name} has an empty entry: write its entries separated by single commas`);
   return entries;
+}
+
+/**
+ * A roots setting (INPUT_ROOTS, OUTPUT_ROOTS), undefined when unset: its folders and prefixes, and
+ * apart its PostgreSQL databases (none listed: none allowed).
+ */
+function rootsSetting(env: NodeJS.ProcessEnv, name: string): { roots: Location[]; databases: DatabaseUrl[] } | undefined {
+  const entries = listSetting(env, name);
+  if (entries === undefined) return undefined;
+  return {
+    roots: rootLocations(
+      entries.filter((e) => !isDatabaseUrl(e)),
+      name,
+    ),
+    databases: databaseRoots(entries.filter(isDatabaseUrl), name),
+  };
 }
 
 /** Database roots (`postgresql://host:5432/db`), checked as a database input and --out-database are: a password in one is refused without being shown. */
