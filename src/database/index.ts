@@ -11,4 +11,14 @@ export { connectDatabase, databaseError, DEFAULT_STATEMENT_TIMEOUT_MS, type Conn
 export { inTransaction } from './transaction.js';
 export { checkTableColumns, createTable, readTableColumns, typeFits, type ExistingColumn, type TableColumn } from './table-columns.js';
 export { createStagingTable, publishStaged, stagedRows, stagePart, STAGING_ORDER, STAGING_PART } from './staging-table.js';
-export { ensureRunsTable, otherRun, publishedRun, recordRun, RUNS_TABLE_COLUMNS, type RunRecord } from './runs-table.js';
+export {
+  ensureRunsTable,
+  lockPatchesOf,
+  otherRun,
+  patchingRun,
+  publishedRun,
+  recordRun,
+  RUNS_TABLE_COLUMNS,
+  type PatchingRun,
+  type RunRecord,
+} from './runs-table.js';
