@@ -27,7 +27,7 @@ export function registerRescore(program: Command): void {
   program
     .command('rescore')
     .description(
-      "send again the rows a finished run quarantined, as they were (the model was fixed) or as corrected in a copy of its errors.jsonl (--rows), and write a new version of the run's outputs into <out>/<new run id>/: the rows scored now at their places in input order, as if the run had scored them the first time (for a run that wrote into a table, --out-table: added to that table in one transaction that records the version in its runs table), errors.jsonl of the rows still quarantined, and a manifest naming the run patched (patches). Exit 0 once the version is written, rows still quarantined or not (see --json)",
+      "send again the rows a finished run quarantined, as they were (the model was fixed) or as corrected in a copy of its errors.jsonl (--rows), and write a new version of the run's outputs into <out>/<new run id>/: the rows scored now at their places in input order, as if the run had scored them the first time (added to its table in one publish, for a run that wrote into one), errors.jsonl of the rows still quarantined, and a manifest naming the run patched (patches). Exit 0 once the version is written, rows still quarantined or not (see --json)",
     )
     .argument('<runId>', 'the run to patch: one that succeeded (or was accepted), in <out>/<runId>/', runIdArgument)
     .requiredOption('--out <prefix>', 'the output folder or prefix the run wrote into; the new version goes beside it')
