@@ -1,9 +1,9 @@
 import pLimit from 'p-limit';
-import { type Limits, parseRunOptions, type RunOptionsInput } from '../config/index.js';
+import { type Limits, parseRunInput, parseRunOptions, type RunOptionsInput } from '../config/index.js';
 import type { Logger } from '../log.js';
 import { checkSegments } from '../scoring/index.js';
 import type { RunSubmission } from '../queue/index.js';
-import { parseLocation, type Storage } from '../storage/index.js';
+import type { Storage } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 
 /** Submissions' segment checks that run at once in one `serve`; the others wait their turn. */
@@ -20,7 +20,10 @@ export function segmentBoundCheck(storage: Storage, limits: Limits, runDefaults:
   const gate = pLimit(CHECKS_AT_ONCE);
   return async (submission) => {
     const options = parseRunOptions({ ...runDefaults, ...submission.options }, 'options');
-    const check = await gate(() => checkSegments(storage, parseLocation(submission.input), options, limits));
+    const input = parseRunInput(submission.input);
+    // A database input's rows are counted by its planning, which reads its key alone.
+    if (input.kind === 'database') return;
+    const check = await gate(() => checkSegments(storage, input.location, options, limits));
     if (!check.fits)
       log.info({ input: excerpt(submission.input), reason: check.undecided }, 'segments not counted before queuing: the run counts them as it plans');
   };

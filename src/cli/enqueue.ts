@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadSettings, parseRunOptions } from '../config/index.js';
+import { checkInputOptions, loadSettings, parseRunInput, parseRunOptions } from '../config/index.js';
 import { segmentBoundCheck } from '../app/index.js';
 import { createLogger } from '../log.js';
 import { action } from './action.js';
@@ -24,7 +24,7 @@ export function registerEnqueue(program: Command): void {
         const settings = loadSettings();
         // Validated here, naming flags as typed, before anything reaches Redis; what is not set is the worker's to default.
         const options = runOptionsInputFromFlags(flags, settings);
-        parseRunOptions(options, 'enqueue', 'flags');
+        checkInputOptions(parseRunInput(input), parseRunOptions(options, 'enqueue', 'flags'), 'flags');
         // Refused here, not by a worker, when the input makes too many segments (counted within a dry run's bounds).
         const storage = deploymentStorage(settings);
         await segmentBoundCheck(

@@ -41,7 +41,7 @@ const param = (value: string, previous: Record<string, unknown> = {}) => {
 
 /** What `<input>` may be, for the help of `score` and `enqueue`. */
 export const INPUT_ARGUMENT =
-  'input: a file, a folder or prefix ending in / (every file in it), or a glob such as s3://bucket/exports/part-*.csv.gz; local paths, file:///path or s3://bucket/key; CSV, TSV, JSON Lines (optionally .gz) or Parquet';
+  'input: a file, a folder or prefix ending in / (every file in it), or a glob such as s3://bucket/exports/part-*.csv.gz; local paths, file:///path or s3://bucket/key; CSV, TSV, JSON Lines (optionally .gz) or Parquet; or a PostgreSQL database, postgresql://user@host:5432/db, with --table or --query';
 
 /**
  * How one run option is typed on the command line. Its flag is the field's name (optionFlag), its
@@ -82,7 +82,14 @@ const RUN_FLAGS: { readonly [K in keyof RunOptions]-?: RunFlag } = {
   explain: { help: 'keep <target>_explain in the output' },
   envelope: { value: 'envelope', help: 'predict body: data ({"data": [...]}, the reference server) or array (bare array)' },
   params: { value: 'key=value', help: 'predict params passed to the engine (repeatable; JSON values allowed)', parse: () => param },
-  limit: { value: 'rows', help: 'score only the first N rows (a canary)', parse: int },
+  limit: { value: 'rows', help: 'score only the first N rows (a canary; of a database input, the first N by key)', parse: int },
+  query: { value: 'sql', help: 'a database input: the rows of one SELECT, read in a READ ONLY transaction (needs --segment-by)' },
+  table: { value: 'schema.table', help: 'a database input: the rows of this table' },
+  segmentBy: {
+    value: 'column',
+    help: "a database input: the unique, never NULL key column segments are ranges of, and the rows' order",
+    unset: "--table's primary key",
+  },
   maxRequests: { value: 'n', help: 'cap: predict calls in all, retries and resumes counted; past it the run ends expired', parse: int },
   maxRows: { value: 'n', help: 'cap: rows sent to the model in all, retries and resumes counted; past it the run ends expired', parse: int },
   deadline: { value: 'duration|time', help: 'cap: stop sending at this time: 90s, 30m, 2h from the start, or 2026-11-26T06:00:00Z' },

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { checkRun, loadSettings, outDatabaseOf, type Settings } from '../config/index.js';
+import { checkRun, loadSettings, outDatabaseOf, parseRunInput, type Settings } from '../config/index.js';
 import { envLogLevel, PROCESS_DEFAULTS } from '../process-defaults.js';
 import { errorCode, errorMessage, type ErrorCode } from '../errors.js';
 import { lineageListener, type LineageListener } from '../lineage/index.js';
@@ -21,7 +21,7 @@ import {
   type RunStage,
   checkSegments,
 } from '../scoring/index.js';
-import { formatLocation, parseLocation } from '../storage/index.js';
+import { formatLocation } from '../storage/index.js';
 import { action, reportError, type FailedRun } from './action.js';
 import { interruptSignal } from './graceful-exit.js';
 import { deploymentStorage } from './deployment-storage.js';
@@ -77,8 +77,10 @@ export function registerScore(program: Command): void {
         try {
           // With a deployment policy set (INPUT_ROOTS, ...), `score` keeps to it as workers do.
           await checkRun(settings.policy, { input, out: request.out, service: options.service, outDatabase: outDatabaseOf(input, options) });
-          // Too many segments for --segment-rows: refused before the run has a folder, when the rows can be counted within the dry-run bounds.
-          await checkSegments(storage, parseLocation(input), options, settings.limits, interrupt.signal);
+          // Too many segments for --segment-rows: refused before the run has a folder, when the rows can be counted within the dry-run bounds
+          // (a database's rows are counted by planning, which reads its key alone).
+          const reads = parseRunInput(input);
+          if (reads.kind === 'files') await checkSegments(storage, reads.location, options, settings.limits, interrupt.signal);
           const bar = await createProgressBar(!json);
           // A bar and JSON log lines on one terminal garble each other: below warnings, logs wait for the end.
           const log = createLogger({ level: process.stderr.isTTY && !json && !envLogLevel() ? PROCESS_DEFAULTS.progressBarLogLevel : settings.logLevel });
@@ -153,7 +155,7 @@ async function dryRunCommand(request: RunRequest, settings: Settings, json: bool
 
 /** A dry run's report for people. */
 function formatDryRun(r: DryRunReport): string {
-  const files = r.files.length === 1 ? '1 file' : `${r.files.length} files`;
+  const files = r.files.length === 0 ? 'a database' : r.files.length === 1 ? '1 file' : `${r.files.length} files`;
   return [
     `dry run of ${r.input}: nothing was written`,
     `input: ${files}, ${r.rows} rows, ${r.segments} segments`,

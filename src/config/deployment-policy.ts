@@ -4,6 +4,7 @@ import { formatDatabaseUrl, parseDatabaseUrl, sameDatabase, type DatabaseUrl } f
 import { BatchScorerError } from '../errors.js';
 import { formatLocation, type Location, parseLocation, type S3Location, type StorageGuard } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
+import { parseRunInput } from './run-input.js';
 
 /**
  * What the runs of a deployment may reach, as data: where they read, where they write, and which
@@ -14,6 +15,11 @@ import { excerpt } from '../text-excerpt.js';
 export interface DeploymentPolicy {
   /** INPUT_ROOTS: local folders and `s3://bucket/prefix`es inputs may be read from; unset: anywhere. */
   inputRoots?: readonly Location[];
+  /**
+   * The database URLs of INPUT_ROOTS (`postgresql://host:5432/db`): the databases a run may read
+   * rows from; unset (INPUT_ROOTS unset): any; empty (INPUT_ROOTS names none): none.
+   */
+  inputDatabases?: readonly DatabaseUrl[];
   /** OUTPUT_ROOTS: where run folders may be written (and read back); unset: anywhere. */
   outputRoots?: readonly Location[];
   /**
@@ -62,19 +68,33 @@ export function serviceBase(url: string): string {
 /** Refuses (E_NOT_ALLOWED) a run whose input, output or service the policy does not allow; reads nothing. */
 export async function checkRun(policy: DeploymentPolicy, reach: RunReach): Promise<void> {
   if (reach.service !== undefined) checkService(policy, reach.service);
-  await checkInput(policy, parseLocation(reach.input));
+  const input = parseRunInput(reach.input);
+  if (input.kind === 'database') checkInputDatabase(policy, input.database);
+  else await checkInput(policy, input.location);
   await checkOutput(policy, parseLocation(reach.out));
   if (reach.outDatabase !== undefined) checkOutputDatabase(policy, parseDatabaseUrl(reach.outDatabase));
 }
 
 /** Refuses a database to write rows to that OUTPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
 export function checkOutputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
-  const allowed = policy.outputDatabases;
+  checkListedDatabase(db, policy.outputDatabases, { setting: 'OUTPUT_ROOTS', named: '--out-database', fix: 'name' });
+}
+
+/** Refuses a database input INPUT_ROOTS does not list (host, port and database compared, see sameDatabase). */
+export function checkInputDatabase(policy: DeploymentPolicy, db: DatabaseUrl): void {
+  checkListedDatabase(db, policy.inputDatabases, { setting: 'INPUT_ROOTS', named: 'input', fix: 'read' });
+}
+
+/**
+ * Refuses a database the setting's list does not hold (unset: any is allowed); the refusal names
+ * the database as `named`, the setting, and what to do (`fix` one it lists, or add it).
+ */
+function checkListedDatabase(db: DatabaseUrl, allowed: readonly DatabaseUrl[] | undefined, how: { setting: string; named: string; fix: string }): void {
   if (allowed === undefined || allowed.some((root) => sameDatabase(root, db))) return;
   const listed = allowed.length === 0 ? 'lists no database' : `lists ${allowed.map(formatDatabaseUrl).join(', ')}`;
   throw new BatchScorerError(
     'E_NOT_ALLOWED',
-    `--out-database ${formatDatabaseUrl(db)} is not allowed: OUTPUT_ROOTS ${listed}; name one it lists, or add it to OUTPUT_ROOTS`,
+    `${how.named} ${formatDatabaseUrl(db)} is not allowed: ${how.setting} ${listed}; ${how.fix} one it lists, or add it to ${how.setting}`,
   );
 }
 

@@ -36,6 +36,7 @@ export { ANSWER_FLOOR_BYTES, DEFAULT_LIMITS, formatLimit, INFLATION_FLOOR_BYTES,
 // The deployment policy: which services, inputs and outputs a run may name.
 export {
   checkInput,
+  checkInputDatabase,
   checkOutput,
   checkOutputDatabase,
   checkRun,
@@ -44,6 +45,9 @@ export {
   storageGuard,
   type DeploymentPolicy,
 } from './deployment-policy.js';
+
+// A run's input: files at a location, or a database, and the options that fit each.
+export { checkInputOptions, formatRunInput, parseRunInput, type RunInput } from './run-input.js';
 
 // Text a user or file gave, checked before it is used or shown.
 export { checkedText } from './checked-text.js';

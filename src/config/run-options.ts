@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { checkIdentifier, isDatabaseUrl, MAX_IDENTIFIER_BYTES, parseDatabaseUrl, parseTableName, queryProblem } from '../database/index.js';
 import { UsageError } from '../errors.js';
-import { isDatabaseUrl, parseDatabaseUrl, parseTableName } from '../database/index.js';
 import { checkEncoding, nestedDeeperThan } from '../formats/index.js';
 import { checkedText } from './checked-text.js';
 import { DEADLINE_FORMAT, deadlineTime } from './deadline.js';
@@ -52,6 +52,19 @@ const oneCharacter = z
   .refine((c) => c.length === 1 && c.charCodeAt(0) < 128 && c !== '\n' && c !== '\r', {
     message: 'must be one ASCII character other than a line break (tab or \\t for a tab)',
   });
+
+/** Whether `check` takes the text (a table or column name) without a UsageError. */
+function passes(check: (text: string) => unknown): (text: string) => boolean {
+  return (text) => {
+    try {
+      check(text);
+      return true;
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      return false;
+    }
+  };
+}
 
 /**
  * The options of one run: flags on `score` and `enqueue`, fields of job data and of
@@ -111,8 +124,40 @@ export const runOptionsSchema = z
       .string()
       .transform((text, ctx) => deadlineTime(text) ?? (ctx.addIssue({ code: 'custom', message: DEADLINE_FORMAT }), z.NEVER))
       .optional(),
-    /** Score only the first N data rows: a canary run. */
+    /** Score only the first N data rows (of a database input, the first N by key): a canary run. */
     limit: z.int().min(1).optional(),
+    /**
+     * A database input's rows (`postgresql://...`): one SELECT of at most MAX_QUERY_BYTES, run
+     * in a READ ONLY transaction; it needs `segmentBy`. A database input takes `query` or `table`,
+     * one of them; files take neither. Never shown whole: messages and pages show its beginning.
+     */
+    query: z
+      .string()
+      .superRefine((text, ctx) => {
+        const problem = queryProblem(text);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
+    /** A database input's table, `schema.table` (`table` alone is in `public`; quote a part as "Mixed Case"); its rows go in key order. */
+    table: z
+      .string()
+      .refine(
+        passes((text) => parseTableName(text, 'table')),
+        `must be a table name: table, schema.table or "Quoted Name", each part at most ${MAX_IDENTIFIER_BYTES} bytes`,
+      )
+      .optional(),
+    /**
+     * A database input's key column: segments are ranges of its values, the rows go in its order,
+     * and it must be unique and never NULL (checked as the run is planned). By default a table's
+     * primary key, when it is one column; a `query` must name one.
+     */
+    segmentBy: z
+      .string()
+      .refine(
+        passes((text) => checkIdentifier(text, 'segmentBy')),
+        `must be a column name of at most ${MAX_IDENTIFIER_BYTES} bytes, without NUL`,
+      )
+      .optional(),
     /** The run's id and folder name; derived from the time when absent. Re-using an unfinished run's id resumes it. */
     runId: z
       .string()

@@ -50,7 +50,8 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   },
   {
     name: 'INPUT_ROOTS',
-    meaning: 'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may read from (the deployment policy); unset, any.',
+    meaning:
+      'Comma-separated absolute folders, `file://` URLs or `s3://bucket/prefix`es runs may read from, and PostgreSQL databases (`postgresql://host:port/db`) they may read tables and queries of (the deployment policy); unset, any.',
     secret: false,
   },
   {

@@ -181,19 +181,11 @@ function publicUrlSetting(text: string): string {
  */
 function policyFromEnv(env: NodeJS.ProcessEnv, home: string): DeploymentPolicy {
   const services = listSetting(env, 'SERVICE_URLS')?.map((text, i) => serviceBase(serviceSetting(text, `SERVICE_URLS entry ${i + 1}`)));
-  const inputRoots = rootsSetting(env, 'INPUT_ROOTS');
-  const outputEntries = listSetting(env, 'OUTPUT_ROOTS');
-  const outputRoots =
-    outputEntries &&
-    rootLocations(
-      outputEntries.filter((e) => !isDatabaseUrl(e)),
-      'OUTPUT_ROOTS',
-    );
-  const outputDatabases = outputEntries && databaseRoots(outputEntries.filter(isDatabaseUrl), 'OUTPUT_ROOTS');
+  const inputs = rootsSetting(env, 'INPUT_ROOTS');
+  const outputs = rootsSetting(env, 'OUTPUT_ROOTS');
   return {
-    ...(inputRoots && { inputRoots }),
-    ...(outputRoots && { outputRoots }),
-    ...(outputDatabases && { outputDatabases }),
+    ...(inputs && { inputRoots: inputs.roots, inputDatabases: inputs.databases }),
+    ...(outputs && { outputRoots: outputs.roots, outputDatabases: outputs.databases }),
     ...(services && { serviceUrls: [...new Set([serviceBase(home), ...services])] }),
   };
 }
@@ -207,13 +199,23 @@ function listSetting(env: NodeJS.ProcessEnv, name: string): string[] | undefined
   return entries;
 }
 
-/** Roots: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
-function rootsSetting(env: NodeJS.ProcessEnv, name: string): Location[] | undefined {
+/**
+ * A roots setting (INPUT_ROOTS, OUTPUT_ROOTS), undefined when unset: its folders and prefixes, and
+ * apart its PostgreSQL databases (none listed: none allowed).
+ */
+function rootsSetting(env: NodeJS.ProcessEnv, name: string): { roots: Location[]; databases: DatabaseUrl[] } | undefined {
   const entries = listSetting(env, name);
-  return entries && rootLocations(entries, name);
+  if (entries === undefined) return undefined;
+  return {
+    roots: rootLocations(
+      entries.filter((e) => !isDatabaseUrl(e)),
+      name,
+    ),
+    databases: databaseRoots(entries.filter(isDatabaseUrl), name),
+  };
 }
 
-/** Database roots (`postgresql://host:5432/db`), checked as --out-database is: a password in one is refused without being shown. */
+/** Database roots (`postgresql://host:5432/db`), checked as a database input and --out-database are: a password in one is refused without being shown. */
 function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
   return entries.map((text) => {
     try {
@@ -224,7 +226,7 @@ function databaseRoots(entries: string[], name: string): DatabaseUrl[] {
   });
 }
 
-/** The entries of a roots setting that are folders or prefixes, parsed (see rootsSetting). */
+/** The entries of a roots setting that are folders or prefixes: absolute local folders (or `file://` URLs) and `s3://bucket/prefix`es, never globs. */
 function rootLocations(entries: string[], name: string): Location[] {
   return entries.map((text) => {
     const fix = 'write /absolute/folder, file:///absolute/folder or s3://bucket/prefix';

@@ -37,6 +37,8 @@ export async function connectDatabase(db: DatabaseUrl, options: ConnectOptions =
   // Loaded when a database is used: the door is imported by every command (config checks database
   // URLs), and pg would otherwise cost each of them its load time and heap.
   const { default: pgModule } = await import('pg');
+  // Aborted while pg was loading: nothing is opened.
+  if (options.signal?.aborted) throw new AbortedError(`connecting to ${name} was cancelled`);
   const client = new pgModule.Client({
     host: db.host,
     port: db.port,
@@ -59,13 +61,31 @@ export async function connectDatabase(db: DatabaseUrl, options: ConnectOptions =
   const onAbort = () => void end();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await client.connect();
+    // A connection ended while it is made never settles its connect: the abort answers instead.
+    await unlessAborted(client.connect(), options.signal);
   } catch (err) {
     await end();
     if (options.signal?.aborted) throw new AbortedError(`connecting to ${name} was cancelled`, err);
     throw databaseError(err, `connecting to ${name}`);
   }
   return { client, name, end };
+}
+
+/**
+ * `work`, or its failure once `signal` is aborted: the connection is ended then (see
+ * connectDatabase), and what waits on it (a connect, a cursor's read) may never be answered.
+ */
+export function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) {
+      work.catch(() => undefined);
+      return reject(signal.reason as Error);
+    }
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /**

@@ -7,6 +7,27 @@ export { checkIdentifier, formatTableName, parseTableName, quoteIdentifier, quot
 // Connections and their catalogued errors.
 export { connectDatabase, databaseError, DEFAULT_STATEMENT_TIMEOUT_MS, type ConnectOptions, type DatabaseConnection } from './database-client.js';
 
+// Reading rows: a source's columns, its ordered keys, a key range's rows (through a cursor, in a
+// READ ONLY transaction), and the values each column type is read as.
+export {
+  describeColumns,
+  describeSource,
+  MAX_QUERY_BYTES,
+  primaryKey,
+  queryProblem,
+  readFailure,
+  readKeyRange,
+  scanKeys,
+  type KeyRange,
+  type RangeRows,
+  type ReadOptions,
+  type RowSource,
+  type ScannedKey,
+  type SourceColumn,
+} from './row-source.js';
+export { CURSOR_BATCH_ROWS, type ResultField, type TextRow } from './row-cursor.js';
+export { columnValueType, valueReader, type ColumnValueType, type ValueReader } from './column-values.js';
+
 // Writing rows: tables made and checked, COPY into a staging table, one transaction to publish, the runs table.
 export { inTransaction } from './transaction.js';
 export { checkTableColumns, createTable, readTableColumns, typeFits, type ExistingColumn, type TableColumn } from './table-columns.js';

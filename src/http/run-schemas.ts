@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { RUN_PRIORITIES, runOptionsSchema, checkedText } from '../config/index.js';
+import { RUN_PRIORITIES, runOptionsSchema, checkedText, parseRunInput } from '../config/index.js';
 import {
   dryRunReportSchema,
   manifestSchema,
@@ -40,12 +40,17 @@ function serverLocation(text: string): Location {
   return location;
 }
 
+/** An input sent to the server: a location (see serverLocation), or a PostgreSQL database URL without a password. */
+function serverInput(text: string): unknown {
+  return parseRunInput(text).kind === 'database' ? undefined : serverLocation(text);
+}
+
 /** `POST /runs`: what `enqueue` takes (see validateSubmission), field by field; local paths absolute. */
 export const runSubmissionSchema = z
   .object({
-    /** The input: an absolute local path (seen by the workers), file:///path or s3://bucket/key. */
-    input: checkedText(serverLocation).describe(
-      'a file, a folder or prefix ending in /, or a glob: an absolute local path (seen by the workers), file:///path or s3://bucket/key',
+    /** The input: an absolute local path (seen by the workers), file:///path or s3://bucket/key; or a database, postgresql://user@host:5432/db. */
+    input: checkedText(serverInput).describe(
+      'a file, a folder or prefix ending in /, or a glob: an absolute local path (seen by the workers), file:///path or s3://bucket/key; or a PostgreSQL database, postgresql://user@host:5432/db (no password: the workers take PGPASSWORD or ~/.pgpass), with options.table or options.query',
     ),
     model: checkedText(parseModelRef).describe('project/model or project/model.version, e.g. mindsdb/home_rentals_model'),
     out: checkedText(serverLocation).describe(

@@ -48,7 +48,7 @@ export interface RunEvent {
 export function startEvent(start: RunStart, settings: EventSettings): RunEvent {
   const folder = formatLocation(start.folder);
   const trigger = start.request.trigger;
-  const input = datasetName(start.request.input);
+  const input = datasetName(start.request.input, start.request.options.table);
   const job = jobOf(settings, trigger, { requested: start.request.model });
   return {
     ...envelope('START', start.startedAt),
@@ -107,7 +107,7 @@ const END_EVENTS: Record<Manifest['state'], RunEventType> = { succeeded: 'COMPLE
 function inputDatasets(manifest: Manifest): RunEvent['inputs'] {
   const files = manifest.inputs.length > 0 ? manifest.inputs : [manifest.input];
   return files.flatMap((file) => {
-    const dataset = datasetName(file.location);
+    const dataset = datasetName(file.location, manifest.database?.table ?? undefined);
     if (!dataset) return [];
     const stats = { ...(file.rows !== null && { rowCount: file.rows }), ...(file.size !== null && { size: file.size }) };
     return [

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Job, Queue, type JobType } from 'bullmq';
-import { CAP_OPTIONS, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/index.js';
+import { CAP_OPTIONS, checkInputOptions, formatRunInput, parseRunInput, parseRunOptions, type RunOptionsInput, type RunPriority } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
 import {
   isResumable,
@@ -151,12 +151,14 @@ export interface EnqueueOptions {
 export function validateSubmission(submission: RunSubmission): RunJobData {
   parseModelRef(submission.model);
   const parsed = parseRunOptions(submission.options ?? {}, 'options');
+  const input = parseRunInput(submission.input);
+  checkInputOptions(input, parsed, 'fields');
   checkTableOptions(submission.input, parsed);
   const runId = parsed.runId ?? newRunId();
   return {
     runId,
     request: {
-      input: formatLocation(parseLocation(submission.input)),
+      input: formatRunInput(input),
       model: submission.model,
       out: formatLocation(parseLocation(submission.out)),
       // A --deadline given as a duration counts from now: stored as the time it means, for every worker.

@@ -27,6 +27,7 @@ const INPUT_EXTENSIONS = /(\.(csv|tsv|tab|txt|jsonl|ndjson|json|parquet|pq))?(\.
 export function outputGroups(run: Pick<PreparedRun, 'input' | 'request'>): OutputGroup[] {
   const { input } = run;
   if (!run.request.options.outputPerFile) return [{ stem: 'predictions', segments: input.segments.map((s) => s.index) }];
+  if (input.syntax === 'postgresql') throw new UsageError(`--output-per-file: ${input.location} is a database, not files; leave it out`);
   const seen = new Map<string, string>();
   return input.files.map((file, i) => {
     const stem = `predictions/${basename(file.location).replace(INPUT_EXTENSIONS, '')}`;

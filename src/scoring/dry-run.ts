@@ -8,6 +8,7 @@ import { outputGroups } from './assemble.js';
 import { quarantineRisk } from './error-allowance.js';
 import { preflight } from './preflight.js';
 import type { PreparedRun } from './prepared-run.js';
+import type { InputPlan } from './plan.js';
 import { planRun } from './prepare-run.js';
 import { readSegment } from './read-segment.js';
 import type { PredictorFactory } from './predictor.js';
@@ -178,7 +179,7 @@ async function plannedDryRun(request: RunRequest, ctx: DryRunContext, onInputByt
     const extension = `${run.outputFormat}${run.output.compress === 'gzip' ? '.gz' : ''}`;
     return {
       input: run.input.location,
-      files: run.input.files.map((f) => ({ location: formatLocation(f.location), rows: f.rows, format: f.syntax, gzip: f.gzip })),
+      files: plannedFiles(run.input),
       rows: run.input.rows,
       segments: run.input.segments.length,
       outputs: run.output.tableColumns ? [`table ${run.request.options.outTable}`] : outputGroups(run).map((g) => `${g.stem}.${extension}`),
@@ -282,4 +283,10 @@ function timedSlots(slots: RequestSlots, onTime: (index: number, ms: number) => 
       return slots.concurrency;
     },
   };
+}
+
+/** The input's files as the report lists them; none for a database input. */
+function plannedFiles(input: InputPlan): DryRunReport['files'] {
+  if (input.syntax === 'postgresql') return [];
+  return input.files.map((f) => ({ location: formatLocation(f.location), rows: f.rows, format: f.syntax, gzip: f.gzip }));
 }

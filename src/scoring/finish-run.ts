@@ -112,6 +112,7 @@ async function finishOutputs(
     attempt: facts.attempt ?? (await openAttemptNumber(storage, folder, signal)),
     run,
     counts,
+    rowChecksums: finished.done.map((d) => d.sha256),
     profile,
     outputs,
     timings: {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { runOptionsSchema } from '../config/index.js';
 import { errorCode, errorMessage, type BatchScorerError } from '../errors.js';
@@ -7,7 +8,9 @@ import { endingState, endingStateSchema } from './run-lifecycle.js';
 import { driftSchema, type Drift } from './drift.js';
 import { comparisonSummarySchema, type ComparisonSummary } from './model-comparison.js';
 import { predictionProfileSchema, type PredictionProfile } from './prediction-profile.js';
+import type { DatabaseInputPlan } from './database-plan.js';
 import type { InputFilePlan, InputPlan } from './plan.js';
+import { excerpt } from '../text-excerpt.js';
 import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
 import { capReachedSchema, ExpiredError } from './run-caps.js';
 import { readRunFile } from './run-file.js';
@@ -49,6 +52,22 @@ const inputFileSchema = z.object({
   gzip: z.boolean().nullable(),
 });
 type ManifestInput = z.output<typeof inputFileSchema>;
+
+/**
+ * A database input as the manifest records it: the database (never a password), the table or the
+ * query (its beginning, when long), the key column, each segment's key range, rows and sha256 of
+ * the rows read, and the sha256 of those sha256s in segment order: the same rows give the same
+ * checksums whatever workers read them. A bound is the key's value as the server writes it.
+ */
+const manifestDatabaseSchema = z.object({
+  url: z.string(),
+  table: z.string().nullable(),
+  query: z.string().nullable(),
+  key: z.string(),
+  segments: z.array(z.object({ from: z.string().nullable(), to: z.string().nullable(), rows: z.int().min(0), sha256: z.string().nullable() })),
+  /** sha256 of each segment's sha256 and a line feed, in segment order; null unless every segment was read. */
+  sha256: z.string().nullable(),
+});
 
 /** Who judged a held run, when, why, and the error it was held on. */
 const judgementSchema = z.object({
@@ -97,8 +116,10 @@ export const manifestSchema = z.object({
   trigger: runTriggerSchema.nullable().default(null),
   /** The input as named, with its files' total rows and size; one file's identity when it is one file. */
   input: inputFileSchema,
-  /** Every file of the input, in the order its rows were scored; empty for a run that failed before planning, and in manifests of schema version 1. */
+  /** Every file of the input, in the order its rows were scored; empty for a database input, a run that failed before planning, and in manifests of schema version 1. */
   inputs: z.array(inputFileSchema).default([]),
+  /** A database input's table or query, key, segments and checksums (see manifestDatabaseSchema); absent for files. */
+  database: manifestDatabaseSchema.optional(),
   /** As resolved at the run's start, or only as asked for a run that failed before that. */
   model: z.union([runModelSchema, z.object({ requested: z.string() })]),
   service: z.string().nullable(),
@@ -177,6 +198,8 @@ export interface ManifestParts {
   /** What was asked, for runs that failed before being prepared. */
   request?: { input: string; model: string; options: Record<string, unknown>; trigger?: RunTrigger };
   counts?: SegmentCounts & { segments: number };
+  /** A database input's segments' sha256 of the rows read, in segment order (undefined: not read). */
+  rowChecksums?: readonly (string | undefined)[];
   profile?: PredictionProfile | null;
   outputs?: OutputFile[];
   table?: Manifest['table'];
@@ -193,6 +216,7 @@ export function buildManifest(parts: ManifestParts): Manifest {
   const { run } = parts;
   const finishedAt = new Date();
   const input = run?.input;
+  const database = input?.syntax === 'postgresql' ? manifestDatabase(input, parts.rowChecksums ?? []) : undefined;
   return {
     runId: parts.runId,
     folder: run ? formatLocation(run.folder) : parts.folder ? formatLocation(parts.folder) : null,
@@ -205,8 +229,9 @@ export function buildManifest(parts: ManifestParts): Manifest {
     durationMs: finishedAt.getTime() - Date.parse(parts.startedAt),
     tool: TOOL,
     trigger: run?.request.trigger ?? parts.request?.trigger ?? null,
-    input: inputSummary(input, parts.request?.input ?? ''),
-    inputs: (input?.files ?? []).map(manifestInput),
+    input: inputSummary(input, parts.request?.input ?? '', database?.sha256 ?? null),
+    inputs: (input === undefined || input.syntax === 'postgresql' ? [] : input.files).map(manifestInput),
+    ...(database && { database }),
     model: run?.model ?? { requested: parts.request?.model ?? '' },
     service: run?.service ?? null,
     options: run?.request.options ?? parts.request?.options ?? {},
@@ -241,10 +266,14 @@ function manifestInput(file: InputFilePlan): ManifestInput {
 
 /**
  * The input as a whole: its one file's identity, or for several files the location as named, their
- * total size and rows (each file's identity is in `inputs`).
+ * total size and rows (each file's identity is in `inputs`); for a database, its URL, the rows
+ * planned and the checksum of the rows read (`rowsSha256`, see manifestDatabaseSchema).
  */
-function inputSummary(input: InputPlan | undefined, asked: string): ManifestInput {
+function inputSummary(input: InputPlan | undefined, asked: string, rowsSha256: string | null): ManifestInput {
   if (!input) return { location: asked, etag: null, size: null, mtime: null, sha256: null, rows: null, format: null, gzip: null };
+  if (input.syntax === 'postgresql') {
+    return { location: input.location, etag: null, size: null, mtime: null, sha256: rowsSha256, rows: input.rows, format: input.syntax, gzip: null };
+  }
   if (input.files.length === 1) return { ...manifestInput(input.files[0]), location: input.location };
   return {
     location: input.location,
@@ -255,5 +284,31 @@ function inputSummary(input: InputPlan | undefined, asked: string): ManifestInpu
     rows: input.rows,
     format: input.syntax,
     gzip: input.files.every((f) => f.gzip),
+  };
+}
+
+/** The bytes of a query the manifest keeps: its beginning; the whole is in the options. */
+const QUERY_KEPT_BYTES = 2048;
+
+/** A database input as the manifest records it (see manifestDatabaseSchema), with its segments' checksums as far as they are known. */
+function manifestDatabase(input: DatabaseInputPlan, checksums: readonly (string | undefined)[]): z.output<typeof manifestDatabaseSchema> {
+  const segments = input.segments.map((s, i) => ({
+    from: s.from === null ? null : excerpt(s.from),
+    to: s.to === null ? null : excerpt(s.to),
+    rows: s.rows,
+    sha256: checksums[i] ?? null,
+  }));
+  const whole = segments.every((s) => s.sha256 !== null);
+  return {
+    url: input.location,
+    table: input.table ?? null,
+    query: input.query === undefined ? null : excerpt(input.query, QUERY_KEPT_BYTES),
+    key: input.key,
+    segments,
+    sha256: whole
+      ? createHash('sha256')
+          .update(segments.map((s) => `${s.sha256}\n`).join(''))
+          .digest('hex')
+      : null,
   };
 }

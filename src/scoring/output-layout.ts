@@ -29,13 +29,13 @@ export function keptColumns(columns: readonly string[], options: Pick<RunOptions
 }
 
 /**
- * The output's format: asked, or the input's. A run writing into a table (--out-table) writes its
- * segments' parts as CSV, the rows predictions.csv would hold, which COPY loads as they are (see
- * table-load.ts).
+ * The output's format: asked, or the input's (CSV for a database). A run writing into a table
+ * (--out-table) writes its segments' parts as CSV, the rows predictions.csv would hold, which COPY
+ * loads as they are (see table-load.ts).
  */
 export function outputFormat(input: InputPlan, options: Pick<RunOptions, 'format' | 'outTable'>): OutputFormat {
   if (options.outTable !== undefined) return 'csv';
-  return options.format ?? input.syntax;
+  return options.format ?? (input.syntax === 'postgresql' ? 'csv' : input.syntax);
 }
 
 /**
@@ -61,15 +61,14 @@ export function planOutputLayout(
     throw new UsageError('--compress gzip: Parquet output compresses its own pages (Snappy); use --compress none or leave it out');
   }
   if (options.outTable !== undefined) {
-    // A database input's declared column types are handed in here once such inputs are planned; files give theirs through input.types.
     return {
       inputColumns,
       rowNumber: options.rowNumber,
       compress: 'none',
-      tableColumns: planTableColumns(input, inputColumns, options.rowNumber, schema, probe),
+      tableColumns: planTableColumns(input, inputColumns, options.rowNumber, schema, probe, declaredTypes(input)),
     };
   }
-  const gzipped = input.files.every((f) => f.gzip);
+  const gzipped = input.syntax !== 'postgresql' && input.files.every((f) => f.gzip);
   const compress = format === 'parquet' ? 'none' : (options.compress ?? (gzipped ? 'gzip' : 'none'));
   const layout: OutputLayout = { inputColumns, rowNumber: options.rowNumber, compress };
   if (format !== 'parquet') return layout;
@@ -93,4 +92,18 @@ function predictionType(member: string, target: string, probed: unknown): Parque
   if (typeof probed === 'number') return 'double';
   if (typeof probed === 'boolean') return 'boolean';
   return 'string';
+}
+
+/** The first oid of objects a database's users make (FirstNormalObjectId): types below it are built in, and exist in every database. */
+const FIRST_USER_OID = 16384;
+
+/**
+ * The PostgreSQL types of a database input's columns, as its out-table declares them: each
+ * column's own type where it is built in and its values are written back as the server wrote
+ * them; text for a type of the input database's own (an enum, a domain), which the out-table's
+ * database may lack, and for bytea, written as base64 (see valueReader). Undefined for files.
+ */
+function declaredTypes(input: InputPlan): Record<string, string> | undefined {
+  if (input.syntax !== 'postgresql') return undefined;
+  return Object.fromEntries(input.databaseColumns.map((c) => [c.name, c.oid < FIRST_USER_OID && input.types[c.name] !== 'binary' ? c.type : 'text']));
 }

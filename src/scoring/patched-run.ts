@@ -4,6 +4,7 @@ import { RowSplitter, splitRawRows, type RawRow } from '../formats/index.js';
 import { formatLocation, joinLocation, type Location, type Storage } from '../storage/index.js';
 import { readManifest, type Manifest, type OutputFile } from './manifest.js';
 import { runFiles } from './prepared-run.js';
+import type { InputSyntax } from './plan.js';
 import type { RunLayout } from './run-layout.js';
 import { MALFORMED_ROW } from './score-segment.js';
 
@@ -12,7 +13,8 @@ export interface PatchedRun {
   runId: string;
   folder: Location;
   manifest: Manifest & { counts: NonNullable<Manifest['counts']> };
-  layout: RunLayout;
+  /** The run's layout: of a run over files (a run over a database is refused). */
+  layout: RunLayout & { syntax: InputSyntax };
   /** The output files (predictions), in the manifest's order: errors.jsonl aside. */
   outputs: OutputFile[];
   /** errors.jsonl as the manifest lists it. */
@@ -60,6 +62,9 @@ export async function readPatchedRun(storage: Storage, folder: Location, runId: 
   if (layout.outputFormat === 'parquet') {
     throw new UsageError(`run ${runId} wrote Parquet (--format parquet): rescore patches CSV and JSON Lines outputs; score the corrected input again instead`);
   }
+  if (layout.syntax === 'postgresql') {
+    throw new UsageError(`run ${runId} read the database ${manifest.input.location}: rescore patches runs over files; score the corrected rows again instead`);
+  }
   const errors = manifest.outputs.find((o) => o.file === 'errors.jsonl');
   if (!errors) throw new RunFolderError(`the manifest of ${where} lists no errors.jsonl: was it edited?`);
   const outputs = manifest.outputs.filter((o) => o !== errors);
@@ -70,7 +75,7 @@ export async function readPatchedRun(storage: Storage, folder: Location, runId: 
       `${where}/errors.jsonl holds ${quarantined.rows.length} rows where its manifest counts ${counts.rowsQuarantined} quarantined: was it edited?`,
     );
   }
-  return { runId, folder, manifest: { ...manifest, counts }, layout, outputs, errors, quarantined };
+  return { runId, folder, manifest: { ...manifest, counts }, layout: { ...layout, syntax: layout.syntax }, outputs, errors, quarantined };
 }
 
 /** A file the manifest lists, by its name below the run folder: never one outside it. */

@@ -28,6 +28,7 @@ import { inflationCap, parquetBounds, rowOverError } from './input-bounds.js';
 import { tooManySegments } from './segment-bound.js';
 import { gunzip, inputMissing, rangeRead } from './input-bytes.js';
 import { expectedSize, StagedCopy } from './staged-copy.js';
+import { databaseInputPlanSchema, type DatabaseInputPlan } from './database-plan.js';
 
 /**
  * A slice of the input that one worker scores on its own: whole rows of one file, as a byte range
@@ -78,7 +79,7 @@ const inputFileSchema = z.object({
 export type InputFilePlan = z.output<typeof inputFileSchema>;
 
 /** What one pass over the input's files found: their identities, shapes and the segments to score. */
-const currentInputPlanSchema = z.object({
+const filesInputPlanSchema = z.object({
   /** The input as the user named it: a file, a folder or prefix, or a glob. */
   location: z.string(),
   files: z.array(inputFileSchema).min(1),
@@ -106,18 +107,38 @@ const currentInputPlanSchema = z.object({
 });
 
 /**
- * The plan as stored in `_work/run.json`. A run of schema version 1 (batch-scorer 0.1.0 and 0.2.0)
- * had one file, described at the top level; it is read as a plan of that one file.
+ * The plan as stored in `_work/run.json`: of files, or of a database (see DatabaseInputPlan). A
+ * run of schema version 1 (batch-scorer 0.1.0 and 0.2.0) had one file, described at the top
+ * level; it is read as a plan of that one file.
  */
-export const inputPlanSchema = z.preprocess((stored) => {
-  if (typeof stored !== 'object' || stored === null || 'files' in stored) return stored;
-  const one = stored as Record<string, unknown>;
-  return { ...one, files: [{ ...one, location: one.location }] };
-}, currentInputPlanSchema);
-export type InputPlan = z.output<typeof currentInputPlanSchema>;
+export const inputPlanSchema = z.preprocess(
+  (stored) => {
+    if (typeof stored !== 'object' || stored === null || 'files' in stored || (stored as { syntax?: unknown }).syntax === 'postgresql') return stored;
+    const one = stored as Record<string, unknown>;
+    return { ...one, files: [{ ...one, location: one.location }] };
+  },
+  z.union([filesInputPlanSchema, databaseInputPlanSchema]),
+);
+/** The plan of an input of files. */
+export type FilesInputPlan = z.output<typeof filesInputPlanSchema>;
+/** A run's input plan: of files, or of a database (`syntax: 'postgresql'`), which has no `files`. */
+export type InputPlan = FilesInputPlan | DatabaseInputPlan;
+/** A segment of either kind of plan. */
+export type AnySegmentPlan = InputPlan['segments'][number];
+
+/** The file segment `index` of the plan reads; undefined for a database input, which has none. */
+export function segmentFile(input: InputPlan, index: number): InputFilePlan | undefined {
+  return input.syntax === 'postgresql' ? undefined : input.files[input.segments[index].file];
+}
+
+/** Whether the plan is a plan so far, planning going on (see PlanOptions.onSegment): only an input of files is planned so. */
+export function planningGoesOn(input: InputPlan): input is FilesInputPlan & { planning: true } {
+  return input.syntax !== 'postgresql' && input.planning === true;
+}
 
 /** The plan as `_work/run.json` stores it: its files' locations as text, which inputPlanSchema parses again. */
-export function storedInputPlan(plan: InputPlan): z.input<typeof currentInputPlanSchema> {
+export function storedInputPlan(plan: InputPlan): z.input<typeof inputPlanSchema> {
+  if (plan.syntax === 'postgresql') return plan;
   return {
     ...plan,
     files: plan.files.map(({ staged, ...file }) => ({
@@ -158,7 +179,7 @@ export interface PlanOptions {
    * several files must each be checked against the first; such inputs are planned whole first.
    * The last segment's end is found with the plan's end, and is not heard here.
    */
-  onSegment?: (sofar: InputPlan) => void;
+  onSegment?: (sofar: FilesInputPlan) => void;
   /**
    * Awaited once onSegment has heard of a first segment, before planning reads on: the run starts
    * (its probe, its run.json) without planning's work in its way, so its first request waits for
@@ -178,7 +199,7 @@ export interface PlanOptions {
  * row order, the order of the output. Every file must share the first one's syntax and columns, so
  * the output has one shape. Nothing is kept but offsets, so memory does not grow with the input.
  */
-export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<InputPlan> {
+export async function planInput(storage: Storage, location: Location, options: PlanOptions): Promise<FilesInputPlan> {
   const name = formatLocation(location);
   const listed = await listInputFiles(storage, location, options.signal).catch(inputMissing);
   const files: InputFilePlan[] = [];
@@ -342,10 +363,10 @@ function growingPlan(
   file: Location,
   info: ObjectInfo,
   all: readonly SegmentPlan[],
-  onSegment: (sofar: InputPlan) => void,
+  onSegment: (sofar: FilesInputPlan) => void,
   rowBounds: RowBounds | undefined,
 ): (closed: number, columns: string[]) => void {
-  let sofar: InputPlan | undefined;
+  let sofar: FilesInputPlan | undefined;
   return (closed, columns) => {
     sofar ??= {
       location,

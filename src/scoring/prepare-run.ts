@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, type Limits, type RunOptions } from '../config/index.js';
+import { DEFAULT_LIMITS, type Limits, parseRunInput, type RunOptions } from '../config/index.js';
 import { isDeepStrictEqual } from 'node:util';
 import { BatchScorerError, errorCode, InputError, UsageError } from '../errors.js';
 import { ROW_NUMBER_COLUMN } from '../formats/index.js';
@@ -15,9 +15,10 @@ import { requestDifference, withNeutralOptions, type RunRequest } from './run-re
 import { writeRunFile } from './run-file.js';
 import { buildOutputSchema, predictionMembers, targetsFromAnswer, type OutputSchema } from './output-schema.js';
 import { rowBounds } from './input-bounds.js';
-import { planInput, type InputPlan, type PlanOptions } from './plan.js';
+import { type FilesInputPlan, planInput, planningGoesOn, type InputPlan, type PlanOptions } from './plan.js';
 import { readPreparedRun, runFiles, writePreparedRun, type PreparedRun } from './prepared-run.js';
 import { SegmentFeed } from './segment-feed.js';
+import { planDatabase } from './database-plan.js';
 import { echoesRowId, RequestEncoder } from './request-row.js';
 import { readSegment } from './read-segment.js';
 import { readManifest } from './manifest.js';
@@ -101,8 +102,9 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
   const segments = new SegmentFeed();
   if (existing) {
     const run = await resume(existing, request, ctx);
-    if (!run.input.planning) segments.end(run.input.segments.length);
-    const planned = run.input.planning ? planAgain(run, ctx, segments) : Promise.resolve();
+    const { input } = run;
+    if (!planningGoesOn(input)) segments.end(input.segments.length);
+    const planned = planningGoesOn(input) ? planAgain(run, input, ctx, segments) : Promise.resolve();
     planned.catch(() => undefined); // Heard through `segments` by a run that scores.
     return { run, segments, planned, resumed: true };
   }
@@ -131,7 +133,7 @@ export async function startRun(request: RunRequest, runId: string, ctx: PrepareC
     throw err;
   });
   readOn();
-  const planned = run.input.planning ? whole.then((input) => storeWholePlan(run, input, ctx, segments)) : Promise.resolve(planEnded(run, log, segments));
+  const planned = planningGoesOn(run.input) ? whole.then((input) => storeWholePlan(run, input, ctx, segments)) : Promise.resolve(planEnded(run, log, segments));
   planned.catch((err: unknown) => segments.fail(err));
   return { run, segments, planned, resumed: false };
 }
@@ -141,7 +143,7 @@ function planEnded(run: PreparedRun, log: Logger, segments: SegmentFeed): void {
   log.info(
     {
       rows: run.input.rows,
-      files: run.input.files.length,
+      files: run.input.syntax === 'postgresql' ? 0 : run.input.files.length,
       segments: run.input.segments.length,
       model: run.model.requested,
       rowIdMember: run.model.rowIdMember,
@@ -165,10 +167,9 @@ async function storeWholePlan(run: PreparedRun, input: InputPlan, ctx: PrepareCo
  * must come out as it was planned so far (the same file, columns and segments), or it changed
  * since (E_INPUT_CHANGED). The segments stored are released at once.
  */
-async function planAgain(run: PreparedRun, ctx: PrepareContext, segments: SegmentFeed): Promise<void> {
-  const stored = run.input;
+async function planAgain(run: PreparedRun, stored: FilesInputPlan, ctx: PrepareContext, segments: SegmentFeed): Promise<void> {
   let checked = 0;
-  const same = (plan: InputPlan, whole: boolean) => {
+  const same = (plan: FilesInputPlan, whole: boolean) => {
     const known = Math.min(plan.segments.length, stored.segments.length);
     for (; checked < known && isDeepStrictEqual(plan.segments[checked], stored.segments[checked]); checked++);
     const fits =
@@ -248,19 +249,24 @@ async function beginRun(
   });
   hold.catch(() => undefined); // Planning stops with it.
 
-  const whole = planInput(storage, parseLocation(request.input), {
-    ...runPlanOptions(request.options, ctx.limits),
-    ...(writes.stage && { stage: writes.stage }),
-    ...(ctx.onInputBytes && { onBytes: ctx.onInputBytes }),
-    signal,
-    ...(segments && {
-      onSegment: (sofar: InputPlan) => {
-        firstSegment(sofar);
-        segments.release(sofar.segments.length);
-      },
-      holdAfterFirst: hold,
-    }),
-  });
+  // A database input is planned whole: its one scan reads the key alone.
+  const input = parseRunInput(request.input);
+  const whole: Promise<InputPlan> =
+    input.kind === 'database'
+      ? planDatabase(input.database, { options: request.options, ...(ctx.limits && { limits: ctx.limits }), signal })
+      : planInput(storage, input.location, {
+          ...runPlanOptions(request.options, ctx.limits),
+          ...(writes.stage && { stage: writes.stage }),
+          ...(ctx.onInputBytes && { onBytes: ctx.onInputBytes }),
+          signal,
+          ...(segments && {
+            onSegment: (sofar: InputPlan) => {
+              firstSegment(sofar);
+              segments.release(sofar.segments.length);
+            },
+            holdAfterFirst: hold,
+          }),
+        });
   // Awaited once describe has answered (its failure told first), or by the caller once scoring began.
   const firstPlanned = Promise.race([early, whole]);
   for (const planning of [whole, firstPlanned]) planning.catch(() => undefined);
@@ -393,6 +399,7 @@ export function runPlanOptions(options: RunOptions, limits: Limits = DEFAULT_LIM
  */
 export function checkInputColumns(input: InputPlan, inputs: readonly string[] | undefined, strict: boolean): ColumnPlan {
   const plan = checkColumns(input.columns, inputs, strict, input.location);
+  if (input.syntax === 'postgresql') return plan;
   for (const file of input.files) if (file.columns.length !== input.columns.length) checkColumns(file.columns, inputs, strict, formatLocation(file.location));
   return plan;
 }

@@ -3,7 +3,8 @@ import { dialectForName, type InputRow, isUtf8, parseRows, type RawRow, readParq
 import { formatLocation, type Storage } from '../storage/index.js';
 import { rowOverProblem } from './input-bounds.js';
 import { inputBytes, rangeRead } from './input-bytes.js';
-import type { InputPlan } from './plan.js';
+import { readDatabaseSegment, type SegmentRead } from './database-segment.js';
+import type { FilesInputPlan, InputPlan } from './plan.js';
 
 /** The CSV dialect and encoding asked for; a `.tsv` file without a delimiter asked is read with tabs. */
 export interface DialectOptions {
@@ -13,15 +14,33 @@ export interface DialectOptions {
 }
 
 /**
- * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
- * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. Row indexes
- * count from the segment's first row in the run. With `unquotedAsText`, CSV rows in plain RFC 4180
- * (with quotes or without) come as their text alone (see parseRows). Rows are read within the
- * plan's bounds (`rowBounds`): a row past one comes with its problem, naming the setting.
+ * A segment's rows, a chunk at a time: of a database, its key range (see readDatabaseSegment,
+ * whose checksum `onRead` hears once every row is read); of files, read from its file alone (see
+ * readFileSegment). Row indexes count from the segment's first row in the run.
  */
 export async function* readSegment(
   storage: Storage,
   input: InputPlan,
+  index: number,
+  dialect: DialectOptions,
+  signal?: AbortSignal,
+  unquotedAsText = false,
+  onRead?: (read: SegmentRead) => void,
+): AsyncGenerator<InputRow[]> {
+  if (input.syntax === 'postgresql') yield* readDatabaseSegment(input, index, signal, onRead);
+  else yield* readFileSegment(storage, input, index, dialect, signal, unquotedAsText);
+}
+
+/**
+ * A segment's rows, a chunk at a time, read from its file alone: CSV and JSON Lines by byte range
+ * (of the staged UTF-8 copy, for a file in another encoding), Parquet by row groups. With
+ * `unquotedAsText`, CSV rows in plain RFC 4180 (with quotes or without) come as their text alone
+ * (see parseRows). Rows are read within the plan's bounds (`rowBounds`): a row past one comes
+ * with its problem, naming the setting.
+ */
+async function* readFileSegment(
+  storage: Storage,
+  input: FilesInputPlan,
   index: number,
   dialect: DialectOptions,
   signal?: AbortSignal,

@@ -258,7 +258,7 @@ async function scoreVersion(ctx: RescoreContext, version: Version): Promise<Mani
   const errorParts = run.input.segments.map((s) => runFiles.segmentErrors(run.folder, s.index));
   const refused = new Set<number>();
   for await (const { row } of refusedRows(storage, errorParts, signal)) refused.add(row);
-  const parts: RescoredRows['parts'] = run.input.segments.map((s) => ({
+  const parts: RescoredRows['parts'] = toSend.segments.map((s) => ({
     location: runFiles.segmentPart(run.folder, s.index, run.outputFormat),
     file: s.file,
     rows: toSend.rows.slice(s.firstRow, s.firstRow + s.rows).filter((row) => !refused.has(row)),

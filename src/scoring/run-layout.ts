@@ -10,7 +10,8 @@ import { OUTPUT_FORMATS, outputLayoutSchema, type PreparedRun } from './prepared
  * row scored later is the same bytes as one scored the first time.
  */
 export const runLayoutSchema = z.object({
-  syntax: z.enum(INPUT_SYNTAXES),
+  /** The input's syntax; `postgresql` for a database input. */
+  syntax: z.enum([...INPUT_SYNTAXES, 'postgresql']),
   /** The run's input columns (see InputPlan.columns). */
   columns: z.array(z.string()),
   /** Each input file's own columns, in the order of the manifest's `inputs`; absent where every file has the run's columns in its order. */
@@ -26,11 +27,12 @@ export type RunLayout = z.output<typeof runLayoutSchema>;
 /** A prepared run's layout, as its manifest keeps it. */
 export function runLayout(run: PreparedRun): RunLayout {
   const { input } = run;
-  const same = input.files.every((f) => f.columns.length === input.columns.length && f.columns.every((c, i) => c === input.columns[i]));
+  const files = input.syntax === 'postgresql' ? [] : input.files;
+  const same = files.every((f) => f.columns.length === input.columns.length && f.columns.every((c, i) => c === input.columns[i]));
   return {
     syntax: input.syntax,
     columns: input.columns,
-    ...(!same && { fileColumns: input.files.map((f) => f.columns) }),
+    ...(!same && { fileColumns: files.map((f) => f.columns) }),
     sent: run.sent,
     outputFormat: run.outputFormat,
     output: run.output,

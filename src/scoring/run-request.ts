@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { CAP_OPTIONS, optionFlag, OUTPUT_NEUTRAL_OPTIONS, type RunOptions } from '../config/index.js';
+import { CAP_OPTIONS, formatRunInput, optionFlag, OUTPUT_NEUTRAL_OPTIONS, parseRunInput, type RunOptions } from '../config/index.js';
 import { formatLocation, parseLocation } from '../storage/index.js';
 import type { RunTrigger } from './run-trigger.js';
 
@@ -21,7 +21,8 @@ export interface RunRequest {
  */
 export function requestDifference(stored: RunRequest, asked: RunRequest): string | undefined {
   const where = (text: string) => formatLocation(parseLocation(text));
-  if (where(stored.input) !== where(asked.input)) return `input ${asked.input}, where the run has ${stored.input}`;
+  const reads = (text: string) => formatRunInput(parseRunInput(text));
+  if (reads(stored.input) !== reads(asked.input)) return `input ${asked.input}, where the run has ${stored.input}`;
   if (where(stored.out) !== where(asked.out)) return `--out ${asked.out}, where the run has ${stored.out}`;
   if (stored.model !== asked.model) return `--model ${asked.model}, where the run has ${stored.model}`;
   const keys = new Set([...Object.keys(stored.options), ...Object.keys(asked.options)] as (keyof RunOptions)[]);

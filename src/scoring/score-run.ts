@@ -15,6 +15,7 @@ import type { RunListener } from './run-listener.js';
 import { openAttempt, type OpenAttempt } from './run-attempt.js';
 import type { RunRequest } from './run-request.js';
 import { runFiles, type PreparedRun } from './prepared-run.js';
+import { planningGoesOn } from './plan.js';
 import { computeProgress, PROGRESS_EVERY_MS, type RunProgress } from './progress.js';
 import { ReadAhead } from './read-ahead.js';
 import { capLimits, cappedPredictor, ExpiredError, expiredRun, MemoryRunCaps, readCapUsage, writeCapUsage } from './run-caps.js';
@@ -197,7 +198,7 @@ async function scoreSegments({ started, work, folder, caps, signal, failFast, pr
   const segments = pLimit(run.request.options.segmentsAtOnce);
   // A resumed run keeps its finished segments, and counts them as done: read in windows from a
   // whole plan, one by one as a plan made again finds them.
-  const replanning = started.resumed && run.input.planning === true;
+  const replanning = started.resumed && planningGoesOn(run.input);
   const before = started.resumed && !replanning ? await readSegmentsDone(storage, run) : [];
   const doneBefore = (index: number) => (replanning ? readSegmentDone(storage, folder, index) : before[index]);
   const scoring: Promise<void>[] = [];

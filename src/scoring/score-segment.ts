@@ -24,7 +24,8 @@ import { ProfileAccumulator } from './prediction-profile.js';
 import { runFiles, sentInputColumns, type PreparedRun } from './prepared-run.js';
 import { RequestBatchBuilder } from './request-batch.js';
 import { RequestEncoder } from './request-row.js';
-import type { InputFilePlan, InputSyntax, SegmentPlan } from './plan.js';
+import { type AnySegmentPlan, type InputPlan, segmentFile } from './plan.js';
+import type { SegmentRead } from './database-segment.js';
 import type { ReadAhead } from './read-ahead.js';
 import { readSegment } from './read-segment.js';
 import { batchIsFull, scoreBatch, type SegmentScoring, type RowOutcome } from './score-batch.js';
@@ -76,9 +77,18 @@ export interface SegmentWork {
   rows?: (index: number, signal: AbortSignal) => AsyncIterable<InputRow[]>;
 }
 
-/** Segment `index`'s rows, a chunk at a time: where `work.rows` says, or its part of the input. */
-function segmentRows(work: SegmentWork, index: number, signal: AbortSignal, fromText: boolean): AsyncIterable<InputRow[]> {
-  return work.rows ? work.rows(index, signal) : readSegment(work.storage, work.run.input, index, work.run.request.options, signal, fromText);
+/**
+ * Segment `index`'s rows, a chunk at a time: where `work.rows` says, or its part of the input
+ * (whose reading, once whole, `onRead` hears: a database's checksum of the rows).
+ */
+function segmentRows(
+  work: SegmentWork,
+  index: number,
+  signal: AbortSignal,
+  fromText: boolean,
+  onRead?: (read: SegmentRead) => void,
+): AsyncIterable<InputRow[]> {
+  return work.rows ? work.rows(index, signal) : readSegment(work.storage, work.run.input, index, work.run.request.options, signal, fromText, onRead);
 }
 
 /**
@@ -147,8 +157,13 @@ class SegmentPiece {
   private readonly errorsWrite: Promise<{ bytes: number }>;
   private readonly writes: Promise<[{ bytes: number }, { bytes: number }]>;
   private readonly writer: RowWriter;
-  private readonly file: InputFilePlan;
+  /** The columns of the segment's rows: its file's, or the database input's. */
+  private readonly columns: readonly string[];
+  /** Where the segment's rows are, as messages name it: its file, or the database. */
+  private readonly source: string;
   private readonly dialect: CsvDialect;
+  /** What reading the segment's rows to their end found (a database input's checksum of them). */
+  private read: SegmentRead = {};
   private readonly quarantine: ReturnType<typeof errorLines>;
   private readonly kept: (row: InputRow) => InputRow;
   // Each batch is given counts of its own (see `pending`).
@@ -170,7 +185,7 @@ class SegmentPiece {
   constructor(
     private readonly work: SegmentWork,
     private readonly index: number,
-    private readonly segment: SegmentPlan,
+    private readonly segment: AnySegmentPlan,
     private readonly before: SegmentPrefix | undefined,
   ) {
     const { run, storage } = work;
@@ -192,21 +207,22 @@ class SegmentPiece {
     ]);
     this.writes.catch(this.fail);
 
-    const passThroughText = writesRowsAsRead(run, segment.file);
+    const file = segmentFile(run.input, index);
+    const passThroughText = writesRowsAsRead(run, index);
     this.writer = createRowWriter(run.outputFormat === 'parquet' ? 'values' : run.outputFormat, {
       inputColumns: run.output.inputColumns,
       predictionColumns: run.schema.columns,
       rowNumber: run.output.rowNumber,
       passThroughText,
     });
-    const file = run.input.files[segment.file];
-    const dialect = dialectForName(formatLocation(file.location), run.request.options);
-    this.file = file;
+    const dialect = file ? dialectForName(formatLocation(file.location), run.request.options) : DEFAULT_DIALECT;
+    const columns = file?.columns ?? run.input.columns;
+    this.columns = columns;
+    this.source = file ? formatLocation(file.location) : run.input.location;
     this.dialect = dialect;
     // Several files: a quarantined row names its file, since its row number counts through them all.
-    this.quarantine = errorLines(run.input.syntax, run.input.files.length > 1 ? formatLocation(file.location) : undefined, (text) =>
-      csvRecord(text, file.columns, dialect),
-    );
+    const several = run.input.syntax !== 'postgresql' && run.input.files.length > 1;
+    this.quarantine = errorLines(run.input.syntax, several ? this.source : undefined, (text) => csvRecord(text, columns, dialect));
     // A batch keeps of a row what writing its answer needs. Where the output is the rows' text as
     // read, that is the text and its place: the record (a CSV row's field strings, a JSON row's
     // values) then dies young. Kept until the answer, every young collection copied it and then
@@ -215,7 +231,7 @@ class SegmentPiece {
       ? (row: InputRow): InputRow => (row.record === undefined || row.text === undefined ? row : { index: row.index, line: row.line, text: row.text })
       : (row: InputRow) => row;
     this.scoring = segmentScoring(work, this.log, this.signal);
-    this.fromText = passThroughText && file.syntax === 'csv';
+    this.fromText = passThroughText && file?.syntax === 'csv';
     this.encoder = this.newEncoder();
   }
 
@@ -226,7 +242,8 @@ class SegmentPiece {
     // The rows the earlier pieces hold are read past, not sent.
     let skip = rowsBefore;
     try {
-      for await (const chunk of segmentRows(work, index, this.signal, this.fromText)) {
+      const onRead = (read: SegmentRead) => (this.read = read);
+      for await (const chunk of segmentRows(work, index, this.signal, this.fromText, onRead)) {
         const rows = skip === 0 ? chunk : chunk.slice(Math.min(skip, chunk.length));
         skip -= chunk.length - rows.length;
         for (const row of rows) {
@@ -252,7 +269,7 @@ class SegmentPiece {
       while (pending.length > 0) await this.flushOne();
       if (rowsBefore + counts.rowsIn !== this.segment.rows) {
         throw new InputError(
-          `${formatLocation(run.input.files[this.segment.file].location)}: segment ${index} held ${rowsBefore + counts.rowsIn} rows where planning counted ${this.segment.rows}; the input changed during the run`,
+          `${this.source}: segment ${index} held ${rowsBefore + counts.rowsIn} rows where planning counted ${this.segment.rows}; the input changed during the run`,
           'E_INPUT_CHANGED',
         );
       }
@@ -300,7 +317,7 @@ class SegmentPiece {
   /** An encoder of the segment's rows; it keeps each row's values as it encodes them, for the input profile. */
   private newEncoder(): RequestEncoder {
     const { run } = this;
-    return new RequestEncoder(run.sent, run.input.syntax === 'csv', this.scoring.rowIdMember, { columns: this.file.columns, ...this.dialect }, true);
+    return new RequestEncoder(run.sent, run.input.syntax === 'csv', this.scoring.rowIdMember, { columns: this.columns, ...this.dialect }, true);
   }
 
   /** Writes the oldest batch sent, once answered, and gives its turn back. */
@@ -382,6 +399,7 @@ class SegmentPiece {
       ...work.facts,
       slots: work.slots.concurrency,
       bytes: { rows: written[0].bytes, errors: written[1].bytes },
+      ...(this.read.sha256 !== undefined && { sha256: this.read.sha256 }),
       profile: profileJson,
       ...(comparison && { comparison: comparison.toJSON() }),
     });
@@ -467,11 +485,12 @@ function inPlace(sent: readonly RowOutcome[], malformed: readonly MalformedRow[]
  * skips re-quoting every input field, most of the cost of writing a row. A CSV file in another
  * dialect, or one whose columns come in another order than the run's first file, is re-written.
  */
-function writesRowsAsRead(run: PreparedRun, file: number): boolean {
+function writesRowsAsRead(run: PreparedRun, index: number): boolean {
   const kept = run.output.inputColumns;
-  if (run.outputFormat !== run.input.syntax) return false;
+  const file = segmentFile(run.input, index);
+  if (!file || run.outputFormat !== run.input.syntax) return false;
   if (run.input.syntax === 'jsonl') return kept.length === run.input.columns.length;
-  const { columns, location } = run.input.files[file];
+  const { columns, location } = file;
   if (run.input.syntax !== 'csv' || kept.length !== columns.length || kept.some((c, i) => c !== columns[i])) return false;
   const dialect = dialectForName(formatLocation(location), run.request.options);
   return dialect.delimiter === DEFAULT_DIALECT.delimiter && dialect.quote === DEFAULT_DIALECT.quote;
@@ -483,7 +502,7 @@ function writesRowsAsRead(run: PreparedRun, file: number): boolean {
  * Lines, spliced in as read so long numbers keep their digits), or the text of a row that could
  * not be read. `file` names the row's file in a run of several.
  */
-function errorLines(syntax: InputSyntax, file: string | undefined, reread: (text: string) => Record<string, unknown> | undefined) {
+function errorLines(syntax: InputPlan['syntax'], file: string | undefined, reread: (text: string) => Record<string, unknown> | undefined) {
   const where = file === undefined ? '' : `"file":${JSON.stringify(file)},`;
   const input = (row: InputRow): string => {
     if (row.problem !== undefined || row.text === undefined) return JSON.stringify(row.record ?? row.text);

@@ -15,6 +15,8 @@ import { segmentCountsSchema, segmentFactsSchema } from './segment-counts.js';
 export const segmentDoneSchema = segmentCountsSchema.extend(segmentFactsSchema.partial().shape).extend({
   bytes: z.object({ rows: z.int().min(0), errors: z.int().min(0) }),
   profile: segmentProfileSchema.nullable().default(null),
+  /** A database input's segment: the sha256 of its rows as read (see readDatabaseSegment); absent for files. */
+  sha256: z.string().optional(),
   /** Shadow scoring's comparison of the segment's rows (see ComparisonAccumulator); absent without --compare-model. */
   comparison: segmentComparisonSchema.optional(),
   /** Requests the segment's process allowed in flight when it ended: where `--concurrency auto` got to (absent before 0.4.0). */

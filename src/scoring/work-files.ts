@@ -16,7 +16,7 @@ export function workFileNames(run: PreparedRun, done: readonly Pick<SegmentDone,
     runFiles.prepared(folder),
     runFiles.caps(folder),
     runFiles.attempt(folder),
-    ...run.input.files.map((_, i) => runFiles.stagedInput(folder, i)),
+    ...(run.input.syntax === 'postgresql' ? [] : run.input.files).map((_, i) => runFiles.stagedInput(folder, i)),
     ...run.input.segments.flatMap((s) => [
       ...piecesOf(done[s.index], (piece) => runFiles.segmentPart(folder, s.index, run.outputFormat, piece)),
       ...piecesOf(done[s.index], (piece) => runFiles.segmentErrors(folder, s.index, piece)),

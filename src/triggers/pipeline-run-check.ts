@@ -1,3 +1,4 @@
+import { formatRunInput, parseRunInput } from '../config/index.js';
 import { BatchScorerError } from '../errors.js';
 import type { RunJobData } from '../queue/index.js';
 import { formatLocation, parseLocation } from '../storage/index.js';
@@ -10,6 +11,9 @@ import type { Pipeline } from './pipelines.js';
 type RunRequestText = RunJobData['request'];
 
 const same = (a: string, b: string) => formatLocation(parseLocation(a)) === formatLocation(parseLocation(b));
+
+/** Whether two inputs are the same: files at one location, or one database. */
+const sameInput = (a: string, b: string) => formatRunInput(parseRunInput(a)) === formatRunInput(parseRunInput(b));
 
 /**
  * Why a run whose trigger names a pipeline is not a run that pipeline, as `pipelines` declare it,
@@ -27,9 +31,12 @@ export function pipelineRunProblem(pipelines: readonly Pipeline[], request: RunR
   if (request.model !== declared.model) return `its model is not pipeline ${name}'s`;
   if (!same(request.out, declared.output)) return `its output is not pipeline ${name}'s`;
   if (request.options.service !== declared.options.service) return `its service is not pipeline ${name}'s`;
+  // A database input's rows are its table or query: another would read other rows under the pipeline's name.
+  const rows = ['table', 'query', 'segmentBy'] as const;
+  if (rows.some((option) => request.options[option] !== declared.options[option])) return `its table or query is not pipeline ${name}'s`;
   if (trigger.kind === 'schedule') {
     if (declared.kind !== 'schedule') return `pipeline ${name} has no schedule`;
-    return same(request.input, fillDateTemplate(declared.input, new Date(trigger.fireTime), declared.schedule.tz))
+    return sameInput(request.input, fillDateTemplate(declared.input, new Date(trigger.fireTime), declared.schedule.tz))
       ? undefined
       : `its input is not pipeline ${name}'s for its fire time`;
   }

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { CronExpressionParser } from 'cron-parser';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { checkedText, formatIssues, type RunOptions, type RunOptionsInput, runOptionsSchema } from '../config/index.js';
-import { BatchScorerError, UsageError } from '../errors.js';
+import { checkedText, checkInputOptions, formatIssues, parseRunInput, type RunOptions, type RunOptionsInput, runOptionsSchema } from '../config/index.js';
+import { BatchScorerError, errorMessage, UsageError } from '../errors.js';
 import { checkTableOptions } from '../scoring/index.js';
 import { type PipelineNotify, pipelineNotifySchema } from '../notify/index.js';
 import { parseModelRef } from '../service/index.js';
@@ -72,8 +72,8 @@ const pipelineDocumentSchema = z
   .object({
     name: pipelineNameSchema,
     model: checkedText(parseModelRef),
-    /** Scheduled pipelines: the input, with optional `{date}` / `{date-Nd}` placeholders. */
-    input: checkedText(parseLocation).optional(),
+    /** Scheduled pipelines: the input, with optional `{date}` / `{date-Nd}` placeholders; or a database (`postgresql://...`, with options.table or options.query). */
+    input: checkedText(parseRunInput).optional(),
     output: checkedText(parseLocation),
     schedule: cronSchema.strict().optional(),
     trigger: z
@@ -110,7 +110,15 @@ const pipelineDocumentSchema = z
     // Each bad option named under `options.`, in the words the CLI uses for flags.
     if (!options.success) for (const bad of options.error.issues) ctx.addIssue({ ...bad, path: ['options', ...bad.path] });
     else if ('runId' in doc.options) issue(['options', 'runId'], "is derived from the pipeline's name and what started the run; remove it");
-    else tableOptionsIssue(doc.input ?? doc.trigger?.prefix ?? '', options.data, (message) => issue(['options'], message));
+    else {
+      // A database input names its rows (table or query); files, a trigger's too, take none of those options.
+      try {
+        checkInputOptions(parseRunInput(doc.input ?? doc.trigger?.prefix ?? ''), options.data, 'fields');
+      } catch (err) {
+        issue(['options'], errorMessage(err));
+      }
+      tableOptionsIssue(doc.input ?? doc.trigger?.prefix ?? '', options.data, (message) => issue(['options'], message));
+    }
   });
 
 /** Options that do not go with `outTable` (see checkTableOptions), said as the pipeline's issue: found by `pipelines check`, not when the pipeline fires. */

@@ -34,6 +34,21 @@ describe('connections to the real PostgreSQL', () => {
     expect(refused?.retriable).toBe(true);
   });
 
+  it('stops connecting when its signal is aborted, at any point, leaving nothing open', async () => {
+    await import('pg');
+    for (const delay of [0, 1, 3, 10]) {
+      const stop = new AbortController();
+      const connecting = connectDatabase(parseDatabaseUrl(DATABASE_URL), { signal: stop.signal });
+      setTimeout(() => stop.abort(), delay);
+      const err = await caught(connecting.then((db) => db.end()));
+      // Connected before the abort: ended by it, or by the test.
+      if (err) expect(err.code).toBe('E_ABORTED');
+    }
+    const stop = new AbortController();
+    stop.abort();
+    expect((await caught(connectDatabase(parseDatabaseUrl(DATABASE_URL), { signal: stop.signal })))?.code).toBe('E_ABORTED');
+  });
+
   it('bounds a statement by statement_timeout, as a passing failure', async () => {
     const db = await connectDatabase(parseDatabaseUrl(DATABASE_URL), { statementTimeoutMs: 200 });
     try {

@@ -295,6 +295,7 @@ describe('the policy settings', () => {
     });
     expect(policy).toEqual({
       inputRoots: [at('/data/in'), at('s3://data/'), at('/srv/x')],
+      inputDatabases: [],
       outputRoots: [at('s3://results/')],
       // OUTPUT_ROOTS set but naming no database: --out-database may name none.
       outputDatabases: [],
@@ -302,6 +303,28 @@ describe('the policy settings', () => {
       serviceUrls: ['http://a:47334', 'http://b:1', 'http://c:2/v1'],
     });
     expect(load({ INPUT_ROOTS: '', OUTPUT_ROOTS: ' ' }).policy).toEqual({});
+  });
+
+  it('list PostgreSQL databases apart: a database input is allowed when INPUT_ROOTS names its database, refused otherwise', async () => {
+    const { policy } = load({ INPUT_ROOTS: '/data/in, postgresql://db.internal:5432/sales', OUTPUT_ROOTS: 's3://results/' });
+    expect(policy).toMatchObject({
+      inputRoots: [at('/data/in')],
+      inputDatabases: [{ host: 'db.internal', port: 5432, database: 'sales' }],
+      outputRoots: [at('s3://results/')],
+    });
+    // The user and sslmode aside, the same database is allowed.
+    await checkRun(policy, { input: 'postgresql://analyst@DB.internal/sales?sslmode=require', out: 's3://results/' });
+    const other = await refusal(checkRun(policy, { input: 'postgresql://analyst@db.internal:5432/hr', out: 's3://results/' }));
+    expect(other.message).toBe(
+      'input postgresql://analyst@db.internal:5432/hr is not allowed: INPUT_ROOTS lists postgresql://db.internal:5432/sales; read one it lists, or add it to INPUT_ROOTS',
+    );
+    // INPUT_ROOTS without databases allows none; unset, any.
+    const none = load({ INPUT_ROOTS: '/data/in' }).policy;
+    expect((await refusal(checkRun(none, { input: 'postgresql://db.internal/sales', out: '/tmp/x' }))).message).toMatch(/INPUT_ROOTS lists no database;/);
+    await checkRun({}, { input: 'postgresql://db.internal/sales', out: '/tmp/x' });
+    const withPassword = configError({ INPUT_ROOTS: 'postgresql://u:pa55word@db/sales' });
+    expect(withPassword).toMatch(/^INPUT_ROOTS: database URL .* carries a password/);
+    expect(withPassword).not.toContain('pa55word');
   });
 
   it('refuse a relative path, a glob, an empty entry and a service URL that cannot be one, naming the setting', () => {

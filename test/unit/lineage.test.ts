@@ -24,6 +24,16 @@ describe('lineage dataset names', () => {
     expect(datasetName('file:///tmp/in/a%20b.csv')).toEqual({ namespace: 'file', name: '/tmp/in/a b.csv' });
   });
 
+  it('names a PostgreSQL table by its server, database, schema and table; a query by none', () => {
+    expect(datasetName('postgresql://scorer@db.internal/sales', 'public.rentals')).toEqual({
+      namespace: 'postgres://db.internal:5432',
+      name: 'sales.public.rentals',
+    });
+    expect(datasetName('postgres://db:6543/sales', '"Q1".rentals')).toEqual({ namespace: 'postgres://db:6543', name: 'sales.Q1.rentals' });
+    expect(datasetName('postgresql://db/sales')).toBeUndefined();
+    expect(datasetName('postgresql://u:pw@db/sales', 'public.rentals')).toBeUndefined();
+  });
+
   it('names no dataset for a folder, a glob or text that is no location', () => {
     expect(datasetName('s3://data/in/')).toBeUndefined();
     expect(datasetName('s3://data/in/part-*.csv')).toBeUndefined();

@@ -17,6 +17,7 @@ beforeAll(async () => {
     [
       `name: nightly\nmodel: ${MODEL}\ninput: s3://data/rentals/{date-1d}.csv\noutput: s3://results/nightly/\nschedule: { cron: "0 2 * * *", tz: Europe/Paris }\n`,
       `name: inbox\nmodel: ${MODEL}\ntrigger: { prefix: s3://inbox/rentals/, suffix: .csv }\noutput: s3://results/inbox/\noptions: { service: "https://models.example/v1" }\n`,
+      `name: table\nmodel: ${MODEL}\ninput: postgresql://scorer@db:5432/sales\noutput: s3://results/table/\nschedule: { cron: "0 3 * * *" }\noptions: { table: public.rentals }\n`,
     ].join('---\n'),
   );
   pipelines = await loadPipelines(dir);
@@ -77,6 +78,21 @@ describe('a run naming a pipeline', () => {
       ],
     ];
     for (const [request, problem] of refusals) expect(pipelineRunProblem(pipelines, request), problem).toBe(problem);
+  });
+
+  it('reads the table or query of a pipeline whose input is a database, and no other', () => {
+    const table: RunJobData['request'] = {
+      input: 'postgres://scorer@db/sales',
+      model: MODEL,
+      out: 's3://results/table/',
+      options: { runId: 'table-20261123T0200Z', table: 'public.rentals' },
+      trigger: { ...schedule, pipeline: 'table', cron: '0 3 * * *', tz: 'UTC' },
+    };
+    expect(pipelineRunProblem(pipelines, table)).toBeUndefined();
+    expect(pipelineRunProblem(pipelines, { ...table, options: { ...table.options, table: 'hr.salaries' } })).toBe("its table or query is not pipeline table's");
+    const query = { ...table.options, table: undefined, query: 'SELECT * FROM hr.salaries', segmentBy: 'id' };
+    expect(pipelineRunProblem(pipelines, { ...table, options: query })).toBe("its table or query is not pipeline table's");
+    expect(pipelineRunProblem(pipelines, { ...table, input: 'postgresql://scorer@db/hr' })).toBe("its input is not pipeline table's for its fire time");
   });
 
   it('is refused as E_NOT_ALLOWED by the worker’s check, text that is no location or time included', () => {

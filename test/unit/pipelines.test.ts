@@ -72,6 +72,22 @@ describe('jobs/*.yaml', () => {
     expect(pipelines[0].options).toMatchObject({ outputPerFile: true, keepColumns: ['listing_id'], delimiter: ';', encoding: 'latin1' });
   });
 
+  it('takes a database as a scheduled input, with its table or query among the options', async () => {
+    const table = SCHEDULED.replace('input: s3://data/{date}.csv', 'input: postgresql://scorer@db.internal:5432/sales').replace(
+      'schedule:',
+      'options: { table: public.rentals }\nschedule:',
+    );
+    const [nightly] = await loadPipelines(jobsDir({ 'p.yaml': table }));
+    expect(nightly).toMatchObject({ kind: 'schedule', input: 'postgresql://scorer@db.internal:5432/sales', options: { table: 'public.rentals' } });
+    const refused = async (text: string) => (await refusal(jobsDir({ 'p.yaml': text }))).message;
+    expect(await refused(table.replace('options: { table: public.rentals }\n', ''))).toContain(
+      "options: postgresql://scorer@db.internal:5432/sales is a database: name its rows with table schema.table or query 'SELECT ...'",
+    );
+    expect(await refused(table.replace('scorer@', 'scorer:pw-9x1@'))).toMatch(/input: database URL .* carries a password/);
+    expect(await refused(table.replace('scorer@', 'scorer:pw-9x1@'))).not.toContain('pw-9x1');
+    expect(await refused(`${DROP}options: { table: public.rentals }\n`)).toContain('options: table: for a database input');
+  });
+
   it('takes a priority among the options, and names a bad one', async () => {
     const [urgent] = await loadPipelines(jobsDir({ 'p.yaml': `${DROP}options: { priority: high }\n` }));
     expect(urgent.options).toEqual({ priority: 'high' });
