@@ -26,6 +26,7 @@ export interface RescoredRows {
   parts: { location: Location; file: number; rows: number[] }[];
   /** The version's segments' done markers, by segment: the parts' pieces and rows scored. */
   done: SegmentDone[];
+  /** The version's logger: a table's staging and publish say what they did. */
   log: Logger;
   signal?: AbortSignal;
 }

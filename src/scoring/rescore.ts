@@ -74,8 +74,10 @@ const RESCORE_IDS = 1000;
  * new version of the run's outputs into a run folder of its own (`<out>/<newRunId>/`): the run's
  * outputs with the rows scored now at their places (see PublishRescored), an errors.jsonl of the
  * rows still quarantined, the run's describe.json, and a manifest naming the run it patched
- * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A request refused (the run,
- * its files, the rows file) is refused before anything is sent or written.
+ * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A run that wrote into a
+ * table has the rows scored now added to that table instead, once (see rescore-table.ts); a retry
+ * of a version whose publish committed finishes its folder, sending nothing. A request refused
+ * (the run, its files, the rows file, the table) is refused before anything is sent or written.
  */
 export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): Promise<Manifest> {
   const { storage, signal } = ctx;
