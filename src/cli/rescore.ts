@@ -27,7 +27,7 @@ export function registerRescore(program: Command): void {
   program
     .command('rescore')
     .description(
-      "send again the rows a finished run quarantined, as they were (the model was fixed) or as corrected in a copy of its errors.jsonl (--rows), and write a new version of the run's outputs into <out>/<new run id>/: the rows scored now at their places in input order, as if the run had scored them the first time, errors.jsonl of the rows still quarantined, and a manifest naming the run patched (patches). Exit 0 once the version is written, rows still quarantined or not (see --json)",
+      "send again the rows a finished run quarantined, as they were (the model was fixed) or as corrected in a copy of its errors.jsonl (--rows), and write a new version of the run's outputs into <out>/<new run id>/: the rows scored now at their places in input order, as if the run had scored them the first time (added to its table in one publish, for a run that wrote into one), errors.jsonl of the rows still quarantined, and a manifest naming the run patched (patches). Exit 0 once the version is written, rows still quarantined or not (see --json)",
     )
     .argument('<runId>', 'the run to patch: one that succeeded (or was accepted), in <out>/<runId>/', runIdArgument)
     .requiredOption('--out <prefix>', 'the output folder or prefix the run wrote into; the new version goes beside it')
@@ -72,6 +72,7 @@ async function rescoreCommand(runId: string, flags: RescoreFlags): Promise<void>
         log: createLogger({ level: settings.logLevel }),
         predictorFor: serviceClientFactory(settings.serviceTokens, settings.limits),
         limits: settings.limits,
+        policy: settings.policy,
         signal: interrupt.signal,
         onClaimed: (id) => (claimed = { runId: id, folder: formatLocation(runFiles.folder(flags.out, id)) }),
       },
@@ -114,6 +115,7 @@ function summary(manifest: Manifest) {
     counts: { rowsIn: c.rowsIn, rowsScored: c.rowsScored, rowsQuarantined: c.rowsQuarantined },
     durationMs: manifest.durationMs,
     outputs: manifest.outputs,
+    ...(manifest.table && { table: manifest.table }),
   };
 }
 
@@ -125,6 +127,7 @@ function formatRescored(manifest: Manifest): string {
   return [
     `run ${manifest.runId} patched run ${patches!.runId}: ${sent.rowsIn} rows sent again, ${sent.rowsScored} scored, ${sent.rowsQuarantined} quarantined again; ${c.rowsScored} rows scored and ${c.rowsQuarantined} quarantined in all; in ${(manifest.durationMs / 1000).toFixed(1)} s`,
     ...manifest.warnings.map((w) => `warning: ${w}`),
+    ...(manifest.table ? [`table: ${manifest.table.rows} rows added to ${manifest.table.table} of ${manifest.table.database}`] : []),
     `run folder: ${manifest.folder ?? ''}`,
     '',
   ].join('\n');

@@ -32,4 +32,14 @@ export { columnValueType, valueReader, type ColumnValueType, type ValueReader } 
 export { inTransaction } from './transaction.js';
 export { checkTableColumns, createTable, readTableColumns, typeFits, type ExistingColumn, type TableColumn } from './table-columns.js';
 export { createStagingTable, publishStaged, stagedRows, stagePart, STAGING_ORDER, STAGING_PART } from './staging-table.js';
-export { ensureRunsTable, otherRun, publishedRun, recordRun, RUNS_TABLE_COLUMNS, type RunRecord } from './runs-table.js';
+export {
+  ensureRunsTable,
+  lockPatchesOf,
+  otherRun,
+  patchingRun,
+  publishedRun,
+  recordRun,
+  RUNS_TABLE_COLUMNS,
+  type PatchingRun,
+  type RunRecord,
+} from './runs-table.js';

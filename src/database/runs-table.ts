@@ -83,3 +83,36 @@ export function otherRun(table: TableName, runId: string, folder: string | null)
     `${formatTableName(table)} records run ${runId} already, published from ${folder ?? 'another run folder'}: choose another --run-id (or another --runs-table)`,
   );
 }
+
+/** A run the runs table records as patching another (see patchingRun). */
+export interface PatchingRun {
+  runId: string;
+  publishedAt: string;
+  /** Its run folder, as its manifest names it. */
+  folder: string | null;
+  /** Its manifest, as recorded. */
+  manifest: unknown;
+}
+
+/**
+ * The run the runs table records as patching `runId` (a version `rescore` published: its
+ * manifest's `patches.runId`), the latest when there are several; undefined when none does.
+ */
+export async function patchingRun(client: pg.Client, table: TableName, runId: string): Promise<PatchingRun | undefined> {
+  const { rows } = await client.query<{ run_id: string; published_at: Date; folder: string | null; manifest: unknown }>(
+    `SELECT run_id, published_at, manifest->>'folder' AS folder, manifest FROM ${quoteTable(table)}
+      WHERE manifest->'patches'->>'runId' = $1 ORDER BY published_at DESC LIMIT 1`,
+    [runId],
+  );
+  const found = rows[0];
+  return found && { runId: found.run_id, publishedAt: found.published_at.toISOString(), folder: found.folder, manifest: found.manifest };
+}
+
+/**
+ * Takes, inside the caller's transaction, the lock of the runs patching `runId` in `table`: a
+ * second transaction taking it waits until the first ends, then sees what it recorded. An advisory
+ * lock (on a digest of the names), so that a publisher needs no right but to insert.
+ */
+export async function lockPatchesOf(client: pg.Client, table: TableName, runId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`batch-scorer patches ${formatTableName(table)} ${runId}`]);
+}

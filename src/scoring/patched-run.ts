@@ -68,7 +68,7 @@ export async function readPatchedRun(storage: Storage, folder: Location, runId: 
   const errors = manifest.outputs.find((o) => o.file === 'errors.jsonl');
   if (!errors) throw new RunFolderError(`the manifest of ${where} lists no errors.jsonl: was it edited?`);
   const outputs = manifest.outputs.filter((o) => o !== errors);
-  for (const output of outputs) await checkFile(storage, folder, output, signal);
+  for (const output of outputs) await checkListedFile(storage, folder, output, signal);
   const quarantined = await readQuarantined(storage, folder, errors, manifest, signal);
   if (quarantined.rows.length !== counts.rowsQuarantined) {
     throw new RunFolderError(
@@ -124,7 +124,8 @@ export async function* listedBytes(storage: Storage, folder: Location, output: O
   hash.check();
 }
 
-async function checkFile(storage: Storage, folder: Location, output: OutputFile, signal?: AbortSignal): Promise<void> {
+/** Reads a file the manifest lists through, checking it (see listedBytes). */
+export async function checkListedFile(storage: Storage, folder: Location, output: OutputFile, signal?: AbortSignal): Promise<void> {
   for await (const chunk of listedBytes(storage, folder, output, signal)) void chunk;
 }
 

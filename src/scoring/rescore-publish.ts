@@ -1,12 +1,16 @@
 import { Readable } from 'node:stream';
 import { RunFolderError } from '../errors.js';
 import { decodeToUtf8, isUtf8 } from '../formats/index.js';
+import type { Logger } from '../log.js';
 import { formatLocation, type Location, type Storage } from '../storage/index.js';
 import { outputGroups, records, writeShards, type OutputGroup } from './assemble.js';
 import { gunzip } from './input-bytes.js';
 import type { OutputFile } from './manifest.js';
 import { listedBytes, type PatchedRun } from './patched-run.js';
 import type { PreparedRun } from './prepared-run.js';
+import { stageRescoredTable } from './rescore-table.js';
+import type { SegmentDone } from './segment-done.js';
+import type { StagedTable } from './table-load.js';
 
 /** The rows a rescore scored, ready to be published as a new version of the patched run's outputs. */
 export interface RescoredRows {
@@ -20,18 +24,33 @@ export interface RescoredRows {
    * ascending) the records are of, one each.
    */
   parts: { location: Location; file: number; rows: number[] }[];
+  /** The version's segments' done markers, by segment: the parts' pieces and rows scored. */
+  done: SegmentDone[];
+  /** The version's logger: a table's staging and publish say what they did. */
+  log: Logger;
   signal?: AbortSignal;
 }
 
-/** Publishes rescored rows: the version's outputs, as the manifest lists them (see publishToFiles). */
-export type PublishRescored = (rescored: RescoredRows) => Promise<OutputFile[]>;
+/**
+ * A version's outputs once written: the files the manifest lists (none for a table), and for a
+ * run that wrote into a table its rows staged, which the version publishes with its manifest.
+ */
+export interface RescoredOutputs {
+  files: OutputFile[];
+  table?: StagedTable;
+}
+
+/** Writes or stages a version's outputs (see rescorePublisher). */
+export type PublishRescored = (rescored: RescoredRows) => Promise<RescoredOutputs>;
 
 /**
- * How a patched run's rows are published: into files in the new version's folder. (A run whose
- * output is a table will have its rows inserted into that table in one transaction instead.)
+ * How a patched run's rows are published: into files in the new version's folder (see
+ * publishToFiles), or, for a run that wrote into a table, staged to be added to that table in the
+ * one transaction that records the version (see stageRescoredTable).
  */
-export function rescorePublisher(): PublishRescored {
-  return publishToFiles;
+export function rescorePublisher(run: PreparedRun): PublishRescored {
+  if (run.output.tableColumns) return async (rescored) => ({ files: [], table: await stageRescoredTable(rescored) });
+  return async (rescored) => ({ files: await publishToFiles(rescored) });
 }
 
 /**

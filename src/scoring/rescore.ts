@@ -1,8 +1,17 @@
 import pLimit from 'p-limit';
-import { type Limits, parseRunOptions, processConcurrency, type RunOptions, type RunOptionsInput } from '../config/index.js';
-import { BatchScorerError, RunFolderError, UsageError } from '../errors.js';
+import {
+  checkOutputDatabase,
+  type DeploymentPolicy,
+  type Limits,
+  parseRunOptions,
+  processConcurrency,
+  type RunOptions,
+  type RunOptionsInput,
+} from '../config/index.js';
+import { BatchScorerError, errorCode, errorMessage, RunFolderError, UsageError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { maxConcurrency } from '../service/index.js';
+import { shellWord } from '../shell-word.js';
 import { formatLocation, type Location, parseLocation, type Storage } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { describeChanges, describeSnapshotSchema, modelFacts, takeDescribeSnapshot } from './describe-snapshot.js';
@@ -16,6 +25,7 @@ import type { InputPlan } from './plan.js';
 import type { OwnPredictor, Predictor, PredictorFactory } from './predictor.js';
 import { runFiles, runModelSchema, type PreparedRun } from './prepared-run.js';
 import { rescorePublisher, type RescoredRows } from './rescore-publish.js';
+import { checkPatchedTable, finishPublishedVersion, patchedTableTarget } from './rescore-table.js';
 import { planRowsToSend, rowsSource, type RowReading, type RowsToSend } from './rescore-rows.js';
 import { openAttempt } from './run-attempt.js';
 import { claimRunFolder } from './run-folder-claim.js';
@@ -50,6 +60,8 @@ export interface RescoreContext {
   signal?: AbortSignal;
   /** Called once the new version has claimed its folder, with its run id: a failure is recorded there from then on. */
   onClaimed?: (runId: string) => void;
+  /** The deployment's policy: a run that wrote into a table is patched only where OUTPUT_ROOTS allows its database; unset: anywhere. */
+  policy?: DeploymentPolicy;
 }
 
 /** Run ids a default rescore id is looked for among: `<runId>.rescore-1` up to this. */
@@ -62,14 +74,18 @@ const RESCORE_IDS = 1000;
  * new version of the run's outputs into a run folder of its own (`<out>/<newRunId>/`): the run's
  * outputs with the rows scored now at their places (see PublishRescored), an errors.jsonl of the
  * rows still quarantined, the run's describe.json, and a manifest naming the run it patched
- * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A request refused (the run,
- * its files, the rows file) is refused before anything is sent or written.
+ * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A run that wrote into a
+ * table has the rows scored now added to that table instead, once (see rescore-table.ts); a retry
+ * of a version whose publish committed finishes its folder, sending nothing. A request refused
+ * (the run, its files, the rows file, the table) is refused before anything is sent or written.
  */
 export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): Promise<Manifest> {
   const { storage, signal } = ctx;
   const startedAt = new Date().toISOString();
   const patched = await readPatchedRun(storage, runFiles.folder(request.out, request.runId), request.runId, signal);
   const options = rescoreOptions(patched, request);
+  const target = patchedTableTarget(patched, options);
+  if (target && ctx.policy) checkOutputDatabase(ctx.policy, target.database);
   const reading: RowReading = { patched, options, limits: ctx.limits };
   const rowsName = request.rows === undefined ? formatLocation(listedFile(patched.folder, patched.errors)) : `--rows ${excerpt(request.rows)}`;
   const rowsAt = request.rows === undefined ? listedFile(patched.folder, patched.errors) : parseLocation(request.rows);
@@ -77,6 +93,12 @@ export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): 
   if (toSend.rows.length === 0) throw nothingToSend(patched, toSend, request.rows !== undefined);
   const runId = request.newRunId ?? (await freeRunId(storage, request.out, patched.runId, signal));
   const folder = runFiles.folder(request.out, runId);
+  if (target) {
+    // What the table's rows are, and whether this version was published already, is known before anything is sent.
+    const rescore = { target, patched, version: { runId, folder } };
+    const published = await checkPatchedTable(storage, rescore, signal);
+    if (published) return await finishPublishedVersion(storage, rescore, published, signal);
+  }
   const runRequest: RunRequest = {
     input: patched.manifest.input.location,
     model: patched.manifest.model.requested,
@@ -243,18 +265,41 @@ async function scoreVersion(ctx: RescoreContext, version: Version): Promise<Mani
     file: s.file,
     rows: toSend.rows.slice(s.firstRow, s.firstRow + s.rows).filter((row) => !refused.has(row)),
   }));
-  const outputs = await rescorePublisher()({ storage, patched, run, parts, ...(signal && { signal }) });
-  const errors = await writePatchedErrors(storage, patched, run.folder, toSend.rows, refusedRows(storage, errorParts, signal), signal);
-  const warnings = [...version.warnings, ...(await modelChangeWarnings(run, { storage, client, log, ...(signal && { signal }) }))];
-  const timings = { planMs: plannedAt - Date.parse(version.startedAt), scoreMs: scoredAt - plannedAt, assembleMs: Date.now() - scoredAt };
-  const manifest = versionManifest(version, { done, outputs: [...outputs, errors], warnings, timings, concurrency: work.slots.concurrency });
-  await writeRunFile(storage, runFiles.manifest(run.folder), manifest, { pretty: true, signal });
-  await storage.write(runFiles.success(run.folder), '', { signal });
+  const outputs = await rescorePublisher(run)({ storage, patched, run, parts, done, log, ...(signal && { signal }) });
+  const { table } = outputs;
+  let manifest: ReturnType<typeof versionManifest>;
+  try {
+    const errors = await writePatchedErrors(storage, patched, run.folder, toSend.rows, refusedRows(storage, errorParts, signal), signal);
+    const warnings = [...version.warnings, ...(await modelChangeWarnings(run, { storage, client, log, ...(signal && { signal }) }))];
+    const timings = { planMs: plannedAt - Date.parse(version.startedAt), scoreMs: scoredAt - plannedAt, assembleMs: Date.now() - scoredAt };
+    const facts = { done, outputs: [...outputs.files, errors], table: table?.summary, warnings, timings, concurrency: work.slots.concurrency };
+    manifest = versionManifest(version, facts);
+    // The table's _SUCCESS: the version's rows and its record, committed together, before its run folder's.
+    await table?.publish(manifest);
+  } catch (err) {
+    await table?.discard().catch(() => undefined);
+    throw err;
+  } finally {
+    await table?.end();
+  }
+  await finishFolder(storage, run, manifest, signal).catch((err: unknown) => {
+    if (!table) throw err;
+    const finish = `batch-scorer rescore ${shellWord(patched.runId)} --out ${shellWord(run.request.out)} --run-id ${shellWord(run.runId)}`;
+    throw new BatchScorerError(errorCode(err), `${errorMessage(err)}; the rows are in ${table.summary.table} already: finish the run folder with ${finish}`, {
+      cause: err,
+    });
+  });
   await removeWorkFiles(storage, run, done).catch((err: unknown) => {
     log.warn({ err, folder: formatLocation(run.folder) }, 'could not remove the files of _work; they may be deleted by hand');
   });
   log.info({ sent: toSend.rows.length, scored: manifest.patches.counts.rowsScored, refused: refused.size, folder: manifest.folder }, 'rescore succeeded');
   return manifest;
+}
+
+/** Writes a version's manifest.json, then `_SUCCESS`. */
+async function finishFolder(storage: Storage, run: PreparedRun, manifest: Manifest, signal?: AbortSignal): Promise<void> {
+  await writeRunFile(storage, runFiles.manifest(run.folder), manifest, { pretty: true, signal });
+  await storage.write(runFiles.success(run.folder), '', { signal });
 }
 
 /**
@@ -266,7 +311,15 @@ async function scoreVersion(ctx: RescoreContext, version: Version): Promise<Mani
  */
 function versionManifest(
   version: Version,
-  facts: { done: SegmentDone[]; outputs: OutputFile[]; warnings: string[]; timings: NonNullable<Manifest['timings']>; concurrency: number },
+  facts: {
+    done: SegmentDone[];
+    outputs: OutputFile[];
+    /** For a run that wrote into a table: where the version's rows go, and how many (those it scored). */
+    table: Manifest['table'];
+    warnings: string[];
+    timings: NonNullable<Manifest['timings']>;
+    concurrency: number;
+  },
 ): Manifest & { patches: NonNullable<Manifest['patches']> } {
   const { patched, run } = version;
   const rescore = emptyCounts();
@@ -276,8 +329,11 @@ function versionManifest(
   const counts: SegmentCounts & { segments: number } = { ...sumCounts([before, { ...rescore, rowsIn: 0, rowsScored: 0, rowsQuarantined: 0 }]), segments };
   counts.rowsScored += rescore.rowsScored;
   counts.rowsQuarantined -= rescore.rowsScored;
-  const written = facts.outputs.filter((o) => o.file !== 'errors.jsonl').reduce((n, o) => n + o.rows, 0);
-  if (written !== counts.rowsScored) throw new RunFolderError(`run ${run.runId} wrote ${written} output rows where it counts ${counts.rowsScored} scored`);
+  // A version's files hold every row scored; a table holds the run's rows already, and takes the version's.
+  const [written, scored] = facts.table
+    ? [facts.table.rows, rescore.rowsScored]
+    : [facts.outputs.filter((o) => o.file !== 'errors.jsonl').reduce((n, o) => n + o.rows, 0), counts.rowsScored];
+  if (written !== scored) throw new RunFolderError(`run ${run.runId} wrote ${written} output rows where it counts ${scored} scored`);
   const profile = `no prediction profile: run ${run.runId} patches run ${patched.runId}, whose manifest keeps its profile's summary only, which cannot take the rows rescored`;
   const comparison = patched.manifest.comparison
     ? [
@@ -295,6 +351,7 @@ function versionManifest(
     timings: facts.timings,
     concurrency: { asked: run.request.options.concurrency ?? null, settled: facts.concurrency },
     warnings: [...patched.manifest.warnings, ...facts.warnings, profile, ...comparison],
+    table: facts.table,
   });
   return {
     ...built,

@@ -6,6 +6,7 @@ import {
   createTable,
   databaseError,
   ensureRunsTable,
+  formatDatabaseUrl,
   formatTableName,
   otherRun,
   publishedRun,
@@ -16,10 +17,11 @@ import {
   stagedRows,
   stagePart,
   type DatabaseConnection,
+  type RunRecord,
   type TableColumn,
   type TableName,
 } from '../database/index.js';
-import { RunFolderError } from '../errors.js';
+import { BatchScorerError, RunFolderError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { formatLocation, type Storage } from '../storage/index.js';
 import { readPart } from './assemble.js';
@@ -49,6 +51,8 @@ export interface StagedTable {
    * table's `_SUCCESS`. Nothing is done for a run the runs table records already.
    */
   publish(manifest: Manifest): Promise<void>;
+  /** Drops the staging table and the rows in it: for a run that will not publish them (a rescore that failed, which is not resumed). */
+  discard(): Promise<void>;
   /** Closes the connection; safe to call twice. */
   end(): Promise<void>;
 }
@@ -62,13 +66,36 @@ export function stagingTable(run: Pick<PreparedRun, 'runId' | 'folder'>, target:
   return { schema: target.table.schema, table: `batch_scorer_stage_${run.runId.slice(0, 35)}_${digest}` };
 }
 
+/** How a run's rows are staged and published besides the usual (see stageTable). */
+export interface StageOptions {
+  /**
+   * Whether the runs table and the out-table are made when missing: a run's own publish makes
+   * them (the default); a rescore adds rows to the tables its run published into, and a table
+   * missing since is refused (see existingTableColumns).
+   */
+  make?: boolean;
+  /**
+   * Records the run in the runs table, first in the publishing transaction: false when it is
+   * recorded already, and nothing is published then. Default: recordRun.
+   */
+  record?: (db: DatabaseConnection, runsTable: TableName, record: RunRecord) => Promise<boolean>;
+}
+
 /**
  * The final step's first half for a run writing into a table: the runs table made or checked, the
- * out-table made when missing and checked, and every segment's rows loaded into the staging table
- * (see stagePart), but for segments staged whole already by an earlier attempt. A run the runs
- * table records already (its publish committed, the run folder not yet finished) stages nothing.
+ * out-table made when missing (see StageOptions) and checked, and every segment's rows loaded into
+ * the staging table (see stagePart), but for segments staged whole already by an earlier attempt.
+ * A run the runs table records already (its publish committed, the run folder not yet finished)
+ * stages nothing.
  */
-export async function stageTable(storage: Storage, run: PreparedRun, done: SegmentDone[], log: Logger, signal?: AbortSignal): Promise<StagedTable> {
+export async function stageTable(
+  storage: Storage,
+  run: PreparedRun,
+  done: SegmentDone[],
+  log: Logger,
+  signal?: AbortSignal,
+  { make = true, record = (db, table, r) => recordRun(db.client, table, r) }: StageOptions = {},
+): Promise<StagedTable> {
   const target = runTableTarget(run);
   const columns = run.output.tableColumns!;
   const rows = done.reduce((n, d) => n + d.rowsScored, 0);
@@ -77,13 +104,13 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
   const summary = { ...describeTarget(target), rows };
   try {
     const { client } = db;
-    const published = await runRecorded(db, run, target);
+    const published = await runRecorded(db, run, target, { make });
     if (published) {
       log.info({ table: summary.table }, 'the run is published already: its rows are in the table');
       await doing(`dropping ${formatTableName(staging)}`, () => client.query(`DROP TABLE IF EXISTS ${quoteTable(staging)}`));
-      return { rows, summary, publish: async () => {}, end: () => db.end() };
+      return { rows, summary, publish: async () => {}, discard: async () => {}, end: () => db.end() };
     }
-    const types = (await tableColumns(db, target, columns))!;
+    const types = make ? (await tableColumns(db, target, columns))! : await existingTableColumns(db, target, columns);
     await doing(`making the staging table ${formatTableName(staging)}`, () => createStagingTable(client, staging, types));
     const staged = await doing(`reading ${formatTableName(staging)}`, () => stagedRows(client, staging));
     for (const segment of run.input.segments) {
@@ -102,14 +129,14 @@ export async function stageTable(storage: Storage, run: PreparedRun, done: Segme
     }
     log.info({ table: summary.table, rows }, 'rows staged');
     const publish = async (manifest: Manifest) => {
-      const record = () =>
-        recordRun(client, target.runsTable, { runId: run.runId, rows, manifest, outTable: summary.table, folder: formatLocation(run.folder) });
+      const recorded = { runId: run.runId, rows, manifest, outTable: summary.table, folder: formatLocation(run.folder) };
       const made = await doing(`publishing ${rows} rows into ${summary.table}`, () =>
-        publishStaged(client, { staging, target: target.table, columns: types, rows, record }),
+        publishStaged(client, { staging, target: target.table, columns: types, rows, record: () => record(db, target.runsTable, recorded) }),
       );
       log.info({ table: summary.table, rows }, made ? 'rows published' : 'the run was published already: nothing more was published');
     };
-    return { rows, summary, publish, end: () => db.end() };
+    const discard = () => doing(`dropping ${formatTableName(staging)}`, () => client.query(`DROP TABLE IF EXISTS ${quoteTable(staging)}`)).then(() => {});
+    return { rows, summary, publish, discard, end: () => db.end() };
   } catch (err) {
     await db.end();
     throw err;
@@ -146,6 +173,19 @@ async function runRecorded(db: DatabaseConnection, run: PreparedRun, target: Tab
 }
 
 /**
+ * The columns of an out-table that must exist, with its own types, once checked (see
+ * checkTableColumns): a table missing is refused (E_DATABASE_REFUSED, naming it), never made.
+ */
+export async function existingTableColumns(db: DatabaseConnection, target: TableTarget, columns: TableColumn[]): Promise<TableColumn[]> {
+  const found = await tableColumns(db, target, columns, { make: false });
+  if (found) return found;
+  throw new BatchScorerError(
+    'E_DATABASE_REFUSED',
+    `--out-table ${formatTableName(target.table)} does not exist in ${formatDatabaseUrl(target.database)} (dropped since its rows were published?): rows are added only to the table their run published into, which is not made again; restore it, or score the corrected input into a table anew`,
+  );
+}
+
+/**
  * The out-table's columns with its own types, once it is made (when `make`, the default, and it is
  * missing) and checked; undefined when it is missing and not made.
  */
@@ -171,7 +211,7 @@ function runTableTarget(run: PreparedRun): TableTarget {
 }
 
 /** A database step, its failure catalogued (see databaseError) and saying what was being done. */
-async function doing<T>(what: string, step: () => Promise<T>): Promise<T> {
+export async function doing<T>(what: string, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {

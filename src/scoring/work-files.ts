@@ -35,3 +35,16 @@ export function removeWorkFiles(storage: Storage, run: PreparedRun, done: readon
   const names = workFileNames(run, done);
   return storage.removeFiles(runFiles.work(run.folder), (name) => names.has(name));
 }
+
+/** The shapes of the names a run gives its files in `_work` (see workFileNames), below it. */
+const WORK_FILE_NAME =
+  /^(?:claim|run|caps|attempt)\.json$|^inputs\/\d{5}\.txt$|^segments\/\d{5}(?:\.\d+)?\.(?:csv|jsonl|values\.jsonl|errors\.jsonl|done\.json|prefix\.json)$/;
+
+/**
+ * Removes a succeeded run's `_work` area where its plan is not at hand (a rescore's version
+ * finished by its retry): by the shapes of the names a run gives its files there, never a
+ * recursive delete; a file of another name stays, and so does the folder holding it.
+ */
+export function removeWorkFilesByName(storage: Storage, folder: Location): Promise<void> {
+  return storage.removeFiles(runFiles.work(folder), (name) => WORK_FILE_NAME.test(name));
+}

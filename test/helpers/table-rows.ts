@@ -24,3 +24,16 @@ export async function expectTableMatchesCsv(db: PrivateSchema, table: string, cs
     }
   });
 }
+
+/** The staging tables left in a schema. */
+export async function stagingTables(db: PrivateSchema): Promise<string[]> {
+  const rows = await db.sql<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'batch_scorer_stage%'`, [
+    db.name,
+  ]);
+  return rows.map((r) => r.name);
+}
+
+/** The rows a table holds. */
+export async function count(db: PrivateSchema, table: string): Promise<number> {
+  return Number((await db.sql<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
+}

@@ -2,58 +2,28 @@ import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/scoring/manifest.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ENGINE_ERROR_VALUE } from '../../src/simulator/predict.js';
 import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
-import type { Simulator } from '../../src/simulator/server.js';
-import { runCli } from '../helpers/cli.js';
-import { rentalsText, startSimulator, tempDir } from '../helpers/scoring.js';
+import { corrected, RESCORE_MODEL, useRescoreFixture } from '../helpers/rescore.js';
+import { rentalsText } from '../helpers/scoring.js';
 
 // `rescore` sends again only the rows a run quarantined, and its new version of the run's outputs
 // is what a run of the corrected input writes, byte for byte. Rows are counted as the simulator,
 // a real HTTP server, received them.
 
-const MODEL = 'mindsdb/home_rentals_model';
 const ROWS = 2_000;
 /** 1% of the rows: the engine refuses them for their location until corrected (or the engine is fixed). */
 const isBad = (i: number) => i % 100 === 37;
 const BAD = Array.from({ length: ROWS }, (_, i) => i).filter(isBad);
 /** Several segments and batches, so that the run's outputs are joined from parts as usual. */
 const OPTIONS = ['--segment-rows', '500', '--batch-size', '200'];
-
-let sim: Simulator;
-/** The same models with the engine fixed: it reads the value it failed on as any other. */
-let fixed: Simulator;
-let tmp: Awaited<ReturnType<typeof tempDir>>;
-let out: string;
-
-beforeAll(async () => {
-  [sim, fixed, tmp] = await Promise.all([startSimulator(), startSimulator({ engineErrors: false }), tempDir()]);
-  out = join(tmp.dir, 'out');
-});
-afterAll(() => Promise.all([sim.close(), fixed.close(), tmp.cleanup()]));
-
-/** Runs the CLI against a simulator; answers its exit code, output, and the rows and requests the simulator received meanwhile. */
-async function cli(args: string[], service: Simulator = sim) {
-  const [rows, requests] = [service.stats.predictRowsReceived, service.stats.predictRequests];
-  const result = await runCli(args, { MODEL_SERVICE_URL: service.url, LOG_LEVEL: 'warn' });
-  return { ...result, rowsSent: service.stats.predictRowsReceived - rows, requests: service.stats.predictRequests - requests };
-}
-
-async function score(input: string, runId: string, options: string[] = [], service: Simulator = sim): Promise<Manifest> {
-  const r = await cli(['score', input, '--model', MODEL, '--out', out, '--run-id', runId, ...OPTIONS, ...options], service);
-  expect(r.code, r.stderr).toBe(0);
-  return readManifest(runId);
-}
-
-async function readManifest(runId: string): Promise<Manifest> {
-  return JSON.parse(await readFile(join(out, runId, 'manifest.json'), 'utf8')) as Manifest;
-}
+const f = useRescoreFixture(OPTIONS);
+const { cli, score, editedErrors, manifest: readManifest } = f;
 
 /** Each file of a run folder (but the manifest, whose times differ) by name, as bytes. */
 async function outputs(runId: string): Promise<Record<string, Buffer>> {
-  const folder = join(out, runId);
+  const folder = join(f.out, runId);
   const files: Record<string, Buffer> = {};
   for (const entry of await readdir(folder, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile() || entry.name === 'manifest.json' || entry.name === 'describe.json') continue;
@@ -66,7 +36,7 @@ async function outputs(runId: string): Promise<Record<string, Buffer>> {
 /** A digest of a run folder's files, to see that rescoring only read it. */
 async function folderDigest(runId: string): Promise<string> {
   const hash = createHash('sha256');
-  const folder = join(out, runId);
+  const folder = join(f.out, runId);
   for (const name of (await readdir(folder, { recursive: true })).sort()) {
     hash.update(name);
     hash.update(await readFile(join(folder, name)).catch(() => Buffer.alloc(0)));
@@ -74,24 +44,13 @@ async function folderDigest(runId: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** A copy of a run's errors.jsonl with each line passed through `edit` (undefined drops the line), written as `name`. */
-async function editedErrors(runId: string, name: string, edit: (line: string, k: number) => string | undefined): Promise<string> {
-  const lines = (await readFile(join(out, runId, 'errors.jsonl'), 'utf8')).split('\n').filter((l) => l !== '');
-  const path = join(tmp.dir, name);
-  await writeFile(path, lines.flatMap((l, k) => edit(l, k) ?? []).join('\n') + '\n');
-  return path;
-}
-
-/** A line of errors.jsonl with the value the engine failed on corrected in place. */
-const corrected = (line: string) => line.replace(`"location":"${ENGINE_ERROR_VALUE}"`, '"location":"good"');
-
 describe('rescore', () => {
   let input: string;
   let correctedInput: string;
 
   beforeAll(async () => {
-    input = join(tmp.dir, 'rentals.csv');
-    correctedInput = join(tmp.dir, 'rentals-corrected.csv');
+    input = join(f.dir, 'rentals.csv');
+    correctedInput = join(f.dir, 'rentals-corrected.csv');
     await writeFile(
       input,
       rentalsText(ROWS, (row, i) => void (isBad(i) && (row.location = ENGINE_ERROR_VALUE))),
@@ -107,7 +66,7 @@ describe('rescore', () => {
   it('--rows: the corrected rows alone are sent, and predictions.csv is a run of the corrected file, byte for byte', async () => {
     const before = await folderDigest('csv-run');
     const rows = await editedErrors('csv-run', 'corrected.jsonl', corrected);
-    const r = await cli(['rescore', 'csv-run', '--out', out, '--rows', rows, '--json']);
+    const r = await cli(['rescore', 'csv-run', '--out', f.out, '--rows', rows, '--json']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.rowsSent).toBe(BAD.length);
     expect(r.requests).toBe(1);
@@ -134,11 +93,11 @@ describe('rescore', () => {
   });
 
   it('without --rows, once the model is fixed: every refused row is sent as it was, and the outputs are a run of the fixed model', async () => {
-    const r = await cli(['rescore', 'csv-run', '--out', out, '--service', fixed.url, '--run-id', 'csv-fixed-model'], fixed);
+    const r = await cli(['rescore', 'csv-run', '--out', f.out, '--service', f.fixed.url, '--run-id', 'csv-fixed-model'], f.fixed);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('run csv-fixed-model patched run csv-run: 20 rows sent again, 20 scored, 0 quarantined again');
     expect(r.rowsSent).toBe(BAD.length);
-    await score(input, 'csv-all-fixed', [], fixed);
+    await score(input, 'csv-all-fixed', [], f.fixed);
     const [patched, reference] = await Promise.all([outputs('csv-fixed-model'), outputs('csv-all-fixed')]);
     expect(patched['predictions.csv'].equals(reference['predictions.csv'])).toBe(true);
   });
@@ -146,10 +105,10 @@ describe('rescore', () => {
   it('a row still refused stays in the new errors.jsonl, as a run of the half-corrected file quarantines it; a row not listed keeps its line', async () => {
     // Lines 0-3 left out (not sent), 4-11 corrected, 12-19 sent as they were (refused again).
     const rows = await editedErrors('csv-run', 'half.jsonl', (line, k) => (k < 4 ? undefined : k < 12 ? corrected(line) : line));
-    const r = await cli(['rescore', 'csv-run', '--out', out, '--rows', rows, '--run-id', 'csv-half']);
+    const r = await cli(['rescore', 'csv-run', '--out', f.out, '--rows', rows, '--run-id', 'csv-half']);
     expect(r.code, r.stderr).toBe(0);
     expect((await readManifest('csv-half')).patches?.counts).toMatchObject({ rowsIn: 16, rowsScored: 8, rowsQuarantined: 8 });
-    const half = join(tmp.dir, 'rentals-half.csv');
+    const half = join(f.dir, 'rentals-half.csv');
     const fixedRows = new Set(BAD.slice(4, 12));
     await writeFile(
       half,
@@ -163,28 +122,28 @@ describe('rescore', () => {
 
   it('refuses a --rows line naming a row the run did not quarantine, naming the line, before anything is sent', async () => {
     const rows = await editedErrors('csv-run', 'wrong.jsonl', (line, k) => (k === 1 ? corrected(line).replace(/^\{"row":\d+/, '{"row":140') : corrected(line)));
-    const r = await cli(['rescore', 'csv-run', '--out', out, '--rows', rows, '--run-id', 'csv-wrong']);
+    const r = await cli(['rescore', 'csv-run', '--out', f.out, '--rows', rows, '--run-id', 'csv-wrong']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`--rows ${rows}: line 2 names row 140, which run csv-run did not quarantine`);
     expect(r.stderr).toContain('[E_USAGE]');
     expect(r.rowsSent).toBe(0);
-    await expect(readdir(join(out, 'csv-wrong'))).rejects.toThrow();
+    await expect(readdir(join(f.out, 'csv-wrong'))).rejects.toThrow();
   });
 
   it('refuses outputs changed since the run, naming the file', async () => {
     await score(input, 'csv-changed');
-    await appendFile(join(out, 'csv-changed', 'predictions.csv'), 'x\n');
-    const r = await cli(['rescore', 'csv-changed', '--out', out]);
+    await appendFile(join(f.out, 'csv-changed', 'predictions.csv'), 'x\n');
+    const r = await cli(['rescore', 'csv-changed', '--out', f.out]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${join(out, 'csv-changed', 'predictions.csv')} changed since its run wrote it`);
+    expect(r.stderr).toContain(`${join(f.out, 'csv-changed', 'predictions.csv')} changed since its run wrote it`);
     expect(r.stderr).toContain('[E_RUN_STATE]');
     expect(r.rowsSent).toBe(0);
   });
 
   it('refuses a run that did not succeed, naming its state', async () => {
-    const r0 = await cli(['score', input, '--model', MODEL, '--out', out, '--run-id', 'csv-failed', '--max-error-rate', '0.005', ...OPTIONS]);
+    const r0 = await cli(['score', input, '--model', RESCORE_MODEL, '--out', f.out, '--run-id', 'csv-failed', '--max-error-rate', '0.005', ...OPTIONS]);
     expect(r0.code).toBe(1);
-    const r = await cli(['rescore', 'csv-failed', '--out', out]);
+    const r = await cli(['rescore', 'csv-failed', '--out', f.out]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('run csv-failed is failed: only a run that succeeded has outputs to patch [E_RUN_CONFLICT]');
   });
@@ -201,8 +160,8 @@ describe('rescore of other outputs', () => {
           return `${JSON.stringify(row).slice(0, -1)},"account":1234567890123456789${i % 10}}\n`;
         }).join(''),
       );
-    const input = join(tmp.dir, 'rentals.jsonl.gz');
-    const correctedInput = join(tmp.dir, 'rentals-corrected.jsonl.gz');
+    const input = join(f.dir, 'rentals.jsonl.gz');
+    const correctedInput = join(f.dir, 'rentals-corrected.jsonl.gz');
     await writeFile(
       input,
       jsonl((i) => (isBad(i) ? ENGINE_ERROR_VALUE : undefined)),
@@ -214,7 +173,7 @@ describe('rescore of other outputs', () => {
     const shaping = ['--max-rows-per-file', '700', '--row-number'];
     await score(input, 'jsonl-run', shaping);
     const rows = await editedErrors('jsonl-run', 'jsonl-corrected.jsonl', corrected);
-    const r = await cli(['rescore', 'jsonl-run', '--out', out, '--rows', rows]);
+    const r = await cli(['rescore', 'jsonl-run', '--out', f.out, '--rows', rows]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.rowsSent).toBe(BAD.length);
     await score(correctedInput, 'jsonl-corrected', shaping);
@@ -225,8 +184,8 @@ describe('rescore of other outputs', () => {
   });
 
   it('one output per input file: each file gets its own rows back, and a malformed row corrected in --rows is read again', async () => {
-    const folder = join(tmp.dir, 'parts');
-    const correctedFolder = join(tmp.dir, 'parts-corrected');
+    const folder = join(f.dir, 'parts');
+    const correctedFolder = join(f.dir, 'parts-corrected');
     await Promise.all([mkdir(folder), mkdir(correctedFolder)]);
     const location = RENTAL_COLUMNS.indexOf('location');
     const part = (p: number, fix: boolean) => {
@@ -246,15 +205,15 @@ describe('rescore of other outputs', () => {
     const shaping = ['--output-per-file', '--max-rows-per-file', '400', '--max-error-rate', '0.02'];
     await score(`${folder}/`, 'parts-run', shaping);
     // Without --rows, the malformed row is not sent: it could not be read, and stays as it was.
-    const asItWas = await cli(['rescore', 'parts-run', '--out', out, '--service', fixed.url, '--run-id', 'parts-fixed-model'], fixed);
+    const asItWas = await cli(['rescore', 'parts-run', '--out', f.out, '--service', f.fixed.url, '--run-id', 'parts-fixed-model'], f.fixed);
     expect(asItWas.code, asItWas.stderr).toBe(0);
     expect(asItWas.rowsSent).toBe(BAD.length);
-    const malformed = (await readFile(join(out, 'parts-run', 'errors.jsonl'), 'utf8')).split('\n').filter((l) => l.includes('"Malformed row"'));
+    const malformed = (await readFile(join(f.out, 'parts-run', 'errors.jsonl'), 'utf8')).split('\n').filter((l) => l.includes('"Malformed row"'));
     expect(malformed).toHaveLength(1);
-    expect(await readFile(join(out, 'parts-fixed-model', 'errors.jsonl'), 'utf8')).toBe(`${malformed[0]}\n`);
+    expect(await readFile(join(f.out, 'parts-fixed-model', 'errors.jsonl'), 'utf8')).toBe(`${malformed[0]}\n`);
     // The malformed row's input is its text: corrected, the field too many goes.
     const rows = await editedErrors('parts-run', 'parts.jsonl', (line) => corrected(line).replace(',extra"', '"'));
-    const r = await cli(['rescore', 'parts-run', '--out', out, '--rows', rows]);
+    const r = await cli(['rescore', 'parts-run', '--out', f.out, '--rows', rows]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.rowsSent).toBe(BAD.length + 1);
     await score(`${correctedFolder}/`, 'parts-corrected', shaping);

@@ -13,11 +13,11 @@ import { readSegmentsDone } from '../../src/scoring/segment-done.js';
 import { stageTable } from '../../src/scoring/table-load.js';
 import { RENTAL_COLUMNS } from '../../src/simulator/sample-data.js';
 import { createStorage } from '../../src/storage/storage.js';
-import { DATABASE_URL, privateSchema, type PrivateSchema } from '../helpers/postgres.js';
+import { DATABASE_URL, privateSchema } from '../helpers/postgres.js';
 import { runCli } from '../helpers/cli.js';
 import { rejection } from '../helpers/rejection.js';
 import { score, useScoringFixture, writeRentalsWithEngineErrors } from '../helpers/scoring.js';
-import { expectTableMatchesCsv } from '../helpers/table-rows.js';
+import { count, expectTableMatchesCsv, stagingTables } from '../helpers/table-rows.js';
 
 // Runs writing into a table of the machine's PostgreSQL: the rows predictions.csv would hold, once,
 // whatever happened between staging them and publishing them.
@@ -34,13 +34,6 @@ beforeAll(async () => {
 const BASE = { segmentRows: 250, batchSize: 100, rowNumber: true, maxErrorRate: 0.05 };
 const options = () => ({ ...BASE, service: f.sim.url });
 const SCORED = ROWS - ROWS / 100;
-
-/** The staging tables left in a schema. */
-const stagingTables = async (db: PrivateSchema) =>
-  (await db.sql<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'batch_scorer_stage%'`, [db.name])).map(
-    (r) => r.name,
-  );
-const count = async (db: PrivateSchema, table: string) => Number((await db.sql<{ n: string }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
 
 describe('--out-table', () => {
   it('writes the rows predictions.csv would hold, records the run, and keeps the rest of the run folder', async () => {
