@@ -76,7 +76,9 @@ const RESCORE_IDS = 1000;
  * rows still quarantined, the run's describe.json, and a manifest naming the run it patched
  * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A run that wrote into a
  * table has the rows scored now added to that table instead, once (see rescore-table.ts); a retry
- * of a version whose publish committed finishes its folder, sending nothing. A request refused
+ * of a version whose publish committed finishes its folder, sending nothing. A run that read a
+ * database is patched without reading it: its rows are errors.jsonl's typed values, sent and
+ * written as its segments sent and wrote the rows they read (see correctedDatabaseRow). A request refused
  * (the run, its files, the rows file, the table) is refused before anything is sent or written.
  */
 export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): Promise<Manifest> {
