@@ -69,15 +69,21 @@ function inputRow(columns: readonly string[], readers: readonly ValueReader[], r
     const value = row[i];
     record[columns[i]] = value === null ? null : readers[i](value);
   }
-  if (nests && nestedDeeperThan(record, MAX_ROW_DEPTH)) {
-    return {
-      index,
-      line: index + 1,
-      text: excerpt(text),
-      problem: `nested more than ${MAX_ROW_DEPTH} levels deep (the row is one) by a json value; flatten it in the query`,
-    };
-  }
-  return { index, line: index + 1, record };
+  return (nests && nestedTooDeep(record, index, text)) || { index, line: index + 1, record };
+}
+
+/**
+ * A row of a database input whose json values nest it past MAX_ROW_DEPTH (the row is one level),
+ * as the run quarantines it: malformed, with an excerpt of `text`; undefined for a row within it.
+ */
+export function nestedTooDeep(record: Record<string, unknown>, index: number, text: string): InputRow | undefined {
+  if (!nestedDeeperThan(record, MAX_ROW_DEPTH)) return undefined;
+  return {
+    index,
+    line: index + 1,
+    text: excerpt(text),
+    problem: `nested more than ${MAX_ROW_DEPTH} levels deep (the row is one) by a json value; flatten it in the query`,
+  };
 }
 
 /** The readers of the columns read, once they are the columns planned (names, order and types); E_INPUT_CHANGED otherwise. */

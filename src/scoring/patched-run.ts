@@ -4,7 +4,6 @@ import { RowSplitter, splitRawRows, type RawRow } from '../formats/index.js';
 import { formatLocation, joinLocation, type Location, type Storage } from '../storage/index.js';
 import { readManifest, type Manifest, type OutputFile } from './manifest.js';
 import { runFiles } from './prepared-run.js';
-import type { InputSyntax } from './plan.js';
 import type { RunLayout } from './run-layout.js';
 import { MALFORMED_ROW } from './score-segment.js';
 
@@ -13,8 +12,8 @@ export interface PatchedRun {
   runId: string;
   folder: Location;
   manifest: Manifest & { counts: NonNullable<Manifest['counts']> };
-  /** The run's layout: of a run over files (a run over a database is refused). */
-  layout: RunLayout & { syntax: InputSyntax };
+  /** The run's layout: of a run over files, or over a database (whose layout keeps its columns' types). */
+  layout: RunLayout;
   /** The output files (predictions), in the manifest's order: errors.jsonl aside. */
   outputs: OutputFile[];
   /** errors.jsonl as the manifest lists it. */
@@ -32,6 +31,11 @@ export interface QuarantinedRows {
   files: number[];
   /** The sha256 of the input text of each row quarantined as malformed (never sent), by row number. */
   malformed: Map<number, string>;
+  /**
+   * For a run over a database: each row's key value as errors.jsonl wrote it (JSON), undefined
+   * for a row quarantined as malformed, whose values were never read. Undefined for files.
+   */
+  keys?: (string | undefined)[];
 }
 
 /**
@@ -62,8 +66,10 @@ export async function readPatchedRun(storage: Storage, folder: Location, runId: 
   if (layout.outputFormat === 'parquet') {
     throw new UsageError(`run ${runId} wrote Parquet (--format parquet): rescore patches CSV and JSON Lines outputs; score the corrected input again instead`);
   }
-  if (layout.syntax === 'postgresql') {
-    throw new UsageError(`run ${runId} read the database ${manifest.input.location}: rescore patches runs over files; score the corrected rows again instead`);
+  if (layout.syntax === 'postgresql' && (!layout.types || !manifest.database)) {
+    throw new RunFolderError(
+      `run ${runId} read the database ${manifest.input.location}, and its manifest keeps no types of its columns (the release that finished it did not): score the corrected rows again instead`,
+    );
   }
   const errors = manifest.outputs.find((o) => o.file === 'errors.jsonl');
   if (!errors) throw new RunFolderError(`the manifest of ${where} lists no errors.jsonl: was it edited?`);
@@ -75,7 +81,7 @@ export async function readPatchedRun(storage: Storage, folder: Location, runId: 
       `${where}/errors.jsonl holds ${quarantined.rows.length} rows where its manifest counts ${counts.rowsQuarantined} quarantined: was it edited?`,
     );
   }
-  return { runId, folder, manifest: { ...manifest, counts }, layout: { ...layout, syntax: layout.syntax }, outputs, errors, quarantined };
+  return { runId, folder, manifest: { ...manifest, counts }, layout, outputs, errors, quarantined };
 }
 
 /** A file the manifest lists, by its name below the run folder: never one outside it. */
@@ -145,7 +151,8 @@ interface ErrorLine {
 async function readQuarantined(storage: Storage, folder: Location, errors: OutputFile, manifest: Manifest, signal?: AbortSignal): Promise<QuarantinedRows> {
   const where = formatLocation(listedFile(folder, errors));
   const files = new Map(manifest.inputs.map((input, i) => [input.location, i]));
-  const found: QuarantinedRows = { rows: [], lines: [], files: [], malformed: new Map() };
+  const key = manifest.database?.key;
+  const found: QuarantinedRows = { rows: [], lines: [], files: [], malformed: new Map(), ...(key !== undefined && { keys: [] }) };
   for await (const lines of errorsLines(storage, folder, errors, signal)) {
     for (const raw of lines) {
       const line = parsedLine(raw.text());
@@ -158,9 +165,16 @@ async function readQuarantined(storage: Storage, folder: Location, errors: Outpu
       found.lines.push(line.line);
       found.files.push(file);
       if (line.title === MALFORMED_ROW) found.malformed.set(line.row, inputDigest(JSON.stringify(line.input)));
+      found.keys?.push(line.title === MALFORMED_ROW ? undefined : keyValue(line.input, key!));
     }
   }
   return found;
+}
+
+/** A row's key value as JSON, from its input (its values by column); undefined where the input holds none. */
+function keyValue(input: unknown, key: string): string | undefined {
+  if (typeof input !== 'object' || input === null || !Object.hasOwn(input, key)) return undefined;
+  return JSON.stringify((input as Record<string, unknown>)[key]);
 }
 
 /** A line of errors.jsonl, or undefined where it is not JSON. */

@@ -4,6 +4,7 @@ import { csvRowText, dialectForName, type InputRow, memberText, parseRows, type 
 import { formatLocation, type Location, type ObjectInfo, parseLocation, type Storage } from '../storage/index.js';
 import { excerpt } from '../text-excerpt.js';
 import { rowBounds, rowOverProblem } from './input-bounds.js';
+import { correctedDatabaseRow } from './database-row-check.js';
 import { inputBytes } from './input-bytes.js';
 import { inputDigest, type PatchedRun } from './patched-run.js';
 import type { SegmentPlan } from './plan.js';
@@ -70,7 +71,7 @@ export async function planRowsToSend(storage: Storage, location: Location, name:
     if (!sendsRow(line, quarantined.malformed.get(row))) return;
     const file = quarantined.files[k];
     // Checked now, so that a row that cannot be read is refused before anything is sent.
-    rowToSend(line, { index: row - 1, line: quarantined.lines[k], file }, reading, name);
+    rowToSend(line, { index: row - 1, line: quarantined.lines[k], file, key: quarantined.keys?.[k] }, reading, name);
     plan.rows.push(row);
     plan.lines.push(quarantined.lines[k]);
     const last = plan.segments.at(-1);
@@ -104,7 +105,8 @@ export function rowsSource(storage: Storage, plan: RowsToSend, reading: RowReadi
       for (const raw of lines) {
         const line = readLine(raw, plan.name);
         if (next >= end || line.row !== plan.rows[next]) continue;
-        rows.push(rowToSend(line, { index: line.row - 1, line: plan.lines[next], file: segment.file }, reading, plan.name));
+        // A database row's key was held to its value as the plan read the file, which has not changed since.
+        rows.push(rowToSend(line, { index: line.row - 1, line: plan.lines[next], file: segment.file, key: undefined }, reading, plan.name));
         next++;
       }
       if (rows.length > 0) yield rows;
@@ -156,16 +158,30 @@ function sendsRow(line: RowsLine, malformed: string | undefined): boolean {
   return malformed === undefined || inputDigest(JSON.stringify(line.input)) !== malformed;
 }
 
+/** Where a row sent stands: its index in the run, its line in its input file (a database's: its number), its file, and a database row's key as it was. */
+interface SendPlace {
+  index: number;
+  line: number;
+  file: number;
+  /** A database row's key value as errors.jsonl wrote it (see QuarantinedRows.keys); undefined: not held to one. */
+  key: string | undefined;
+}
+
 /**
  * The row a line sends, as a segment reads one from its input: its text split and parsed in the
  * input's syntax, dialect and bounds, so that a row that cannot be read is quarantined as it would
  * have been. A CSV row given by its values (errors.jsonl's record) is the text the writer would
- * write of them; Parquet rows are their values as given.
+ * write of them; Parquet rows are their values as given; a database's, its values held to the
+ * run's columns and types (see correctedDatabaseRow).
  */
-function rowToSend(line: RowsLine, place: { index: number; line: number; file: number }, reading: RowReading, name: string): InputRow {
+function rowToSend(line: RowsLine, place: SendPlace, reading: RowReading, name: string): InputRow {
   const { layout, manifest } = reading.patched;
   const where = `${name}: line ${line.at} (row ${line.row})`;
   const { input } = line;
+  if (layout.syntax === 'postgresql') {
+    const shape = { columns: layout.columns, types: layout.types ?? {}, key: manifest.database?.key ?? '' };
+    return correctedDatabaseRow(input, { index: place.index, line: place.line, where, key: place.key }, shape);
+  }
   const isObject = typeof input === 'object' && input !== null && !Array.isArray(input);
   if (!isObject && typeof input !== 'string') throw new UsageError(`${where}: "input" must be the row: its values by column, or its text`);
   if (layout.syntax === 'parquet') {

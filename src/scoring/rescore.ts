@@ -76,7 +76,9 @@ const RESCORE_IDS = 1000;
  * rows still quarantined, the run's describe.json, and a manifest naming the run it patched
  * (`patches`), then `_SUCCESS`. The patched run's folder is only read. A run that wrote into a
  * table has the rows scored now added to that table instead, once (see rescore-table.ts); a retry
- * of a version whose publish committed finishes its folder, sending nothing. A request refused
+ * of a version whose publish committed finishes its folder, sending nothing. A run that read a
+ * database is patched without reading it: its rows are errors.jsonl's typed values, sent and
+ * written as its segments sent and wrote the rows they read (see correctedDatabaseRow). A request refused
  * (the run, its files, the rows file, the table) is refused before anything is sent or written.
  */
 export async function rescoreRun(request: RescoreRequest, ctx: RescoreContext): Promise<Manifest> {
@@ -163,30 +165,13 @@ async function claimNewFolder(storage: Storage, folder: Location, runId: string,
 
 /**
  * The new version's run: the patched run's model (pinned to its version), columns, schema and
- * layout, and for input the rows sent, a segment per input file that has some (see RowsToSend),
- * so that a row refused again names its file and line as it did.
+ * layout, and for input the rows sent (see versionInput).
  */
 function preparedVersion(patched: PatchedRun, request: RunRequest, folder: Location, toSend: RowsToSend, client: Predictor): PreparedRun {
   const { manifest, layout } = patched;
   const model = runModelSchema.safeParse(manifest.model);
   if (!model.success) throw new RunFolderError(`the manifest of ${formatLocation(patched.folder)} names its model only as asked: was it edited?`);
-  const sentIn = (file: number) => toSend.segments.filter((s) => s.file === file).reduce((n, s) => n + s.rows, 0);
-  const input: InputPlan = {
-    location: manifest.input.location,
-    files: manifest.inputs.map((file, i) => ({
-      location: parseLocation(file.location),
-      info: { size: file.size ?? 0, ...(file.etag !== null && { etag: file.etag }) },
-      sha256: file.sha256,
-      syntax: file.format === 'csv' || file.format === 'jsonl' || file.format === 'parquet' ? file.format : layout.syntax,
-      gzip: file.gzip ?? false,
-      columns: layout.fileColumns?.[i] ?? layout.columns,
-      rows: sentIn(i),
-    })),
-    syntax: layout.syntax,
-    columns: layout.columns,
-    rows: toSend.rows.length,
-    segments: toSend.segments,
-  };
+  const input = versionInput(patched, request, toSend);
   return {
     runId: request.options.runId!,
     folder,
@@ -200,6 +185,49 @@ function preparedVersion(patched: PatchedRun, request: RunRequest, folder: Locat
     outputFormat: layout.outputFormat,
     output: layout.output,
     warnings: [],
+  };
+}
+
+/**
+ * The new version's input plan: the rows sent, a segment per input file that has some (see
+ * RowsToSend), so that a row refused again names its file and line as it did. A run over a
+ * database has one such segment of the rows sent, each at its place in the key order; the version
+ * reads nothing from the database (its rows are the lines sent), so its plan has no key bounds
+ * and no declared columns (those the out-table takes are in the layout already).
+ */
+function versionInput(patched: PatchedRun, request: RunRequest, toSend: RowsToSend): InputPlan {
+  const { manifest, layout } = patched;
+  if (layout.syntax === 'postgresql') {
+    const { table, query } = request.options;
+    return {
+      syntax: 'postgresql',
+      location: manifest.input.location,
+      ...(query === undefined ? { table: manifest.database?.table ?? table } : { query }),
+      key: manifest.database?.key ?? '',
+      columns: layout.columns,
+      types: layout.types ?? {},
+      databaseColumns: [],
+      rows: toSend.rows.length,
+      segments: toSend.segments.map((s) => ({ index: s.index, firstRow: s.firstRow, rows: s.rows, firstLine: toSend.rows[s.firstRow], from: null, to: null })),
+    };
+  }
+  const syntax = layout.syntax;
+  const sentIn = (file: number) => toSend.segments.filter((s) => s.file === file).reduce((n, s) => n + s.rows, 0);
+  return {
+    location: manifest.input.location,
+    files: manifest.inputs.map((file, i) => ({
+      location: parseLocation(file.location),
+      info: { size: file.size ?? 0, ...(file.etag !== null && { etag: file.etag }) },
+      sha256: file.sha256,
+      syntax: file.format === 'csv' || file.format === 'jsonl' || file.format === 'parquet' ? file.format : syntax,
+      gzip: file.gzip ?? false,
+      columns: layout.fileColumns?.[i] ?? layout.columns,
+      rows: sentIn(i),
+    })),
+    syntax,
+    columns: layout.columns,
+    rows: toSend.rows.length,
+    segments: toSend.segments,
   };
 }
 
@@ -357,6 +385,8 @@ function versionManifest(
     ...built,
     input: patched.manifest.input,
     inputs: patched.manifest.inputs,
+    // A database's rows, key ranges and checksums are those the patched run read.
+    ...(patched.manifest.database && { database: patched.manifest.database }),
     layout: patched.layout,
     patches: { runId: patched.runId, folder: formatLocation(patched.folder), rows: version.rowsName, counts: rescore },
   };

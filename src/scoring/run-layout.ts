@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PARQUET_VALUE_TYPES } from '../formats/index.js';
 import { outputSchemaSchema } from './output-schema.js';
 import { INPUT_SYNTAXES } from './plan.js';
 import { OUTPUT_FORMATS, outputLayoutSchema, type PreparedRun } from './prepared-run.js';
@@ -16,6 +17,12 @@ export const runLayoutSchema = z.object({
   columns: z.array(z.string()),
   /** Each input file's own columns, in the order of the manifest's `inputs`; absent where every file has the run's columns in its order. */
   fileColumns: z.array(z.array(z.string())).optional(),
+  /**
+   * A database input's columns' value types (see DatabaseInputPlan.types): what its rows' values
+   * were read as, so that a row corrected for `rescore --rows` is held to them. Absent for files,
+   * and in manifests of database runs finished before `rescore` took them.
+   */
+  types: z.record(z.string(), z.enum(PARQUET_VALUE_TYPES)).optional(),
   /** The input columns sent to the model, in model order (the row id member aside). */
   sent: z.array(z.string()),
   outputFormat: z.enum(OUTPUT_FORMATS),
@@ -33,6 +40,7 @@ export function runLayout(run: PreparedRun): RunLayout {
     syntax: input.syntax,
     columns: input.columns,
     ...(!same && { fileColumns: files.map((f) => f.columns) }),
+    ...(input.syntax === 'postgresql' && { types: input.types }),
     sent: run.sent,
     outputFormat: run.outputFormat,
     output: run.output,

@@ -218,18 +218,6 @@ describe('database inputs on the command line', () => {
     expect(forFiles.stderr).toContain(`--table, --segment-by: for a database input (postgresql://user@host:5432/db); ${file} is a file location`);
   });
 
-  it('refuses to rescore a run over a database, saying what to do instead', async () => {
-    const s = await privateSchema();
-    const table = await rentalsTable(s, 'rentals', 20);
-    const out = join(fixture.dir, 'rescore');
-    await score(DATABASE_URL, out, { service: fixture.sim.url, runId: 'read', table });
-    const rescore = await runCli(['rescore', 'read', '--out', out, '--service', fixture.sim.url]);
-    expect(rescore.code).toBe(2);
-    expect(rescore.stderr).toContain(
-      `run read read the database ${DATABASE_URL}: rescore patches runs over files; score the corrected rows again instead [E_USAGE]`,
-    );
-  });
-
   it('reads only the databases INPUT_ROOTS lists once it is set', async () => {
     const s = await privateSchema();
     const table = await rentalsTable(s, 'rentals', 20);
