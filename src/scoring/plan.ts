@@ -117,7 +117,7 @@ export const inputPlanSchema = z.preprocess(
     const one = stored as Record<string, unknown>;
     return { ...one, files: [{ ...one, location: one.location }] };
   },
-  z.union([filesInputPlanSchema, databaseInputPlanSchema]),
+  z.discriminatedUnion('syntax', [filesInputPlanSchema, databaseInputPlanSchema]),
 );
 /** The plan of an input of files. */
 export type FilesInputPlan = z.output<typeof filesInputPlanSchema>;

@@ -4,7 +4,7 @@
 // listener stands for the host a forger would send to: it hears nothing. The configured webhook
 // targets and the lineage server hear only the runs the settings allow, and every file under the
 // roots is byte for byte as it was (a succeeded run's manifest.json included).
-import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Job, Queue, type JobsOptions } from 'bullmq';
@@ -99,7 +99,14 @@ beforeAll(async () => {
   await queue.enqueue({ input: rentals, model: MODEL, out: dirs.out, options: { runId: 'good' } });
   expect((await finished('good')).state).toBe('succeeded');
   await waitFor('the delivery of good to be recorded', () => hook.accepted.length === 1 && stat(join(goodFolder(), 'notifications')).catch(() => false));
-  await waitFor('its record to say delivered', async () => Object.keys(await folderTree(join(goodFolder(), 'notifications'))).length === 1);
+  // The record is written to a temporary name and renamed: only the renamed file, saying
+  // delivered, is the state every test below compares the run folders with.
+  await waitFor('its record to say delivered', async () => {
+    const names = Object.keys(await folderTree(join(goodFolder(), 'notifications')));
+    if (names.length !== 1 || !names[0].endsWith('.json')) return false;
+    const record = JSON.parse(await readFile(join(goodFolder(), 'notifications', names[0]), 'utf8')) as { outcome?: string };
+    return record.outcome === 'delivered';
+  });
   outBefore = await folderTree(dirs.out);
   inBefore = await folderTree(dirs.in);
 }, 60_000);
