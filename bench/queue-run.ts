@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import { setTimeout } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { RunOptionsInput } from '../src/config/run-options.js';
@@ -18,6 +19,21 @@ export interface QueueRunResult {
   workers: number;
   seconds: number;
   facts: RunFacts;
+  /** Peak RSS (VmHWM, sampled every 20 ms) of each worker process started, in start order: a killed one's up to its end. */
+  workerPeakRssMiB: number[];
+  /** The run ended failed and was resumed (`resumeFailed`). */
+  resumed: boolean;
+}
+
+/** What `during` is handed: the run as it goes, and its workers. */
+export interface RunningQueueRun {
+  runId: string;
+  /** The worker processes started so far, the first `workers` first. */
+  children: ChildProcess[];
+  /** Starts one more worker process with the same flags; resolves once it listens. */
+  addWorker(): Promise<ChildProcess>;
+  /** Whether the run has ended (succeeded, failed or cancelled). */
+  ended(): boolean;
 }
 
 /** Polled this often: the run's end is seen at most this late (100 ms would blur short runs). */
@@ -35,32 +51,92 @@ export async function queueRun(p: {
   env?: Record<string, string>;
   /** How the run's manifest is read; by default from the local folder `<out>/<runId>`, deleted after. */
   readFacts?: (runId: string) => Promise<RunFacts>;
+  /** Runs beside the run from its enqueue (e.g. kills a worker and starts another); its failure fails the run's measurement. */
+  during?: (run: RunningQueueRun) => Promise<void>;
+  /** A run that ends failed is resumed once (RunQueue.resume, what `batch-scorer resume` does) rather than thrown. */
+  resumeFailed?: boolean;
 }): Promise<QueueRunResult> {
   const prefix = `{bs-bench-${process.pid}-${++prefixes}}`;
   const queue = new RunQueue({ redisUrl: REDIS_URL, prefix });
   // LOG_LEVEL info: "worker started" is an info line.
   const env = { ...process.env, ...p.env, REDIS_URL, QUEUE_PREFIX: prefix, LOG_LEVEL: 'info' };
   const [node, ...args] = cliCommand('worker', ...(p.workerFlags ?? []));
-  const children = Array.from({ length: p.workers }, () => spawn(node, args, { stdio: ['ignore', 'ignore', 'pipe'], env }));
+  const children: ChildProcess[] = [];
+  const peaks = new PeakRss();
+  const spawnWorker = () => {
+    const child = spawn(node, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+    children.push(child);
+    peaks.watch(child);
+    return child;
+  };
+  let ended = false;
   try {
     // The clock starts once every worker listens: process start-up is not the run's time.
-    await Promise.all(children.map(workerStarted));
+    await Promise.all(Array.from({ length: p.workers }, () => workerStarted(spawnWorker())));
     const started = process.hrtime.bigint();
     const { runId } = await queue.enqueue({ input: p.input, model: MODEL, out: p.out, options: { service: p.serviceUrl, ...p.options } });
-    for (;;) {
-      const s = await queue.get(runId);
-      if (s?.state === 'failed' || s?.state === 'cancelled') throw new Error(`queue run ${s.state}: ${s.failedReason ?? ''}`);
-      if (s?.state === 'succeeded') break;
-      await setTimeout(POLL_MS);
+    const addWorker = async () => {
+      const child = spawnWorker();
+      await workerStarted(child);
+      return child;
+    };
+    const during = p.during?.({ runId, children, addWorker, ended: () => ended });
+    let resumed = false;
+    try {
+      for (;;) {
+        const s = await queue.get(runId);
+        if (s?.state === 'failed' && p.resumeFailed && !resumed) {
+          resumed = true;
+          await queue.resume(runId);
+        } else if (s?.state === 'failed' || s?.state === 'cancelled') throw new Error(`queue run ${s.state}: ${s.failedReason ?? ''}`);
+        if (s?.state === 'succeeded') break;
+        await setTimeout(POLL_MS);
+      }
+    } finally {
+      ended = true;
+      await during;
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const facts = await (p.readFacts ?? ((id: string) => takeRunFolder(p.out, id)))(runId);
-    return { runId, workers: p.workers, seconds, facts };
+    return { runId, workers: p.workers, seconds, facts, workerPeakRssMiB: children.map((c) => peaks.of(c)), resumed };
   } finally {
+    ended = true;
+    peaks.stop();
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
     await queue.close();
     await deleteKeys(prefix);
+  }
+}
+
+/**
+ * The peak RSS of processes: /proc/<pid>/status VmHWM (the kernel's high-water mark) read every
+ * 20 ms while each lives, the last value seen kept, as bench/measure.ts does for one command.
+ * The worker is node itself (`env` execs it), so its pid is the child's.
+ */
+class PeakRss {
+  private readonly peaks = new Map<ChildProcess, number>();
+  private readonly timer = setInterval(() => {
+    for (const [child, kib] of this.peaks) {
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) continue;
+      void readFile(`/proc/${child.pid}/status`, 'utf8').then(
+        (status) => this.peaks.set(child, Math.max(kib, this.peaks.get(child) ?? 0, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0))),
+        () => undefined, // The process exited between two samples.
+      );
+    }
+  }, 20);
+
+  watch(child: ChildProcess): void {
+    this.peaks.set(child, 0);
+  }
+
+  /** The peak seen of `child`, in MiB (one decimal). */
+  of(child: ChildProcess): number {
+    return Math.round((this.peaks.get(child) ?? 0) / 102.4) / 10;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 }
 
