@@ -17,6 +17,11 @@
  *   COPY FROM STDIN    pg-copy-streams 0.17 s, 67 MiB; postgres.js .writable() 0.17 s, 68 MiB
  * So pg + pg-cursor (read(1000)) for reading and pg + pg-copy-streams for COPY: the least CPU
  * and memory reading, a tie on COPY, and one client library (pg) for both directions.
+ *
+ * Then (2026-12-02) reading as src/database/ reads, rows as arrays of text in a READ ONLY
+ * transaction: pg-cursor 2.22 s CPU, 81 MiB; DECLARE / FETCH 1000 through pg's callback form
+ * 2.28 s, 73 MiB (ids: 0.62 s against 0.68 s). The reading moved to DECLARE / FETCH, whose
+ * fetches the server's statement_timeout bounds one by one (see src/database/row-cursor.ts).
  */
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
@@ -25,12 +30,14 @@ import { measure, median } from '../measure.js';
 import { DATABASE_URL, loadRentalsTable, serverVersion } from '../rentals-table.js';
 import type { Section, SectionReport } from '../report.js';
 
-const READERS = ['pg-cursor', 'pg-query-stream', 'postgres'] as const;
+const READERS = ['pg-cursor', 'pg-query-stream', 'postgres', 'pg-cursor-text', 'pg-declare-text'] as const;
 const COPIERS = ['pg-copy-streams', 'postgres'] as const;
 const LABEL: Record<string, string> = {
   'pg-cursor': 'pg + pg-cursor read(1000)',
   'pg-query-stream': 'pg + pg-query-stream (batchSize 1000)',
   postgres: 'postgres.js',
+  'pg-cursor-text': 'pg + pg-cursor read(1000), arrays of text',
+  'pg-declare-text': 'pg + DECLARE / FETCH 1000, arrays of text',
   'pg-copy-streams': 'pg + pg-copy-streams',
 };
 
