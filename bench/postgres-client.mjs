@@ -3,7 +3,9 @@
 // node itself, as hand-written-scorer.mjs is: no tsx loader in the figures.
 //   node bench/postgres-client.mjs <operation> <database URL> <table> [<CSV file for copy:*>]
 // Operations: read:<client> (every column, ORDER BY id), keys:<client> (SELECT id ORDER BY id),
-// <client> one of pg-cursor, pg-query-stream, postgres (postgres.js .cursor); copy:pg-copy-streams
+// <client> one of pg-cursor, pg-query-stream, postgres (postgres.js .cursor), and as src/database/ reads (rows
+// as arrays of the server's text, in a READ ONLY transaction) pg-cursor-text and pg-declare-text (DECLARE ...
+// NO SCROLL CURSOR, FETCH 1000); copy:pg-copy-streams
 // and copy:postgres (postgres.js .writable()): COPY FROM STDIN of the CSV file, 64 KiB chunks.
 // Only the client measured is loaded (so its modules are all the RSS there is beyond Node's own).
 // Prints one JSON line: rows, the sum of the ids read (a check that every row came), wall and CPU
@@ -27,6 +29,45 @@ async function pgCursor(visit) {
     const cursor = c.query(new Cursor(query));
     for (let rows = await cursor.read(BATCH); rows.length > 0; rows = await cursor.read(BATCH)) for (const row of rows) visit(row);
     await cursor.close();
+  } finally {
+    await c.end();
+  }
+}
+
+/** Every value as the server's text, as src/database/row-cursor.ts reads them (its readers map them, not pg's parsers). */
+const AS_TEXT = { getTypeParser: () => (text) => text };
+
+/** Reads as src/database/ did first: pg-cursor read(1000) in a READ ONLY transaction, rows as arrays of text. */
+async function pgCursorText(visit) {
+  const [{ default: pg }, { default: Cursor }] = await Promise.all([import('pg'), import('pg-cursor')]);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('BEGIN TRANSACTION READ ONLY');
+    const cursor = c.query(new Cursor(query, [], { rowMode: 'array', types: AS_TEXT }));
+    for (let rows = await cursor.read(BATCH); rows.length > 0; rows = await cursor.read(BATCH)) for (const row of rows) visit(row);
+    await cursor.close();
+    await c.query('ROLLBACK');
+  } finally {
+    await c.end();
+  }
+}
+
+/** Reads as src/database/row-cursor.ts does: DECLARE ... NO SCROLL CURSOR, FETCH 1000 in a READ ONLY transaction, rows as arrays of text. */
+async function pgDeclareText(visit) {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('BEGIN TRANSACTION READ ONLY');
+    await c.query("SELECT set_config('cursor_tuple_fraction', '1', true)");
+    await c.query({ text: `DECLARE rows NO SCROLL CURSOR FOR ${query}`, values: [], queryMode: 'extended' });
+    const fetch = { text: `FETCH FORWARD ${BATCH} FROM rows`, rowMode: 'array', types: AS_TEXT };
+    // pg's callback form: its promise form costs more CPU and heap here (see src/database/row-cursor.ts).
+    const next = () => new Promise((resolve, reject) => c.query(fetch, (err, result) => (err ? reject(err) : resolve(result.rows))));
+    for (let rows = await next(); rows.length > 0; rows = await next()) for (const row of rows) visit(row);
+    await c.query('CLOSE rows');
+    await c.query('ROLLBACK');
   } finally {
     await c.end();
   }
@@ -82,7 +123,13 @@ async function postgresCopy() {
   }
 }
 
-const readers = { 'pg-cursor': pgCursor, 'pg-query-stream': pgQueryStream, postgres: postgresCursor };
+const readers = {
+  'pg-cursor': pgCursor,
+  'pg-query-stream': pgQueryStream,
+  postgres: postgresCursor,
+  'pg-cursor-text': pgCursorText,
+  'pg-declare-text': pgDeclareText,
+};
 const copiers = { 'pg-copy-streams': pgCopy, postgres: postgresCopy };
 const started = process.hrtime.bigint();
 const cpuBefore = process.cpuUsage();
@@ -93,7 +140,8 @@ if (query) {
   if (!read) throw new Error(`no reader ${client}`);
   await read((row) => {
     rows++;
-    idSum += row.id;
+    // Arrays of text (the *-text readers), or objects of parsed values.
+    idSum += Array.isArray(row) ? Number(row[0]) : row.id;
   });
 } else if (kind === 'copy' && copiers[client]) {
   rows = await copiers[client]();

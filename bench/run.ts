@@ -11,7 +11,8 @@
  * without), adaptive, gzip, connections, dirty, redis-memory (starts a redis-server of its own;
  * skipped without one), real-server (needs `bash scripts/mindsdb-env.sh` first); with --full
  * also s3 and parquet; postgres-clients (PostgreSQL at DATABASE_URL, default
- * postgresql://postgres@127.0.0.1:5432/test) only when BENCH_SECTIONS names it.
+ * postgresql://postgres@127.0.0.1:5432/test) only when BENCH_SECTIONS names it; tables (PostgreSQL
+ * at DATABASE_URL and Redis; skipped without either).
  *
  * Environment:
  *   BENCH_SCALE=0.02         multiply every row count (at least 1000 rows) for a smoke run; a
@@ -23,7 +24,8 @@
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000), BENCH_DIRTY_ROWS
  *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REDIS_RUNS (1000 runs, not rows, nor scaled), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only),
- *   BENCH_PG_ROWS (1000000), BENCH_PG_RUNS (3): row counts, before BENCH_SCALE.
+ *   BENCH_PG_ROWS (1000000), BENCH_PG_RUNS (3), BENCH_TABLE_ROWS (1000000), BENCH_TABLE_RUNS (3):
+ *   row counts, before BENCH_SCALE.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { BENCH_DIR, BenchContext } from './context.js';
@@ -44,6 +46,7 @@ import { s3 } from './sections/s3.js';
 import { realServer } from './sections/real-server.js';
 import { redisMemory } from './sections/redis-memory.js';
 import { scaleOut } from './sections/scale-out.js';
+import { tables } from './sections/tables.js';
 
 // Memory before growth and gzip: they reuse its runs. Connections after the runs it reads.
 const SECTIONS: Section[] = [
@@ -61,6 +64,7 @@ const SECTIONS: Section[] = [
   s3,
   parquet,
   postgresClients,
+  tables,
 ];
 
 const full = process.argv.includes('--full');

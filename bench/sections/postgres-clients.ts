@@ -17,25 +17,27 @@
  *   COPY FROM STDIN    pg-copy-streams 0.17 s, 67 MiB; postgres.js .writable() 0.17 s, 68 MiB
  * So pg + pg-cursor (read(1000)) for reading and pg + pg-copy-streams for COPY: the least CPU
  * and memory reading, a tie on COPY, and one client library (pg) for both directions.
+ *
+ * Then (2026-12-02) reading as src/database/ reads, rows as arrays of text in a READ ONLY
+ * transaction: pg-cursor 2.22 s CPU, 81 MiB; DECLARE / FETCH 1000 through pg's callback form
+ * 2.28 s, 73 MiB (ids: 0.62 s against 0.68 s). The reading moved to DECLARE / FETCH, whose
+ * fetches the server's statement_timeout bounds one by one (see src/database/row-cursor.ts).
  */
-import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
-import copyStreams from 'pg-copy-streams';
 import { nodeCommand } from '../cli.js';
-import { rowLines } from '../inputs.js';
 import { measure, median } from '../measure.js';
+import { DATABASE_URL, loadRentalsTable, serverVersion } from '../rentals-table.js';
 import type { Section, SectionReport } from '../report.js';
-import { csvLine, RENTAL_COLUMNS, rentalRow } from '../../src/simulator/sample-data.js';
 
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
-const READERS = ['pg-cursor', 'pg-query-stream', 'postgres'] as const;
+const READERS = ['pg-cursor', 'pg-query-stream', 'postgres', 'pg-cursor-text', 'pg-declare-text'] as const;
 const COPIERS = ['pg-copy-streams', 'postgres'] as const;
 const LABEL: Record<string, string> = {
   'pg-cursor': 'pg + pg-cursor read(1000)',
   'pg-query-stream': 'pg + pg-query-stream (batchSize 1000)',
   postgres: 'postgres.js',
+  'pg-cursor-text': 'pg + pg-cursor read(1000), arrays of text',
+  'pg-declare-text': 'pg + DECLARE / FETCH 1000, arrays of text',
   'pg-copy-streams': 'pg + pg-copy-streams',
 };
 
@@ -47,18 +49,6 @@ interface ClientRun {
   wallSeconds: number;
   cpuSeconds: number;
   peakRssMiB: number;
-}
-
-// The rentals columns after an integer key, with a double, a boolean (NULL one row in three) and a date.
-const COLUMNS = `id integer PRIMARY KEY, listing_id text NOT NULL, number_of_rooms integer, number_of_bathrooms integer, sqft integer,
-  location text, days_on_market integer, initial_price numeric(12, 2), neighborhood text, notes text, rating double precision,
-  furnished boolean, listed_on date`;
-const HEADER = ['id', ...RENTAL_COLUMNS, 'rating', 'furnished', 'listed_on'];
-
-/** The i-th row of the table as CSV: rentalRow's fields (empty ones load as NULL) and three more. */
-function tableLine(i: number): string {
-  const listed = new Date(Date.UTC(2020, 0, 1) + (i % 2000) * 86_400_000).toISOString().slice(0, 10);
-  return csvLine([String(i), ...rentalRow(i), String(((i * 7919) % 5000) / 1000), ['t', 'f', ''][i % 3], listed]);
 }
 
 export const postgresClients: Section = {
@@ -73,14 +63,10 @@ export const postgresClients: Section = {
     const admin = new pg.Client({ connectionString: DATABASE_URL });
     await admin.connect();
     try {
-      await pipeline(rowLines(rows, tableLine, csvLine(HEADER)), createWriteStream(csv));
       await admin.query(`CREATE SCHEMA ${schema}`);
-      await admin.query(`CREATE TABLE ${schema}.rentals (${COLUMNS})`);
+      await loadRentalsTable(admin, `${schema}.rentals`, rows, csv);
       await admin.query(`CREATE TABLE ${schema}.loaded (LIKE ${schema}.rentals)`);
-      await pipeline(createReadStream(csv), admin.query(copyStreams.from(`COPY ${schema}.rentals FROM STDIN (FORMAT csv, HEADER true)`)));
-      // The visibility map lets SELECT id ORDER BY id be an index-only scan, as on a settled table.
-      await admin.query(`VACUUM ANALYZE ${schema}.rentals`);
-      const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0].v;
+      const version = await serverVersion(admin);
       report.note(
         `${rows.toLocaleString('en-US')} rows, PostgreSQL ${version} on ${new URL(DATABASE_URL).host}; each figure the median of ${runs} alternating runs`,
       );

@@ -130,6 +130,25 @@ describe('reading rows from the real PostgreSQL', () => {
     });
   });
 
+  it('bounds each fetch by the statement timeout, not the whole read: rows may wait for the model longer', async () => {
+    const timeoutMs = 300;
+    await withConnection(async (db) => {
+      const reading = readKeyRange(db, { query: 'SELECT g FROM generate_series(1, 2500) g' }, 'g', { from: null, to: null }, { timeoutMs });
+      let rows = 0;
+      for await (const batch of reading) {
+        rows += batch.rows.length;
+        // The consumer holds the batch past the timeout, as a segment waiting on a slow model does.
+        await new Promise((resolve) => setTimeout(resolve, timeoutMs * 2));
+      }
+      expect(rows).toBe(2500);
+      // A fetch that itself runs past the timeout still fails.
+      const slow = readKeyRange(db, { query: 'SELECT g, pg_sleep(0.2) FROM generate_series(1, 5) g' }, 'g', { from: null, to: null }, { timeoutMs });
+      const err = await failure(rowsOf(slow).next());
+      expect(err?.code).toBe('E_DATABASE');
+      expect(err?.message).toMatch(/statement timeout \(SQLSTATE 57014\)$/);
+    });
+  });
+
   it('stops a read when its signal is aborted', async () => {
     const stop = new AbortController();
     const db = await connectDatabase(parseDatabaseUrl(DATABASE_URL), { signal: stop.signal });
