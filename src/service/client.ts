@@ -2,7 +2,7 @@ import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, isAbortError } from '../errors.js';
 import { NestedTooDeep, textNestedDeeperThan } from '../formats/index.js';
 import { redactUrl, silentLogger, type Logger } from '../log.js';
-import { predictAllowance, readBounded, type Allowance, type AnswerBounds } from './answer-bounds.js';
+import { AnswerBuffers, predictAllowance, readBounded, type Allowance, type AnswerBounds } from './answer-bounds.js';
 import { parseJsonBody } from './json-body.js';
 import { Agent, buildConnector, request, type UndiciAgent, type UndiciConnector } from './undici-parts.js';
 import { pickMembers, type PickedRow } from './json-members.js';
@@ -107,6 +107,8 @@ export class ServiceClient {
   private readonly policy: RetryPolicy;
   private readonly log: Logger;
   private closed = false;
+  /** Where answers are joined; four kept: answers are read one at a time, a few waiting at most. */
+  private readonly answerBuffers = new AnswerBuffers(4);
   /** Connections opened so far, and how many of them `takeConnectionsOpened` has handed out. */
   private opened = 0;
   private taken = 0;
@@ -232,7 +234,7 @@ export class ServiceClient {
           return this.exchange(call, options, what, allowance.bytes);
         }
       : () => this.exchange(call, options, what, allowance.bytes);
-    const { status, answer, retryAfter, declared } = await (options.slot ? options.slot(exchange) : exchange());
+    const exchanged = await (options.slot ? options.slot(exchange) : exchange());
     // The answer is read once the requests waiting to be written are. The slot just freed sent the
     // next request, which undici (7.30+) writes to a kept-alive socket only from an immediate of
     // its own. Answers come in bunches: one immediate would read this answer before the request
@@ -242,6 +244,17 @@ export class ServiceClient {
     // test/unit/undici-behaviour.test.ts.
     await setImmediate();
     await setImmediate();
+    try {
+      return this.readAnswer(call, what, allowance, exchanged, read);
+    } finally {
+      // Read into values of their own (strings are copied out): its buffer serves the next answer.
+      if (exchanged.answer !== undefined) this.answerBuffers.give(exchanged.answer);
+    }
+  }
+
+  /** What an exchange's answer says: `read` of it, or the error its status and body mean. */
+  private readAnswer(call: ServiceCall, what: string, allowance: Allowance, exchanged: Exchanged, read: (body: Buffer) => unknown): unknown {
+    const { status, answer, retryAfter, declared } = exchanged;
     const { maxAnswerDepth, limitError } = this.options.answers;
     if (status >= 200 && status < 300) {
       if (answer === undefined) throw this.tooLarge(call, what, allowance, declared);
@@ -305,7 +318,7 @@ export class ServiceClient {
       const status = res.statusCode;
       const length = Number(res.headers['content-length']);
       const declared = status >= 200 && status < 300 && length > allowed ? length : undefined;
-      return { status, retryAfter: res.headers['retry-after'], answer: await readBounded(res.body, allowed, declared), declared };
+      return { status, retryAfter: res.headers['retry-after'], answer: await readBounded(res.body, allowed, declared, this.answerBuffers), declared };
     } catch (err) {
       if (signal?.aborted) throw new AbortedError(`${what}: cancelled`, err);
       if (timedOut || isAbortError(err)) {

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { predictAllowance, readBounded } from '../../src/service/answer-bounds.js';
+import { AnswerBuffers, predictAllowance, readBounded } from '../../src/service/answer-bounds.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -51,5 +51,39 @@ describe('readBounded', () => {
     expect(await readBounded(body, 10_000, 100_000)).toBeUndefined();
     expect(body.destroyed).toBe(true);
     expect(made()).toBe(0);
+  });
+});
+
+describe('AnswerBuffers', () => {
+  it('joins answers into buffers given back, one at a time, and keeps no more than asked', async () => {
+    const buffers = new AnswerBuffers(1);
+    const first = await readBounded(Readable.from([Buffer.from('[1,'), Buffer.from('2]')]), 100, undefined, buffers);
+    expect(first).toEqual(Buffer.from('[1,2]'));
+    buffers.give(first!);
+    // The next answer that fits is joined into the same memory; the first's view is not read any more.
+    const second = await readBounded(Readable.from([Buffer.from('[3,'), Buffer.from('4]')]), 100, undefined, buffers);
+    expect(second).toEqual(Buffer.from('[3,4]'));
+    expect(second!.buffer).toBe(first!.buffer);
+    // Taken while the second is still out: a buffer of its own.
+    const third = buffers.take(5);
+    expect(third.buffer).not.toBe(second!.buffer);
+    buffers.give(second!);
+    buffers.give(third);
+    // One kept: the next take reuses the second's, and giving it twice keeps it once.
+    buffers.give(second!);
+    expect(buffers.take(5).buffer).toBe(second!.buffer);
+    expect(buffers.take(5).buffer).not.toBe(second!.buffer);
+  });
+
+  it('leaves a buffer it did not make alone, and makes room for a larger answer', () => {
+    const buffers = new AnswerBuffers(4);
+    const foreign = Buffer.from('[1]');
+    buffers.give(foreign);
+    expect(buffers.take(3).buffer).not.toBe(foreign.buffer);
+    const small = buffers.take(10);
+    buffers.give(small);
+    const large = buffers.take(200_000);
+    expect(large.length).toBe(200_000);
+    expect(large.buffer).not.toBe(small.buffer);
   });
 });
