@@ -14,6 +14,8 @@ import { CR, FieldMeter, FIELD_START, LF, QUOTE_IN_QUOTED, QUOTED, UNQUOTED } fr
 
 export type RowSyntax = 'csv' | 'jsonl';
 
+const EMPTY = Buffer.alloc(0);
+
 /**
  * The most bytes one field and one row may take (a field and a row as FieldMeter measures them,
  * the row without its line ending). A row past either is still cut where it ends, exactly as
@@ -48,13 +50,33 @@ export class RawRow {
    * @param over set when the row passed a bound: its bytes are then only its beginning
    */
   constructor(
-    private readonly chunk: Buffer,
-    private readonly start: number,
-    private readonly end: number,
-    readonly offset: number,
-    readonly line: number,
+    private chunk: Buffer,
+    private start: number,
+    private end: number,
+    private startOffset: number,
+    private startLine: number,
     readonly over?: RowOver,
   ) {}
+
+  /** Offset of the row's first byte, counted from the start of the splitter's stream. */
+  get offset(): number {
+    return this.startOffset;
+  }
+
+  /** 1-based physical line the row starts on. */
+  get line(): number {
+    return this.startLine;
+  }
+
+  /** This row made another (within bounds): for a splitter whose reader keeps no row (RowSplitter's `reuse`). */
+  moveTo(chunk: Buffer, start: number, end: number, offset: number, line: number): this {
+    this.chunk = chunk;
+    this.start = start;
+    this.end = end;
+    this.startOffset = offset;
+    this.startLine = line;
+    return this;
+  }
 
   /** The row's bytes (a view of the chunk). */
   get bytes(): Buffer {
@@ -81,6 +103,8 @@ export class RowSplitter {
   // The dialect as byte values: the loop compares numbers, not strings.
   private readonly delimiter: number;
   private readonly quote: number;
+  /** The one row given for every row, with `reuse`. */
+  private readonly moving: RawRow | undefined;
 
   /**
    * @param syntax how rows end
@@ -88,6 +112,9 @@ export class RowSplitter {
    * @param startLine physical line of the stream's first byte
    * @param dialect the CSV delimiter and quote (ignored for JSON Lines); throws when checkDialect would
    * @param bounds the most a field and a row may take; none: rows of any length are held whole
+   * @param reuse one RawRow is given for every row within bounds, moved from row to row: for a
+   *   reader that keeps no row past its `onRow` call (planning, which counts rows, made one object
+   *   per row of the file for nothing)
    */
   constructor(
     private readonly syntax: RowSyntax,
@@ -95,7 +122,9 @@ export class RowSplitter {
     startLine = 1,
     dialect: CsvDialect = DEFAULT_DIALECT,
     private readonly bounds?: RowBounds,
+    reuse = false,
   ) {
+    this.moving = reuse ? new RawRow(EMPTY, 0, 0, 0, 0) : undefined;
     checkDialect(dialect);
     this.delimiter = dialect.delimiter.charCodeAt(0);
     this.quote = dialect.quote.charCodeAt(0);
@@ -259,6 +288,7 @@ export class RowSplitter {
     if (end === start) return;
     // A row passing a bound keeps a copy of its beginning, not the chunk it is in.
     if (over) onRow(this.overRow(Buffer.from(chunk.subarray(start, Math.min(end, start + VALUE_BYTES))), over));
+    else if (this.moving) onRow(this.moving.moveTo(chunk, start, end, this.carryStart, this.rowLine));
     else onRow(new RawRow(chunk, start, end, this.carryStart, this.rowLine));
   }
 

@@ -486,7 +486,8 @@ async function planText(
       syntax = detectSyntax(name, chunk);
       dialect = dialectForName(name, options);
       const bom = chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
-      splitter = new RowSplitter(syntax, bom, 1, dialect, options.rowBounds);
+      // onRow keeps no row: one RawRow serves them all.
+      splitter = new RowSplitter(syntax, bom, 1, dialect, options.rowBounds, true);
       data = chunk.subarray(bom);
       offset = bom;
     }

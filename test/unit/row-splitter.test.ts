@@ -309,3 +309,33 @@ describe('RowSplitter properties', () => {
     );
   });
 });
+
+describe('RowSplitter with reuse', () => {
+  it('gives one row object, moved from row to row, read as a new row each would be', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', ',', '"', '\n', '\r', 'é', 'x,"y\nz",w'), { maxLength: 60 }),
+        fc.array(fc.integer({ min: 1, max: 7 }), { maxLength: 10 }),
+        (parts, sizes) => {
+          const bytes = Buffer.from(parts.join(''), 'utf8');
+          const seen: SplitRow[] = [];
+          const objects = new Set<RawRow>();
+          const splitter = new RowSplitter('csv', 0, 1, undefined, undefined, true);
+          const onRow = (row: RawRow) => {
+            objects.add(row);
+            seen.push({ text: row.bytes.toString('utf8'), offset: row.offset, line: row.line });
+          };
+          let at = 0;
+          for (const size of sizes) {
+            splitter.push(bytes.subarray(at, at + size), onRow);
+            at += size;
+          }
+          splitter.push(bytes.subarray(at), onRow);
+          splitter.end(onRow);
+          expect(seen).toEqual(split(bytes, 'csv', sizes).rows);
+          expect(objects.size).toBeLessThanOrEqual(1);
+        },
+      ),
+    );
+  });
+});
