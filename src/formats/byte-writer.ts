@@ -121,14 +121,20 @@ export class ByteWriter {
   }
 
   /**
-   * Hands over what was written, as a view of the buffer, and starts over in a new buffer as large:
-   * the next batch of the same kind seldom has to grow it.
+   * Hands over a copy of what was written, exactly as long, and starts over in its own buffer. The
+   * next batch writes into memory the writer already holds; a fresh buffer as large as the last
+   * (as before) was a new mapping per batch, and whatever it held past its contents was held too.
    */
   take(): Buffer {
-    const written = this.out.subarray(0, this.at);
-    this.out = Buffer.allocUnsafe(this.out.length);
+    const written = Buffer.allocUnsafe(this.at);
+    this.out.copy(written, 0, 0, this.at);
     this.at = 0;
     return written;
+  }
+
+  /** Copies bytes `start` to `end` of what was written into `target` at `at`. */
+  copyTo(target: Buffer, at: number, start = 0, end = this.at): void {
+    this.out.copy(target, at, start, end);
   }
 
   /** What was written, as text. */

@@ -1,4 +1,5 @@
 import { ByteWriter, type InputRow } from '../formats/index.js';
+import { EnvelopedRows, type RowsJson } from '../service/index.js';
 import type { RequestEncoder } from './request-row.js';
 
 /**
@@ -10,17 +11,24 @@ export class RequestBatch {
   /**
    * Built by RequestBatchBuilder, and by `slice`.
    * @param rows the rows, in input order
-   * @param bytes the rows' JSON, each followed by a comma, from `starts[0]` on
+   * @param bytes the rows' JSON, each followed by a comma (the last by anything), from `starts[0]` on
    * @param starts where each row's JSON starts in `bytes`, and where the next row would start
+   * @param enveloped `bytes` is the whole request body, envelope and all (a batch as built, not a slice)
    */
   constructor(
     readonly rows: readonly InputRow[],
     private readonly bytes: Buffer,
     private readonly starts: readonly number[],
+    private readonly enveloped = false,
   ) {}
 
+  /** The request's rows: the whole body when the batch was built in its envelope, else the rows' JSON joined with commas. */
+  body(): RowsJson {
+    return this.enveloped ? new EnvelopedRows(this.bytes) : this.joinedRows();
+  }
+
   /** The rows' JSON joined with commas: the contents of the request's array. */
-  body(): Buffer {
+  private joinedRows(): Buffer {
     return this.bytes.subarray(this.starts[0], this.starts[this.rows.length] - 1);
   }
 
@@ -30,7 +38,11 @@ export class RequestBatch {
   }
 }
 
-/** Fills a batch a row at a time; `bytes` counts the rows' JSON (not the commas), as --max-batch-bytes does. */
+/**
+ * Fills a batch a row at a time; `bytes` counts the rows' JSON (not the commas), as --max-batch-bytes
+ * does. The rows are written into one buffer the builder keeps; each batch taken is copied out of it
+ * once, in the request's envelope when one is given, so that the request needs no copy of its own.
+ */
 export class RequestBatchBuilder {
   private rows: InputRow[] = [];
   private readonly out: ByteWriter;
@@ -38,8 +50,14 @@ export class RequestBatchBuilder {
   /** The UTF-8 bytes of the rows' JSON so far. */
   bytes = 0;
 
-  /** @param capacity the bytes a batch has room for to start with (it grows as needed) */
-  constructor(capacity = 64 * 1024) {
+  /**
+   * @param envelope what a request body holds before its rows and after them (see predictEnvelope); none: batches hold their rows alone
+   * @param capacity the bytes a batch has room for to start with (it grows as needed)
+   */
+  constructor(
+    private readonly envelope?: { head: Buffer; tail: Buffer },
+    capacity = 64 * 1024,
+  ) {
     this.out = new ByteWriter(capacity);
   }
 
@@ -56,9 +74,23 @@ export class RequestBatchBuilder {
     this.bytes += encoder.length;
   }
 
-  /** The batch so far; the builder starts over empty, with room for as many bytes as this one took. */
+  /** The batch so far, in a buffer of its own; the builder starts over empty. */
   take(): RequestBatch {
-    const batch = new RequestBatch(this.rows, this.out.take(), this.starts);
+    const { out, envelope, rows, starts } = this;
+    let batch: RequestBatch;
+    if (envelope === undefined || rows.length === 0) batch = new RequestBatch(rows, out.take(), starts);
+    else {
+      // The last comma's place takes the tail.
+      const { head, tail } = envelope;
+      const end = head.length + out.length - 1;
+      const bytes = Buffer.allocUnsafe(end + tail.length);
+      head.copy(bytes, 0);
+      out.copyTo(bytes, head.length, 0, out.length - 1);
+      tail.copy(bytes, end);
+      for (let i = 0; i < starts.length; i++) starts[i] += head.length;
+      batch = new RequestBatch(rows, bytes, starts, true);
+    }
+    out.reset();
     this.rows = [];
     this.starts = [0];
     this.bytes = 0;

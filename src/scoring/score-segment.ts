@@ -14,7 +14,7 @@ import {
 } from '../formats/index.js';
 import type { Logger } from '../log.js';
 import type { Predictor } from './predictor.js';
-import type { RequestSlots } from '../service/index.js';
+import { predictEnvelope, type RequestSlots } from '../service/index.js';
 import { type Storage, formatLocation } from '../storage/index.js';
 import { drainedWrite } from './drained-write.js';
 import { errorRateExceeded, type ErrorAllowance } from './error-allowance.js';
@@ -176,7 +176,8 @@ class SegmentPiece {
   // retries, splits, rows without their id...), added to the segment's counts once it is written,
   // so that a piece a cap stopped counts only the batches it keeps.
   private readonly pending: PendingBatch[] = [];
-  private readonly batch = new RequestBatchBuilder();
+  // Built in the request's envelope: a whole batch is sent as it was built.
+  private readonly batch: RequestBatchBuilder;
   // The malformed rows met while the batch is built, each at its place among the batch's rows.
   // They go with the batch rather than end it: ended, one in 40 cut batches of 1000 to 39 rows,
   // 25 times the requests of a clean file.
@@ -231,6 +232,7 @@ class SegmentPiece {
       ? (row: InputRow): InputRow => (row.record === undefined || row.text === undefined ? row : { index: row.index, line: row.line, text: row.text })
       : (row: InputRow) => row;
     this.scoring = segmentScoring(work, this.log, this.signal);
+    this.batch = new RequestBatchBuilder(predictEnvelope(this.scoring));
     this.fromText = passThroughText && file?.syntax === 'csv';
     this.encoder = this.newEncoder();
   }

@@ -1,7 +1,7 @@
 /** The Model Query Service: its client, request slots (concurrency), retries and errors. */
 
 // The client and what its calls take and answer.
-export { predictBody, ServiceClient, type CallOptions, type Envelope, type PredictOptions, type RowsJson } from './client.js';
+export { EnvelopedRows, predictBody, predictEnvelope, ServiceClient, type CallOptions, type Envelope, type PredictOptions, type RowsJson } from './client.js';
 export type { AnswerBounds } from './answer-bounds.js';
 export { NotAnObject, type PickedRow } from './json-members.js';
 export { formatModelRef, parseModelRef, type ModelRef } from './model-ref.js';
