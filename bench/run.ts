@@ -8,19 +8,19 @@
  *
  * Sections (bench/sections/): cpu, latency, memory, growth (writes bench/growth.svg), scale-out
  * and the queue half of gzip (need Redis at REDIS_URL, default redis://127.0.0.1:6379; skipped
- * without), adaptive, gzip, connections, dirty, redis-memory (starts a redis-server of its own;
- * skipped without one), real-server (needs `bash scripts/mindsdb-env.sh` first); with --full
- * also s3 and parquet; postgres-clients (PostgreSQL at DATABASE_URL, default
- * postgresql://postgres@127.0.0.1:5432/test) only when BENCH_SECTIONS names it; tables (PostgreSQL
- * at DATABASE_URL and Redis; skipped without either).
+ * without), adaptive, gzip, connections, dirty, real-server (needs `bash scripts/mindsdb-env.sh`
+ * first); with --full also s3 and parquet. Only when BENCH_SECTIONS names them: redis-memory
+ * (starts a redis-server of its own; skipped without one), postgres-clients (PostgreSQL at
+ * DATABASE_URL, default postgresql://postgres@127.0.0.1:5432/test) and tables (PostgreSQL at
+ * DATABASE_URL and Redis; skipped without either).
  *
  * Environment:
  *   BENCH_SCALE=0.02         multiply every row count (at least 1000 rows) for a smoke run; a
  *                            scaled run writes its plot and Markdown into .bench/, not bench/growth.svg
  *                            and BENCHMARKS.md
  *   BENCH_SECTIONS=cpu,gzip  run only these sections (ids above)
- *   BENCH_CPU_ROWS (500000), BENCH_CPU_RUNS (3; 5 with --full), BENCH_LATENCY_ROWS (160000), BENCH_LATENCY_RUNS (3),
- *   BENCH_MEMORY_ROWS (1000000; --full 1000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
+ *   BENCH_CPU_ROWS (500000), BENCH_CPU_RUNS (3; 5 with --full), BENCH_LATENCY_ROWS (480000), BENCH_LATENCY_RUNS (3),
+ *   BENCH_MEMORY_ROWS (1000000,5000000,10000000), BENCH_GROWTH_ROWS (100000,1000000;
  *   --full adds 10000000), BENCH_SCALEOUT_ROWS (240000; --full 480000), BENCH_ADAPTIVE_ROWS
  *   (200000; --full 400000), BENCH_GZIP_ROWS (1000000; --full adds 10000000), BENCH_DIRTY_ROWS
  *   (20000), BENCH_DIRTY_RUNS (3), BENCH_REDIS_RUNS (1000 runs, not rows, nor scaled), BENCH_REAL_ROWS (100000), BENCH_S3_ROWS and BENCH_PARQUET_ROWS (1000000, --full only),

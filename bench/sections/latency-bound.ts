@@ -1,9 +1,11 @@
 /**
  * 2. Latency-bound: every predict answer takes 100 ms, so the best a scorer can do is keep its
  * `concurrency` requests in flight all the time: concurrency × batch / latency rows per second.
- * The target is that share of the ideal over the whole process, from the command's start to its
- * exit, so start-up, describe, planning, assembly and exit all count; the share over the scoring
- * phase alone shows the gaps between requests. A run's share moves by about a point from run to
+ * 480,000 rows make an ideal run of 30 s, the size of file the tool is for. The targets are that
+ * share of the ideal over the whole process, from the command's start to its exit (start-up,
+ * describe, planning, assembly and exit all count), and over the scoring phase alone, which shows
+ * the gaps between requests; and the time from the command's start to its first segment's first
+ * request (describe and the one-row probe included). A run's share moves by about a point from run to
  * run on a shared machine, so the figures are the median run's (by its whole-process share), of
  * three. Planning goes on while the first segments are scored, so the time from the command's
  * start to its first segment's requests should not grow with the file: a run of ten times the rows
@@ -22,7 +24,7 @@ export const latencyBound: Section = {
   id: 'latency',
   title: 'Latency-bound: share of the ideal rate',
   async run(ctx, report) {
-    const rows = ctx.rows('BENCH_LATENCY_ROWS', 160_000);
+    const rows = ctx.rows('BENCH_LATENCY_ROWS', 480_000);
     const sim = await ctx.simulator(['--latency-ms', String(LATENCY_MS)]);
     const repeats = Number(process.env.BENCH_LATENCY_RUNS ?? 3);
     const flags = ['--batch-size', String(BATCH), '--concurrency', String(CONCURRENCY)];
@@ -52,10 +54,10 @@ export const latencyBound: Section = {
     report.figure('rows/s over the whole process (wall)', rows / r.wallSeconds, 'rows/s');
     report.figure('whole process: share of ideal', wholeShare(r), '%', { atLeast: 95 });
     report.figure('rows/s over the scoring phase (timings.scoreMs)', scoreMs === null ? null : scoringRate(r), 'rows/s');
-    report.figure('scoring phase: share of ideal', scoreMs === null ? null : (scoringRate(r) / ideal) * 100, '%');
+    report.figure('scoring phase: share of ideal', scoreMs === null ? null : (scoringRate(r) / ideal) * 100, '%', { atLeast: 97 });
     const small = firstRequestMs(r);
     const grown = firstRequestMs(big);
-    report.figure(`time to first segment request, ${rows.toLocaleString('en-US')} rows (command start → timings.planMs)`, small, 'ms');
+    report.figure(`time to first segment request, ${rows.toLocaleString('en-US')} rows (command start → timings.planMs)`, small, 'ms', { atMost: 400 });
     report.figure(`time to first segment request, ${large.toLocaleString('en-US')} rows`, grown, 'ms');
     report.figure('time to first segment request: 10x rows / 1x', small && grown ? grown / small : null, 'x', { atMost: 1.5 });
     report.figure(`planning ended, ${large.toLocaleString('en-US')} rows (timings.planEndMs)`, big.facts.planEndMs, 'ms');

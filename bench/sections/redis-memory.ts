@@ -40,6 +40,8 @@ interface Sample {
 
 export const redisMemory: Section = {
   id: 'redis-memory',
+  // Run when named (BENCH_SECTIONS=redis-memory): Redis's footprint over 1,000 runs, apart from the scoring path.
+  onlyWhenNamed: true,
   title: 'Redis memory of finished runs under retention',
   async run(ctx, report) {
     const port = await freePort();

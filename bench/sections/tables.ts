@@ -58,6 +58,8 @@ const KINDS: [End, End][] = [
 
 export const tables: Section = {
   id: 'tables',
+  // Run when named (BENCH_SECTIONS=tables): table input and output against CSV take about ten minutes of their own.
+  onlyWhenNamed: true,
   title: 'Tables: PostgreSQL in and out against CSV',
   async run(ctx, report) {
     if (!(await ctx.redisAnswers())) return report.note(`skipped: no Redis answers at ${REDIS_URL}`);
