@@ -15,10 +15,11 @@ COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
     npm ci --ignore-scripts --no-audit --no-fund
 
-# ---- build: compile TypeScript to dist/ ----
+# ---- build: compile TypeScript to dist/, then bundle the command (scripts/bundle-cli.mjs) ----
 FROM deps AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY scripts/bundle-cli.mjs ./scripts/
 RUN npm run build
 
 # ---- prod-deps: production dependencies only, nothing of the compiler or the test tools ----

@@ -2,7 +2,6 @@ import { RUN_STATES } from '../scoring/index.js';
 import { stateFilterSchema } from './run-schemas.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -10,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { errorCode, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
+import { PACKAGE_ROOT } from '../version.js';
 
 import { type Pipeline, pipelineNameSchema } from '../triggers/index.js';
 import { sendHtml } from './html-reply.js';
@@ -141,7 +141,7 @@ interface Asset {
 /** The assets, read once: Chart.js from its package, the page script and stylesheet from `assets/` at the package root (beside `dist/` and `src/`). */
 async function loadAssets(): Promise<Record<'css' | 'chart' | 'script' | 'icon', Asset>> {
   const chartDist = dirname(createRequire(import.meta.url).resolve('chart.js'));
-  const own = join(packageRoot(), 'assets');
+  const own = fileURLToPath(new URL('assets', PACKAGE_ROOT));
   const asset = async (name: string, type: string, path: string): Promise<Asset> => {
     const body = await readFile(path);
     return { name, type, body, version: createHash('sha256').update(body).digest('hex').slice(0, 12) };
@@ -154,15 +154,4 @@ async function loadAssets(): Promise<Record<'css' | 'chart' | 'script' | 'icon',
     asset('favicon.svg', 'image/svg+xml', join(own, 'favicon.svg')),
   ]);
   return { css, chart, script, icon };
-}
-
-/** The folder holding package.json, above this file whether it runs from `src/http` (tests) or `dist/http`. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}: the run pages' assets cannot be found`);
-    dir = parent;
-  }
-  return dir;
 }

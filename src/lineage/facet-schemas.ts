@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { PACKAGE_ROOT } from '../version.js';
 
 /**
  * This tool's own OpenLineage facets, each described by a JSON Schema the package ships under
@@ -34,6 +35,6 @@ export function facetSchemaUrl(facet: CustomFacet, producer: string, publicUrl: 
 
 /** The shipped schema files, by their path below FACET_SCHEMAS_PATH, read from the package: what `serve` answers. */
 export function shippedFacetSchemas(): Map<string, Buffer> {
-  const root = new URL(`../..${FACET_SCHEMAS_PATH}/`, import.meta.url);
+  const root = new URL(`.${FACET_SCHEMAS_PATH}/`, PACKAGE_ROOT);
   return new Map((Object.keys(CUSTOM_FACETS) as CustomFacet[]).map((facet) => [schemaFile(facet), readFileSync(new URL(schemaFile(facet), root))] as const));
 }
