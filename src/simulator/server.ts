@@ -176,8 +176,12 @@ class SimulatorHandler {
       engine = this.engineAnswer(received, project, modelSegment, fault === 'shortAnswer');
       // The latency is the time to answer, counted from the request's arrival: the work above is
       // part of it, so a client at concurrency C meets C x batch / latency rows/s at best.
-      const delay = opts.latencyMs + (opts.latencyJitterMs > 0 ? this.jitter() * opts.latencyJitterMs : 0) - (performance.now() - arrived);
-      if (delay > 0) await sleep(delay, undefined, { signal: this.closing });
+      const latency = opts.latencyMs + (opts.latencyJitterMs > 0 ? this.jitter() * opts.latencyJitterMs : 0);
+      // A timer counts from the event loop's cached time, which can lag the clock by a millisecond:
+      // it may fire that much early, and the answer must never come before its latency.
+      for (let left = latency - (performance.now() - arrived); left > 0; left = latency - (performance.now() - arrived)) {
+        await sleep(left, undefined, { signal: this.closing });
+      }
     } catch {
       return; // closing: the connection is being destroyed anyway
     } finally {
