@@ -1,48 +1,11 @@
-// The yardstick of `npm run bench`: the streaming scorer a user would write by hand instead of
-// using batch-scorer. papaparse in, a fixed number of predict requests in flight, CSV out in input
-// order; no retries, no checks, no manifest.
+// The yardstick of `npm run bench` on `fetch`: the streaming scorer a user would write by hand
+// instead of using batch-scorer (the loop is hand-written-loop.mjs), each batch a `fetch` whose
+// answer is read with `json()`.
 //   node bench/hand-written-scorer.mjs <input.csv> <output.csv> <service URL> [batch size] [concurrency]
-import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
-import Papa from 'papaparse';
+import { scoreByHand, url } from './hand-written-loop.mjs';
 
-const [input, output, service, batchArg = '1000', concurrencyArg = '4'] = process.argv.slice(2);
-const batchSize = Number(batchArg);
-const concurrency = Number(concurrencyArg);
-const url = `${service}/api/projects/mindsdb/models/home_rentals_model/predict`;
-const PREDICTIONS = ['rental_price', 'rental_price_confidence', 'rental_price_min', 'rental_price_max'];
-
-async function predict(rows) {
+await scoreByHand(async (rows) => {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: rows }) });
   if (!res.ok) throw new Error(`predict answered ${res.status}: ${await res.text()}`);
-  const answer = await res.json();
-  return rows.map((row, i) => {
-    const merged = { ...row };
-    for (const column of PREDICTIONS) merged[column] = answer[i][column];
-    return merged;
-  });
-}
-
-const out = createWriteStream(output);
-const inFlight = [];
-let header = true;
-async function writeOldest() {
-  const rows = await inFlight.shift();
-  if (!out.write(`${Papa.unparse(rows, { header, newline: '\n' })}\n`)) await once(out, 'drain');
-  header = false;
-}
-
-const parser = Papa.parse(Papa.NODE_STREAM_INPUT, { header: true, dynamicTyping: true, skipEmptyLines: true });
-createReadStream(input, 'utf8').pipe(parser);
-let batch = [];
-for await (const row of parser) {
-  batch.push(row);
-  if (batch.length < batchSize) continue;
-  inFlight.push(predict(batch));
-  batch = [];
-  if (inFlight.length >= concurrency) await writeOldest();
-}
-if (batch.length > 0) inFlight.push(predict(batch));
-while (inFlight.length > 0) await writeOldest();
-out.end();
-await once(out, 'finish');
+  return res.json();
+});

@@ -1,4 +1,4 @@
-// The parse floor of `npm run bench`: only what hand-written-scorer.mjs does to read its input
+// The parse floor of `npm run bench`: only what the yardsticks (hand-written-loop.mjs) do to read their input
 // (papaparse over a UTF-8 stream, header, dynamicTyping, skipEmptyLines), counting rows. No
 // scorer that reads CSV this way can use less CPU per row; prints the row count.
 //   node bench/parse-floor.mjs <input.csv>
