@@ -267,7 +267,7 @@ export class RowSplitter {
       return {};
     }
     if (this.state === QUOTED) return { unterminatedQuoteLine: this.quoteLine };
-    this.emit(Buffer.alloc(0), 0, 0, onRow);
+    this.emit(EMPTY, 0, 0, onRow);
     return {};
   }
 

@@ -89,8 +89,8 @@ export class RequestBatchBuilder {
       tail.copy(bytes, end);
       for (let i = 0; i < starts.length; i++) starts[i] += head.length;
       batch = new RequestBatch(rows, bytes, starts, true);
+      out.reset();
     }
-    out.reset();
     this.rows = [];
     this.starts = [0];
     this.bytes = 0;
