@@ -11,7 +11,7 @@ export { checkDialect, DEFAULT_DIALECT, dialectForName, type CsvDialect } from '
 
 // Reading rows: splitting bytes into rows, parsing them, bounding JSON nesting.
 export { RowSplitter, splitRawRows, type RawRow, type RowBounds, type RowOver } from './row-splitter.js';
-export { csvRecord, isQuotedField, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows, quotedFieldBounds, type InputRow } from './row-parser.js';
+export { csvRecord, isQuotedField, jsonKeys, MAX_ROW_DEPTH, parseCsvHeader, parseRows, quotedFieldBounds, readTextRow, type InputRow } from './row-parser.js';
 export { NestedTooDeep, nestedDeeperThan, textNestedDeeperThan } from './json-depth.js';
 export { memberText } from './json-member-text.js';
 export { EXACT_POWERS_OF_TEN } from './powers-of-ten.js';

@@ -67,10 +67,10 @@ export function jsonKeys(row: RawRow): string[] | undefined {
  * `quotedRowFields`, and those it leaves (odd quoting) go to papaparse together, and where its row
  * split disagrees with ours, each is parsed alone, so rows never shift.
  *
- * With `unquotedAsText`, a CSV row that `quotedFieldBounds` reads (any row without a quote, and
- * most with quotes) and that has as many fields as the header is left as its text, without a
- * record: a reader that can take its values from the text (the request encoder) saves making an
- * object and a string per field.
+ * With `unquotedAsText`, every CSV row is left as its text, unread: a reader that takes its values
+ * from the text (the request encoder) reads its fields once, saving an object and a string per
+ * field, and hands a row it cannot take so (its fields are not the header's, or its quoting is
+ * odd) to `readTextRow`, which reads it as this function would have.
  *
  * A row that passed a bound of the splitter's (`over`) is not read: it has the problem
  * `overProblem` tells, and the excerpt of its beginning as its text.
@@ -108,12 +108,21 @@ function parseReadRows(
 ): InputRow[] {
   const texts = rows.map((r) => r.text());
   if (syntax === 'jsonl') return texts.map((text, i) => jsonRow(text, firstIndex + i, rows[i].line));
-  const fields: (string[] | number | undefined)[] = texts.map((text) => {
-    if (!text.includes(dialect.quote)) return unquotedAsText ? fieldCount(text, dialect.delimiter) : text.split(dialect.delimiter);
-    if (!unquotedAsText) return quotedRowFields(text, dialect);
-    const count = quotedFieldBounds(text, dialect, scratchBounds);
-    return count < 0 ? undefined : count;
-  });
+  if (unquotedAsText) return texts.map((text, i) => ({ index: firstIndex + i, line: rows[i].line, text }));
+  return csvRows(texts, (i) => rows[i].line, firstIndex, header, dialect);
+}
+
+/**
+ * A CSV row `parseRows` left as its text (`unquotedAsText`) and its reader could not take as
+ * text: read as parseRows reads it otherwise, into its record or its problem.
+ */
+export function readTextRow(row: Readonly<InputRow> & { text: string }, header: readonly string[], dialect: CsvDialect): InputRow {
+  return csvRows([row.text], () => row.line, row.index, header, dialect)[0];
+}
+
+/** CSV rows' texts read into records, or their problems (see parseRows); `lineOf(i)` is text i's line. */
+function csvRows(texts: readonly string[], lineOf: (i: number) => number, firstIndex: number, header: readonly string[], dialect: CsvDialect): InputRow[] {
+  const fields: (string[] | undefined)[] = texts.map((text) => (text.includes(dialect.quote) ? quotedRowFields(text, dialect) : text.split(dialect.delimiter)));
   const quoted = texts.filter((_, i) => fields[i] === undefined);
   if (quoted.length > 0) {
     const CSV = papaConfig(dialect);
@@ -130,21 +139,10 @@ function parseReadRows(
   return texts.map((text, i) => {
     const values = fields[i]!;
     const index = firstIndex + i;
-    const line = rows[i].line;
-    const found = typeof values === 'number' ? values : values.length;
-    if (found !== header.length) return { index, line, text, problem: `expected ${header.length} fields, found ${found}` };
-    return typeof values === 'number' ? { index, line, text } : { index, line, record: toRecord(values, header), text };
+    const line = lineOf(i);
+    if (values.length !== header.length) return { index, line, text, problem: `expected ${header.length} fields, found ${values.length}` };
+    return { index, line, record: toRecord(values, header), text };
   });
-}
-
-/** Bounds `quotedFieldBounds` fills where only the count is wanted; shared, since only the call filling it reads them. */
-const scratchBounds: number[] = [];
-
-/** The fields of a row without quotes: one more than its delimiters. */
-function fieldCount(text: string, delimiter: string): number {
-  let count = 1;
-  for (let at = text.indexOf(delimiter); at !== -1; at = text.indexOf(delimiter, at + 1)) count++;
-  return count;
 }
 
 /** A CSV row's values by column, read from its text as `parseRows` reads it; undefined when its field count is not the header's. */

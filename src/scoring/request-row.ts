@@ -1,5 +1,4 @@
-import { ByteWriter, type CsvDialect, isQuotedField, quotedFieldBounds } from '../formats/index.js';
-import { excerpt } from '../text-excerpt.js';
+import { ByteWriter, type CsvDialect, type InputRow, isQuotedField, quotedFieldBounds, readTextRow } from '../formats/index.js';
 
 const CANONICAL_NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
@@ -79,6 +78,22 @@ export class RequestEncoder {
     this.bounds = new Int32Array(2 * (csv?.columns.length ?? 0));
   }
 
+  /**
+   * Encodes a row that was read, from its record or its text (see encodeText); a row given as text
+   * that cannot be encoded from it is read as parseRows reads it first (see readTextRow). Answers
+   * the row as read: with its problem, nothing encoded, where reading found one.
+   */
+  encodeRow(row: InputRow): InputRow {
+    if (row.record) {
+      this.encode(row.record, row.index);
+      return row;
+    }
+    if (this.encodeText(row.text!, row.index) >= 0) return row;
+    const read = readTextRow(row as InputRow & { text: string }, this.csv!.columns, this.csv!);
+    if (read.record) this.encode(read.record, read.index);
+    return read;
+  }
+
   /** Encodes a row; answers its length in bytes. The row is kept until the next call (`appendTo`, `text`). */
   encode(record: Readonly<Record<string, unknown>>, rowId: number): number {
     const { columns, keys, out } = this;
@@ -91,10 +106,10 @@ export class RequestEncoder {
   }
 
   /**
-   * Encodes a CSV row given as its text, with as many fields as the file has columns: the bytes
-   * `encode` writes for the row's record, without making the record or a string per field. A row
-   * without quotes is its fields between delimiters; one with quotes must be one that
-   * `quotedFieldBounds` reads (parseRows leaves no other as text).
+   * Encodes a CSV row given as its text: the bytes `encode` writes for the row's record, without
+   * making the record or a string per field. A row without quotes is its fields between
+   * delimiters; one with quotes, as `quotedFieldBounds` reads it. Answers -1, encoding nothing,
+   * when the row is not as many fields as the file has columns read so (see readTextRow).
    */
   encodeText(text: string, rowId: number): number {
     const { columns, keys, out, fieldOf } = this;
@@ -104,7 +119,7 @@ export class RequestEncoder {
     const { starts } = this;
     let fields = 1;
     for (let at = text.indexOf(csv.delimiter); at !== -1 && fields < starts.length; at = text.indexOf(csv.delimiter, at + 1)) starts[fields++] = at + 1;
-    if (fields !== starts.length - 1) this.wrongFields(text);
+    if (fields !== starts.length - 1) return -1;
     starts[fields] = text.length + 1;
     out.reset();
     for (let i = 0; i < columns.length; i++) {
@@ -119,7 +134,7 @@ export class RequestEncoder {
   /** `encodeText` for a row with quotes: a quoted field's inside is its value, a doubled quote in it one quote. */
   private encodeQuoted(text: string, rowId: number, dialect: CsvDialect & { columns: readonly string[] }): number {
     const { columns, keys, out, fieldOf, bounds } = this;
-    if (quotedFieldBounds(text, dialect, bounds) !== dialect.columns.length) this.wrongFields(text);
+    if (quotedFieldBounds(text, dialect, bounds) !== dialect.columns.length) return -1;
     out.reset();
     for (let i = 0; i < columns.length; i++) {
       out.bytes(keys[i]);
@@ -140,10 +155,6 @@ export class RequestEncoder {
       }
     }
     return this.end(rowId);
-  }
-
-  private wrongFields(text: string): never {
-    throw new Error(`a row given as text to encode has not ${this.starts.length - 1} fields: ${excerpt(text)}`);
   }
 
   /** The length in bytes of the last row encoded. */

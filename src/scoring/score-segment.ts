@@ -250,8 +250,8 @@ class SegmentPiece {
         skip -= chunk.length - rows.length;
         // Indexed: in this async function, for-of allocated an iterator result per row (about 4% of a CPU-bound run's garbage).
         for (let r = 0; r < rows.length; r++) {
-          const row = rows[r];
           counts.rowsIn++;
+          const row = rows[r].problem === undefined ? encoder.encodeRow(rows[r]) : rows[r];
           if (row.problem !== undefined) {
             // Written in its place among the batch's answers, so errors.jsonl stays in input order.
             this.malformed.push({ at: batch.length, outcome: { row, error: { title: MALFORMED_ROW, detail: `line ${row.line}: ${row.problem}` } } });
@@ -260,9 +260,8 @@ class SegmentPiece {
             if (this.malformed.length >= run.request.options.batchSize) await this.submit();
             continue;
           }
-          const bytes = row.record ? encoder.encode(row.record, row.index) : encoder.encodeText(row.text!, row.index);
           profile.addInputs(encoder.values!);
-          if (batchIsFull(batch.length, batch.bytes, bytes, run.request.options)) await this.submit();
+          if (batchIsFull(batch.length, batch.bytes, encoder.length, run.request.options)) await this.submit();
           batch.add(kept(row), encoder);
         }
         // Answered batches are written as soon as those before them are, giving their turns back.
@@ -542,9 +541,7 @@ async function inputsProfile(
     for (const row of chunk) {
       if (at >= end) break read;
       if (at++ < range.skip || row.problem !== undefined) continue;
-      if (row.record) encoder.encode(row.record, row.index);
-      else encoder.encodeText(row.text!, row.index);
-      profile.addInputs(encoder.values!);
+      if (encoder.encodeRow(row).problem === undefined) profile.addInputs(encoder.values!);
     }
   }
   return profile.toJSON().inputs;
