@@ -98,6 +98,18 @@ export class ByteWriter {
     this.at = first + width;
   }
 
+  /**
+   * A value as JSON.stringify writes it as an object member's value, undefined (which it would
+   * leave out) as null: a number as `number` writes it (a number not finite is null), a string as
+   * `jsonString`, anything else through JSON.stringify.
+   */
+  json(value: unknown): void {
+    if (value === null || value === undefined) return this.text('null');
+    if (typeof value === 'string') return this.jsonString(value);
+    if (typeof value === 'number') return Number.isFinite(value) ? this.number(value) : this.text('null');
+    this.text(JSON.stringify(value));
+  }
+
   /** One byte (an ASCII character's code). */
   byte(b: number): void {
     this.room(1);

@@ -62,34 +62,7 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
           .join(''),
     };
   }
-  if (format === 'jsonl') {
-    return {
-      header: () => '',
-      lines: (rows) =>
-        rows
-          .map(({ row, predictions }) => {
-            const { text } = row;
-            const number = row.index + 1;
-            const added: Record<string, unknown> = {};
-            predictionColumns.forEach((c, i) => (added[c] = predictions[i] ?? null));
-            const numbered = rowNumber ? `{"${ROW_NUMBER_COLUMN}":${number}` : '{';
-            if (!passThroughText || text === undefined) {
-              const kept: Record<string, unknown> = {};
-              const values = valuesOf(row.record, number);
-              for (const c of inputColumns) if (c in values) kept[c] = values[c];
-              const body = JSON.stringify({ ...kept, ...added }).slice(1);
-              return `${numbered}${rowNumber && body !== '}' ? ',' : ''}${body}\n`;
-            }
-            // Written from the text as read: re-serialising would round numbers JSON.parse cannot hold (19-digit ids).
-            const head = text.trimEnd().slice(0, -1).trimEnd();
-            const line = `${head}${head.endsWith('{') ? '' : ','}${JSON.stringify(added).slice(1)}`;
-            if (!rowNumber) return `${line}\n`;
-            const open = line.indexOf('{') + 1;
-            return `${numbered}${line.slice(open).trimStart() === '}' ? '' : ','}${line.slice(open)}\n`;
-          })
-          .join(''),
-    };
-  }
+  if (format === 'jsonl') return jsonLinesWriter(options);
   const head = [...(rowNumber ? [ROW_NUMBER_COLUMN] : []), ...inputColumns, ...predictionColumns];
   // A file of one column writes an empty value quoted: an empty line would be read as no row at all.
   const field = head.length === 1 ? (value: unknown) => (value === '' || value === null || value === undefined ? '""' : csvField(value)) : csvField;
@@ -127,6 +100,85 @@ export function createRowWriter(format: RowWriterFormat, options: RowWriterOptio
   };
 }
 
+/**
+ * JSON Lines rows: a row's text as read with the predictions added as members before its closing
+ * brace (re-serialising would round numbers JSON.parse cannot hold: 19-digit ids), or, without
+ * its text, the input columns chosen and the predictions. Lines are written as bytes into one
+ * buffer per call: a batch's lines joined as a string were half a megabyte among the old objects
+ * (a large object each), made again as bytes to be written, most of a JSON Lines run's memory.
+ */
+function jsonLinesWriter({ inputColumns, predictionColumns, rowNumber, passThroughText }: RowWriterOptions): RowWriter {
+  // The members added, `"name":` each, in the order JSON.stringify writes an object's (names that are array indexes first).
+  const added = Object.keys(Object.fromEntries(predictionColumns.map((c) => [c, 0]))).map((c) => ({
+    key: Buffer.from(`${JSON.stringify(c)}:`),
+    at: predictionColumns.lastIndexOf(c),
+  }));
+  const out = new ByteWriter();
+  /** The added members and the closing brace. */
+  const predictionsAdded = (predictions: readonly unknown[]) => {
+    for (let m = 0; m < added.length; m++) {
+      if (m > 0) out.byte(COMMA);
+      out.bytes(added[m].key);
+      out.json(predictions[added[m].at]);
+    }
+    out.byte(CLOSE);
+  };
+  return {
+    header: () => '',
+    lines: (rows) => {
+      for (let r = 0; r < rows.length; r++) {
+        const { row, predictions } = rows[r];
+        const { text } = row;
+        const number = row.index + 1;
+        const last = passThroughText && text !== undefined ? lastOfObject(text) : -1;
+        if (last < 0) out.text(recordLine(row.record, number, predictions));
+        else {
+          // The text up to its last member (its opening brace, when it has none), after the row number.
+          const empty = text!.charCodeAt(last) === OPEN;
+          if (rowNumber) {
+            out.text(`{"${ROW_NUMBER_COLUMN}":`);
+            out.number(number);
+            if (!empty || added.length > 0) out.byte(COMMA);
+          }
+          out.text(text!, rowNumber ? text!.indexOf('{') + 1 : 0, last + 1);
+          if (!empty && added.length > 0) out.byte(COMMA);
+          predictionsAdded(predictions);
+        }
+        out.byte(LF);
+      }
+      return out.take();
+    },
+  };
+
+  /** The line of a row written from its values (not its text). */
+  function recordLine(record: Record<string, unknown> | undefined, number: number, predictions: readonly unknown[]): string {
+    const values = valuesOf(record, number);
+    const kept: Record<string, unknown> = {};
+    for (const c of inputColumns) if (c in values) kept[c] = values[c];
+    predictionColumns.forEach((c, i) => (kept[c] = predictions[i] ?? null));
+    const body = JSON.stringify(kept).slice(1);
+    return `${rowNumber ? `{"${ROW_NUMBER_COLUMN}":${number}` : '{'}${rowNumber && body !== '}' ? ',' : ''}${body}`;
+  }
+}
+
+/**
+ * Where the last member of a JSON object's text ends (the place of its last character before the
+ * closing brace, JSON's spaces aside), or its opening brace when it has none; -1 for a text that
+ * does not end in a closing brace (a row read never does), which is then written from its values.
+ */
+function lastOfObject(text: string): number {
+  let at = text.length - 1;
+  while (at >= 0 && isJsonSpace(text.charCodeAt(at))) at--;
+  if (at < 0 || text.charCodeAt(at) !== CLOSE) return -1;
+  at--;
+  while (at >= 0 && isJsonSpace(text.charCodeAt(at))) at--;
+  return at;
+}
+
+function isJsonSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
 /** A row's values, which a writer not writing its text needs: a row without them is a caller's bug, not missing values. */
 function valuesOf(input: Record<string, unknown> | undefined, number: number): Record<string, unknown> {
   if (input === undefined) throw new Error(`row ${number} came to be written without its values`);
@@ -135,6 +187,8 @@ function valuesOf(input: Record<string, unknown> | undefined, number: number): R
 
 const COMMA = 0x2c;
 const LF = 0x0a;
+const OPEN = 0x7b;
+const CLOSE = 0x7d;
 
 /** Characters that make a CSV field quoted (RFC 4180's, and a BOM, as papaparse quotes them). */
 const NEEDS_QUOTES = /[",\r\n\uFEFF]|^ | $/;

@@ -192,13 +192,9 @@ export class RequestEncoder {
 
   /** Column `i`'s value of a record. */
   private value(value: unknown, i: number): void {
-    const { out } = this;
     if (typeof value === 'string' && this.fromCsv) return this.csvValue(value, 0, value.length, i);
     if (this.values) this.values[i] = value === undefined || (typeof value === 'number' && !Number.isFinite(value)) ? null : value;
-    if (value === null || value === undefined) return out.text('null');
-    if (typeof value === 'string') return out.jsonString(value);
-    if (typeof value === 'number') return Number.isFinite(value) ? out.number(value) : out.text('null');
-    out.text(JSON.stringify(value));
+    this.out.json(value);
   }
 
   /** Characters `start` to `end` of `s`, column `i`'s value in CSV, as `requestValue` reads it. */

@@ -67,3 +67,81 @@ describe('csvRowText', () => {
     );
   });
 });
+
+describe('JSON Lines row writer', () => {
+  /** The line as the writer wrote it before it wrote bytes: strings built and joined (the reference). */
+  function stringLine(text: string, number: number, predictionColumns: readonly string[], predictions: readonly unknown[], rowNumber: boolean): string {
+    const added: Record<string, unknown> = {};
+    predictionColumns.forEach((c, i) => (added[c] = predictions[i] ?? null));
+    const numbered = rowNumber ? `{"row_number":${number}` : '{';
+    const head = text.trimEnd().slice(0, -1).trimEnd();
+    const line = `${head}${head.endsWith('{') ? '' : ','}${JSON.stringify(added).slice(1)}`;
+    if (!rowNumber) return `${line}\n`;
+    const open = line.indexOf('{') + 1;
+    return `${numbered}${line.slice(open).trimStart() === '}' ? '' : ','}${line.slice(open)}\n`;
+  }
+
+  const space = fc.constantFrom('', ' ', '\t', '\r', '  \n');
+  const value = fc.oneof(fc.double(), fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.jsonValue());
+  const column = fc.oneof(fc.string({ minLength: 1 }), fc.constantFrom('0', '7', 'price', 'price_confidence', 'é'));
+
+  it('writes a row read as its text, the predictions added, as the strings joined wrote it', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string(), fc.jsonValue(), { maxKeys: 4 }),
+        fc.uniqueArray(column, { minLength: 1, maxLength: 4 }),
+        fc.array(value, { minLength: 4, maxLength: 4 }),
+        space,
+        space,
+        space,
+        (object, predictionColumns, predictions, before, inside, after) => {
+          const json = JSON.stringify(object);
+          const text = `${before}${json.slice(0, -1)}${inside}}${after}`;
+          for (const rowNumber of [false, true]) {
+            const writer = createRowWriter('jsonl', { inputColumns: Object.keys(object), predictionColumns, rowNumber, passThroughText: true });
+            const written = writer.lines([{ row: { text, index: 41 }, predictions: predictions.slice(0, predictionColumns.length) }]);
+            const expected = stringLine(text, 42, predictionColumns, predictions.slice(0, predictionColumns.length), rowNumber);
+            expect(written.toString()).toBe(expected);
+            expect(JSON.parse(expected)).toEqual({
+              ...(rowNumber && { row_number: 42 }),
+              ...object,
+              ...Object.fromEntries(predictionColumns.map((c, i) => [c, JSON.parse(JSON.stringify(predictions[i] ?? null))])),
+            });
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('writes a row as read when the model has no output column', () => {
+    for (const rowNumber of [false, true]) {
+      const writer = createRowWriter('jsonl', { inputColumns: ['a'], predictionColumns: [], rowNumber, passThroughText: true });
+      const written = writer.lines([
+        { row: { text: '{"a":{}} ', index: 0 }, predictions: [] },
+        { row: { text: '{}', index: 1 }, predictions: [] },
+      ]);
+      expect(written.toString()).toBe(rowNumber ? '{"row_number":1,"a":{}}\n{"row_number":2}\n' : '{"a":{}}\n{}\n');
+    }
+  });
+
+  it('adds the predictions as members a reader finds, after the row number, and writes rows without text from their values', () => {
+    const writer = createRowWriter('jsonl', { inputColumns: ['id', 'n'], predictionColumns: ['price', '1'], rowNumber: true, passThroughText: true });
+    const lines = writer
+      .lines([
+        { row: { text: ' {"id":"a", "n":12345678901234567890} ', index: 0 }, predictions: [2.5, 'x'] },
+        { row: { text: '{ }', index: 1 }, predictions: [null, undefined] },
+        { row: { record: { id: 'b', n: 3, other: 4 }, index: 2 }, predictions: [Number.NaN, { a: 1 }] },
+      ])
+      .toString();
+    expect(lines).toBe(
+      [
+        '{"row_number":1,"id":"a", "n":12345678901234567890,"1":"x","price":2.5}',
+        '{"row_number":2,"1":null,"price":null}',
+        // From its values: an object's members, array-index names first.
+        '{"row_number":3,"1":{"a":1},"id":"b","n":3,"price":null}',
+        '',
+      ].join('\n'),
+    );
+  });
+});
