@@ -12,13 +12,17 @@
 // packages: those that find files of their own at run time (BullMQ's Lua scripts, pino's worker,
 // the UI's assets), load native or optional parts, or are only ever loaded lazily (PostgreSQL,
 // Parquet, S3, the HTTP server). The compiled files stay in dist/ too: tests load some of them alone.
-import { chmod, writeFile } from 'node:fs/promises';
+import { chmod, readdir, rm, writeFile } from 'node:fs/promises';
 import * as esbuild from 'esbuild';
 
 const BUNDLED = new Set(['zod', 'commander', 'papaparse', 'picomatch', 'p-limit', 'yocto-queue', 'iconv-lite', 'safer-buffer', 'close-with-grace']);
 
 /** The package a bare specifier names (`@scope/name` or `name`). */
 const packageOf = (specifier) => specifier.split('/', specifier.startsWith('@') ? 2 : 1).join('/');
+
+// The last build's chunks go first: their names are their contents' hashes, so a rebuild left them
+// beside the new ones, and they went into the package.
+for (const name of await readdir('dist')) if (/^chunk-[A-Z0-9]+\.js$/.test(name)) await rm(`dist/${name}`);
 
 const { metafile } = await esbuild.build({
   entryPoints: ['dist/cli.js'],
