@@ -116,26 +116,58 @@ export type PredictionProfile = z.output<typeof predictionProfileSchema>;
 /**
  * Numbers seen: the sketch (which counts them and keeps min and max as it takes them), their
  * exact sum, and their exact counts while there are at most EXACT_VALUES distinct ones.
+ *
+ * Numbers added one by one are only counted exactly while they are that few, and go into the
+ * sketch, sum and grid each with its count once they are more, or once anything reads them
+ * (`settle`): the sketch's logarithm, the sum and the grid per value were most of what the profile
+ * cost a row, and a column of few values (a count of rooms) needs none of them until the end. They
+ * hold the same counts and exact sum either way.
  */
 export class Numbers {
+  /** Whether the values added are so far counted in `exact` alone (a new accumulator's are). */
+  private deferred: boolean;
+
   constructor(
-    readonly sketch: QuantileSketch = newSketch(),
-    readonly sum: ExactSum = new ExactSum(),
+    private readonly sketch: QuantileSketch = newSketch(),
+    private readonly sum: ExactSum = new ExactSum(),
     /** Count by value; null once more than EXACT_VALUES distinct values were seen. */
     private exact: Map<number, number> | null = new Map(),
     /** The values on a fine grid; null once a segment scored by a release before 0.4 was merged. */
     private grid: GridHistogram | null = GridHistogram.empty(),
-  ) {}
+  ) {
+    this.deferred = exact !== null && exact.size === 0 && sketch.count === 0;
+  }
 
   get count(): number {
+    this.settle();
     return this.sketch.count;
   }
 
   add(value: number): void {
+    if (this.deferred) {
+      const exact = this.exact!;
+      exact.set(value, (exact.get(value) ?? 0) + 1);
+      if (exact.size > EXACT_VALUES) {
+        this.settle();
+        this.exact = null;
+      }
+      return;
+    }
     this.sketch.add(value);
     this.sum.add(value);
     if (this.exact !== null) this.countExactly(value, 1);
     this.grid?.add(value);
+  }
+
+  /** Puts the values only counted so far (see `deferred`) into the sketch, sum and grid. */
+  private settle(): void {
+    if (!this.deferred) return;
+    this.deferred = false;
+    for (const [value, n] of this.exact!) {
+      this.sketch.add(value, n);
+      for (let i = 0; i < n; i++) this.sum.add(value);
+      this.grid?.add(value, n);
+    }
   }
 
   private countExactly(value: number, n: number): void {
@@ -146,6 +178,8 @@ export class Numbers {
   }
 
   merge(other: Numbers): void {
+    this.settle();
+    other.settle();
     this.sketch.merge(other.sketch);
     for (const part of other.sum.parts()) this.sum.add(part);
     if (other.exact === null) this.exact = null;
@@ -160,6 +194,7 @@ export class Numbers {
   }
 
   toJSON(): z.input<typeof numbersStateSchema> | null {
+    this.settle();
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
     return {
@@ -174,6 +209,7 @@ export class Numbers {
   }
 
   summary(): NumericSummary | null {
+    this.settle();
     const { count, min, max } = this.sketch;
     if (count === 0) return null;
     const sketch = this.sketch.bounded(SKETCH_BUCKETS);

@@ -71,8 +71,9 @@ export class QuantileSketch {
     return this.sketch.max;
   }
 
-  add(value: number): void {
-    this.sketch.accept(value);
+  /** Adds `value`, `n` times. */
+  add(value: number, n = 1): void {
+    this.sketch.accept(value, n);
   }
 
   /** Adds another sketch's values (of the same gamma). */
