@@ -113,6 +113,7 @@ function jsonLinesWriter({ inputColumns, predictionColumns, rowNumber, passThrou
     key: Buffer.from(`${JSON.stringify(c)}:`),
     at: predictionColumns.lastIndexOf(c),
   }));
+  const numberKey = Buffer.from(`{"${ROW_NUMBER_COLUMN}":`);
   const out = new ByteWriter();
   /** The added members and the closing brace. */
   const predictionsAdded = (predictions: readonly unknown[]) => {
@@ -136,7 +137,7 @@ function jsonLinesWriter({ inputColumns, predictionColumns, rowNumber, passThrou
           // The text up to its last member (its opening brace, when it has none), after the row number.
           const empty = text!.charCodeAt(last) === OPEN;
           if (rowNumber) {
-            out.text(`{"${ROW_NUMBER_COLUMN}":`);
+            out.bytes(numberKey);
             out.number(number);
             if (!empty || added.length > 0) out.byte(COMMA);
           }
