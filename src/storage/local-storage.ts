@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, type Dirent, type Stats } from 'node:fs';
-import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, statfs, writeFile } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BatchScorerError, InputError, isAbortError, NotFoundError } from '../errors.js';
@@ -10,6 +11,9 @@ import type { ListedFile, ObjectInfo, ReadOptions, WriteOptions } from './storag
 
 /** Names of half-written files (`<name>.tmp-<random>`); they are not files yet, so `list` skips them. */
 const TEMP_SUFFIX = /\.tmp-[0-9a-f]{12}$/;
+
+/** Files `removeFiles` removes at once: enough to keep the thread pool's four threads busy. */
+const REMOVES_AT_ONCE = 16;
 
 /** Failures worth retrying: the disk or the process is busy, not the request wrong. */
 const TRANSIENT = new Set(['EAGAIN', 'EBUSY', 'EMFILE', 'ENFILE', 'EIO', 'ETIMEDOUT', 'ESTALE']);
@@ -150,7 +154,7 @@ export class LocalStorage {
   }
 
   async removeFiles(prefix: FileLocation, which: (name: string) => boolean): Promise<void> {
-    await removeBelow(prefix, prefix.path, '', which);
+    await removeBelow(prefix, prefix.path, '', which, pLimit(REMOVES_AT_ONCE));
   }
 }
 
@@ -265,27 +269,27 @@ async function onlyFolders(prefix: FileLocation, folder: string, signal?: AbortS
 /**
  * Removes the files below `folder` that `which` names (by their path below the prefix, `below`
  * being the folder's), then `folder` itself if that left it empty; answers whether it did. A
- * folder holding anything else, or that held nothing to begin with, stays.
+ * folder holding anything else, or that held nothing to begin with, stays. Its entries are removed
+ * side by side, at most REMOVES_AT_ONCE files at a time (`removes`): one after another, a run's
+ * segment files took a round trip to the thread pool each, about 50 ms of a 480k-row run's end.
+ * Every removal settles before the first failure is thrown.
  */
-async function removeBelow(prefix: FileLocation, folder: string, below: string, which: (name: string) => boolean): Promise<boolean> {
+async function removeBelow(prefix: FileLocation, folder: string, below: string, which: (name: string) => boolean, removes: LimitFunction): Promise<boolean> {
   const entries = await folderEntries(prefix, folder, 'remove');
   if (typeof entries === 'string') return false;
-  let removed = false;
-  let kept = false;
-  for (const entry of entries) {
-    const name = below === '' ? entry.name : `${below}/${entry.name}`;
-    const full = path.join(folder, entry.name);
-    if (entry.isDirectory()) {
-      if (await removeBelow(prefix, full, name, which)) removed = true;
-      else kept = true;
-    } else if (which(name.replace(TEMP_SUFFIX, ''))) {
-      await rm(full, { force: true }).catch((err: unknown) => {
-        throw storageError('remove', { kind: 'file', path: full }, err);
-      });
-      removed = true;
-    } else kept = true;
-  }
-  if (kept || !removed) return false;
+  // Each entry comes to true once it is gone (a folder emptied and removed), false where something stays.
+  const settled = await Promise.allSettled(
+    entries.map(async (entry) => {
+      const name = below === '' ? entry.name : `${below}/${entry.name}`;
+      const full = path.join(folder, entry.name);
+      if (entry.isDirectory()) return removeBelow(prefix, full, name, which, removes);
+      return which(name.replace(TEMP_SUFFIX, '')) ? removes(() => removeFile(full)) : false;
+    }),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  const gone = settled.map((s) => s.status === 'fulfilled' && s.value);
+  if (gone.includes(false) || !gone.includes(true)) return false;
   try {
     await rmdir(folder);
     return true;
@@ -295,6 +299,16 @@ async function removeBelow(prefix: FileLocation, folder: string, below: string, 
     if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return false;
     throw storageError('remove', prefix, err);
   }
+}
+
+/** Removes one file; one already gone is fine. `unlink`, not `rm`: rm looks the file up twice first. */
+async function removeFile(full: string): Promise<true> {
+  try {
+    await unlink(full);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw storageError('remove', { kind: 'file', path: full }, err);
+  }
+  return true;
 }
 
 /**

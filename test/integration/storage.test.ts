@@ -264,6 +264,19 @@ describe('local storage', () => {
     expect((await readdir(path.join(run, 'mixed'))).sort()).toEqual(['theirs.txt', 'theirs.txt.tmp-0123456789ab']);
   });
 
+  it('removes a run-sized _work side by side: every named file, and only those', async () => {
+    // More files than are removed at once, in two levels, as a run's segments leave them.
+    const work = path.join(tempDir, 'wide', '_work');
+    const names = ['run.json', 'claim.json', ...Array.from({ length: 120 }, (_, i) => `segments/${String(i).padStart(5, '0')}.csv`)];
+    await Promise.all(names.map((name) => storage.write(parseLocation(path.join(work, name)), name)));
+    await writeFile(path.join(work, 'segments', 'notes.txt'), 'theirs');
+    await storage.removeFiles(parseLocation(work), (name) => names.includes(name));
+    expect(await readdir(work)).toEqual(['segments']);
+    expect(await readdir(path.join(work, 'segments'))).toEqual(['notes.txt']);
+    await storage.removeFiles(parseLocation(work), () => true);
+    expect(await readdir(path.join(tempDir, 'wide'))).toEqual([]);
+  });
+
   it('fails at once where a folder cannot be made: a file in the way, /proc, /sys', async () => {
     const file = path.join(tempDir, 'in-the-way');
     await storage.write(parseLocation(file), 'x');
