@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createWriteStream, type Dirent, type Stats } from 'node:fs';
-import { access, link, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, statfs, unlink, writeFile } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, readFile, rename, rmdir, stat, statfs, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import pLimit, { type LimitFunction } from 'p-limit';
 import { addAbortSignal, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { BatchScorerError, InputError, isAbortError, NotFoundError } from '../errors.js';
 import type { FileLocation } from './location.js';
 import type { ListedFile, ObjectInfo, ReadOptions, WriteOptions } from './storage-types.js';
@@ -136,11 +136,7 @@ export class LocalStorage {
   }
 
   async remove(loc: FileLocation): Promise<void> {
-    try {
-      await rm(loc.path, { force: true });
-    } catch (err) {
-      throw storageError('remove', loc, err);
-    }
+    await removeFile(loc.path);
   }
 
   /** The bytes an unprivileged process may still write on the filesystem of the folder, or of the nearest part of its path that exists. */
@@ -169,7 +165,7 @@ function tempPath(loc: FileLocation): string {
  * with its file in `removeFiles`.
  */
 async function removeTemp(temp: string): Promise<void> {
-  await rm(temp, { force: true }).catch(() => undefined);
+  await removeFile(temp).catch(() => undefined);
 }
 
 function folderError(folder: string, reason: string, cause?: unknown): BatchScorerError {
