@@ -1,4 +1,4 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=8 --scavenger-max-new-space-capacity-mb=2
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node --max-semi-space-size=8 --scavenger-max-new-space-capacity-mb=2 --no-maglev --no-allocation-site-pretenuring
 // The young generation is capped at 8 MiB per semi-space (V8's default is 16): a batch's rows die
 // young once their requests are sent, and a cap of 4 collected them twice as often, for about 4%
 // more CPU and about a point of the latency-bound rate; 16 cost ~15 MiB of peak RSS for no more
@@ -16,6 +16,15 @@
 // 10M rows still reached 188). At 2 the trigger is 8 MiB (at 4, 16 MiB left a 1M-row JSON Lines
 // run ~5 MiB higher); the young generation itself stays as set above, and no CPU cost was
 // measured on the CPU-bound run.
+// Two V8 features cost a run more than they gave (Node 24.21, medians of 8 alternating pairs of
+// the CPU-bound run). Maglev, the tier between the baseline compiler and TurboFan, compiled ~690
+// functions of a 500k-row run (~0.3 s, --trace-opt), the hottest of which TurboFan compiled
+// again: without it, ~3% less CPU. Allocation-site pretenuring saw that what the sites of a
+// batch's rows and answers allocate outlives a young collection (they live until the batch is
+// written), and from then on allocated them straight in the old generation, where each had to be
+// found dead by a full collection (concurrent marking: 0.4-0.9 CPU-s of ~4.3): without it most
+// die young, and the run takes 8% less CPU. Peak RSS of a 1M-row JSON Lines run: 140-147 MiB with
+// both on, 134-139 without Maglev, 135-140 without either.
 // These can only be set as the process starts, hence here, where the installed `batch-scorer`
 // command (and the container's entry point) run it (measured with `npm run bench`).
 import module from 'node:module';
