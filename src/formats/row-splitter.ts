@@ -158,7 +158,13 @@ export class RowSplitter {
           break;
         }
       }
-      // A row with a quote in it, read to its end a byte at a time.
+      // A row with a quote in it. Up to that quote (no line feed comes before it) a byte only tells
+      // whether the next one starts a field, so the last one alone is read; from the quote on, the
+      // row is read to its end a byte at a time.
+      if (this.state !== QUOTED && nextQuote > i) {
+        this.state = chunk[nextQuote - 1] === this.delimiter ? FIELD_START : UNQUOTED;
+        i = nextQuote;
+      }
       for (; i < chunk.length; i++) {
         if (this.step(chunk[i])) {
           rowStart = i = this.endRow(chunk, rowStart, i, onRow);
